@@ -1,0 +1,43 @@
+# Two commands set everything up on a fresh machine:
+#   make demo   — runs ember's main job (creates and fills .venv first if missing)
+#   make test   — runs the test suite (same)
+PY_SYS ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+VENV_STAMP := $(VENV)/.ember-venv
+CPU_STAMP  := $(VENV)/.ember-cpu-built
+CPU_SRC    := $(wildcard backends/cpu/csrc/*.cpp backends/cpu/csrc/*.h) \
+              backends/cpu/CMakeLists.txt backends/cpu/pyproject.toml
+
+.PHONY: demo test bench docs build clean
+
+$(VENV_STAMP): pyproject.toml
+	test -x $(PY) || $(PY_SYS) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	# build tools for the editable native backend (built without isolation for speed)
+	$(PIP) install --quiet "scikit-build-core>=0.10" "pybind11>=2.12" ninja numpy
+	$(PIP) install --quiet -e ".[test]"
+	touch $@
+
+$(CPU_STAMP): $(VENV_STAMP) $(CPU_SRC)
+	$(PIP) install --quiet --no-build-isolation -e backends/cpu
+	touch $@
+
+build: $(CPU_STAMP)
+
+demo: $(CPU_STAMP)
+	$(PY) examples/demo.py
+
+test: $(CPU_STAMP)
+	$(PY) -m pytest
+
+bench: $(CPU_STAMP)
+	$(PY) bench/bench_ops.py
+
+docs: $(VENV_STAMP)
+	$(PIP) install --quiet mkdocs
+	$(VENV)/bin/mkdocs build --strict
+
+clean:
+	rm -rf $(VENV) build backends/cpu/build site

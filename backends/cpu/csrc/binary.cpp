@@ -1,0 +1,245 @@
+// Binary arithmetic: add, sub, mul, div, pow, maximum, minimum, fmod.
+// out, a, b share one dtype (the dispatcher promoted and broadcast them).
+// Integer arithmetic wraps (two's complement) via unsigned arithmetic.
+#include "ember.h"
+
+namespace ember {
+
+namespace {
+
+struct Bin3 {
+  Tensor out, a, b;
+};
+
+Bin3 parse3(const char* op, PyObject* const* args_, Py_ssize_t n, PyObject* kw, Args& args) {
+  (void)args_; (void)n; (void)kw;
+  Bin3 r{args.out(0), args.tensor(1), args.tensor(2)};
+  check_same_dtype(op, r.out, r.a);
+  check_same_dtype(op, r.out, r.b);
+  return r;
+}
+
+template <class T>
+inline T wadd(T a, T b) { return (T)((wrap_t<T>)a + (wrap_t<T>)b); }
+template <class T>
+inline T wsub(T a, T b) { return (T)((wrap_t<T>)a - (wrap_t<T>)b); }
+template <class T>
+inline T wmul(T a, T b) { return (T)((wrap_t<T>)a * (wrap_t<T>)b); }
+
+#define EMBER_PARSE(NAME)                                 \
+  Args args(NAME, a_, n_, kw_, {"out", "a", "b"}, 3);     \
+  Bin3 t = parse3(NAME, a_, n_, kw_, args);
+
+void k_add(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  EMBER_PARSE("add")
+  dispatch<M_ALL>(t.out.dtype, "add", [&](auto tag) {
+    using T = EMBER_T(tag);
+    binary_op<T, T, T>("add", t.out, t.a, t.b, [](T x, T y) -> T {
+      if constexpr (std::is_same_v<T, bool>) return x || y;
+      else if constexpr (is_fp_v<T>) return cvt<T>(static_cast<compute_t<T>>(x) + static_cast<compute_t<T>>(y));
+      else return wadd(x, y);
+    });
+  });
+}
+
+void k_sub(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  EMBER_PARSE("sub")
+  if (t.out.dtype == kBool)
+    raise(PyExc_TypeError, "sub(): subtraction of bool tensors is not supported; use logical_xor() or bitwise_xor()");
+  dispatch<M_NUM>(t.out.dtype, "sub", [&](auto tag) {
+    using T = EMBER_T(tag);
+    binary_op<T, T, T>("sub", t.out, t.a, t.b, [](T x, T y) -> T {
+      if constexpr (is_fp_v<T>) return cvt<T>(static_cast<compute_t<T>>(x) - static_cast<compute_t<T>>(y));
+      else return wsub(x, y);
+    });
+  });
+}
+
+void k_mul(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  EMBER_PARSE("mul")
+  dispatch<M_ALL>(t.out.dtype, "mul", [&](auto tag) {
+    using T = EMBER_T(tag);
+    binary_op<T, T, T>("mul", t.out, t.a, t.b, [](T x, T y) -> T {
+      if constexpr (std::is_same_v<T, bool>) return x && y;
+      else if constexpr (is_fp_v<T>) return cvt<T>(static_cast<compute_t<T>>(x) * static_cast<compute_t<T>>(y));
+      else return wmul(x, y);
+    });
+  });
+}
+
+template <class T>
+void check_nonzero_divisor(const char* op, const Tensor& b) {
+  if (any_elem<T>(b, [](T v) { return v == 0; }))
+    raise(PyExc_RuntimeError, "%s(): ZeroDivisionError: integer division by zero", op);
+}
+
+// floor division for floating point, as PyTorch's div_floor_floating
+template <class C>
+inline C div_floor_fp(C a, C b) {
+  if (b == 0) return a / b;
+  C mod = std::fmod(a, b);
+  C div = (a - mod) / b;
+  if ((mod != 0) && ((b < 0) != (mod < 0))) div -= C(1);
+  C floordiv;
+  if (div != 0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > C(0.5)) floordiv += C(1);
+  } else {
+    floordiv = std::copysign(C(0), a / b);
+  }
+  return floordiv;
+}
+
+template <class T>
+inline T int_div_trunc(T x, T y) {
+  if constexpr (std::is_signed_v<T>) {
+    if (y == -1) return (T)(wrap_t<T>(0) - (wrap_t<T>)x);
+  }
+  return (T)(x / y);
+}
+
+template <class T>
+inline T int_div_floor(T x, T y) {
+  if constexpr (std::is_signed_v<T>) {
+    if (y == -1) return (T)(wrap_t<T>(0) - (wrap_t<T>)x);
+    T q = (T)(x / y);
+    T r = (T)(x % y);
+    if (r != 0 && ((r < 0) != (y < 0))) --q;
+    return q;
+  } else {
+    return (T)(x / y);
+  }
+}
+
+void k_div(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  Args args("div", a_, n_, kw_, {"out", "a", "b", "rounding_mode"}, 3);
+  Bin3 t = parse3("div", a_, n_, kw_, args);
+  std::string mode = args.get_str(3);
+  if (mode.empty()) {
+    if (!is_floating_code(t.out.dtype))
+      raise(PyExc_TypeError,
+            "div(): true division is not implemented for dtype %s on cpu (promote to a floating dtype first)",
+            dtype_name(t.out.dtype));
+    dispatch<M_FLOAT>(t.out.dtype, "div", [&](auto tag) {
+      using T = EMBER_T(tag);
+      binary_op<T, T, T>("div", t.out, t.a, t.b, [](T x, T y) -> T {
+        return cvt<T>(static_cast<compute_t<T>>(x) / static_cast<compute_t<T>>(y));
+      });
+    });
+  } else if (mode == "trunc") {
+    dispatch<M_NUM>(t.out.dtype, "div", [&](auto tag) {
+      using T = EMBER_T(tag);
+      if constexpr (is_fp_v<T>) {
+        binary_op<T, T, T>("div", t.out, t.a, t.b, [](T x, T y) -> T {
+          using C = compute_t<T>;
+          return cvt<T>(std::trunc(static_cast<C>(x) / static_cast<C>(y)));
+        });
+      } else {
+        check_nonzero_divisor<T>("div", t.b);
+        binary_op<T, T, T>("div", t.out, t.a, t.b, [](T x, T y) -> T { return int_div_trunc(x, y); });
+      }
+    });
+  } else if (mode == "floor") {
+    dispatch<M_NUM>(t.out.dtype, "div", [&](auto tag) {
+      using T = EMBER_T(tag);
+      if constexpr (is_fp_v<T>) {
+        binary_op<T, T, T>("div", t.out, t.a, t.b, [](T x, T y) -> T {
+          using C = compute_t<T>;
+          return cvt<T>(div_floor_fp<C>(static_cast<C>(x), static_cast<C>(y)));
+        });
+      } else {
+        check_nonzero_divisor<T>("div", t.b);
+        binary_op<T, T, T>("div", t.out, t.a, t.b, [](T x, T y) -> T { return int_div_floor(x, y); });
+      }
+    });
+  } else {
+    raise(PyExc_ValueError,
+          "div(): expected rounding_mode to be one of None, 'trunc' or 'floor' but found '%s'", mode.c_str());
+  }
+}
+
+template <class T>
+inline T int_pow(T base, T exp) {
+  using U = std::conditional_t<(sizeof(T) < 8), uint32_t, uint64_t>;
+  U r = 1, b = (U)base;
+  uint64_t e = (uint64_t)exp;
+  while (e) {
+    if (e & 1) r *= b;
+    b *= b;
+    e >>= 1;
+  }
+  return (T)r;
+}
+
+void k_pow(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  EMBER_PARSE("pow")
+  dispatch<M_NUM>(t.out.dtype, "pow", [&](auto tag) {
+    using T = EMBER_T(tag);
+    if constexpr (is_fp_v<T>) {
+      binary_op<T, T, T>("pow", t.out, t.a, t.b, [](T x, T y) -> T {
+        using C = compute_t<T>;
+        return cvt<T>(std::pow(static_cast<C>(x), static_cast<C>(y)));
+      });
+    } else {
+      if constexpr (std::is_signed_v<T>) {
+        if (any_elem<T>(t.b, [](T v) { return v < 0; }))
+          raise(PyExc_RuntimeError, "pow(): Integers to negative integer powers are not allowed.");
+      }
+      binary_op<T, T, T>("pow", t.out, t.a, t.b, [](T x, T y) -> T { return int_pow(x, y); });
+    }
+  });
+}
+
+template <bool IsMax>
+void minmax(const char* op, PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  EMBER_PARSE(op)
+  dispatch<M_ALL>(t.out.dtype, op, [&](auto tag) {
+    using T = EMBER_T(tag);
+    binary_op<T, T, T>(op, t.out, t.a, t.b, [](T x, T y) -> T {
+      if constexpr (is_fp_v<T>) {
+        using C = compute_t<T>;
+        const C cx = static_cast<C>(x), cy = static_cast<C>(y);
+        if (cx != cx) return x;
+        if (cy != cy) return y;
+        if constexpr (IsMax) return cx >= cy ? x : y;
+        else return cx <= cy ? x : y;
+      } else {
+        if constexpr (IsMax) return x >= y ? x : y;
+        else return x <= y ? x : y;
+      }
+    });
+  });
+}
+void k_maximum(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) { minmax<true>("maximum", a_, n_, kw_); }
+void k_minimum(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) { minmax<false>("minimum", a_, n_, kw_); }
+
+void k_fmod(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  EMBER_PARSE("fmod")
+  dispatch<M_NUM>(t.out.dtype, "fmod", [&](auto tag) {
+    using T = EMBER_T(tag);
+    if constexpr (is_fp_v<T>) {
+      binary_op<T, T, T>("fmod", t.out, t.a, t.b, [](T x, T y) -> T {
+        using C = compute_t<T>;
+        return cvt<T>(std::fmod(static_cast<C>(x), static_cast<C>(y)));
+      });
+    } else {
+      check_nonzero_divisor<T>("fmod", t.b);
+      binary_op<T, T, T>("fmod", t.out, t.a, t.b, [](T x, T y) -> T {
+        if constexpr (std::is_signed_v<T>) {
+          if (y == -1) return T(0);
+        }
+        return (T)(x % y);
+      });
+    }
+  });
+}
+
+}  // namespace
+
+void register_binary(std::vector<PyMethodDef>& defs) {
+#define R(NAME) defs.push_back(EMBER_DEF(#NAME, k_##NAME))
+  R(add); R(sub); R(mul); R(div); R(pow); R(maximum); R(minimum); R(fmod);
+#undef R
+}
+
+}  // namespace ember

@@ -1,0 +1,389 @@
+// Argument parsing, kernel-tensor protocol, the elementwise iterator's builder.
+#include <cstdarg>
+
+#include "ember.h"
+
+namespace ember {
+
+const char* const kDTypeNames[kNumDTypes] = {"bool",  "uint8",   "int8",     "int16",   "int32",
+                                             "int64", "float16", "bfloat16", "float32", "float64"};
+const int kDTypeSizes[kNumDTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+
+void raise(PyObject* type, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  throw Error{type, std::string(buf)};
+}
+
+void raise_dtype(const char* op, int code) {
+  raise(PyExc_TypeError, "%s(): not implemented for dtype %s on cpu", op, dtype_name(code));
+}
+
+// interned attribute names
+static PyObject* s_storage;
+static PyObject* s_shape;
+static PyObject* s_stride;
+static PyObject* s_offset;
+static PyObject* s_dtype;
+static PyObject* s_code;
+static PyObject* s_itemsize;
+
+void init_strings() {
+  s_storage = PyUnicode_InternFromString("_storage");
+  s_shape = PyUnicode_InternFromString("shape");
+  s_stride = PyUnicode_InternFromString("_stride");
+  s_offset = PyUnicode_InternFromString("_offset");
+  s_dtype = PyUnicode_InternFromString("dtype");
+  s_code = PyUnicode_InternFromString("code");
+  s_itemsize = PyUnicode_InternFromString("itemsize");
+}
+
+namespace {
+
+struct Ref {  // owned reference
+  PyObject* p;
+  explicit Ref(PyObject* o) : p(o) {}
+  ~Ref() { Py_XDECREF(p); }
+  Ref(const Ref&) = delete;
+};
+
+// dtype object -> (code, itemsize) cache; holds strong references so addresses stay unique.
+struct DTypeCacheEntry {
+  PyObject* obj;
+  int code;
+  int itemsize;
+};
+constexpr int kDTypeCache = 32;
+DTypeCacheEntry g_dtype_cache[kDTypeCache];
+int g_dtype_cache_n = 0;
+
+inline int64_t as_int64(PyObject* o, const char* op, const char* what) {
+  int64_t v = PyLong_AsLongLong(o);
+  if (v == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    raise(PyExc_TypeError, "%s(): %s must be an int", op, what);
+  }
+  return v;
+}
+
+void read_dtype(PyObject* dt, const char* op, const char* arg, int& code, int& itemsize) {
+  for (int i = 0; i < g_dtype_cache_n; ++i)
+    if (g_dtype_cache[i].obj == dt) {
+      code = g_dtype_cache[i].code;
+      itemsize = g_dtype_cache[i].itemsize;
+      return;
+    }
+  Ref c(PyObject_GetAttr(dt, s_code));
+  if (!c.p) { PyErr_Clear(); raise(PyExc_TypeError, "%s(): argument '%s' has a dtype without .code", op, arg); }
+  Ref is(PyObject_GetAttr(dt, s_itemsize));
+  if (!is.p) { PyErr_Clear(); raise(PyExc_TypeError, "%s(): argument '%s' has a dtype without .itemsize", op, arg); }
+  code = (int)as_int64(c.p, op, "dtype.code");
+  itemsize = (int)as_int64(is.p, op, "dtype.itemsize");
+  if (code < 0 || code >= kNumDTypes)
+    raise(PyExc_TypeError, "%s(): argument '%s' has unknown dtype code %d", op, arg, code);
+  if (itemsize != kDTypeSizes[code])
+    raise(PyExc_TypeError, "%s(): argument '%s': dtype %s has itemsize %d, expected %d", op, arg,
+          kDTypeNames[code], itemsize, kDTypeSizes[code]);
+  if (g_dtype_cache_n < kDTypeCache) {
+    Py_INCREF(dt);
+    g_dtype_cache[g_dtype_cache_n++] = {dt, code, itemsize};
+  }
+}
+
+void read_tensor(PyObject* obj, Tensor& t, const char* op, const char* arg) {
+  if (obj == nullptr || obj == Py_None) raise(PyExc_TypeError, "%s(): argument '%s' must be a tensor, got None", op, arg);
+  Ref st(PyObject_GetAttr(obj, s_storage));
+  if (!st.p) {
+    PyErr_Clear();
+    raise(PyExc_TypeError, "%s(): argument '%s' must be a tensor (no _storage attribute), got %s", op, arg,
+          Py_TYPE(obj)->tp_name);
+  }
+  if (!PyObject_TypeCheck(st.p, &StorageType))
+    raise(PyExc_TypeError, "%s(): argument '%s' has a _storage that is not an ember_cpu Storage (%s)", op, arg,
+          Py_TYPE(st.p)->tp_name);
+  StorageObject* so = (StorageObject*)st.p;
+  Ref shp(PyObject_GetAttr(obj, s_shape));
+  if (!shp.p || !PyTuple_Check(shp.p)) {
+    PyErr_Clear();
+    raise(PyExc_TypeError, "%s(): argument '%s' must have a tuple shape", op, arg);
+  }
+  Ref strd(PyObject_GetAttr(obj, s_stride));
+  if (!strd.p || !PyTuple_Check(strd.p)) {
+    PyErr_Clear();
+    raise(PyExc_TypeError, "%s(): argument '%s' must have a tuple _stride", op, arg);
+  }
+  Ref off(PyObject_GetAttr(obj, s_offset));
+  if (!off.p) { PyErr_Clear(); raise(PyExc_TypeError, "%s(): argument '%s' has no _offset", op, arg); }
+  Ref dt(PyObject_GetAttr(obj, s_dtype));
+  if (!dt.p) { PyErr_Clear(); raise(PyExc_TypeError, "%s(): argument '%s' has no dtype", op, arg); }
+  read_dtype(dt.p, op, arg, t.dtype, t.itemsize);
+
+  Py_ssize_t nd = PyTuple_GET_SIZE(shp.p);
+  if (nd > MAXD) raise(PyExc_ValueError, "%s(): argument '%s' has %d dims; at most %d are supported", op, arg, (int)nd, MAXD);
+  if (PyTuple_GET_SIZE(strd.p) != nd)
+    raise(PyExc_ValueError, "%s(): argument '%s' has %d sizes but %d strides", op, arg, (int)nd,
+          (int)PyTuple_GET_SIZE(strd.p));
+  t.ndim = (int)nd;
+  int64_t numel = 1, maxoff = 0;
+  for (Py_ssize_t d = 0; d < nd; ++d) {
+    int64_t s = as_int64(PyTuple_GET_ITEM(shp.p, d), op, "shape entries");
+    int64_t st_ = as_int64(PyTuple_GET_ITEM(strd.p, d), op, "stride entries");
+    if (s < 0) raise(PyExc_ValueError, "%s(): argument '%s' has a negative size", op, arg);
+    if (st_ < 0) raise(PyExc_ValueError, "%s(): argument '%s' has a negative stride (not supported on cpu)", op, arg);
+    t.shape[d] = s;
+    t.stride[d] = st_;
+    numel *= s;
+    if (s > 0) maxoff += (s - 1) * st_;
+  }
+  t.numel = numel;
+  int64_t offset = as_int64(off.p, op, "_offset");
+  if (offset < 0) raise(PyExc_ValueError, "%s(): argument '%s' has a negative offset", op, arg);
+  if (numel > 0 && (offset + maxoff + 1) * (int64_t)t.itemsize > so->nbytes)
+    raise(PyExc_ValueError, "%s(): argument '%s' (shape %s, offset %lld) does not fit its storage of %lld bytes", op,
+          arg, shape_str(t).c_str(), (long long)offset, (long long)so->nbytes);
+  t.data = so->data + offset * t.itemsize;
+  t.readonly = so->readonly != 0;
+  t.storage = st.p;
+}
+
+}  // namespace
+
+std::string shape_str(const Tensor& t) {
+  std::string s = "[";
+  for (int d = 0; d < t.ndim; ++d) {
+    if (d) s += ", ";
+    s += std::to_string(t.shape[d]);
+  }
+  return s + "]";
+}
+
+void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
+  bool ok = a.ndim == b.ndim;
+  for (int d = 0; ok && d < a.ndim; ++d) ok = a.shape[d] == b.shape[d];
+  if (!ok)
+    raise(PyExc_ValueError, "%s(): shape mismatch: %s vs %s", op, shape_str(a).c_str(), shape_str(b).c_str());
+}
+
+void check_dtype(const char* op, const Tensor& t, int code, const char* what) {
+  if (t.dtype != code)
+    raise(PyExc_TypeError, "%s(): expected %s to have dtype %s, got %s", op, what, dtype_name(code),
+          dtype_name(t.dtype));
+}
+
+void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.dtype != b.dtype)
+    raise(PyExc_TypeError, "%s(): expected tensors of the same dtype, got %s and %s", op, dtype_name(a.dtype),
+          dtype_name(b.dtype));
+}
+
+Tensor make_contiguous_header(char* data, int dtype, int ndim, const int64_t* shape) {
+  Tensor t;
+  t.data = data;
+  t.dtype = dtype;
+  t.itemsize = kDTypeSizes[dtype];
+  t.ndim = ndim;
+  int64_t s = 1;
+  for (int d = ndim - 1; d >= 0; --d) {
+    t.shape[d] = shape[d];
+    t.stride[d] = s;
+    s *= shape[d];
+  }
+  t.numel = s;
+  return t;
+}
+
+// ------------------------------------------------------------------------------------------------
+Args::Args(const char* op_, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+           std::initializer_list<const char*> nm, int nrequired)
+    : op(op_), n((int)nm.size()) {
+  if (n > kMax) raise(PyExc_RuntimeError, "%s(): too many parameters", op);
+  { int j = 0; for (const char* s : nm) names[j++] = s; }
+  if (nargs > n)
+    raise(PyExc_TypeError, "%s(): takes at most %d arguments (%d given)", op, n, (int)nargs);
+  int i = 0;
+  for (; i < nargs; ++i) v[i] = args[i];
+  for (; i < n; ++i) v[i] = nullptr;
+  if (kwnames) {
+    Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nk; ++k) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+      int found = -1;
+      for (int j = 0; j < n; ++j)
+        if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) { found = j; break; }
+      if (found < 0)
+        raise(PyExc_TypeError, "%s(): got an unexpected keyword argument '%s'", op, PyUnicode_AsUTF8(key));
+      if (v[found]) raise(PyExc_TypeError, "%s(): got multiple values for argument '%s'", op, names[found]);
+      v[found] = args[nargs + k];
+    }
+  }
+  for (int j = 0; j < nrequired; ++j)
+    if (!v[j]) raise(PyExc_TypeError, "%s(): missing required argument '%s'", op, names[j]);
+}
+
+Tensor Args::tensor(int i) const {
+  Tensor t;
+  read_tensor(v[i], t, op, names[i]);
+  return t;
+}
+
+Tensor Args::out(int i) const {
+  Tensor t;
+  read_tensor(v[i], t, op, names[i]);
+  if (t.readonly && t.numel > 0)
+    raise(PyExc_ValueError, "%s(): output tensor '%s' is backed by a read-only buffer", op, names[i]);
+  return t;
+}
+
+int64_t Args::get_int(int i) const {
+  PyObject* o = v[i];
+  if (!o || o == Py_None) raise(PyExc_TypeError, "%s(): argument '%s' must be an int", op, names[i]);
+  if (PyFloat_Check(o)) raise(PyExc_TypeError, "%s(): argument '%s' must be an int, got float", op, names[i]);
+  int64_t r = PyLong_AsLongLong(o);
+  if (r == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    PyObject* idx = PyNumber_Index(o);
+    if (!idx) { PyErr_Clear(); raise(PyExc_TypeError, "%s(): argument '%s' must be an int", op, names[i]); }
+    r = PyLong_AsLongLong(idx);
+    Py_DECREF(idx);
+    if (r == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      raise(PyExc_OverflowError, "%s(): argument '%s' does not fit in int64", op, names[i]);
+    }
+  }
+  return r;
+}
+
+double Args::get_double(int i) const {
+  PyObject* o = v[i];
+  if (!o || o == Py_None) raise(PyExc_TypeError, "%s(): argument '%s' must be a number", op, names[i]);
+  double r = PyFloat_AsDouble(o);
+  if (r == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    raise(PyExc_TypeError, "%s(): argument '%s' must be a real number", op, names[i]);
+  }
+  return r;
+}
+
+bool Args::get_bool(int i, bool def) const {
+  PyObject* o = v[i];
+  if (!o || o == Py_None) return def;
+  int r = PyObject_IsTrue(o);
+  if (r < 0) { PyErr_Clear(); raise(PyExc_TypeError, "%s(): argument '%s' must be a bool", op, names[i]); }
+  return r != 0;
+}
+
+static int norm_dim(const char* op, int64_t d, int ndim) {
+  int64_t nd = ndim == 0 ? 1 : ndim;  // 0-d tensors accept dim 0 / -1
+  if (d < -nd || d >= nd)
+    raise(PyExc_IndexError, "%s(): dimension %lld out of range (expected to be in range of [%lld, %lld])", op,
+          (long long)d, (long long)-nd, (long long)(nd - 1));
+  return (int)(d < 0 ? d + nd : d);
+}
+
+int Args::get_dim(int i, int ndim) const { return norm_dim(op, get_int(i), ndim); }
+
+void Args::get_dims(int i, int ndim, bool* mask) const {
+  for (int d = 0; d < MAXD; ++d) mask[d] = false;
+  PyObject* o = v[i];
+  if (!o || o == Py_None) {  // all dims
+    for (int d = 0; d < ndim; ++d) mask[d] = true;
+    return;
+  }
+  if (PyLong_Check(o)) {
+    int d = norm_dim(op, get_int(i), ndim);
+    if (ndim > 0) mask[d] = true;
+    return;
+  }
+  PyObject* seq = PySequence_Fast(o, "dims must be an int or a sequence of ints");
+  if (!seq) { PyErr_Clear(); raise(PyExc_TypeError, "%s(): argument '%s' must be an int or a tuple of ints", op, names[i]); }
+  Py_ssize_t n_ = PySequence_Fast_GET_SIZE(seq);
+  for (Py_ssize_t k = 0; k < n_; ++k) {
+    int64_t dv = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, k));
+    if (dv == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      Py_DECREF(seq);
+      raise(PyExc_TypeError, "%s(): argument '%s' must contain ints", op, names[i]);
+    }
+    int d;
+    try {
+      d = norm_dim(op, dv, ndim);
+    } catch (...) {
+      Py_DECREF(seq);
+      throw;
+    }
+    if (ndim > 0) mask[d] = true;
+  }
+  Py_DECREF(seq);
+}
+
+std::string Args::get_str(int i) const {
+  PyObject* o = v[i];
+  if (!o || o == Py_None) return std::string();
+  if (!PyUnicode_Check(o)) raise(PyExc_TypeError, "%s(): argument '%s' must be a string or None", op, names[i]);
+  const char* s = PyUnicode_AsUTF8(o);
+  if (!s) { PyErr_Clear(); raise(PyExc_TypeError, "%s(): bad string argument '%s'", op, names[i]); }
+  return std::string(s);
+}
+
+// ------------------------------------------------------------------------------------------------
+void ElemIter::build(const Tensor* const* ts, int n, const char* op) {
+  const Tensor& o = *ts[0];
+  for (int k = 1; k < n; ++k) {
+    const Tensor& t = *ts[k];
+    bool ok = t.ndim == o.ndim;
+    for (int d = 0; ok && d < o.ndim; ++d) ok = t.shape[d] == o.shape[d];
+    if (!ok)
+      raise(PyExc_ValueError, "%s(): operand shapes must match the output's (broadcast first): %s vs %s", op,
+            shape_str(o).c_str(), shape_str(t).c_str());
+  }
+  build_shape(o.shape, o.ndim, ts, n);
+}
+
+void ElemIter::build_shape(const int64_t* shp, int nd_in, const Tensor* const* ts, int n) {
+  nops = n;
+  numel = 1;
+  for (int d = 0; d < nd_in; ++d) numel *= shp[d];
+  for (int k = 0; k < n; ++k) base[k] = ts[k]->data;
+  int nd = 0;
+  for (int d = nd_in - 1; d >= 0; --d) {
+    if (shp[d] == 1) continue;
+    shape[nd] = shp[d];
+    for (int k = 0; k < n; ++k) strides[nd][k] = ts[k]->stride[d] * ts[k]->itemsize;
+    ++nd;
+  }
+  // order dims so the output's strides increase from the innermost dim (stable insertion sort)
+  for (int i = 1; i < nd; ++i) {
+    for (int j = i; j > 0 && strides[j][0] < strides[j - 1][0]; --j) {
+      std::swap(shape[j], shape[j - 1]);
+      for (int k = 0; k < n; ++k) std::swap(strides[j][k], strides[j - 1][k]);
+    }
+  }
+  // coalesce dims that are contiguous for every operand
+  if (nd > 1) {
+    int w = 0;
+    for (int i = 1; i < nd; ++i) {
+      bool ok = true;
+      for (int k = 0; k < n; ++k)
+        if (strides[i][k] != strides[w][k] * shape[w]) { ok = false; break; }
+      if (ok) {
+        shape[w] *= shape[i];
+      } else {
+        ++w;
+        shape[w] = shape[i];
+        for (int k = 0; k < n; ++k) strides[w][k] = strides[i][k];
+      }
+    }
+    nd = w + 1;
+  }
+  if (nd == 0) {
+    nd = 1;
+    shape[0] = 1;
+    for (int k = 0; k < n; ++k) strides[0][k] = 0;
+  }
+  ndim = nd;
+}
+
+}  // namespace ember

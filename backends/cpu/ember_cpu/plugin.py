@@ -1,0 +1,62 @@
+"""The CPU backend as an ember plugin: host memory, the thread pool and C++ kernels.
+
+This module imports only ``ember.dispatcher`` (the dependency rule) and the compiled
+extension ``ember_cpu._C``.
+"""
+from __future__ import annotations
+
+import os
+
+from ember.dispatcher import Backend, hookimpl
+from ember.dispatcher.schema import OPS
+
+from . import __version__
+from . import _C
+
+
+def _load_blas() -> None:
+    import scipy_openblas32 as sob
+    _C.load_blas(os.path.join(sob.get_lib_dir(), sob.get_library(True)))
+
+
+class CPUBackend(Backend):
+    name = "cpu"
+    version = __version__
+    device_type = "cpu"
+    host_accessible = True
+
+    def __init__(self):
+        _load_blas()
+        # every op _C implements becomes a kernel; the rest run as composites
+        self.kernels = {name: getattr(_C, name) for name in OPS if hasattr(_C, name)}
+
+    def device_count(self) -> int:
+        return 1
+
+    def device_name(self, index: int) -> str:
+        return f"cpu ({os.cpu_count()} cores, {_C.get_num_threads()} threads)"
+
+    def allocate(self, nbytes: int, index: int):
+        return _C.Storage(nbytes)
+
+    def copy_from_host(self, storage, byte_offset: int, host_buffer) -> None:
+        src = _C.Storage.from_buffer(host_buffer)
+        _C.storage_copy(storage, byte_offset, src, 0, src.nbytes)
+
+    def copy_to_host(self, storage, byte_offset: int, nbytes: int):
+        # host memory already: a zero-copy window of the storage
+        return memoryview(storage)[byte_offset:byte_offset + nbytes]
+
+    def wrap_host_buffer(self, obj):
+        return _C.Storage.from_buffer(obj)
+
+    def set_num_threads(self, n: int) -> None:
+        _C.set_num_threads(n)
+
+    def get_num_threads(self) -> int:
+        return _C.get_num_threads()
+
+
+@hookimpl
+def ember_backend():
+    return CPUBackend()

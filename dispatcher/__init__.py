@@ -1,0 +1,24 @@
+"""ember.dispatcher: the op schema, the kernel table, plugin loading, devices, dtypes.
+
+This package is what backends import (and the only part of ember they may import).
+It never imports a backend: backends find it through the ``ember.backends`` entry
+points and register their kernels into :data:`schema.OPS`.
+"""
+from . import dtypes, schema
+from .backend import API_VERSION, Backend
+from .device import device, to_device
+from .hookspecs import hookimpl, hookspec
+from .plugins import (BACKENDS, ENTRY_POINT_GROUP, PluginRecord, backend_for, ensure_loaded,
+                      plugin_records, register_backend, unregister_backend)
+from .schema import OPS, PRIMITIVES, OpDef, coverage
+from . import _core, ops, views, composites, _indexing  # noqa: F401  (composites register)
+from ._core import TensorBase, set_tensor_factory
+from .random import Generator, default_generator
+
+__all__ = [
+    "API_VERSION", "Backend", "BACKENDS", "ENTRY_POINT_GROUP", "Generator", "OPS", "OpDef",
+    "PRIMITIVES", "PluginRecord", "TensorBase", "backend_for", "coverage", "default_generator",
+    "device", "dtypes", "ensure_loaded", "hookimpl", "hookspec", "ops", "plugin_records",
+    "register_backend", "schema", "set_tensor_factory", "to_device", "unregister_backend",
+    "views",
+]

@@ -1,0 +1,235 @@
+"""Tensor metadata, allocation, views and the per-call dispatch path.
+
+A tensor, as the dispatcher and every kernel sees it, is storage + shape + strides +
+offset + dtype + device (the *kernel tensor protocol*: attributes ``_storage``,
+``shape``, ``_stride``, ``_offset`` (elements), ``dtype`` (``.code``, ``.itemsize``),
+``device``). Views share ``_storage`` and the version counter ``_vc``.
+
+The frontend registers its ``Tensor`` subclass with :func:`set_tensor_factory`, so the
+dispatcher can build outputs without importing the frontend.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+from . import dtypes as _dt
+from .device import device as _device_cls, to_device
+from .plugins import BACKENDS, backend_for
+
+__all__ = [
+    "TensorBase", "set_tensor_factory", "new_tensor", "empty", "contiguous_strides",
+    "numel", "view_of", "is_contiguous", "broadcast_shapes", "expand_to", "scalar_tensor",
+    "same_device", "bump", "normalize_dim", "normalize_dims", "shape_str",
+]
+
+
+class TensorBase:
+    """The data-carrying part of a tensor (the frontend's ``Tensor`` extends it)."""
+    __slots__ = ("_storage", "shape", "_stride", "_offset", "dtype", "device", "_vc",
+                 "__weakref__")
+
+
+def _default_factory(storage, shape, stride, offset, dtype, device, vc):
+    t = TensorBase.__new__(TensorBase)
+    t._storage = storage
+    t.shape = shape
+    t._stride = stride
+    t._offset = offset
+    t.dtype = dtype
+    t.device = device
+    t._vc = vc
+    return t
+
+
+new_tensor = _default_factory
+_TENSOR_TYPES: tuple = (TensorBase,)
+
+
+def set_tensor_factory(fn, cls) -> None:
+    """Called once by the frontend: ``fn(storage, shape, stride, offset, dtype, device, vc)``."""
+    global new_tensor
+    new_tensor = fn
+    globals()["_TENSOR_TYPES"] = (cls,)
+
+_STRIDES: dict = {}
+
+
+def contiguous_strides(shape: tuple) -> tuple:
+    s = _STRIDES.get(shape)
+    if s is None:
+        acc = 1
+        out = []
+        for n in reversed(shape):
+            out.append(acc)
+            acc *= n if n > 1 else 1
+        s = tuple(reversed(out))
+        if len(_STRIDES) < 4096:
+            _STRIDES[shape] = s
+    return s
+
+
+def numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def shape_str(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def empty(shape: tuple, dtype, device):
+    """Allocate an uninitialised contiguous tensor through the device's backend."""
+    backend = BACKENDS.get(device.type) or backend_for(device.type)
+    n = 1
+    for s in shape:
+        n *= s
+    storage = backend.allocate(n * dtype.itemsize, device.index or 0)
+    return new_tensor(storage, shape, contiguous_strides(shape), 0, dtype, device, [0])
+
+
+def view_of(t, shape: tuple, stride: tuple, offset: int):
+    """A new tensor sharing ``t``'s storage and version counter."""
+    return new_tensor(t._storage, shape, stride, offset, t.dtype, t.device, t._vc)
+
+
+def is_contiguous(t) -> bool:
+    expected = 1
+    shape, stride = t.shape, t._stride
+    for i in range(len(shape) - 1, -1, -1):
+        n = shape[i]
+        if n != 1:
+            if stride[i] != expected:
+                return False
+            expected *= n
+    return True
+
+
+def normalize_dim(dim, ndim: int, op: str = "") -> int:
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        try:
+            dim = operator.index(dim)
+        except TypeError:
+            raise TypeError(f"{op}(): dim must be an int, got {type(dim).__name__}") from None
+    n = max(ndim, 1)
+    if dim < -n or dim >= n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}],"
+                         f" but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def normalize_dims(dim, ndim: int, op: str = "") -> tuple:
+    """``None`` → every dim; an int or a sequence → sorted unique non-negative dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        if len(dim) == 0:
+            return tuple(range(ndim))
+        out = []
+        for d in dim:
+            d = normalize_dim(d, ndim, op)
+            if d in out:
+                raise RuntimeError(f"{op}(): dim {d} appears multiple times in the list of dims")
+            out.append(d)
+        return tuple(sorted(d for d in out if d < ndim or ndim > 0)) if ndim else ()
+    d = normalize_dim(dim, ndim, op)
+    return (d,) if ndim else ()
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """NumPy/PyTorch broadcasting with PyTorch's error message."""
+    if len(shapes) == 2:
+        a, b = shapes
+        if a == b:
+            return a
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, n in enumerate(s):
+            j = off + i
+            m = out[j]
+            if m == 1:
+                out[j] = n
+            elif n != 1 and n != m:
+                raise RuntimeError(
+                    f"The size of tensor a ({m}) must match the size of tensor b ({n}) at "
+                    f"non-singleton dimension {i}")
+    return tuple(out)
+
+
+def expand_to(t, shape: tuple):
+    """A stride-0 broadcast view of ``t`` with ``shape`` (no copy)."""
+    if t.shape == shape:
+        return t
+    nd = len(shape)
+    off = nd - len(t.shape)
+    if off < 0:
+        raise RuntimeError(f"expand: the number of sizes provided ({nd}) must be greater or "
+                           f"equal to the number of dimensions in the tensor ({len(t.shape)})")
+    stride = [0] * nd
+    for i, n in enumerate(t.shape):
+        target = shape[off + i]
+        if n == target:
+            stride[off + i] = t._stride[i]
+        elif n == 1:
+            stride[off + i] = 0
+        else:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({target}) must match the existing size ({n})"
+                f" at non-singleton dimension {off + i}.  Target sizes: {list(shape)}.  "
+                f"Tensor sizes: {list(t.shape)}")
+    return view_of(t, tuple(shape), tuple(stride), t._offset)
+
+
+_SCALARS: dict = {}
+
+
+def scalar_tensor(value, dtype, device):
+    """A cached, never-written 0-d tensor holding ``value`` (for ``x + 1`` style calls)."""
+    key = (value, type(value), dtype.code, device)
+    t = _SCALARS.get(key)
+    if t is None:
+        if isinstance(value, float) and math.isnan(value):
+            key = None
+        t = empty((), dtype, device)
+        fill = BACKENDS[device.type].kernels["fill"]
+        fill(t, _coerce_scalar(value, dtype))
+        if key is not None:
+            if len(_SCALARS) > 512:
+                _SCALARS.clear()
+            _SCALARS[key] = t
+    return t
+
+
+def _coerce_scalar(value, dtype):
+    if dtype is _dt.bool_:
+        return bool(value)
+    if not dtype.is_floating_point:
+        if isinstance(value, float):
+            if math.isnan(value) or math.isinf(value):
+                raise RuntimeError(f"value cannot be converted to type {dtype.name} without "
+                                   "overflow")
+            value = int(value)
+        return int(value)
+    return float(value)
+
+
+def same_device(op: str, tensors) -> _device_cls:
+    dev = tensors[0].device
+    for t in tensors[1:]:
+        if t.device is not dev and t.device != dev:
+            raise RuntimeError(
+                f"{op}(): Expected all tensors to be on the same device, but found at least two"
+                f" devices, {dev} and {t.device}!")
+    return dev
+
+
+def bump(t) -> None:
+    """Record an in-place write (autograd's version counter)."""
+    t._vc[0] += 1
+
+
+__all__ += ["to_device"]

@@ -1,0 +1,58 @@
+"""The base class a backend plugin fills in (see ``hookspecs.ember_backend``)."""
+from __future__ import annotations
+
+__all__ = ["Backend", "API_VERSION"]
+
+#: The backend API this ember implements. A plugin declaring another one is rejected.
+API_VERSION = 1
+
+
+class Backend:
+    """One device type's implementation: memory, copies, synchronisation and kernels.
+
+    Subclass it, set the class attributes, and return an instance from the plugin's
+    ``ember_backend`` hook::
+
+        class MyBackend(Backend):
+            name = "mydevice"
+            device_type = "mydevice"
+            version = "0.1"
+            def device_count(self): return 1
+            def allocate(self, nbytes, index): ...
+            kernels = {"add": my_add, ...}
+    """
+    name: str = ""
+    version: str = "0"
+    api_version: int = API_VERSION
+    device_type: str = ""
+    #: host-addressable storage (CPU-like): numpy views and from_numpy share memory.
+    host_accessible: bool = False
+    kernels: dict = {}
+
+    def device_count(self) -> int:
+        return 0
+
+    def device_name(self, index: int) -> str:
+        return f"{self.device_type}:{index}"
+
+    def allocate(self, nbytes: int, index: int):
+        raise NotImplementedError(f"backend {self.name!r} does not implement allocate()")
+
+    def copy_from_host(self, storage, byte_offset: int, host_buffer) -> None:
+        raise NotImplementedError(f"backend {self.name!r} does not implement copy_from_host()")
+
+    def copy_to_host(self, storage, byte_offset: int, nbytes: int):
+        raise NotImplementedError(f"backend {self.name!r} does not implement copy_to_host()")
+
+    def wrap_host_buffer(self, obj):
+        """Host backends only: a storage viewing ``obj``'s memory without a copy."""
+        raise NotImplementedError(f"backend {self.name!r} cannot wrap host memory")
+
+    def synchronize(self, index: int | None = None) -> None:
+        return None
+
+    def set_num_threads(self, n: int) -> None:
+        return None
+
+    def get_num_threads(self) -> int:
+        return 1

@@ -1,0 +1,103 @@
+"""Devices: ``ember.device("cpu")``, ``ember.device("opencl:1")``, ``ember.device("cuda", 0)``."""
+from __future__ import annotations
+
+__all__ = ["device", "to_device"]
+
+_CACHE: dict = {}
+
+
+class device:
+    """A device type plus an optional index, as ``torch.device``.
+
+    >>> import ember
+    >>> ember.device("opencl:1")
+    device(type='opencl', index=1)
+    """
+    __slots__ = ("type", "index", "_str")
+
+    def __new__(cls, type_or_str, index=None):
+        if isinstance(type_or_str, device):
+            if index is None:
+                return type_or_str
+            type_or_str = type_or_str.type
+        key = (type_or_str, index)
+        hit = _CACHE.get(key)
+        if hit is not None:
+            return hit
+        if not isinstance(type_or_str, str):
+            raise TypeError(f"device(): expected a string or ember.device, got "
+                            f"{type(type_or_str).__name__}")
+        s = type_or_str.strip()
+        typ, sep, idx = s.partition(":")
+        if sep:
+            if index is not None:
+                raise ValueError(f"device(): type {s!r} already has an index; pass the index "
+                                 "once")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: {s!r} (expected 'type' or "
+                                   "'type:index', e.g. 'cpu' or 'opencl:1')")
+            index = int(idx)
+        if not typ or not typ.replace("_", "").isalnum() or not typ.islower():
+            raise RuntimeError(f"Invalid device string: {s!r} (expected 'type' or "
+                               "'type:index', e.g. 'cpu' or 'opencl:1')")
+        if index is not None:
+            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                raise RuntimeError(f"Device index must be a non-negative integer, got {index!r}")
+        self = object.__new__(cls)
+        object.__setattr__(self, "type", typ)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "_str", typ if index is None else f"{typ}:{index}")
+        if len(_CACHE) < 1024:
+            _CACHE[key] = self
+        return self
+
+    def __setattr__(self, k, v):
+        raise AttributeError("ember.device is immutable")
+
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self._str
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except (RuntimeError, ValueError):
+                return False
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+def to_device(d) -> device:
+    """Normalize a device-like argument and give it a concrete index (``cpu`` keeps none).
+
+    ``"opencl"`` means the backend's current device, index 0 for now.
+    """
+    if d is None:
+        d = "cpu"
+    if isinstance(d, int) and not isinstance(d, bool):
+        raise TypeError("device ordinals alone are ambiguous in ember; pass 'type:index'")
+    dev = d if isinstance(d, device) else device(d)
+    if dev.type == "cpu":
+        return _CPU if dev.index in (None, 0) else _bad_cpu(dev)
+    if dev.index is None:
+        return device(dev.type, 0)
+    return dev
+
+
+def _bad_cpu(dev):
+    raise RuntimeError(f"CPU device index must be 0 (there is one host device), got {dev}")
+
+
+_CPU = device("cpu")

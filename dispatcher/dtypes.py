@@ -1,0 +1,206 @@
+"""dtypes and PyTorch's type-promotion rules.
+
+Dtypes live in the dispatcher (not the frontend) because backends need them and a
+backend may import only ``ember.dispatcher``. ``ember.float32`` etc. re-export these
+objects. ``code`` is the integer every backend sees in a kernel call.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "DType", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+    "float32", "float64", "ALL_DTYPES", "promote_types", "result_type", "get_default_dtype",
+    "set_default_dtype", "dtype_of_scalar", "to_dtype", "from_numpy_dtype",
+]
+
+
+class DType:
+    """A tensor element type (``ember.float32``, ...).
+
+    >>> import ember
+    >>> ember.float32.itemsize
+    4
+    """
+    __slots__ = ("name", "code", "itemsize", "is_floating_point", "is_signed", "_np", "_kind",
+                 "_rank")
+
+    def __init__(self, name, code, itemsize, kind, rank, np_dtype):
+        self.name = name
+        self.code = code
+        self.itemsize = itemsize
+        self._kind = kind            # 0 bool, 1 integer, 2 floating
+        self._rank = rank
+        self.is_floating_point = kind == 2
+        self.is_signed = name not in ("bool", "uint8")
+        self._np = np_dtype
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    def to_numpy(self):
+        if self._np is None:
+            raise TypeError(f"Got unsupported ScalarType {_TORCH_NAMES[self.name]}: "
+                            "NumPy has no bfloat16 dtype")
+        return self._np
+
+    def __repr__(self):
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return (to_dtype, (self.name,))
+
+
+bool_ = DType("bool", 0, 1, 0, 0, np.dtype(np.bool_))
+uint8 = DType("uint8", 1, 1, 1, 1, np.dtype(np.uint8))
+int8 = DType("int8", 2, 1, 1, 1, np.dtype(np.int8))
+int16 = DType("int16", 3, 2, 1, 2, np.dtype(np.int16))
+int32 = DType("int32", 4, 4, 1, 3, np.dtype(np.int32))
+int64 = DType("int64", 5, 8, 1, 4, np.dtype(np.int64))
+float16 = DType("float16", 6, 2, 2, 1, np.dtype(np.float16))
+bfloat16 = DType("bfloat16", 7, 2, 2, 1, None)
+float32 = DType("float32", 8, 4, 2, 2, np.dtype(np.float32))
+float64 = DType("float64", 9, 8, 2, 3, np.dtype(np.float64))
+
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+BY_CODE = {d.code: d for d in ALL_DTYPES}
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64,
+                 "int": int32, "short": int16, "bool_": bool_})
+_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+                "int32": "Int", "int64": "Long", "float16": "Half", "bfloat16": "BFloat16",
+                "float32": "Float", "float64": "Double"}
+_FROM_NP = {d._np: d for d in ALL_DTYPES if d._np is not None}
+
+_default_dtype = float32
+
+
+def torch_name(d: DType) -> str:
+    """PyTorch's scalar-type name (``Float``), used in error messages."""
+    return _TORCH_NAMES[d.name]
+
+
+def get_default_dtype() -> DType:
+    return _default_dtype
+
+
+def set_default_dtype(d) -> None:
+    global _default_dtype
+    d = to_dtype(d)
+    if not d.is_floating_point or d is bfloat16:
+        raise TypeError("only floating-point types are supported as the default type")
+    _default_dtype = d
+
+
+def to_dtype(d) -> DType:
+    """Accept a DType, its name, a NumPy dtype, or the Python types bool/int/float."""
+    if isinstance(d, DType):
+        return d
+    if isinstance(d, str):
+        name = d[6:] if d.startswith("ember.") else d
+        try:
+            return _BY_NAME[name]
+        except KeyError:
+            raise TypeError(f"unknown dtype {d!r}") from None
+    if d is float:
+        return float64
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    try:
+        return from_numpy_dtype(np.dtype(d))
+    except TypeError:
+        raise TypeError(f"expected an ember dtype, got {d!r}") from None
+
+
+def from_numpy_dtype(npd) -> DType:
+    try:
+        return _FROM_NP[np.dtype(npd)]
+    except (KeyError, TypeError):
+        raise TypeError(f"can't convert np.ndarray of type {npd}. The only supported types are: "
+                        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+                        ) from None
+
+
+def _promote2(a: DType, b: DType) -> DType:
+    if a is b:
+        return a
+    if a._kind != b._kind:
+        return a if a._kind > b._kind else b
+    if a._kind == 2:
+        if {a.name, b.name} == {"float16", "bfloat16"}:
+            return float32
+        return a if a._rank > b._rank else b
+    if a._kind == 1:
+        if a is uint8 or b is uint8:
+            other = b if a is uint8 else a
+            return int16 if other is int8 else other
+        return a if a._rank > b._rank else b
+    return a
+
+
+_PROMOTE = {(a, b): _promote2(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+
+
+def promote_types(a, b) -> DType:
+    """PyTorch's ``torch.promote_types``."""
+    return _PROMOTE[(to_dtype(a), to_dtype(b))]
+
+
+def dtype_of_scalar(v) -> DType:
+    if isinstance(v, bool):
+        return bool_
+    if isinstance(v, int):
+        return int64
+    if isinstance(v, float):
+        return _default_dtype
+    raise TypeError(f"unsupported scalar type {type(v).__name__}")
+
+
+def _category(d: DType | None) -> int:
+    return -1 if d is None else d._kind
+
+
+def _combine(higher: DType | None, lower: DType | None) -> DType | None:
+    # c10's combine_categories: a lower-priority operand only matters when it is of a
+    # higher category (bool < integer < floating).
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher._kind == 2:
+        return higher
+    if higher is bool_ or lower._kind == 2:
+        return _PROMOTE[(higher, lower)]
+    return higher
+
+
+def result_type(*operands) -> DType:
+    """PyTorch's ``torch.result_type`` over tensors and Python scalars.
+
+    Dimensioned tensors take priority over 0-d tensors, which take priority over Python
+    scalars, unless the lower-priority operand is of a higher category.
+    """
+    dim = zero = wrapped = None
+    for x in operands:
+        d = getattr(x, "dtype", None)
+        if isinstance(d, DType):
+            if x.shape:
+                dim = d if dim is None else _PROMOTE[(dim, d)]
+            else:
+                zero = d if zero is None else _PROMOTE[(zero, d)]
+        elif x is None:
+            continue
+        else:
+            if isinstance(x, bool):
+                d = bool_
+            elif isinstance(x, int):
+                d = int64
+            elif isinstance(x, float):
+                d = _default_dtype
+            else:
+                raise TypeError(f"unsupported operand type {type(x).__name__}")
+            wrapped = d if wrapped is None else _PROMOTE[(wrapped, d)]
+    return _combine(dim, _combine(zero, wrapped))

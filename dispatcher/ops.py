@@ -1,0 +1,697 @@
+"""Dispatcher-level entry points: meta (shape/dtype, errors), promotion, then the kernel.
+
+Every function here works on tensors of any device. The hot path for a schema op is:
+promote/broadcast (meta) → ``op.kernels.get(device_type)`` (one dict lookup) →
+allocate ``out`` through the backend → ``kernel(out, *inputs, **attrs)``. When the
+backend has no kernel, the op's composite (``composites.py``) runs instead.
+
+The frontend wraps these with autograd; composites call them directly.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+from . import _core as C
+from . import dtypes as D
+from ._core import TensorBase, shape_str
+from .device import to_device
+from .plugins import BACKENDS, backend_for
+from .schema import OPS
+
+
+
+def _is_t(x) -> bool:
+    return isinstance(x, TensorBase)
+
+
+def _tn(d) -> str:
+    return D.torch_name(d)
+
+
+def can_cast(src, dst) -> bool:
+    """PyTorch's ``can_cast``: no float → integer and no non-bool → bool."""
+    if src._kind == 2 and dst._kind < 2:
+        return False
+    if src._kind > 0 and dst._kind == 0:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------------
+# execution
+# ---------------------------------------------------------------------------------
+
+def _missing(o, dev):
+    backend = BACKENDS.get(dev.type)
+    plugin = backend.name if backend else dev.type
+    return NotImplementedError(
+        f"{o.name}(): the {plugin!r} backend (device type {dev.type!r}) has no kernel for "
+        f"this op and the op is a primitive, so no composite can stand in. Every backend "
+        f"must implement the primitives listed in ember.dispatcher.schema.PRIMITIVES.")
+
+
+def run(o, dev, ins, attrs, shape, dtype, out=None):
+    """Run ``o`` on ``dev``: its kernel into ``out`` (allocated if None), else the composite."""
+    k = o.kernels.get(dev.type)
+    if k is None:
+        if o.composite is None:
+            backend_for(dev.type)
+            k = o.kernels.get(dev.type)
+            if k is None:
+                raise _missing(o, dev)
+        else:
+            res = o.composite(*ins, **attrs)
+            if out is None:
+                return res
+            _copy_same_device(out, res)
+            return out
+    if out is None:
+        out = C.empty(shape, dtype, dev)
+    k(out, *ins, **attrs)
+    return out
+
+
+def _copy_same_device(dst, src):
+    src = C.expand_to(src, dst.shape) if src.shape != dst.shape else src
+    OPS["copy"].kernels.get(dst.device.type, None) or backend_for(dst.device.type)
+    OPS["copy"].kernels[dst.device.type](dst, src)
+
+
+def cast(x, dtype):
+    """A new tensor with ``x``'s values in ``dtype`` (``x`` itself if it already is)."""
+    if x.dtype is dtype:
+        return x
+    out = C.empty(x.shape, dtype, x.device)
+    run(OPS["copy"], x.device, (x,), {}, x.shape, dtype, out)
+    return out
+
+
+def _overlaps(dest, t) -> bool:
+    """True when ``t`` shares memory with ``dest`` without being the very same view."""
+    return (t._storage is dest._storage and
+            not (t._offset == dest._offset and t._stride == dest._stride
+                 and t.shape == dest.shape))
+
+
+def _write_result(name, dest, ins, shape, out_dtype, o, dev, attrs):
+    """Run into an existing tensor (``out=`` or in-place), casting / staging as needed."""
+    if dest.shape != shape:
+        raise RuntimeError(f"{name}(): output with shape {shape_str(dest.shape)} doesn't match "
+                           f"the broadcast shape {shape_str(shape)}")
+    if not can_cast(out_dtype, dest.dtype):
+        raise RuntimeError(f"{name}(): result type {_tn(out_dtype)} can't be cast to the "
+                           f"desired output type {_tn(dest.dtype)}")
+    if dest.device != dev:
+        raise RuntimeError(f"{name}(): Expected out tensor to be on {dev}, but got {dest.device}")
+    if dest.dtype is out_dtype and not any(_overlaps(dest, t) for t in ins):
+        run(o, dev, ins, attrs, shape, out_dtype, dest)
+    else:
+        tmp = run(o, dev, ins, attrs, shape, out_dtype)
+        _copy_same_device(dest, tmp)
+    C.bump(dest)
+    return dest
+
+
+def _resize_out(name, out, shape):
+    if out.shape == shape:
+        return out
+    if C.numel(out.shape) != 0:
+        import warnings
+        warnings.warn(f"{name}(): an output with one or more elements was resized since it had "
+                      f"shape {shape_str(out.shape)}, which does not match the required output "
+                      f"shape {shape_str(shape)}.", UserWarning, stacklevel=4)
+    fresh = C.empty(shape, out.dtype, out.device)
+    out._storage, out.shape, out._stride, out._offset = (fresh._storage, shape, fresh._stride,
+                                                          0)
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# elementwise
+# ---------------------------------------------------------------------------------
+
+def _promote(o, name, args):
+    p = o.promotion
+    rt = D.result_type(*args)
+    if p == "default":
+        return rt, rt
+    if p == "int_to_float":
+        if not rt.is_floating_point:
+            rt = D.get_default_dtype()
+        return rt, rt
+    if p == "bool_out":
+        return rt, D.bool_
+    if p == "logical":
+        return D.bool_, D.bool_
+    if p == "integral":
+        if rt.is_floating_point:
+            raise TypeError(f"{name}(): not implemented for '{_tn(rt)}' (bitwise ops need bool "
+                            f"or integer tensors)")
+        return rt, rt
+    raise AssertionError(p)
+
+
+def _device_of(name, tensors):
+    dev = tensors[0].device
+    for t in tensors[1:]:
+        if t.device is not dev and t.device != dev:
+            # PyTorch lets 0-d CPU tensors join tensors of another device
+            if t.device.type == "cpu" and not t.shape:
+                continue
+            if dev.type == "cpu" and not tensors[0].shape:
+                dev = t.device
+                continue
+            raise RuntimeError(
+                f"{name}(): Expected all tensors to be on the same device, but found at least "
+                f"two devices, {dev} and {t.device}!")
+    return dev
+
+
+def elementwise(name, *args, out=None, inplace=False, **attrs):
+    """Run a schema elementwise op on tensors and Python scalars with broadcasting."""
+    o = OPS[name]
+    a0 = args[0]
+    # fast path: same-dtype, same-shape, same-device tensors
+    if (len(args) == 2 and not inplace and out is None and type(a0) is type(args[1])
+            and _is_t(a0)):
+        b = args[1]
+        if (a0.dtype is b.dtype and a0.shape == b.shape and a0.device is b.device
+                and o.promotion == "default"):
+            k = o.kernels.get(a0.device.type)
+            if k is not None:
+                res = C.empty(a0.shape, a0.dtype, a0.device)
+                k(res, a0, b, **attrs)
+                return res
+    tensors = [a for a in args if _is_t(a)]
+    if not tensors:
+        raise TypeError(f"{name}(): expected at least one tensor argument, got "
+                        f"{', '.join(type(a).__name__ for a in args)}")
+    dev = _device_of(name, tensors) if len(tensors) > 1 else tensors[0].device
+    compute, out_dtype = _promote(o, name, args)
+    if len(tensors) == 1:
+        shape = tensors[0].shape
+    else:
+        shape = C.broadcast_shapes(*[t.shape for t in tensors])
+    ins = []
+    for a in args:
+        if _is_t(a):
+            if a.device is not dev and a.device != dev:
+                a = to(a, dev)
+            if a.dtype is not compute:
+                a = cast(a, compute)
+        else:
+            a = C.scalar_tensor(a, compute, dev)
+        if a.shape != shape:
+            a = C.expand_to(a, shape)
+        ins.append(a)
+    if inplace:
+        return _write_result(name, a0, ins, shape, out_dtype, o, dev, attrs)
+    if out is not None:
+        _resize_out(name, out, shape)
+        return _write_result(name, out, ins, shape, out_dtype, o, dev, attrs)
+    return run(o, dev, ins, attrs, shape, out_dtype)
+
+
+def where(cond, a, b, out=None):
+    o = OPS["where"]
+    tensors = [t for t in (cond, a, b) if _is_t(t)]
+    if not _is_t(cond):
+        raise TypeError("where(): argument 'condition' must be a Tensor")
+    if cond.dtype is not D.bool_:
+        if cond.dtype is D.uint8:
+            cond = cast(cond, D.bool_)
+        else:
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                               f"tensor with dtype {_tn(cond.dtype)}")
+    dev = _device_of("where", tensors)
+    dt = D.result_type(a, b)
+    shape = C.broadcast_shapes(*[t.shape for t in tensors])
+    ins = []
+    for v, want in ((cond, D.bool_), (a, dt), (b, dt)):
+        if _is_t(v):
+            if v.device != dev:
+                v = to(v, dev)
+            v = cast(v, want)
+        else:
+            v = C.scalar_tensor(v, want, dev)
+        ins.append(C.expand_to(v, shape))
+    if out is not None:
+        _resize_out("where", out, shape)
+        return _write_result("where", out, ins, shape, dt, o, dev, {})
+    return run(o, dev, ins, {}, shape, dt)
+
+
+def clamp(x, min=None, max=None, out=None, inplace=False):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    o = OPS["clamp"]
+    if o.kernels.get(x.device.type) is None:
+        res = x
+        if min is not None:
+            res = elementwise("maximum", res, min)
+        if max is not None:
+            res = elementwise("minimum", res, max)
+        if inplace:
+            return copy_(x, res)
+        if out is not None:
+            _resize_out("clamp", out, res.shape)
+            return copy_(out, res)
+        return res
+    lo = -math.inf if min is None else min
+    hi = math.inf if max is None else max
+    return elementwise("clamp", x, lo, hi, out=out, inplace=inplace)
+
+
+# ---------------------------------------------------------------------------------
+# copies and device moves
+# ---------------------------------------------------------------------------------
+
+def copy_(dst, src, non_blocking=False):
+    """Copy ``src`` (broadcast to ``dst``'s shape, any dtype, any device) into ``dst``."""
+    if not _is_t(src):
+        return fill_(dst, src)
+    if src.device != dst.device:
+        src = to(src, dst.device)
+    if src.shape != dst.shape:
+        src = C.expand_to(src, dst.shape)
+    if _overlaps(dst, src):
+        src = clone(src)
+    run(OPS["copy"], dst.device, (src,), {}, dst.shape, dst.dtype, dst)
+    C.bump(dst)
+    return dst
+
+
+def fill_(dst, value):
+    if _is_t(value):
+        if value.shape:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{len(value.shape)} dimensions.")
+        value = item(value)
+    run(OPS["fill"], dst.device, (C._coerce_scalar(value, dst.dtype),), {}, dst.shape,
+        dst.dtype, dst)
+    C.bump(dst)
+    return dst
+
+
+def clone(x):
+    out = C.empty(x.shape, x.dtype, x.device)
+    run(OPS["copy"], x.device, (x,), {}, x.shape, x.dtype, out)
+    return out
+
+
+def contiguous(x):
+    return x if C.is_contiguous(x) else clone(x)
+
+
+def to(x, device=None, dtype=None, copy=False):
+    """Move and/or cast. Returns ``x`` itself when nothing changes (unless ``copy``)."""
+    dev = x.device if device is None else to_device(device)
+    dtype = x.dtype if dtype is None else D.to_dtype(dtype)
+    if dev == x.device:
+        if dtype is x.dtype:
+            return clone(x) if copy else x
+        return cast(x, dtype)
+    src_b = backend_for(x.device.type)
+    dst_b = backend_for(dev.type)
+    if dev.index is not None and dev.index >= dst_b.device_count():
+        raise RuntimeError(f"{dev}: invalid device ordinal (the {dst_b.name!r} backend has "
+                           f"{dst_b.device_count()} device(s))")
+    src = contiguous(x)
+    nbytes = C.numel(src.shape) * src.dtype.itemsize
+    out = C.empty(src.shape, src.dtype, dev)
+    if nbytes:
+        host = src_b.copy_to_host(src._storage, src._offset * src.dtype.itemsize, nbytes)
+        dst_b.copy_from_host(out._storage, 0, host)
+    return cast(out, dtype)
+
+
+def item(x):
+    n = C.numel(x.shape)
+    if n != 1:
+        raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+    b = backend_for(x.device.type)
+    raw = bytes(b.copy_to_host(x._storage, x._offset * x.dtype.itemsize, x.dtype.itemsize))
+    return decode_scalar(raw, x.dtype)
+
+
+def decode_scalar(raw: bytes, dtype):
+    import struct
+    fmt = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
+           "float16": "e", "float32": "f", "float64": "d"}.get(dtype.name)
+    if fmt is None:  # bfloat16: the high half of a float32
+        return struct.unpack("<f", b"\x00\x00" + raw)[0]
+    v = struct.unpack("<" + fmt, raw)[0]
+    return float(v) if dtype.is_floating_point else v
+
+
+# ---------------------------------------------------------------------------------
+# reductions
+# ---------------------------------------------------------------------------------
+
+def _reduce_dtype(name, promotion, x, dtype):
+    if dtype is not None:
+        return D.to_dtype(dtype)
+    xd = x.dtype
+    if promotion == "sum":
+        return xd if xd.is_floating_point else D.int64
+    if promotion == "float_only":
+        if not xd.is_floating_point:
+            raise RuntimeError(f"{name}(): could not infer output dtype. Input dtype must be "
+                               f"either a floating point or complex dtype. Got: {_tn(xd)}")
+        return xd
+    if promotion == "int_to_float":
+        return xd if xd.is_floating_point else D.get_default_dtype()
+    return xd
+
+
+def reduce(name, x, dim=None, keepdim=False, dtype=None, out=None, **attrs):
+    """Reduce over ``dim`` (None: all dims) with the schema op ``name``."""
+    o = OPS[name]
+    if not _is_t(x):
+        raise TypeError(f"{name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
+    nd = len(x.shape)
+    dims = C.normalize_dims(dim, nd, name)
+    rdt = _reduce_dtype(name, o.promotion, x, dtype)
+    if name in ("max", "min"):
+        for d in dims:
+            if x.shape[d] == 0:
+                pub = "amax" if name == "max" else "amin"
+                raise IndexError(f"{pub}(): Expected reduction dim {d} to have non-zero size.")
+    if nd == 0:
+        x1 = C.view_of(x, (1,), (1,), x._offset)
+        res = reduce(name, x1, 0, False, dtype, **attrs)
+        if out is not None:
+            _resize_out(name, out, ())
+            return copy_(out, res)
+        return res
+    keep_shape = tuple(1 if i in dims else s for i, s in enumerate(x.shape))
+    final_shape = keep_shape if keepdim else tuple(s for i, s in enumerate(x.shape)
+                                                    if i not in dims)
+    xc = cast(x, rdt)
+    attrs["dims"] = dims
+    if out is not None:
+        _resize_out(name, out, final_shape)
+        dest = out if keepdim else C.view_of(out, keep_shape, C.contiguous_strides(keep_shape)
+                                             if C.is_contiguous(out) else _unsq_strides(
+                                                 out, dims, nd), out._offset)
+        _write_result(name, dest, [xc], keep_shape, rdt, o, x.device, attrs)
+        return out
+    res = run(o, x.device, (xc,), attrs, keep_shape, rdt)
+    if keepdim:
+        return res
+    return C.view_of(res, final_shape, C.contiguous_strides(final_shape), res._offset) \
+        if C.is_contiguous(res) else _squeeze_dims(res, dims)
+
+
+def _unsq_strides(out, dims, nd):
+    it = iter(out._stride)
+    return tuple(0 if i in dims else next(it) for i in range(nd))
+
+
+def _squeeze_dims(t, dims):
+    keep = [i for i in range(len(t.shape)) if i not in dims]
+    return C.view_of(t, tuple(t.shape[i] for i in keep), tuple(t._stride[i] for i in keep),
+                     t._offset)
+
+
+def arg_reduce(name, x, dim=None, keepdim=False, out=None):
+    o = OPS[name]
+    if dim is None:
+        flat = reshape_flat(x)
+        if C.numel(flat.shape) == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               f"input.numel() == 0.")
+        res = run(o, x.device, (flat,), {"dim": 0}, (1,), D.int64)
+        shape = tuple(1 for _ in x.shape) if keepdim else ()
+        res = C.view_of(res, shape, C.contiguous_strides(shape), res._offset)
+    else:
+        nd = len(x.shape)
+        d = C.normalize_dim(dim, nd, name)
+        if nd == 0:
+            return arg_reduce(name, C.view_of(x, (1,), (1,), x._offset), 0, False, out)
+        if x.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+        keep_shape = tuple(1 if i == d else s for i, s in enumerate(x.shape))
+        res = run(o, x.device, (x,), {"dim": d}, keep_shape, D.int64)
+        if not keepdim:
+            res = _squeeze_dims(res, (d,))
+    if out is not None:
+        _resize_out(name, out, res.shape)
+        return copy_(out, res)
+    return res
+
+
+def reshape_flat(x):
+    from .views import reshape
+    return reshape(x, -1)
+
+
+def scan(name, x, dim, dtype=None, out=None):
+    o = OPS[name]
+    nd = len(x.shape)
+    d = C.normalize_dim(dim, nd, name)
+    rdt = _reduce_dtype(name, o.promotion, x, dtype)
+    if nd == 0:
+        res = cast(x, rdt)
+        res = clone(res) if res is x else res
+    else:
+        res = run(o, x.device, (cast(x, rdt),), {"dim": d}, x.shape, rdt)
+    if out is not None:
+        _resize_out(name, out, res.shape)
+        return copy_(out, res)
+    return res
+
+
+def softmax_op(name, x, dim, dtype=None):
+    o = OPS[name]
+    if dtype is not None:
+        x = cast(x, D.to_dtype(dtype))
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{name}(): expected a floating-point input, got {_tn(x.dtype)} "
+                           f"(pass dtype=ember.float32 to convert)")
+    if not x.shape:
+        return _softmax0d(name, x, o)
+    d = C.normalize_dim(dim, len(x.shape), name)
+    return run(o, x.device, (x,), {"dim": d}, x.shape, x.dtype)
+
+
+def _softmax0d(name, x, o):
+    x1 = C.view_of(x, (1,), (1,), x._offset)
+    res = run(o, x.device, (x1,), {"dim": 0}, (1,), x.dtype)
+    return C.view_of(res, (), (), res._offset)
+
+
+def sort(x, dim=-1, descending=False, stable=False):
+    o = OPS["sort"]
+    nd = len(x.shape)
+    if nd == 0:
+        return clone(x), zeros((), D.int64, x.device)
+    d = C.normalize_dim(dim, nd, "sort")
+    k = o.kernels.get(x.device.type)
+    if k is None and o.composite is None:
+        backend_for(x.device.type)
+        k = o.kernels.get(x.device.type)
+        if k is None:
+            raise _missing(o, x.device)
+    values = C.empty(x.shape, x.dtype, x.device)
+    indices = C.empty(x.shape, D.int64, x.device)
+    k(values, indices, x, dim=d, descending=bool(descending), stable=bool(stable))
+    return values, indices
+
+
+# ---------------------------------------------------------------------------------
+# indexing
+# ---------------------------------------------------------------------------------
+
+def _check_index(name, index):
+    if not _is_t(index):
+        raise TypeError(f"{name}(): argument 'index' must be a Tensor, not "
+                        f"{type(index).__name__}")
+    if index.dtype is not D.int64:
+        if index.dtype.is_floating_point or index.dtype is D.bool_:
+            raise RuntimeError(f"{name}(): Expected dtype int64 for index, got "
+                               f"{_tn(index.dtype)}")
+        index = cast(index, D.int64)
+    return index
+
+
+def gather(x, dim, index, out=None):
+    index = _check_index("gather", index)
+    nd = len(x.shape)
+    d = C.normalize_dim(dim, nd, "gather")
+    if len(index.shape) != nd and not (nd == 0 and len(index.shape) <= 1):
+        raise RuntimeError("gather(): Index tensor must have the same number of dimensions as "
+                           "input tensor")
+    for i in range(len(index.shape)):
+        if i != d and nd and index.shape[i] > x.shape[i]:
+            raise RuntimeError(f"gather(): Size does not match at dimension {i} expected index "
+                               f"{shape_str(index.shape)} to be no larger than self "
+                               f"{shape_str(x.shape)} apart from dimension {d}")
+    C.same_device("gather", [x, index])
+    if nd == 0:  # a 0-d input gathers like a 1-element vector
+        x = C.view_of(x, (1,), (1,), x._offset)
+        flat = C.view_of(index, (C.numel(index.shape),), (1,), index._offset) \
+            if C.is_contiguous(index) else reshape_flat(index)
+        res = run(OPS["gather"], x.device, (x, flat), {"dim": 0}, flat.shape, x.dtype)
+        res = C.view_of(res, index.shape, C.contiguous_strides(index.shape), res._offset)
+    else:
+        res = run(OPS["gather"], x.device, (x, index), {"dim": d}, index.shape, x.dtype)
+    if out is not None:
+        _resize_out("gather", out, res.shape)
+        return copy_(out, res)
+    return res
+
+
+def scatter_(x, dim, index, src, reduce=None):
+    """In-place scatter; ``src`` is a tensor or a scalar; ``reduce`` None or 'add'."""
+    index = _check_index("scatter", index)
+    nd = len(x.shape)
+    d = C.normalize_dim(dim, nd, "scatter")
+    if reduce not in (None, "add", "sum"):
+        raise NotImplementedError(f"scatter(): reduce={reduce!r} is not supported yet (None "
+                                  f"and 'add' are)")
+    reduce = "add" if reduce == "sum" else reduce
+    if len(index.shape) != nd:
+        raise RuntimeError("scatter(): Index tensor must have the same number of dimensions as "
+                           "self tensor")
+    if _is_t(src):
+        if src.device != x.device:
+            raise RuntimeError(f"scatter(): Expected all tensors to be on the same device, but "
+                               f"found at least two devices, {x.device} and {src.device}!")
+        if len(src.shape) != nd:
+            raise RuntimeError("scatter(): Index tensor must have the same number of "
+                               "dimensions as src tensor")
+        for i in range(nd):
+            if index.shape[i] > src.shape[i]:
+                raise RuntimeError(f"scatter(): Expected index {shape_str(index.shape)} to be "
+                                   f"smaller than self {shape_str(x.shape)} apart from "
+                                   f"dimension {d} and to be smaller size than src "
+                                   f"{shape_str(src.shape)}")
+        src = cast(src, x.dtype)
+    else:
+        src = C.expand_to(C.scalar_tensor(src, x.dtype, x.device), index.shape)
+    for i in range(nd):
+        if i != d and index.shape[i] > x.shape[i]:
+            raise RuntimeError(f"scatter(): Expected index {shape_str(index.shape)} to be "
+                               f"smaller than self {shape_str(x.shape)} apart from dimension "
+                               f"{d}")
+    if _overlaps(x, src) or src._storage is x._storage:
+        src = clone(src)
+    o = OPS["scatter"]
+    k = o.kernels.get(x.device.type)
+    if k is None:
+        backend_for(x.device.type)
+        k = o.kernels.get(x.device.type)
+        if k is None:
+            raise _missing(o, x.device)
+    if C.numel(index.shape):
+        k(x, d, index, src, reduce=reduce)
+    C.bump(x)
+    return x
+
+
+def nonzero(x):
+    o = OPS["nonzero"]
+    k = o.kernels.get(x.device.type)
+    if k is None:
+        return o.composite(x)
+    n = int(item(reduce("sum", elementwise("ne", x, 0))))
+    out = C.empty((n, len(x.shape)), D.int64, x.device)
+    if n:
+        k(out, x)
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# linear algebra
+# ---------------------------------------------------------------------------------
+
+def bmm(a, b, out=None):
+    if len(a.shape) != 3 or len(b.shape) != 3:
+        raise RuntimeError(f"bmm(): batch1 must be a 3D tensor (got {len(a.shape)}D) and batch2 "
+                           f"must be a 3D tensor (got {len(b.shape)}D)")
+    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise RuntimeError(f"bmm(): Expected size for first two dimensions of batch2 tensor to "
+                           f"be: [{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, "
+                           f"{b.shape[1]}].")
+    return _matmul_kernel("bmm", a, b, out)
+
+
+def _matmul_kernel(name, a, b, out):
+    dev = C.same_device(name, [a, b])
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"{name}(): expected m1 and m2 to have the same dtype, but got: "
+                           f"{a.dtype.name} != {b.dtype.name}")
+    if a.dtype is D.bool_:
+        raise RuntimeError(f"{name}(): \"addmm_impl_cpu_\" not implemented for 'Bool'")
+    shape = (a.shape[0], a.shape[1], b.shape[2])
+    if out is not None:
+        _resize_out(name, out, shape)
+        return _write_result(name, out, [a, b], shape, a.dtype, OPS["bmm"], dev, {})
+    if a.shape[2] == 0:
+        return zeros(shape, a.dtype, dev)
+    return run(OPS["bmm"], dev, (a, b), {}, shape, a.dtype)
+
+
+# ---------------------------------------------------------------------------------
+# creation
+# ---------------------------------------------------------------------------------
+
+def full(shape, value, dtype, device):
+    t = C.empty(tuple(shape), dtype, device)
+    run(OPS["fill"], device, (C._coerce_scalar(value, dtype),), {}, t.shape, dtype, t)
+    return t
+
+
+def zeros(shape, dtype, device):
+    return full(shape, False if dtype is D.bool_ else 0, dtype, device)
+
+
+def arange(start, end, step, dtype, device):
+    if step == 0:
+        raise RuntimeError("arange(): step must be nonzero")
+    for v in (start, end, step):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise RuntimeError("arange(): unsupported range: start, end and step must be "
+                               "finite")
+    n = math.ceil((end - start) / step)
+    if (step > 0 and start > end) or (step < 0 and start < end):
+        raise RuntimeError("arange(): upper bound and larger bound inconsistent with step sign")
+    n = max(n, 0)
+    t = C.empty((n,), dtype, device)
+    if n:
+        if dtype.is_floating_point:
+            s, st = float(start), float(step)
+        else:
+            s, st = int(start), int(step)
+            if float(start) != s or float(step) != st:
+                s, st = float(start), float(step)
+                tmp = run(OPS["arange"], device, (s, st), {}, (n,), D.float64)
+                return cast(tmp, dtype)
+        run(OPS["arange"], device, (s, st), {}, (n,), dtype, t)
+    return t
+
+
+def random_(t, kind, a, b, generator=None):
+    """Fill ``t`` in place from the uniform or normal distribution."""
+    from .random import default_generator
+    if not t.dtype.is_floating_point:
+        raise NotImplementedError(f"{kind}_(): \"{kind}_kernel\" not implemented for "
+                                  f"'{_tn(t.dtype)}'; use randint for integers")
+    g = generator or default_generator(t.device)
+    if g.device != t.device:
+        raise RuntimeError(f"Expected a '{t.device.type}' generator, but found "
+                           f"'{g.device.type}'")
+    n = C.numel(t.shape)
+    seed, off = g._take(n)
+    if n:
+        dst = t if C.is_contiguous(t) else C.empty(t.shape, t.dtype, t.device)
+        run(OPS[kind], t.device, (float(a), float(b), seed, off), {}, t.shape, t.dtype, dst)
+        if dst is not t:
+            copy_(t, dst)
+    C.bump(t)
+    return t
+
+
+operator_index = operator.index

@@ -1,0 +1,386 @@
+"""View ops: metadata-only, no kernel, shared by every backend.
+
+Each returns a tensor sharing the input's storage and version counter; only shape,
+strides and offset change.
+"""
+from __future__ import annotations
+
+import operator
+
+from . import _core as C
+from ._core import normalize_dim, shape_str, view_of
+
+__all__ = ["view", "reshape", "transpose", "permute", "expand", "squeeze", "unsqueeze",
+           "flatten", "narrow", "select", "unfold", "as_strided", "movedim", "diagonal",
+           "unflatten", "infer_shape", "basic_index", "t", "split", "chunk", "unbind"]
+
+
+def _ints(shape, op) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    elif len(shape) == 1 and hasattr(shape[0], "__len__") and not isinstance(shape[0], int):
+        shape = tuple(shape[0])
+    out = []
+    for s in shape:
+        try:
+            out.append(operator.index(s))
+        except TypeError:
+            raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element"
+                            f" of type {type(s).__name__}") from None
+    return tuple(out)
+
+
+def infer_shape(shape: tuple, n: int, op: str = "view") -> tuple:
+    """Resolve a single -1 in ``shape`` so it has ``n`` elements."""
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if neg:
+        if known == 0 or n % known:
+            raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {n}")
+        shape = tuple(n // known if s == -1 else s for s in shape)
+    elif known != n:
+        raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {n}")
+    return shape
+
+
+def _view_strides(old_shape, old_stride, new_shape):
+    """Strides for viewing (old_shape, old_stride) as new_shape, or None if a copy is needed.
+
+    Port of the classic algorithm: split the old shape into chunks that are contiguous
+    among themselves and match new dims against them.
+    """
+    if C.numel(old_shape) == 0:
+        return C.contiguous_strides(new_shape)
+    new_stride = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_stride[-1] if old_stride else 1
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
+                             old_stride[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_stride[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_stride[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_stride)
+
+
+def view(x, *shape):
+    shape = infer_shape(_ints(shape, "view"), C.numel(x.shape))
+    if shape == x.shape:
+        return view_of(x, x.shape, x._stride, x._offset)
+    stride = (C.contiguous_strides(shape) if C.is_contiguous(x)
+              else _view_strides(x.shape, x._stride, shape))
+    if stride is None:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                           "least one dimension spans across two contiguous subspaces). Use "
+                           ".reshape(...) instead.")
+    return view_of(x, shape, stride, x._offset)
+
+
+def reshape(x, *shape):
+    from .ops import contiguous  # a copy only when no view exists
+    shape = infer_shape(_ints(shape, "reshape"), C.numel(x.shape), "reshape")
+    stride = (C.contiguous_strides(shape) if C.is_contiguous(x)
+              else _view_strides(x.shape, x._stride, shape))
+    if stride is None:
+        y = contiguous(x)
+        return view_of(y, shape, C.contiguous_strides(shape), y._offset)
+    return view_of(x, shape, stride, x._offset)
+
+
+def as_strided(x, size, stride, storage_offset=None):
+    size = tuple(int(s) for s in size)
+    stride = tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape ({len(stride)} vs "
+                           f"{len(size)})")
+    off = x._offset if storage_offset is None else int(storage_offset)
+    if any(s < 0 for s in size) or any(s < 0 for s in stride) or off < 0:
+        raise RuntimeError("as_strided: negative sizes, strides or offsets are not supported")
+    if C.numel(size):
+        last = off + sum((n - 1) * s for n, s in zip(size, stride))
+        cap = x._storage.nbytes // x.dtype.itemsize
+        if last >= cap:
+            raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                               f"offset {off} require {last + 1} elements but the storage has "
+                               f"only {cap}")
+    return view_of(x, size, stride, off)
+
+
+def transpose(x, dim0, dim1):
+    nd = len(x.shape)
+    a, b = normalize_dim(dim0, nd), normalize_dim(dim1, nd)
+    if nd == 0 or a == b:
+        return view_of(x, x.shape, x._stride, x._offset)
+    shape, stride = list(x.shape), list(x._stride)
+    shape[a], shape[b] = shape[b], shape[a]
+    stride[a], stride[b] = stride[b], stride[a]
+    return view_of(x, tuple(shape), tuple(stride), x._offset)
+
+
+def t(x):
+    if len(x.shape) > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{len(x.shape)}D")
+    return transpose(x, 0, 1) if len(x.shape) == 2 else view_of(x, x.shape, x._stride,
+                                                                 x._offset)
+
+
+def permute(x, *dims):
+    dims = _ints(dims, "permute")
+    nd = len(x.shape)
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {nd} is not equal to len(dims) = {len(dims)}")
+    dims = tuple(normalize_dim(d, nd, "permute") for d in dims)
+    if len(set(dims)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return view_of(x, tuple(x.shape[d] for d in dims), tuple(x._stride[d] for d in dims),
+                   x._offset)
+
+
+def movedim(x, source, destination):
+    nd = len(x.shape)
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [normalize_dim(s, nd) for s in src]
+    dst = [normalize_dim(d, nd) for d in dst]
+    order = [None] * nd
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(nd) if i not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return permute(x, order)
+
+
+def expand(x, *sizes):
+    sizes = _ints(sizes, "expand")
+    nd = len(sizes)
+    off = nd - len(x.shape)
+    if off < 0:
+        raise RuntimeError(f"expand(): the number of sizes provided ({nd}) must be greater or "
+                           f"equal to the number of dimensions in the tensor ({len(x.shape)})")
+    target = tuple(x.shape[i - off] if (s == -1 and i >= off) else s
+                   for i, s in enumerate(sizes))
+    if any(s < 0 for s in target):
+        raise RuntimeError(f"expand(): -1 is not allowed in a leading, non-existing dimension "
+                           f"(sizes {list(sizes)})")
+    return C.expand_to(x, target)
+
+
+def squeeze(x, dim=None):
+    nd = len(x.shape)
+    if dim is None:
+        keep = [i for i in range(nd) if x.shape[i] != 1]
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        dims = {normalize_dim(d, nd) for d in dims} if nd else set()
+        keep = [i for i in range(nd) if not (i in dims and x.shape[i] == 1)]
+    return view_of(x, tuple(x.shape[i] for i in keep), tuple(x._stride[i] for i in keep),
+                   x._offset)
+
+
+def unsqueeze(x, dim):
+    nd = len(x.shape)
+    d = normalize_dim(dim, nd + 1)
+    shape, stride = list(x.shape), list(x._stride)
+    st = shape[d] * stride[d] if d < nd else 1
+    shape.insert(d, 1)
+    stride.insert(d, st)
+    return view_of(x, tuple(shape), tuple(stride), x._offset)
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    nd = len(x.shape)
+    if nd == 0:
+        return reshape(x, 1)
+    s, e = normalize_dim(start_dim, nd), normalize_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return view_of(x, x.shape, x._stride, x._offset)
+    shape = x.shape[:s] + (C.numel(x.shape[s:e + 1]),) + x.shape[e + 1:]
+    return reshape(x, shape)
+
+
+def unflatten(x, dim, sizes):
+    nd = len(x.shape)
+    d = normalize_dim(dim, nd)
+    sizes = infer_shape(tuple(sizes), x.shape[d], "unflatten")
+    return view(x, x.shape[:d] + sizes + x.shape[d + 1:])
+
+
+def narrow(x, dim, start, length):
+    nd = len(x.shape)
+    if nd == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = normalize_dim(dim, nd)
+    size = x.shape[d]
+    start = operator.index(start)
+    if start < 0:
+        start += size
+    if start < 0 or start > size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
+    shape = x.shape[:d] + (length,) + x.shape[d + 1:]
+    return view_of(x, shape, x._stride, x._offset + start * x._stride[d])
+
+
+def select(x, dim, index):
+    nd = len(x.shape)
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = normalize_dim(dim, nd)
+    size = x.shape[d]
+    i = operator.index(index)
+    if i < -size or i >= size:
+        raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
+    if i < 0:
+        i += size
+    return view_of(x, x.shape[:d] + x.shape[d + 1:], x._stride[:d] + x._stride[d + 1:],
+                   x._offset + i * x._stride[d])
+
+
+def unfold(x, dimension, size, step):
+    nd = len(x.shape)
+    d = normalize_dim(dimension, nd) if nd else 0
+    n = x.shape[d] if nd else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    st = x._stride[d] if nd else 1
+    count = (n - size) // step + 1
+    shape = x.shape[:d] + (count,) + x.shape[d + 1:] + (size,)
+    stride = x._stride[:d] + (st * step,) + x._stride[d + 1:] + (st,)
+    return view_of(x, shape, stride, x._offset)
+
+
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    nd = len(x.shape)
+    a, b = normalize_dim(dim1, nd), normalize_dim(dim2, nd)
+    if a == b:
+        raise RuntimeError("diagonal dimensions cannot be identical")
+    if offset >= 0:
+        n = max(min(x.shape[a], x.shape[b] - offset), 0)
+        off = x._offset + offset * x._stride[b]
+    else:
+        n = max(min(x.shape[a] + offset, x.shape[b]), 0)
+        off = x._offset - offset * x._stride[a]
+    if n == 0:
+        off = x._offset
+    keep = [i for i in range(nd) if i not in (a, b)]
+    shape = tuple(x.shape[i] for i in keep) + (n,)
+    stride = tuple(x._stride[i] for i in keep) + (x._stride[a] + x._stride[b],)
+    return view_of(x, shape, stride, off)
+
+
+def split(x, split_size_or_sections, dim=0):
+    nd = len(x.shape)
+    d = normalize_dim(dim, nd)
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        s = split_size_or_sections
+        if s <= 0 and n > 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {n}")
+        sizes = [min(s, n - i) for i in range(0, n, s)] if n else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                               f"(input tensor's size at dimension {d}), but got split_sizes="
+                               f"{sizes}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(narrow(x, d, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(x, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = normalize_dim(dim, len(x.shape))
+    n = x.shape[d]
+    size = -(-n // chunks) if n else 0
+    if size == 0:
+        return split(x, [0] * min(chunks, 1) or [0], d) if n == 0 else ()
+    return split(x, size, d)
+
+
+def unbind(x, dim=0):
+    d = normalize_dim(dim, len(x.shape))
+    return tuple(select(x, d, i) for i in range(x.shape[d]))
+
+
+def basic_index(x, key):
+    """ints, slices (with steps), None and Ellipsis → a view; returns None if ``key``
+    holds anything else (advanced indexing)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    for k in key:
+        if not (k is None or k is Ellipsis or isinstance(k, slice) or
+                (isinstance(k, int) and not isinstance(k, bool))):
+            return None
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    nd = len(x.shape)
+    if n_real > nd:
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    expanded = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (nd - n_real))
+        else:
+            expanded.append(k)
+    shape, stride, off = [], [], x._offset
+    d = 0
+    for k in expanded:
+        if k is None:
+            shape.append(1)
+            stride.append(0 if d >= nd else x._stride[d] * x.shape[d])
+            continue
+        size, st = x.shape[d], x._stride[d]
+        if isinstance(k, int):
+            i = k
+            if i < -size or i >= size:
+                raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
+            off += (i + size if i < 0 else i) * st
+        else:
+            if k.step is not None and k.step <= 0:
+                raise ValueError("step must be greater than zero")
+            start, stop, step = k.indices(size)
+            count = max(0, -(-(stop - start) // step))
+            if count:
+                off += start * st
+            shape.append(count)
+            stride.append(st * step)
+        d += 1
+    shape.extend(x.shape[d:])
+    stride.extend(x._stride[d:])
+    return view_of(x, tuple(shape), tuple(stride), off)

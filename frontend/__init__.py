@@ -1,0 +1,48 @@
+"""ember: an eager, define-by-run deep learning library with a plugin-based dispatcher.
+
+>>> import ember
+>>> x = ember.tensor([[1., 2.], [3., 4.]])
+>>> (x @ x.t()).sum().item()
+50.0
+"""
+from ember.dispatcher import dtypes as _dtypes
+from ember.dispatcher.dtypes import (DType as dtype, bfloat16, bool_ as bool, float16, float32,
+                                     float64, int8, int16, int32, int64, uint8,
+                                     get_default_dtype, set_default_dtype, promote_types,
+                                     result_type as _result_type)
+from ember.dispatcher.device import device
+from ember.dispatcher.random import Generator, manual_seed, seed, initial_seed
+
+from ._tensor import Tensor, Size
+from ._functions import *  # noqa: F401,F403
+from ._functions import (UNARY as _U, BINARY as _B, sum, max, min, all, any, abs, round, pow,
+                         where)
+from ._creation import (tensor, as_tensor, from_numpy, from_dlpack, zeros, ones, full, empty,
+                        arange, linspace, eye, rand, randn, randint, randperm, zeros_like,
+                        ones_like, full_like, empty_like, rand_like, randn_like, randint_like,
+                        scalar_tensor)
+from ._threads import set_num_threads, get_num_threads
+
+__version__ = "0.1.0"
+
+float = float32
+double = float64
+half = float16
+long = int64
+int = int32
+short = int16
+
+
+def result_type(tensor1, tensor2):
+    """PyTorch's ``torch.result_type`` over tensors and Python numbers."""
+    return _result_type(tensor1, tensor2)
+
+
+def is_grad_enabled():
+    return False
+
+
+def __getattr__(name):
+    if name == "backends":
+        raise AttributeError(name)
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")

@@ -1,0 +1,286 @@
+"""Tensor creation: ``tensor``, ``zeros``, ``arange``, ``rand``, NumPy and DLPack interop."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ember.dispatcher import _core as C
+from ember.dispatcher import composites as CP
+from ember.dispatcher import dtypes as D
+from ember.dispatcher import ops as O
+from ember.dispatcher._core import TensorBase
+from ember.dispatcher.device import to_device
+from ember.dispatcher.plugins import backend_for
+from ember.dispatcher.random import default_generator
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full",
+           "empty", "arange", "linspace", "eye", "rand", "randn", "randint", "randperm",
+           "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+           "randint_like", "scalar_tensor", "numpy_of"]
+
+
+def _size(size, op):
+    if len(size) == 1 and not isinstance(size[0], int):
+        size = size[0]
+    try:
+        out = tuple(operator.index(s) for s in size)
+    except TypeError:
+        raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but got "
+                        f"{size!r}") from None
+    for s in out:
+        if s < 0:
+            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: "
+                               f"{list(out)}")
+    return out
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _dt(dtype, default=None):
+    return D.to_dtype(dtype) if dtype is not None else (default or D.get_default_dtype())
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, out=None, **_):
+    return _finish(C.empty(_size(size, "empty"), _dt(dtype), to_device(device)), requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, **_):
+    return _finish(O.zeros(_size(size, "zeros"), _dt(dtype), to_device(device)), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, **_):
+    d = _dt(dtype)
+    return _finish(O.full(_size(size, "ones"), True if d is D.bool_ else 1, d,
+                          to_device(device)), requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
+    if dtype is None:
+        fv = fill_value.item() if isinstance(fill_value, TensorBase) else fill_value
+        dtype = D.dtype_of_scalar(fv)
+        fill_value = fv
+    return _finish(O.full(_size((size,), "full"), fill_value, D.to_dtype(dtype),
+                          to_device(device)), requires_grad)
+
+
+def _like(x, dtype, device):
+    return (D.to_dtype(dtype) if dtype is not None else x.dtype,
+            to_device(device) if device is not None else x.device)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    d, dev = _like(input, dtype, device)
+    return _finish(C.empty(input.shape, d, dev), requires_grad)
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    d, dev = _like(input, dtype, device)
+    return _finish(O.zeros(input.shape, d, dev), requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    d, dev = _like(input, dtype, device)
+    return _finish(O.full(input.shape, 1, d, dev), requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
+    d, dev = _like(input, dtype, device)
+    return _finish(O.full(input.shape, fill_value, d, dev), requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    d, dev = _like(input, dtype, device)
+    return rand(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    d, dev = _like(input, dtype, device)
+    return randn(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, **_):
+    if high is None:
+        low, high = 0, low
+    d, dev = _like(input, dtype, device)
+    return randint(low, high, input.shape, dtype=d, device=dev)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, **_):
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, TensorBase) else v for v in (start, end, step)]
+    if dtype is None:
+        dtype = (D.get_default_dtype() if builtins_any(isinstance(v, float) for v in vals)
+                 else D.int64)
+    return _finish(O.arange(*vals, D.to_dtype(dtype), to_device(device)), requires_grad)
+
+
+def builtins_any(it):
+    for v in it:
+        if v:
+            return True
+    return False
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, **_):
+    return _finish(CP.linspace(start, end, int(steps), _dt(dtype), to_device(device)),
+                   requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **_):
+    return _finish(CP.eye(n, m, _dt(dtype), to_device(device)), requires_grad)
+
+
+def _gen(generator, device):
+    return generator if generator is not None else default_generator(device)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **_):
+    dev = to_device(device)
+    t = C.empty(_size(size, "rand"), _dt(dtype), dev)
+    return _finish(O.random_(t, "uniform", 0.0, 1.0, _gen(generator, dev)), requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **_):
+    dev = to_device(device)
+    t = C.empty(_size(size, "randn"), _dt(dtype), dev)
+    return _finish(O.random_(t, "normal", 0.0, 1.0, _gen(generator, dev)), requires_grad)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, **_):
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    dev = to_device(device)
+    return CP.randint(int(low), int(high), _size((size,), "randint"), _gen(generator, dev),
+                      _dt(dtype, D.int64), dev)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, **_):
+    dev = to_device(device)
+    return CP.randperm(int(n), _gen(generator, dev), _dt(dtype, D.int64), dev)
+
+
+# ---- from Python data and NumPy ---------------------------------------------------
+def _infer(data):
+    """A NumPy array of ``data`` with PyTorch's dtype inference."""
+    if isinstance(data, np.ndarray):
+        return data, D.from_numpy_dtype(data.dtype)
+    try:
+        arr = np.array(data)
+    except ValueError as e:
+        raise ValueError(f"tensor(): could not build a tensor from the data ({e})") from None
+    if arr.dtype == object:
+        raise TypeError(f"tensor(): could not infer dtype of {type(data).__name__} (nested "
+                        "sequences must be rectangular and hold numbers)")
+    if arr.dtype.kind == "f":
+        return arr, D.get_default_dtype()
+    if arr.dtype.kind == "b":
+        return arr, D.bool_
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64), D.int64
+    if arr.dtype.kind in "US":
+        raise TypeError(f"new(): invalid data type '{arr.dtype.kind == 'U' and 'str'}'")
+    raise TypeError(f"tensor(): unsupported data type {arr.dtype}")
+
+
+def _from_host_array(arr, dtype, device):
+    """Copy a NumPy array into a new tensor of ``dtype`` on ``device``."""
+    src_dt = D.from_numpy_dtype(arr.dtype)
+    arr = np.ascontiguousarray(arr)
+    cpu = to_device("cpu")
+    t = C.empty(arr.shape, src_dt, cpu)
+    if arr.size:
+        backend_for("cpu").copy_from_host(t._storage, 0, arr.reshape(-1).view(np.uint8))
+    t = O.cast(t, dtype)
+    return O.to(t, device) if device != cpu else t
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """Build a tensor from (nested) Python numbers, a NumPy array or a tensor (copied)."""
+    if isinstance(data, TensorBase):
+        res = O.to(data, device or data.device, dtype or data.dtype, copy=True)
+        return _finish(res, requires_grad)
+    arr, inferred = _infer(data)
+    dt = D.to_dtype(dtype) if dtype is not None else inferred
+    return _finish(_from_host_array(arr, dt, to_device(device)), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, TensorBase):
+        return O.to(data, device, dtype)
+    if isinstance(data, np.ndarray) and (device is None or to_device(device).type == "cpu"):
+        t = from_numpy(data)
+        return O.cast(t, D.to_dtype(dtype)) if dtype is not None else t
+    return tensor(data, dtype=dtype, device=device)
+
+
+def scalar_tensor(s, *, dtype=None, device=None):
+    return full((), s, dtype=dtype or D.get_default_dtype(), device=device)
+
+
+def from_numpy(arr):
+    """A CPU tensor sharing ``arr``'s memory (zero copy, O(1))."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+    dt = D.from_numpy_dtype(arr.dtype)
+    item = arr.itemsize
+    if any(s < 0 for s in arr.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors "
+                         "with negative strides are not currently supported. (You can probably "
+                         "work around this by making a copy of your array  with array.copy().) ")
+    if any(s % item for s in arr.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. "
+                         "Copy the numpy array to reallocate the memory.")
+    strides = tuple(s // item for s in arr.strides)
+    if arr.size == 0:
+        extent = 0
+    else:
+        extent = 1 + sum((n - 1) * s for n, s in zip(arr.shape, strides))
+    # a contiguous 1-D window over exactly the memory the array spans; it keeps arr alive
+    window = np.lib.stride_tricks.as_strided(arr, shape=(extent,), strides=(item,),
+                                             writeable=arr.flags.writeable)
+    storage = backend_for("cpu").wrap_host_buffer(window)
+    return C.new_tensor(storage, tuple(arr.shape), strides, 0, dt, to_device("cpu"), [0])
+
+
+def numpy_of(t, force=False):
+    """``t``'s data as a NumPy array sharing memory (CPU tensors)."""
+    if t.device.type != "cpu":
+        if not force:
+            raise TypeError(f"can't convert {t.device} device type tensor to numpy. Use "
+                            "Tensor.cpu() to copy the tensor to host memory first.")
+        t = O.to(t, "cpu")
+    npdt = t.dtype.to_numpy()
+    base = np.frombuffer(t._storage, dtype=np.uint8)
+    item = t.dtype.itemsize
+    n = C.numel(t.shape)
+    if n == 0:
+        return np.empty(t.shape, dtype=npdt)
+    start = t._offset * item
+    extent = (1 + builtins_sum((s - 1) * st for s, st in zip(t.shape, t._stride))) * item
+    window = base[start:start + extent].view(npdt)
+    return np.lib.stride_tricks.as_strided(
+        window, shape=t.shape, strides=tuple(s * item for s in t._stride),
+        writeable=not getattr(t._storage, "readonly", False))
+
+
+def builtins_sum(it):
+    acc = 0
+    for v in it:
+        acc += v
+    return acc
+
+
+def from_dlpack(ext):
+    """A tensor sharing memory with any object implementing ``__dlpack__`` (CPU)."""
+    if isinstance(ext, TensorBase):
+        return ext
+    arr = np.from_dlpack(ext)
+    return from_numpy(arr)

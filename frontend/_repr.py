@@ -1,0 +1,123 @@
+"""``repr(tensor)`` in PyTorch's format (``tensor([1., 2.], dtype=ember.float64)``)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.dispatcher import dtypes as D
+
+PRECISION = 4
+THRESHOLD = 1000
+EDGEITEMS = 3
+LINEWIDTH = 80
+
+
+class _Formatter:
+    def __init__(self, values: np.ndarray, floating: bool):
+        self.floating = floating
+        self.int_mode = True
+        self.sci_mode = False
+        self.width = 1
+        flat = values.reshape(-1)
+        if not floating:
+            self.width = max((len(str(v)) for v in flat.tolist()), default=1)
+            return
+        finite = flat[np.isfinite(flat)].astype(np.float64)
+        for v in flat.tolist():
+            if not math.isfinite(v):
+                self.width = max(self.width, len(str(v)))
+        if finite.size == 0:
+            return
+        nz = np.abs(finite[finite != 0])
+        self.int_mode = bool(np.all(finite == np.ceil(finite)))
+        if self.int_mode:
+            if nz.size and nz.max() > 1e8:
+                self.sci_mode = True
+        elif nz.size:
+            hi, lo = nz.max(), nz.min()
+            if hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4:
+                self.sci_mode = True
+        for v in finite.tolist():
+            self.width = max(self.width, len(self._fmt(v)))
+
+    def _fmt(self, v: float) -> str:
+        if self.sci_mode:
+            return f"{v:.{PRECISION}e}"
+        if self.int_mode:
+            return f"{v:.0f}."
+        return f"{v:.{PRECISION}f}"
+
+    def format(self, v) -> str:
+        if not self.floating:
+            s = str(v)
+        elif not math.isfinite(v):
+            s = str(v)
+        else:
+            s = self._fmt(v)
+        return s.rjust(self.width)
+
+
+def _summarize(a: np.ndarray) -> np.ndarray:
+    """The values that get printed (edges only when summarizing)."""
+    if a.ndim == 0:
+        return a
+    if a.shape[0] > 2 * EDGEITEMS:
+        a = np.concatenate([a[:EDGEITEMS], a[-EDGEITEMS:]])
+    return np.stack([_summarize(x) for x in a]) if a.ndim > 1 else a
+
+
+def _body(a, fmt, indent, summarize):
+    if a.ndim == 0:
+        return fmt.format(a.item())
+    if a.ndim == 1:
+        items = [fmt.format(v) for v in a.tolist()]
+        if summarize and len(items) > 2 * EDGEITEMS:
+            items = items[:EDGEITEMS] + ["..."] + items[-EDGEITEMS:]
+        per_line = max(1, (LINEWIDTH - indent) // (fmt.width + 2))
+        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+    rows = list(range(a.shape[0]))
+    parts = []
+    if summarize and a.shape[0] > 2 * EDGEITEMS:
+        rows = rows[:EDGEITEMS] + [None] + rows[-EDGEITEMS:]
+    for r in rows:
+        parts.append("..." if r is None else _body(a[r], fmt, indent + 1, summarize))
+    sep = "," + "\n" * (a.ndim - 1) + " " * (indent + 1)
+    return "[" + sep.join(parts) + "]"
+
+
+def tensor_repr(t, numpy_of) -> str:
+    from ember.dispatcher import ops as O
+    n = 1
+    for s in t.shape:
+        n *= s
+    src = t if t.device.type == "cpu" else O.to(t, "cpu")
+    if t.dtype is D.bfloat16:
+        src = O.cast(src, D.float32)
+    suffixes = []
+    if t.device.type != "cpu":
+        suffixes.append(f"device='{t.device}'")
+    if n == 0:
+        body = "[]"
+        if len(t.shape) != 1:
+            suffixes.insert(0, f"size={tuple(t.shape)}")
+    else:
+        a = numpy_of(src)
+        summarize = n > THRESHOLD
+        shown = _summarize(a) if summarize else a
+        fmt = _Formatter(shown.astype(np.float64) if t.dtype.is_floating_point else shown,
+                         t.dtype.is_floating_point)
+        body = _body(shown.astype(np.float64) if t.dtype.is_floating_point else shown, fmt,
+                     len("tensor("), summarize)
+    default = D.get_default_dtype() if t.dtype.is_floating_point else D.int64
+    if t.dtype is not default and t.dtype is not D.bool_ or (n == 0 and t.dtype is not
+                                                              D.get_default_dtype()):
+        if not (t.dtype is D.bool_ and n):
+            suffixes.append(f"dtype=ember.{t.dtype.name}")
+    gf = getattr(t, "grad_fn", None)
+    if gf is not None:
+        suffixes.append(f"grad_fn=<{type(gf).__name__}>")
+    elif getattr(t, "requires_grad", False):
+        suffixes.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + s for s in suffixes) + ")"

@@ -1,0 +1,597 @@
+"""``ember.Tensor``: storage + shape + strides + offset + dtype + device + version counter.
+
+Methods mirror PyTorch's. Every op goes through the dispatcher; views share storage and
+the version counter, and every in-place op bumps it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.dispatcher import _core as C
+from ember.dispatcher import _indexing as IX
+from ember.dispatcher import dtypes as D
+from ember.dispatcher import ops as O
+from ember.dispatcher import views as V
+from ember.dispatcher._core import TensorBase
+from ember.dispatcher.device import device as Device, to_device
+
+from . import _functions as F
+from . import _creation as K
+from ._repr import tensor_repr
+
+E = O.elementwise
+_s = F._s
+
+
+class Tensor(TensorBase):
+    """A multi-dimensional array on a device, as ``torch.Tensor``.
+
+    >>> import ember
+    >>> x = ember.arange(6.).view(2, 3)
+    >>> x.t().is_contiguous()
+    False
+    """
+    __slots__ = ("requires_grad", "grad", "grad_fn", "_extra")
+    __array_priority__ = 1000
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("construct tensors with ember.tensor(...), ember.zeros(...), etc.")
+
+    # ---- metadata ----------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    ndimension = dim
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self.shape)
+        return self.shape[C.normalize_dim(dim, len(self.shape))]
+
+    def stride(self, dim=None):
+        if dim is None:
+            return tuple(self._stride)
+        return self._stride[C.normalize_dim(dim, len(self.shape))]
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    def numel(self) -> int:
+        return C.numel(self.shape)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize
+
+    def data_ptr(self) -> int:
+        base = getattr(self._storage, "data_ptr", 0)
+        return int(base) + self._offset * self.dtype.itemsize
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return C.is_contiguous(self)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def get_device(self) -> int:
+        return -1 if self.device.type == "cpu" else self.device.index
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    def untyped_storage(self):
+        return self._storage
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and not (self.dtype.is_floating_point):
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def detach(self):
+        return C.view_of(self, self.shape, self._stride, self._offset)
+
+    def is_shared(self) -> bool:
+        return False
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(V.unbind(self, 0))
+
+    __hash__ = object.__hash__
+
+    # ---- conversions -----------------------------------------------------------------
+    def item(self):
+        return O.item(self)
+
+    def tolist(self):
+        if self.dtype is D.bfloat16:
+            return K.numpy_of(O.to(self, "cpu", D.float32)).tolist()
+        return K.numpy_of(self, force=True).tolist()
+
+    def numpy(self, *, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return K.numpy_of(self, force=force)
+
+    def __array__(self, dtype=None, copy=None):
+        a = K.numpy_of(self, force=True)
+        return a.astype(dtype) if dtype is not None else a
+
+    def __dlpack__(self, stream=None, **kwargs):
+        if self.device.type != "cpu":
+            raise BufferError(f"__dlpack__: only CPU tensors export DLPack for now (tensor is "
+                              f"on {self.device})")
+        return K.numpy_of(self).__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __bool__(self):
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {'more than one' if n else 'no'} "
+                               "values is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __repr__(self):
+        return tensor_repr(self, K.numpy_of)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if not self.shape:
+            return self.item().__format__(spec)
+        return repr(self).__format__(spec)
+
+    def to(self, *args, **kwargs):
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``."""
+        device = kwargs.pop("device", None)
+        dtype = kwargs.pop("dtype", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, TensorBase):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, D.DType):
+                dtype = a
+            elif isinstance(a, (str, Device)):
+                if isinstance(a, str) and a.replace("ember.", "") in D._BY_NAME:
+                    dtype = D.to_dtype(a)
+                else:
+                    device = a
+            elif isinstance(a, bool):
+                continue
+            else:
+                raise TypeError(f"to() received an invalid combination of arguments: "
+                                f"{type(a).__name__}")
+        return O.to(self, to_device(device) if device is not None else None, dtype, copy)
+
+    def cpu(self):
+        return O.to(self, "cpu")
+
+    def cuda(self, device=None):
+        return O.to(self, to_device(device if device is not None else "cuda"))
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"ember.{D.torch_name(self.dtype)}Tensor"
+        return O.to(self, None, dtype)
+
+    def float(self):
+        return O.cast(self, D.float32)
+
+    def double(self):
+        return O.cast(self, D.float64)
+
+    def half(self):
+        return O.cast(self, D.float16)
+
+    def bfloat16(self):
+        return O.cast(self, D.bfloat16)
+
+    def int(self):
+        return O.cast(self, D.int32)
+
+    def long(self):
+        return O.cast(self, D.int64)
+
+    def short(self):
+        return O.cast(self, D.int16)
+
+    def char(self):
+        return O.cast(self, D.int8)
+
+    def byte(self):
+        return O.cast(self, D.uint8)
+
+    def bool(self):
+        return O.cast(self, D.bool_)
+
+    def contiguous(self, memory_format=None):
+        return O.contiguous(self)
+
+    def clone(self, *, memory_format=None):
+        return O.clone(self)
+
+    def copy_(self, src, non_blocking=False):
+        return O.copy_(self, src)
+
+    def fill_(self, value):
+        return O.fill_(self, value)
+
+    def zero_(self):
+        return O.fill_(self, 0)
+
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        return O.random_(self, "uniform", a, b, generator)
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        return O.random_(self, "normal", mean, std, generator)
+
+    def new_empty(self, *size, dtype=None, device=None, **kw):
+        return K.empty(*size, dtype=dtype or self.dtype, device=device or self.device, **kw)
+
+    def new_zeros(self, *size, dtype=None, device=None, **kw):
+        return K.zeros(*size, dtype=dtype or self.dtype, device=device or self.device, **kw)
+
+    def new_ones(self, *size, dtype=None, device=None, **kw):
+        return K.ones(*size, dtype=dtype or self.dtype, device=device or self.device, **kw)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, **kw):
+        return K.full(size, fill_value, dtype=dtype or self.dtype,
+                      device=device or self.device, **kw)
+
+    def new_tensor(self, data, *, dtype=None, device=None, **kw):
+        return K.tensor(data, dtype=dtype or self.dtype, device=device or self.device, **kw)
+
+    # ---- views ------------------------------------------------------------------------
+    def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], D.DType):
+            raise NotImplementedError("view(dtype) is not supported yet")
+        return V.view(self, *shape)
+
+    def view_as(self, other):
+        return V.view(self, other.shape)
+
+    def reshape(self, *shape):
+        return V.reshape(self, *shape)
+
+    def reshape_as(self, other):
+        return V.reshape(self, other.shape)
+
+    def expand(self, *sizes):
+        return V.expand(self, *sizes)
+
+    def expand_as(self, other):
+        return C.expand_to(self, other.shape)
+
+    def permute(self, *dims):
+        return V.permute(self, *dims)
+
+    def repeat(self, *sizes):
+        if len(sizes) == 1 and not isinstance(sizes[0], int):
+            sizes = tuple(sizes[0])
+        from ember.dispatcher import composites as CP
+        return CP.repeat(self, sizes)
+
+    @property
+    def T(self):
+        return V.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self):
+        return V.transpose(self, -2, -1)
+
+    transpose = V.transpose
+    t = V.t
+    squeeze = V.squeeze
+    unsqueeze = V.unsqueeze
+    flatten = V.flatten
+    unflatten = V.unflatten
+    narrow = V.narrow
+    select = V.select
+    unfold = V.unfold
+    as_strided = V.as_strided
+    movedim = V.movedim
+    diagonal = V.diagonal
+    split = V.split
+    chunk = V.chunk
+    unbind = V.unbind
+    swapaxes = swapdims = V.transpose
+
+    def t_(self):
+        return self._set_view(V.t(self))
+
+    def transpose_(self, d0, d1):
+        return self._set_view(V.transpose(self, d0, d1))
+
+    def squeeze_(self, dim=None):
+        return self._set_view(V.squeeze(self, dim))
+
+    def unsqueeze_(self, dim):
+        return self._set_view(V.unsqueeze(self, dim))
+
+    def _set_view(self, v):
+        self.shape, self._stride, self._offset = v.shape, v._stride, v._offset
+        return self
+
+    # ---- indexing ----------------------------------------------------------------------
+    def __getitem__(self, key):
+        v = V.basic_index(self, key)
+        if v is not None:
+            return v
+        return IX.index(self, key)
+
+    def __setitem__(self, key, value):
+        value = _s(value)
+        v = V.basic_index(self, key)
+        if v is None:
+            IX.index_put_(self, key, value)
+            return
+        if isinstance(value, TensorBase):
+            O.copy_(v, value)
+        else:
+            O.fill_(v, value)
+
+    def index_put_(self, indices, values, accumulate=False):
+        return IX.index_put_(self, tuple(indices), values, accumulate)
+
+    def index_put(self, indices, values, accumulate=False):
+        return IX.index_put_(O.clone(self), tuple(indices), values, accumulate)
+
+    # ---- operators -------------------------------------------------------------------------
+    def __add__(self, other):
+        return E("add", self, _s(other))
+
+    def __radd__(self, other):
+        return E("add", _s(other), self)
+
+    def __iadd__(self, other):
+        return E("add", self, _s(other), inplace=True)
+
+    def __sub__(self, other):
+        return F.sub(self, other)
+
+    def __rsub__(self, other):
+        return F.sub(_s(other), self)
+
+    def __isub__(self, other):
+        return F.sub_(self, other)
+
+    def __mul__(self, other):
+        return E("mul", self, _s(other))
+
+    def __rmul__(self, other):
+        return E("mul", _s(other), self)
+
+    def __imul__(self, other):
+        return E("mul", self, _s(other), inplace=True)
+
+    def __truediv__(self, other):
+        return F.div(self, other)
+
+    def __rtruediv__(self, other):
+        return F.div(_s(other), self)
+
+    def __itruediv__(self, other):
+        return F.div_(self, other)
+
+    def __floordiv__(self, other):
+        return F.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return F.floor_divide(_s(other), self)
+
+    def __ifloordiv__(self, other):
+        return F.floor_divide_(self, other)
+
+    def __mod__(self, other):
+        return E("remainder", self, _s(other))
+
+    def __rmod__(self, other):
+        return E("remainder", _s(other), self)
+
+    def __imod__(self, other):
+        return E("remainder", self, _s(other), inplace=True)
+
+    def __pow__(self, other):
+        return E("pow", self, _s(other))
+
+    def __rpow__(self, other):
+        return E("pow", _s(other), self)
+
+    def __ipow__(self, other):
+        return E("pow", self, _s(other), inplace=True)
+
+    def __matmul__(self, other):
+        return F.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return F.matmul(other, self)
+
+    def __neg__(self):
+        return F.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return E("abs", self)
+
+    def __invert__(self):
+        if self.dtype.is_floating_point:
+            raise TypeError("~ (bitwise_not) is only supported for integer and bool tensors, "
+                            f"got {self.dtype.name}")
+        return E("bitwise_not", self)
+
+    def __and__(self, other):
+        return E("bitwise_and", self, _s(other))
+
+    __rand__ = __and__
+
+    def __iand__(self, other):
+        return E("bitwise_and", self, _s(other), inplace=True)
+
+    def __or__(self, other):
+        return E("bitwise_or", self, _s(other))
+
+    __ror__ = __or__
+
+    def __ior__(self, other):
+        return E("bitwise_or", self, _s(other), inplace=True)
+
+    def __xor__(self, other):
+        return E("bitwise_xor", self, _s(other))
+
+    __rxor__ = __xor__
+
+    def __ixor__(self, other):
+        return E("bitwise_xor", self, _s(other), inplace=True)
+
+    def __eq__(self, other):
+        try:
+            other = _s(other)
+        except TypeError:
+            return NotImplemented
+        return E("eq", self, other)
+
+    def __ne__(self, other):
+        try:
+            other = _s(other)
+        except TypeError:
+            return NotImplemented
+        return E("ne", self, other)
+
+    def __lt__(self, other):
+        return E("lt", self, _s(other))
+
+    def __le__(self, other):
+        return E("le", self, _s(other))
+
+    def __gt__(self, other):
+        return E("gt", self, _s(other))
+
+    def __ge__(self, other):
+        return E("ge", self, _s(other))
+
+    # ---- pickling (plain data, no code) -------------------------------------------------
+    def __reduce_ex__(self, proto):
+        arr = K.numpy_of(O.to(self, "cpu", D.float32 if self.dtype is D.bfloat16 else None))
+        return (_rebuild, (np.ascontiguousarray(arr), self.dtype.name, str(self.device),
+                           self.requires_grad))
+
+
+def _rebuild(arr, dtype, device, requires_grad):
+    t = K.tensor(arr, dtype=D.to_dtype(dtype), device=device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+class Size(tuple):
+    """``tensor.size()``: a tuple with ``numel()``."""
+
+    def numel(self):
+        return C.numel(self)
+
+    def __repr__(self):
+        return f"ember.Size({list(self)})"
+
+
+def _make(storage, shape, stride, offset, dtype, device, vc):
+    t = _new(Tensor)
+    t._storage = storage
+    t.shape = shape
+    t._stride = stride
+    t._offset = offset
+    t.dtype = dtype
+    t.device = device
+    t._vc = vc
+    t.requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    return t
+
+
+_new = object.__new__
+C.set_tensor_factory(_make, Tensor)
+
+# ---- methods that forward to the functional API -------------------------------------------
+_METHODS = (F.UNARY + F.BINARY + [
+    "add", "sub", "div", "floor_divide", "neg", "where", "clamp", "clip", "clamp_min",
+    "clamp_max", "lerp", "addcmul", "addcdiv", "sum", "mean", "prod", "amax", "amin",
+    "argmax", "argmin", "max", "min", "var", "std", "logsumexp", "cumsum", "cumprod", "all",
+    "any", "norm", "softmax", "log_softmax", "sort", "argsort", "topk", "gather", "scatter",
+    "scatter_add", "index_select", "index_add", "masked_fill", "masked_select", "nonzero",
+    "flip", "fliplr", "flipud", "roll", "tril", "triu", "matmul", "mm", "bmm", "mv", "dot",
+    "outer", "addmm", "square", "count_nonzero", "isclose", "allclose", "equal", "take",
+    "float_power", "multiply", "subtract", "divide", "true_divide", "negative", "absolute",
+    "greater", "greater_equal", "less", "less_equal", "not_equal", "argwhere", "var_mean",
+    "remainder", "fmod", "broadcast_to"])
+_INPLACE = list(F.INPLACE) + ["add_", "sub_", "div_", "neg_", "floor_divide_", "clamp_",
+                              "clip_", "lerp_", "addcmul_", "addcdiv_", "scatter_",
+                              "scatter_add_", "index_add_", "masked_fill_"]
+
+
+def _install():
+    for name in _METHODS:
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, getattr(F, name))
+    for name in _INPLACE:
+        fn = F.INPLACE.get(name) or getattr(F, name)
+        setattr(Tensor, name, fn)
+
+
+_install()
