@@ -30,7 +30,7 @@ def _to_index_tensor(k, dev):
     else:
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     t = C.empty(arr.shape, dt, to_cpu := C.to_device("cpu"))
-    raw = np.ascontiguousarray(arr).tobytes()
+    raw = np.require(arr, requirements="C").tobytes()
     if raw:
         from .plugins import backend_for
         backend_for("cpu").copy_from_host(t._storage, 0, raw)

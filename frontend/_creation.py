@@ -193,7 +193,7 @@ def _infer(data):
 def _from_host_array(arr, dtype, device):
     """Copy a NumPy array into a new tensor of ``dtype`` on ``device``."""
     src_dt = D.from_numpy_dtype(arr.dtype)
-    arr = np.ascontiguousarray(arr)
+    arr = np.require(arr, requirements="C")
     cpu = to_device("cpu")
     t = C.empty(arr.shape, src_dt, cpu)
     if arr.size:

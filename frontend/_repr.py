@@ -71,9 +71,11 @@ def _body(a, fmt, indent, summarize):
     if a.ndim == 0:
         return fmt.format(a.item())
     if a.ndim == 1:
-        items = [fmt.format(v) for v in a.tolist()]
-        if summarize and len(items) > 2 * EDGEITEMS:
-            items = items[:EDGEITEMS] + ["..."] + items[-EDGEITEMS:]
+        if summarize and a.shape[0] > 2 * EDGEITEMS:
+            items = ([fmt.format(v) for v in a[:EDGEITEMS].tolist()] + [" ..."] +
+                     [fmt.format(v) for v in a[-EDGEITEMS:].tolist()])
+        else:
+            items = [fmt.format(v) for v in a.tolist()]
         per_line = max(1, (LINEWIDTH - indent) // (fmt.width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
@@ -108,7 +110,7 @@ def tensor_repr(t, numpy_of) -> str:
         shown = _summarize(a) if summarize else a
         fmt = _Formatter(shown.astype(np.float64) if t.dtype.is_floating_point else shown,
                          t.dtype.is_floating_point)
-        body = _body(shown.astype(np.float64) if t.dtype.is_floating_point else shown, fmt,
+        body = _body(a.astype(np.float64) if t.dtype.is_floating_point else a, fmt,
                      len("tensor("), summarize)
     default = D.get_default_dtype() if t.dtype.is_floating_point else D.int64
     if t.dtype is not default and t.dtype is not D.bool_ or (n == 0 and t.dtype is not

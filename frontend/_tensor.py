@@ -529,7 +529,7 @@ class Tensor(TensorBase):
     # ---- pickling (plain data, no code) -------------------------------------------------
     def __reduce_ex__(self, proto):
         arr = K.numpy_of(O.to(self, "cpu", D.float32 if self.dtype is D.bfloat16 else None))
-        return (_rebuild, (np.ascontiguousarray(arr), self.dtype.name, str(self.device),
+        return (_rebuild, (np.require(arr, requirements="C"), self.dtype.name, str(self.device),
                            self.requires_grad))
 
 

@@ -421,6 +421,20 @@ inline bool any_elem(const Tensor& t, P pred) {
   return found;
 }
 
+// t without dim d (0-d tensors are returned unchanged)
+inline Tensor drop_dim(const Tensor& t, int d) {
+  Tensor r = t;
+  if (t.ndim == 0) return r;
+  for (int i = d; i < t.ndim - 1; ++i) {
+    r.shape[i] = t.shape[i + 1];
+    r.stride[i] = t.stride[i + 1];
+  }
+  r.ndim = t.ndim - 1;
+  r.numel = 1;
+  for (int i = 0; i < r.ndim; ++i) r.numel *= r.shape[i];
+  return r;
+}
+
 // copy between two tensors of the same shape, any dtypes (used by random / matmul etc.)
 void copy_tensor(const Tensor& dst, const Tensor& src);
 // A contiguous tensor header over raw memory.

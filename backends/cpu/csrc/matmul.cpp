@@ -1,0 +1,203 @@
+// bmm: out[B,n,m] = a[B,n,k] @ b[B,k,m].  float32/float64 go to OpenBLAS (scipy-openblas32,
+// dlopened at runtime by load_blas); float16/bfloat16 are widened to float32 for sgemm;
+// integers (and everything when no BLAS is loaded) use a C++ loop parallel over B*n rows.
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "ember.h"
+
+namespace ember {
+
+namespace {
+
+enum { kRowMajor = 101, kNoTrans = 111, kTrans = 112 };
+using sgemm_t = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+using dgemm_t = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double,
+                         double*, int);
+using setnt_t = void (*)(int);
+
+sgemm_t g_sgemm = nullptr;
+dgemm_t g_dgemm = nullptr;
+setnt_t g_setnt = nullptr;
+std::mutex g_blas_mu;
+
+template <class T>
+void gemm(int ta, int tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    g_sgemm(kRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  else
+    g_dgemm(kRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+// Can a [rows, cols] matrix with element strides (sr, sc) go to BLAS directly?
+bool blas_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, int& trans, int64_t& ld) {
+  if (sc == 1 || cols == 1) {
+    ld = rows == 1 ? std::max<int64_t>(1, cols) : sr;
+    if (ld >= std::max<int64_t>(1, cols)) { trans = kNoTrans; return true; }
+  }
+  if (sr == 1 || rows == 1) {
+    ld = cols == 1 ? std::max<int64_t>(1, rows) : sc;
+    if (ld >= std::max<int64_t>(1, rows)) { trans = kTrans; return true; }
+  }
+  return false;
+}
+
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+
+template <class T>
+void bmm_blas(const Tensor& out, const Tensor& a, const Tensor& b) {
+  const int64_t B = a.shape[0], n = a.shape[1], k = a.shape[2], m = b.shape[2];
+  std::vector<T> ta_buf, tb_buf, tc_buf;
+  Tensor A = a, Bm = b, O = out;
+  int transa, transb, transc;
+  int64_t lda, ldb, ldc;
+  if (!blas_layout(n, k, a.stride[1], a.stride[2], transa, lda)) {
+    ta_buf.resize((size_t)(B * n * k));
+    A = make_contiguous_header((char*)ta_buf.data(), a.dtype, 3, a.shape);
+    copy_tensor(A, a);
+    transa = kNoTrans;
+    lda = std::max<int64_t>(1, k);
+  }
+  if (!blas_layout(k, m, b.stride[1], b.stride[2], transb, ldb)) {
+    tb_buf.resize((size_t)(B * k * m));
+    Bm = make_contiguous_header((char*)tb_buf.data(), b.dtype, 3, b.shape);
+    copy_tensor(Bm, b);
+    transb = kNoTrans;
+    ldb = std::max<int64_t>(1, m);
+  }
+  if (!blas_layout(n, m, out.stride[1], out.stride[2], transc, ldc) || transc != kNoTrans) {
+    tc_buf.resize((size_t)(B * n * m));
+    O = make_contiguous_header((char*)tc_buf.data(), out.dtype, 3, out.shape);
+    ldc = std::max<int64_t>(1, m);
+  }
+  const int64_t sa = A.stride[0], sb = Bm.stride[0], sc = O.stride[0];
+  auto one = [&](int64_t i) {
+    gemm<T>(transa, transb, (int)n, (int)m, (int)k, (const T*)A.data + i * sa, (int)lda, (const T*)Bm.data + i * sb,
+            (int)ldb, (T*)O.data + i * sc, (int)ldc);
+  };
+  if (B > 1 && n * m * k <= 64 * 64 * 64) {
+    // small matrices: OpenBLAS runs them single-threaded; spread the batch over our pool
+    parallel_for(0, B, std::max<int64_t>(1, (1 << 18) / std::max<int64_t>(1, n * m * k)), [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) one(i);
+    });
+  } else {
+    for (int64_t i = 0; i < B; ++i) one(i);
+  }
+  if (O.data != out.data) copy_tensor(out, O);
+}
+
+template <class T>
+void bmm_loop(const Tensor& out, const Tensor& a, const Tensor& b) {
+  using A = std::conditional_t<is_fp_v<T>, compute_t<T>, int64_t>;
+  const int64_t B = a.shape[0], n = a.shape[1], k = a.shape[2], m = b.shape[2];
+  const int64_t sa0 = a.stride[0], sa1 = a.stride[1], sa2 = a.stride[2];
+  const int64_t sb0 = b.stride[0], sb1 = b.stride[1], sb2 = b.stride[2];
+  const int64_t so0 = out.stride[0], so1 = out.stride[1], so2 = out.stride[2];
+  const T* pa = (const T*)a.data;
+  const T* pb = (const T*)b.data;
+  T* po = (T*)out.data;
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, k * m));
+  parallel_for(0, B * n, grain, [&](int64_t s, int64_t e) {
+    std::vector<A> acc((size_t)m);
+    std::vector<A> brow((size_t)m);
+    for (int64_t r = s; r < e; ++r) {
+      const int64_t bi = r / n, i = r % n;
+      std::fill(acc.begin(), acc.end(), A(0));
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const A av = (A) static_cast<compute_t<T>>(pa[bi * sa0 + i * sa1 + kk * sa2]);
+        const T* brp = pb + bi * sb0 + kk * sb1;
+        if constexpr (is_fp_v<T>) {
+          for (int64_t j = 0; j < m; ++j) acc[(size_t)j] += av * static_cast<A>(brp[j * sb2]);
+        } else {
+          for (int64_t j = 0; j < m; ++j)
+            acc[(size_t)j] = (int64_t)((uint64_t)acc[(size_t)j] + (uint64_t)av * (uint64_t)(int64_t)brp[j * sb2]);
+        }
+      }
+      T* orow = po + bi * so0 + i * so1;
+      for (int64_t j = 0; j < m; ++j) orow[j * so2] = cvt<T>(acc[(size_t)j]);
+    }
+  });
+}
+
+void k_bmm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  Args args("bmm", a_, n_, kw_, {"out", "a", "b"}, 3);
+  Tensor out = args.out(0);
+  Tensor a = args.tensor(1);
+  Tensor b = args.tensor(2);
+  check_same_dtype("bmm", out, a);
+  check_same_dtype("bmm", out, b);
+  if (a.ndim != 3 || b.ndim != 3 || out.ndim != 3)
+    raise(PyExc_ValueError, "bmm(): expected 3-D tensors, got %s, %s and out %s", shape_str(a).c_str(),
+          shape_str(b).c_str(), shape_str(out).c_str());
+  const int64_t B = a.shape[0], n = a.shape[1], k = a.shape[2], m = b.shape[2];
+  if (b.shape[0] != B || b.shape[1] != k || out.shape[0] != B || out.shape[1] != n || out.shape[2] != m)
+    raise(PyExc_ValueError, "bmm(): shape mismatch: a %s, b %s, out %s", shape_str(a).c_str(), shape_str(b).c_str(),
+          shape_str(out).c_str());
+  dispatch<M_ALL>(out.dtype, "bmm", [](auto) {});
+  if (B * n * m == 0) return;
+  NoGil g(B * n * m * std::max<int64_t>(k, 1) >= kGilThreshold);
+  const bool fits = n <= kIntMax && m <= kIntMax && k <= kIntMax && n * k <= kIntMax * 16;
+  if (k == 0 || !fits || !g_sgemm) {
+    if (k == 0) {
+      dispatch_size(out.itemsize, "bmm", [&](auto tag) {
+        using T = EMBER_T(tag);
+        const Tensor* ts[1] = {&out};
+        ElemIter it;
+        it.build(ts, 1, "bmm");
+        it.run([](char* const* p, const int64_t* s, int64_t nn) {
+          for (int64_t i = 0; i < nn; ++i) *(T*)(p[0] + i * s[0]) = T(0);
+        });
+      });
+      return;
+    }
+    dispatch<M_ALL>(out.dtype, "bmm", [&](auto tag) { bmm_loop<EMBER_T(tag)>(out, a, b); });
+    return;
+  }
+  switch (out.dtype) {
+    case kFloat32: bmm_blas<float>(out, a, b); return;
+    case kFloat64: bmm_blas<double>(out, a, b); return;
+    case kFloat16:
+    case kBFloat16: {
+      // widen to float32, sgemm, narrow
+      std::vector<float> fa((size_t)(B * n * k)), fb((size_t)(B * k * m)), fo((size_t)(B * n * m));
+      Tensor A = make_contiguous_header((char*)fa.data(), kFloat32, 3, a.shape);
+      Tensor Bt = make_contiguous_header((char*)fb.data(), kFloat32, 3, b.shape);
+      Tensor O = make_contiguous_header((char*)fo.data(), kFloat32, 3, out.shape);
+      copy_tensor(A, a);
+      copy_tensor(Bt, b);
+      bmm_blas<float>(O, A, Bt);
+      copy_tensor(out, O);
+      return;
+    }
+    default:
+      dispatch<M_ALL>(out.dtype, "bmm", [&](auto tag) { bmm_loop<EMBER_T(tag)>(out, a, b); });
+  }
+}
+
+}  // namespace
+
+void load_blas(const std::string& path) {
+  std::lock_guard<std::mutex> lk(g_blas_mu);
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) raise(PyExc_OSError, "load_blas(): cannot load '%s': %s", path.c_str(), dlerror());
+  auto s = (sgemm_t)dlsym(h, "scipy_cblas_sgemm");
+  auto d = (dgemm_t)dlsym(h, "scipy_cblas_dgemm");
+  auto t = (setnt_t)dlsym(h, "scipy_openblas_set_num_threads");
+  if (!s || !d)
+    raise(PyExc_OSError, "load_blas(): '%s' does not export scipy_cblas_sgemm / scipy_cblas_dgemm", path.c_str());
+  g_setnt = t;
+  g_dgemm = d;
+  g_sgemm = s;
+  if (g_setnt) g_setnt(get_num_threads());
+}
+
+bool blas_loaded() { return g_sgemm != nullptr; }
+
+void blas_set_num_threads(int n) {
+  if (g_setnt) g_setnt(n);
+}
+
+void register_matmul(std::vector<PyMethodDef>& defs) { defs.push_back(EMBER_DEF("bmm", k_bmm)); }
+
+}  // namespace ember

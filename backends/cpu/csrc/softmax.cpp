@@ -1,0 +1,103 @@
+// softmax / log_softmax along one dim, logsumexp over dims.  Max-subtracted for stability;
+// compute in float (double for float64), sums of exponentials in double.
+#include "rgeom.h"
+
+namespace ember {
+
+namespace {
+
+template <bool Log>
+void softmax_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args(op, a, n, kw, {"out", "x", "dim"}, 3);
+  Tensor out = args.out(0);
+  Tensor x = args.tensor(1);
+  check_same_dtype(op, out, x);
+  int dim = args.get_dim(2, x.ndim);
+  bool red[MAXD] = {false};
+  if (x.ndim > 0) red[dim] = true;
+  RGeom g;
+  build_rgeom(g, op, out, x, red, false, /*same_shape=*/true);
+  if (g.nout == 0 || g.nred == 0) return;
+  dispatch<M_FLOAT>(x.dtype, op, [&](auto tag) {
+    using T = EMBER_T(tag);
+    using C = compute_t<T>;
+    NoGil ng(x.numel >= kGilThreshold);
+    const int64_t len = g.nr ? g.rs[0] : 1;
+    const int64_t sx = g.nr ? g.rx[0] : 0, so = g.nr ? g.ro[0] : 0;
+    const int64_t grain = std::max<int64_t>(1, kGrain / (4 * len));
+    parallel_for(0, g.nout, grain, [&](int64_t b, int64_t e) {
+      for_outputs(g, b, e, [&](const char* xp, char* o) {
+        C m = -std::numeric_limits<C>::infinity();
+        for (int64_t i = 0; i < len; ++i) {
+          const C v = static_cast<C>(*(const T*)(xp + i * sx));
+          m = (v > m || v != v) ? v : m;
+        }
+        double s = 0;
+        for (int64_t i = 0; i < len; ++i) s += (double)std::exp(static_cast<C>(*(const T*)(xp + i * sx)) - m);
+        if constexpr (Log) {
+          const C ls = static_cast<C>(std::log(s));
+          for (int64_t i = 0; i < len; ++i)
+            *(T*)(o + i * so) = cvt<T>(static_cast<C>(static_cast<C>(*(const T*)(xp + i * sx)) - m - ls));
+        } else {
+          const C inv = static_cast<C>(1.0 / s);
+          for (int64_t i = 0; i < len; ++i)
+            *(T*)(o + i * so) = cvt<T>(static_cast<C>(std::exp(static_cast<C>(*(const T*)(xp + i * sx)) - m) * inv));
+        }
+      });
+    });
+  });
+}
+void k_softmax(PyObject* const* a, Py_ssize_t n, PyObject* kw) { softmax_op<false>("softmax", a, n, kw); }
+void k_log_softmax(PyObject* const* a, Py_ssize_t n, PyObject* kw) { softmax_op<true>("log_softmax", a, n, kw); }
+
+void k_logsumexp(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args("logsumexp", a, n, kw, {"out", "x", "dims"}, 2);
+  Tensor out = args.out(0);
+  Tensor x = args.tensor(1);
+  check_same_dtype("logsumexp", out, x);
+  bool red[MAXD];
+  args.get_dims(2, x.ndim, red);
+  RGeom g;
+  build_rgeom(g, "logsumexp", out, x, red, true);
+  if (g.nout == 0) return;
+  dispatch<M_FLOAT>(x.dtype, "logsumexp", [&](auto tag) {
+    using T = EMBER_T(tag);
+    using C = compute_t<T>;
+    NoGil ng(x.numel >= kGilThreshold);
+    const int64_t grain = std::max<int64_t>(1, kGrain / (4 * std::max<int64_t>(1, g.nred)));
+    parallel_for(0, g.nout, grain, [&](int64_t b, int64_t e) {
+      for_outputs(g, b, e, [&](const char* xp, char* o) {
+        if (g.nred == 0) {
+          *(T*)o = cvt<T>(-std::numeric_limits<C>::infinity());
+          return;
+        }
+        C m = -std::numeric_limits<C>::infinity();
+        for_reduced_runs(g, xp, [&](const char* p, int64_t s, int64_t k) {
+          for (int64_t i = 0; i < k; ++i) {
+            const C v = static_cast<C>(*(const T*)(p + i * s));
+            m = (v > m || v != v) ? v : m;
+          }
+        });
+        if (std::isinf(m) || m != m) {  // all -inf -> -inf; any +inf -> +inf; NaN -> NaN
+          *(T*)o = cvt<T>(m);
+          return;
+        }
+        double sum = 0;
+        for_reduced_runs(g, xp, [&](const char* p, int64_t s, int64_t k) {
+          for (int64_t i = 0; i < k; ++i) sum += (double)std::exp(static_cast<C>(*(const T*)(p + i * s)) - m);
+        });
+        *(T*)o = cvt<T>(static_cast<C>((double)m + std::log(sum)));
+      });
+    });
+  });
+}
+
+}  // namespace
+
+void register_softmax(std::vector<PyMethodDef>& defs) {
+  defs.push_back(EMBER_DEF("softmax", k_softmax));
+  defs.push_back(EMBER_DEF("log_softmax", k_log_softmax));
+  defs.push_back(EMBER_DEF("logsumexp", k_logsumexp));
+}
+
+}  // namespace ember

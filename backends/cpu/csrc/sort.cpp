@@ -1,0 +1,69 @@
+// sort along one dim: stable for ties; NaN sorts above every number (last ascending,
+// first descending).
+#include "ember.h"
+
+namespace ember {
+
+namespace {
+
+void k_sort(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args("sort", a, n, kw, {"values", "indices", "x", "dim", "descending", "stable"}, 3);
+  Tensor values = args.out(0);
+  Tensor indices = args.out(1);
+  Tensor x = args.tensor(2);
+  int dim = args.has(3) ? args.get_dim(3, x.ndim) : (x.ndim ? x.ndim - 1 : 0);
+  const bool desc = args.get_bool(4, false);
+  (void)args.get_bool(5, true);  // always stable
+  check_same_dtype("sort", values, x);
+  check_dtype("sort", indices, kInt64, "indices");
+  check_same_shape("sort", values, x);
+  check_same_shape("sort", indices, x);
+  if (x.numel == 0) return;
+  const int64_t L = x.ndim ? x.shape[dim] : 1;
+  const int64_t vsd = (x.ndim ? values.stride[dim] : 0) * values.itemsize;
+  const int64_t isd = (x.ndim ? indices.stride[dim] : 0) * 8;
+  const int64_t xsd = (x.ndim ? x.stride[dim] : 0) * x.itemsize;
+  Tensor v2 = drop_dim(values, dim), i2 = drop_dim(indices, dim), x2 = drop_dim(x, dim);
+  const Tensor* ts[3] = {&v2, &i2, &x2};
+  ElemIter it;
+  it.build_shape(x2.shape, x2.ndim, ts, 3);
+  NoGil g(x.numel >= kGilThreshold);
+  dispatch<M_ALL>(x.dtype, "sort", [&](auto tag) {
+    using T = EMBER_T(tag);
+    using K = compute_t<T>;
+    using P = std::pair<K, int64_t>;
+    it.run(
+        [&](char* const* p, const int64_t* s, int64_t m) {
+          std::vector<P> buf((size_t)L);
+          for (int64_t i = 0; i < m; ++i) {
+            char* pv = p[0] + i * s[0];
+            char* pi = p[1] + i * s[1];
+            const char* px = p[2] + i * s[2];
+            for (int64_t j = 0; j < L; ++j) buf[(size_t)j] = P(static_cast<K>(*(const T*)(px + j * xsd)), j);
+            if (desc) {
+              std::stable_sort(buf.begin(), buf.end(), [](const P& u, const P& v) {
+                if constexpr (is_fp_v<T>) return u.first > v.first || (u.first != u.first && v.first == v.first);
+                else return u.first > v.first;
+              });
+            } else {
+              std::stable_sort(buf.begin(), buf.end(), [](const P& u, const P& v) {
+                if constexpr (is_fp_v<T>) return u.first < v.first || (v.first != v.first && u.first == u.first);
+                else return u.first < v.first;
+              });
+            }
+            for (int64_t j = 0; j < L; ++j) {
+              const int64_t src = buf[(size_t)j].second;
+              *(T*)(pv + j * vsd) = cvt<T>(buf[(size_t)j].first);  // x may alias values
+              *(int64_t*)(pi + j * isd) = src;
+            }
+          }
+        },
+        std::max<int64_t>(1, kGrain / (8 * L)));
+  });
+}
+
+}  // namespace
+
+void register_sort(std::vector<PyMethodDef>& defs) { defs.push_back(EMBER_DEF("sort", k_sort)); }
+
+}  // namespace ember

@@ -1,0 +1,86 @@
+"""Plugins found through entry points, from a real distribution installed with pip."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "ember-test-plugins"
+
+PROBE = r"""
+import json, sys
+import ember
+from ember.dispatcher import plugin_records
+recs = {r.name: {"status": r.status, "error": r.error, "device_type": r.device_type,
+                 "distribution": r.distribution, "devices": len(r.devices)}
+        for r in plugin_records()}
+out = {"records": recs}
+if recs.get("fakedev", {}).get("status") == "loaded":
+    x = ember.arange(6.).view(2, 3).to("fakedev:1")
+    y = (ember.sigmoid(x) * 2).softmax(dim=1).sum(dim=1)   # composites on a plugin device
+    out["device"] = str(y.device)
+    out["values"] = y.cpu().tolist()
+    out["cumsum"] = ember.cumsum(x, 1).cpu().tolist()
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory):
+    target = tmp_path_factory.mktemp("plugins")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--target", str(target), str(FIXTURE)],
+                   check=True)
+    return target
+
+
+def _probe(plugin_path, **env):
+    e = dict(os.environ, PYTHONPATH=str(plugin_path), **env)
+    r = subprocess.run([sys.executable, "-c", PROBE], env=e, capture_output=True, text=True,
+                       check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_third_party_plugin_is_discovered_and_runs_ops(plugin_path):
+    out = _probe(plugin_path)
+    rec = out["records"]["fakedev"]
+    assert rec["status"] == "loaded" and rec["device_type"] == "fakedev"
+    assert rec["distribution"] == "ember-test-plugins" and rec["devices"] == 2
+    assert out["device"] == "fakedev:1"
+    # oracle: softmax of a row sums to 1
+    assert out["values"] == pytest.approx([1.0, 1.0], rel=1e-6)
+    assert out["cumsum"] == [[0.0, 1.0, 3.0], [3.0, 7.0, 12.0]]
+
+
+def test_broken_plugins_are_reported_and_do_not_break_ember(plugin_path):
+    recs = _probe(plugin_path)["records"]
+    assert recs["cpu"]["status"] == "loaded"
+    assert recs["brokenplugin"]["status"] == "error"
+    assert "broken on purpose" in recs["brokenplugin"]["error"]
+    assert recs["oldapi"]["status"] == "error"
+    assert "plugin 'oldapi' was written for ember backend API version 99" in \
+        recs["oldapi"]["error"]
+
+
+def test_ember_backends_env_restricts_loading(plugin_path):
+    recs = _probe(plugin_path, EMBER_BACKENDS="cpu")["records"]
+    assert recs["cpu"]["status"] == "loaded"
+    for name in ("fakedev", "brokenplugin", "oldapi"):
+        assert recs[name]["status"] == "disabled"
+
+
+def test_cli_lists_plugins(plugin_path):
+    e = dict(os.environ, PYTHONPATH=str(plugin_path))
+    r = subprocess.run([sys.executable, "-m", "ember", "backends", "--coverage"], env=e,
+                       capture_output=True, text=True, check=True)
+    assert "cpu" in r.stdout and "fakedev" in r.stdout
+    assert "error" in r.stdout and "broken on purpose" in r.stdout
+    assert "native (" in r.stdout and "composite (" in r.stdout
+
+
+def test_missing_device_type_is_a_clear_error():
+    import ember
+    with pytest.raises(RuntimeError, match="no ember backend provides device type 'nosuchdev'"):
+        ember.zeros(2, device="nosuchdev")
