@@ -28,12 +28,20 @@ def composite(name):
 # ---- unary ----------------------------------------------------------------------
 @composite("expm1")
 def expm1(x):
-    return E("sub", E("exp", x), 1)
+    """Kahan: (u - 1) * x / log(u) with u = exp(x) cancels the rounding error of u."""
+    u = E("exp", x)
+    um1 = E("sub", u, 1)
+    accurate = E("div", E("mul", um1, x), E("log", u))
+    res = O.where(E("eq", u, 1), x, accurate)
+    return O.where(E("eq", um1, -1), um1, O.where(E("eq", u, math.inf), u, res))
 
 
 @composite("log1p")
 def log1p(x):
-    return E("log", E("add", x, 1))
+    """Kahan: log(u) * x / (u - 1) with u = 1 + x."""
+    u = E("add", x, 1)
+    accurate = E("div", E("mul", E("log", u), x), E("sub", u, 1))
+    return O.where(E("eq", u, 1), x, O.where(E("eq", u, math.inf), u, accurate))
 
 
 @composite("log2")
@@ -349,7 +357,8 @@ def cat(tensors, dim=0):
     if nd == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = C.normalize_dim(dim, nd, "cat")
-    for i, t in enumerate(live):
+    position = {id(t): i for i, t in enumerate(tensors)}
+    for t in live:
         if len(t.shape) != nd:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and "
                                f"{len(t.shape)}")
@@ -357,7 +366,7 @@ def cat(tensors, dim=0):
             if j != d and t.shape[j] != ref.shape[j]:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
                                    f"Expected size {ref.shape[j]} but got size {t.shape[j]} "
-                                   f"for tensor number {tensors.index(t)} in the list.")
+                                   f"for tensor number {position[id(t)]} in the list.")
     shape = list(ref.shape)
     shape[d] = sum(t.shape[d] for t in live)
     out = C.empty(tuple(shape), dt, dev)
@@ -544,22 +553,26 @@ def norm(x, p=2, dim=None, keepdim=False):
     return E("pow", O.reduce("sum", E("pow", a, p), dim, keepdim), 1.0 / p)
 
 
+def _all_any(x, dim, keepdim, is_all):
+    b = O.cast(x, D.bool_) if x.dtype is not D.bool_ else x
+    dims = C.normalize_dims(dim, len(x.shape), "all" if is_all else "any")
+    if any(x.shape[d] == 0 for d in dims) or (not dims and C.numel(x.shape) == 0):
+        # an empty reduction: all() of nothing is True, any() of nothing is False
+        shape = tuple(1 if i in dims else s for i, s in enumerate(x.shape)) if keepdim else \
+            tuple(s for i, s in enumerate(x.shape) if i not in dims)
+        return O.full(shape, is_all, D.bool_, x.device)
+    res = O.reduce("min" if is_all else "max", O.cast(b, D.uint8), dim, keepdim)
+    return O.cast(res, D.bool_)
+
+
 @composite("all")
 def all_(x, dim=None, keepdim=False):
-    b = O.cast(x, D.bool_) if x.dtype is not D.bool_ else x
-    if C.numel(x.shape) == 0 and dim is None:
-        return O.full((), True, D.bool_, x.device)
-    res = O.reduce("min", O.cast(b, D.uint8), dim, keepdim)
-    return O.cast(res, D.bool_)
+    return _all_any(x, dim, keepdim, True)
 
 
 @composite("any")
 def any_(x, dim=None, keepdim=False):
-    b = O.cast(x, D.bool_) if x.dtype is not D.bool_ else x
-    if C.numel(x.shape) == 0 and dim is None:
-        return O.full((), False, D.bool_, x.device)
-    res = O.reduce("max", O.cast(b, D.uint8), dim, keepdim)
-    return O.cast(res, D.bool_)
+    return _all_any(x, dim, keepdim, False)
 
 
 # ---- linear algebra ---------------------------------------------------------------

@@ -258,9 +258,22 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
             _resize_out("clamp", out, res.shape)
             return copy_(out, res)
         return res
-    lo = -math.inf if min is None else min
-    hi = math.inf if max is None else max
+    dt = D.result_type(*[v for v in (x, min, max) if v is not None])
+    lo = _lowest(dt) if min is None else min
+    hi = _highest(dt) if max is None else max
     return elementwise("clamp", x, lo, hi, out=out, inplace=inplace)
+
+
+def _lowest(dt):
+    if dt.is_floating_point:
+        return -math.inf
+    return False if dt is D.bool_ else -(1 << (8 * dt.itemsize - 1)) if dt.is_signed else 0
+
+
+def _highest(dt):
+    if dt.is_floating_point:
+        return math.inf
+    return True if dt is D.bool_ else (1 << (8 * dt.itemsize - (1 if dt.is_signed else 0))) - 1
 
 
 # ---------------------------------------------------------------------------------
@@ -420,7 +433,7 @@ def arg_reduce(name, x, dim=None, keepdim=False, out=None):
     if dim is None:
         flat = reshape_flat(x)
         if C.numel(flat.shape) == 0:
-            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
                                f"input.numel() == 0.")
         res = run(o, x.device, (flat,), {"dim": 0}, (1,), D.int64)
         shape = tuple(1 for _ in x.shape) if keepdim else ()

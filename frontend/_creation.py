@@ -170,7 +170,8 @@ def randperm(n, *, generator=None, dtype=None, device=None, **_):
 # ---- from Python data and NumPy ---------------------------------------------------
 def _infer(data):
     """A NumPy array of ``data`` with PyTorch's dtype inference."""
-    if isinstance(data, np.ndarray):
+    if isinstance(data, (np.ndarray, np.generic)):
+        data = np.asarray(data)
         return data, D.from_numpy_dtype(data.dtype)
     try:
         arr = np.array(data)

@@ -512,25 +512,38 @@ def clone(input, *, memory_format=None):
 
 
 # ---- linear algebra -------------------------------------------------------------------
+def _tensors(op, *args):
+    names = ("input", "other", "third")
+    for i, a in enumerate(args):
+        if not isinstance(a, TensorBase):
+            raise TypeError(f"{op}(): argument '{names[i]}' (position {i + 1}) must be Tensor, "
+                            f"not {type(a).__name__}")
+
+
 def matmul(input, other, *, out=None):
+    _tensors("matmul", input, other)
     res = CP.matmul(input, other)
     return O.copy_(O._resize_out("matmul", out, res.shape), res) if out is not None else res
 
 
 def mm(input, mat2, *, out=None):
+    _tensors("mm", input, mat2)
     res = CP.mm(input, mat2)
     return O.copy_(O._resize_out("mm", out, res.shape), res) if out is not None else res
 
 
 def bmm(input, mat2, *, out=None):
+    _tensors("bmm", input, mat2)
     return O.bmm(input, mat2, out=out)
 
 
 def mv(input, vec):
+    _tensors("mv", input, vec)
     return CP.mv(input, vec)
 
 
 def dot(input, other):
+    _tensors("dot", input, other)
     return CP.dot(input, other)
 
 
@@ -538,6 +551,7 @@ inner_product = dot
 
 
 def outer(input, vec2):
+    _tensors("outer", input, vec2)
     return CP.outer(input, vec2)
 
 
@@ -545,10 +559,19 @@ ger = outer
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    _tensors("addmm", input, mat1, mat2)
     return CP.addmm(input, mat1, mat2, beta, alpha)
 
 
 def einsum(equation, *operands):
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): argument 'equation' must be str, not "
+                        f"{type(equation).__name__}")
+    flat = operands[0] if len(operands) == 1 and isinstance(operands[0], (list, tuple)) \
+        else operands
+    for i, t_ in enumerate(flat):
+        if not isinstance(t_, TensorBase):
+            raise TypeError(f"einsum(): operand {i} must be a Tensor, not {type(t_).__name__}")
     return CP.einsum(equation, *operands)
 
 

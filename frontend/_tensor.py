@@ -385,6 +385,9 @@ class Tensor(TensorBase):
         else:
             O.fill_(v, value)
 
+    def where(self, condition, other):
+        return O.where(condition, self, _s(other))
+
     def index_put_(self, indices, values, accumulate=False):
         return IX.index_put_(self, tuple(indices), values, accumulate)
 
@@ -456,9 +459,13 @@ class Tensor(TensorBase):
         return E("pow", self, _s(other), inplace=True)
 
     def __matmul__(self, other):
+        if not isinstance(other, TensorBase):
+            return NotImplemented
         return F.matmul(self, other)
 
     def __rmatmul__(self, other):
+        if not isinstance(other, TensorBase):
+            return NotImplemented
         return F.matmul(other, self)
 
     def __neg__(self):

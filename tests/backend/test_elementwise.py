@@ -517,8 +517,8 @@ def test_inplace_ops_bump_version_shared_with_views(device):
 
 
 def test_out_argument(device):
-    a = T([[1.0, 2.0], [3.0, 4.0]], device)
-    b = T([10.0, 20.0], device)
+    a = T([[1.0, 2.0], [3.0, 4.0]], device, ember.float32)
+    b = T([10.0, 20.0], device, ember.float32)
     out = ember.empty((2, 2), device=device)
     r = ember.add(a, b, out=out)
     assert r is out
@@ -602,7 +602,8 @@ def test_maximum_minimum_propagate_nan(device):
     for dt in (ember.float32, ember.float64, ember.float16, ember.bfloat16):
         check(ember.maximum(T(a, device, dt), T(b, device, dt)), np.maximum(a, b), dt)
         check(ember.minimum(T(a, device, dt), T(b, device, dt)), np.minimum(a, b), dt)
-    check(ember.maximum(T([1, 2], device), T([1.5, 0.5], device)), [1.5, 2.0], ember.float32)
+    check(ember.maximum(T([1, 2], device), T([1.5, 0.5], device, ember.float32)), [1.5, 2.0],
+          ember.float32)
 
 
 CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
@@ -759,8 +760,15 @@ def test_where(device, dtype):
     s = True if dtype is ember.bool else 1
     check(ember.where(T(cond, device), T(a, device, dtype), s),
           np.where(cond, a.astype(nd), np.asarray(s).astype(nd)), dtype)
-    check(T(a, device, dtype).where(T(cond, device), T(b, device, dtype)),
-          np.where(cond, a.astype(nd), b.astype(nd)), dtype)
+
+
+def test_where_method_takes_self_as_the_true_branch(device):
+    # x.where(condition, y) is where(condition, x, y), as in PyTorch
+    x = T([1.0, 2.0, 3.0], device, ember.float32)
+    y = T([10.0, 20.0, 30.0], device, ember.float32)
+    cond = T([True, False, True], device)
+    check(x.where(cond, y), [1.0, 20.0, 3.0], ember.float32)
+    check(x.where(cond, 0.0), [1.0, 0.0, 3.0], ember.float32)
 
 
 def test_where_promotes_and_checks_condition(device):
@@ -769,7 +777,8 @@ def test_where_promotes_and_checks_condition(device):
     check(ember.where(c, 1.0, 0.0), [1.0, 0.0], ember.float32)
     check(ember.where(c, T([1, 2], device, ember.int32), T([3, 4], device)), [1, 4],
           ember.int64)
-    check(ember.where(T(True, device), T([1.0, 2.0], device), T([[3.0], [4.0]], device)),
+    check(ember.where(T(True, device), T([1.0, 2.0], device, ember.float32),
+                      T([[3.0], [4.0]], device, ember.float32)),
           [[1.0, 2.0], [1.0, 2.0]], ember.float32)
     with pytest.raises(RuntimeError, match="condition to be a boolean"):
         ember.where(T([1, 0], device), 1.0, 2.0)
@@ -887,3 +896,39 @@ def test_wrong_argument_types_raise_type_error(device):
             fn()
     with pytest.raises(TypeError, match="exp"):
         ember.exp([1.0])
+
+
+# ---------------------------------------------------------------------------------------
+# larger tensors: vectorised inner loops and the thread pool
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float16, ember.int32, ember.uint8],
+                         ids=lambda d: d.name)
+def test_large_tensors_match_numpy(device, dtype):
+    rng = np.random.default_rng(42)
+    shape = (301, 257)
+    a, b = sample(rng, shape, dtype), sample(rng, shape, dtype, "nonzero")
+    col, row = sample(rng, (301, 1), dtype), sample(rng, (1, 257), dtype)
+    nd = np.float64 if dtype.is_floating_point else npdt(dtype)
+    an, bn, cn, rn = (v.astype(nd) for v in (a, b, col, row))
+    for la in ("contig", "t", "step"):
+        ta = make(a, device, dtype, la)
+        tb = T(b, device, dtype)
+        with np.errstate(over="ignore"):
+            check(ta + tb, an + bn, dtype)
+            check(ta * tb, an * bn, dtype)
+            check(ta - T(row, device, dtype), an - rn, dtype)
+            check(T(col, device, dtype) * T(row, device, dtype), cn * rn, dtype)
+            check(ember.maximum(ta, tb), np.maximum(an, bn), dtype)
+        check(ta < tb, an < bn, ember.bool)
+        check(ember.where(ta > tb, ta, tb), np.where(an > bn, an, bn), dtype)
+        if dtype.is_floating_point:
+            check(ember.exp(ta), np.exp(an), dtype)
+            check(ember.sigmoid(ta), 1 / (1 + np.exp(-an)), dtype)
+            check(ta / tb, an / bn, dtype)
+        else:
+            check(ta // tb, np.floor_divide(an, bn), dtype)
+            check(ta % tb, np.remainder(an, bn), dtype)
+    x = make(a, device, dtype, "step")
+    x += T(b, device, dtype)
+    with np.errstate(over="ignore"):
+        check(x, an + bn, dtype)

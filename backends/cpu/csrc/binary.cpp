@@ -234,11 +234,40 @@ void k_fmod(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
   });
 }
 
+// remainder: Python's % (result takes the divisor's sign)
+void k_remainder(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  EMBER_PARSE("remainder")
+  dispatch<M_NUM>(t.out.dtype, "remainder", [&](auto tag) {
+    using T = EMBER_T(tag);
+    if constexpr (is_fp_v<T>) {
+      binary_op<T, T, T>("remainder", t.out, t.a, t.b, [](T x, T y) -> T {
+        using C = compute_t<T>;
+        const C cy = static_cast<C>(y);
+        C m = std::fmod(static_cast<C>(x), cy);
+        if (m != 0 && ((cy < 0) != (m < 0))) m += cy;
+        return cvt<T>(m);
+      });
+    } else {
+      check_nonzero_divisor<T>("remainder", t.b);
+      binary_op<T, T, T>("remainder", t.out, t.a, t.b, [](T x, T y) -> T {
+        if constexpr (std::is_signed_v<T>) {
+          if (y == -1) return T(0);
+          T m = (T)(x % y);
+          if (m != 0 && ((y < 0) != (m < 0))) m = (T)(m + y);
+          return m;
+        } else {
+          return (T)(x % y);
+        }
+      });
+    }
+  });
+}
+
 }  // namespace
 
 void register_binary(std::vector<PyMethodDef>& defs) {
 #define R(NAME) defs.push_back(EMBER_DEF(#NAME, k_##NAME))
-  R(add); R(sub); R(mul); R(div); R(pow); R(maximum); R(minimum); R(fmod);
+  R(add); R(sub); R(mul); R(div); R(pow); R(maximum); R(minimum); R(fmod); R(remainder);
 #undef R
 }
 

@@ -11,6 +11,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -26,6 +28,7 @@ namespace ember {
 constexpr int MAXD = 32;                // max tensor rank
 constexpr int64_t kGrain = 32768;       // elementwise grain size for parallel_for
 constexpr int64_t kGilThreshold = 2048; // release the GIL only for work at least this big
+extern int64_t g_stream_bytes;           // outputs this big use non-temporal stores (default 8 MiB)
 
 enum : int {
   kBool = 0, kUInt8 = 1, kInt8 = 2, kInt16 = 3, kInt32 = 4, kInt64 = 5,
@@ -209,6 +212,7 @@ struct Tensor {
   }
 };
 std::string shape_str(const Tensor& t);
+bool is_tensor_like(PyObject* o);  // has a _storage attribute
 void check_same_shape(const char* op, const Tensor& a, const Tensor& b);
 void check_dtype(const char* op, const Tensor& t, int code, const char* what);
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
@@ -341,11 +345,43 @@ struct ElemIter {
 
 // ---------------------------------------------------------------------------------------------
 // inner loops
+
+// o[i] = gen(i) for i < n with non-temporal (cache-bypassing) stores: results are computed
+// into an L1-resident block, then streamed out.  For outputs much larger than the caches this
+// saves the read-for-ownership traffic of ordinary stores.
+template <class To, class G>
+inline void stream_store(To* o, int64_t n, G&& gen) {
+  int64_t i = 0;
+  while (i < n && ((uintptr_t)(o + i) & 63) != 0) { o[i] = gen(i); ++i; }
+  if (((uintptr_t)(o + i) & 15) != 0) {  // element size does not allow alignment
+    for (; i < n; ++i) o[i] = gen(i);
+    return;
+  }
+  constexpr int64_t kBlk = 1024 / (int64_t)sizeof(To);
+  alignas(64) To buf[kBlk];
+  for (; i + kBlk <= n; i += kBlk) {
+    for (int64_t j = 0; j < kBlk; ++j) buf[j] = gen(i + j);
+    char* dst = (char*)(o + i);
+    for (int j = 0; j < 1024; j += 64) {
+      _mm_stream_si128((__m128i*)(dst + j), _mm_load_si128((const __m128i*)((const char*)buf + j)));
+      _mm_stream_si128((__m128i*)(dst + j + 16), _mm_load_si128((const __m128i*)((const char*)buf + j + 16)));
+      _mm_stream_si128((__m128i*)(dst + j + 32), _mm_load_si128((const __m128i*)((const char*)buf + j + 32)));
+      _mm_stream_si128((__m128i*)(dst + j + 48), _mm_load_si128((const __m128i*)((const char*)buf + j + 48)));
+    }
+  }
+  for (; i < n; ++i) o[i] = gen(i);
+  _mm_sfence();
+}
+
 template <class To, class Ti, class F>
-inline void unary_inner(char* const* p, const int64_t* s, int64_t n, F& f) {
+inline void unary_inner(char* const* p, const int64_t* s, int64_t n, F& f, bool stream = false) {
   if (s[0] == (int64_t)sizeof(To) && s[1] == (int64_t)sizeof(Ti)) {
     To* o = (To*)p[0];
     const Ti* a = (const Ti*)p[1];
+    if (stream && n >= 4096 && (void*)o != (const void*)a) {
+      stream_store(o, n, [&](int64_t i) { return f(a[i]); });
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
   } else if (s[1] == 0) {
     const To v = f(*(const Ti*)p[1]);
@@ -361,22 +397,27 @@ inline void unary_inner(char* const* p, const int64_t* s, int64_t n, F& f) {
 }
 
 template <class To, class Ta, class Tb, class F>
-inline void binary_inner(char* const* p, const int64_t* s, int64_t n, F& f) {
+inline void binary_inner(char* const* p, const int64_t* s, int64_t n, F& f, bool stream = false) {
   constexpr int64_t so = sizeof(To), sa = sizeof(Ta), sb = sizeof(Tb);
+  // streaming stores only when out is not also an input (in-place results are re-read soon)
+  stream = stream && n >= 4096 && p[0] != p[1] && p[0] != p[2];
   if (s[0] == so && s[1] == sa && s[2] == sb) {
     To* o = (To*)p[0];
     const Ta* a = (const Ta*)p[1];
     const Tb* b = (const Tb*)p[2];
+    if (stream) { stream_store(o, n, [&](int64_t i) { return f(a[i], b[i]); }); return; }
     for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
   } else if (s[0] == so && s[1] == 0 && s[2] == sb) {
     To* o = (To*)p[0];
     const Ta a = *(const Ta*)p[1];
     const Tb* b = (const Tb*)p[2];
+    if (stream) { stream_store(o, n, [&](int64_t i) { return f(a, b[i]); }); return; }
     for (int64_t i = 0; i < n; ++i) o[i] = f(a, b[i]);
   } else if (s[0] == so && s[1] == sa && s[2] == 0) {
     To* o = (To*)p[0];
     const Ta* a = (const Ta*)p[1];
     const Tb b = *(const Tb*)p[2];
+    if (stream) { stream_store(o, n, [&](int64_t i) { return f(a[i], b); }); return; }
     for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b);
   } else {
     for (int64_t i = 0; i < n; ++i)
@@ -391,7 +432,8 @@ inline void unary_op(const char* op, const Tensor& out, const Tensor& x, F f) {
   it.build(ts, 2, op);
   if (it.numel == 0) return;
   NoGil g(it.numel >= kGilThreshold);
-  it.run([&](char* const* p, const int64_t* s, int64_t n) { unary_inner<To, Ti>(p, s, n, f); });
+  const bool stream = it.numel * (int64_t)sizeof(To) >= g_stream_bytes;
+  it.run([&](char* const* p, const int64_t* s, int64_t n) { unary_inner<To, Ti>(p, s, n, f, stream); });
 }
 
 template <class To, class Ta, class Tb, class F>
@@ -401,7 +443,31 @@ inline void binary_op(const char* op, const Tensor& out, const Tensor& a, const 
   it.build(ts, 3, op);
   if (it.numel == 0) return;
   NoGil g(it.numel >= kGilThreshold);
-  it.run([&](char* const* p, const int64_t* s, int64_t n) { binary_inner<To, Ta, Tb>(p, s, n, f); });
+  const bool stream = it.numel * (int64_t)sizeof(To) >= g_stream_bytes;
+  it.run([&](char* const* p, const int64_t* s, int64_t n) { binary_inner<To, Ta, Tb>(p, s, n, f, stream); });
+}
+
+template <class To, class Ta, class Tb, class Tc, class F>
+inline void ternary_op(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, F f) {
+  const Tensor* ts[4] = {&out, &a, &b, &c};
+  ElemIter it;
+  it.build(ts, 4, op);
+  if (it.numel == 0) return;
+  NoGil g(it.numel >= kGilThreshold);
+  it.run([&](char* const* p, const int64_t* s, int64_t n) {
+    if (s[0] == (int64_t)sizeof(To) && s[1] == (int64_t)sizeof(Ta) && s[2] == (int64_t)sizeof(Tb) &&
+        s[3] == (int64_t)sizeof(Tc)) {
+      To* o = (To*)p[0];
+      const Ta* x = (const Ta*)p[1];
+      const Tb* y = (const Tb*)p[2];
+      const Tc* z = (const Tc*)p[3];
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i], z[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *(To*)(p[0] + i * s[0]) =
+            f(*(const Ta*)(p[1] + i * s[1]), *(const Tb*)(p[2] + i * s[2]), *(const Tc*)(p[3] + i * s[3]));
+    }
+  });
 }
 
 // True if pred(x) holds for any element of t (serial scan, GIL held by caller or not).
@@ -475,6 +541,7 @@ void register_index(std::vector<PyMethodDef>& defs);
 void register_sort(std::vector<PyMethodDef>& defs);
 void register_matmul(std::vector<PyMethodDef>& defs);
 void register_random(std::vector<PyMethodDef>& defs);
+void register_ternary(std::vector<PyMethodDef>& defs);
 
 // storage.cpp
 extern PyTypeObject StorageType;

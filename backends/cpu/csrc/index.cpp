@@ -30,11 +30,17 @@ inline int64_t dim_size(const Tensor& t, int d) { return t.ndim ? t.shape[d] : 1
 inline int64_t dim_stride(const Tensor& t, int d) { return t.ndim ? t.stride[d] : 0; }
 
 void k_gather(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("gather", a, n, kw, {"out", "x", "dim", "index"}, 4);
+  // contract: gather(out, x, dim, index); also accepted: gather(out, x, index, dim=d)
+  const bool index_third = n >= 3 && is_tensor_like(a[2]);
+  Args args("gather", a, n, kw,
+            index_third ? std::initializer_list<const char*>{"out", "x", "index", "dim"}
+                        : std::initializer_list<const char*>{"out", "x", "dim", "index"},
+            4);
+  const int di = index_third ? 3 : 2, ii = index_third ? 2 : 3;
   Tensor out = args.out(0);
   Tensor x = args.tensor(1);
-  Tensor index = args.tensor(3);
-  int dim = args.get_dim(2, x.ndim);
+  Tensor index = args.tensor(ii);
+  int dim = args.get_dim(di, x.ndim);
   check_dtype("gather", index, kInt64, "index");
   check_same_dtype("gather", out, x);
   check_same_shape("gather", out, index);

@@ -29,6 +29,7 @@ PYBIND11_MODULE(_C, m) {
     ember::register_sort(defs);
     ember::register_matmul(defs);
     ember::register_random(defs);
+    ember::register_ternary(defs);
     defs.push_back(PyMethodDef{nullptr, nullptr, 0, nullptr});
   }
   if (PyModule_AddFunctions(m.ptr(), defs.data()) < 0) throw py::error_already_set();
@@ -46,6 +47,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("get_num_threads", []() { return ember::get_num_threads(); });
   m.def("load_blas", [](const std::string& path) { ember::load_blas(path); }, py::arg("path"),
         "dlopen the scipy-openblas32 shared library and use it for float32/float64 bmm.");
+  m.def("_set_stream_threshold", [](int64_t b) { ember::g_stream_bytes = b; },
+        "Output size (bytes) from which elementwise kernels use non-temporal stores (tuning).");
   m.def("blas_loaded", []() { return ember::blas_loaded(); });
   py::list names;
   for (const auto& d : defs)

@@ -8,8 +8,11 @@
 //          c = (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0)
 //          10 rounds; after each of the first 9: k0 += 0x9E3779B9, k1 += 0xBB67AE85
 //   output words (w0, w1, w2, w3) = c after 10 rounds
-//   uniform, float32/float16/bfloat16: u = (w0 >> 8) * 2^-24                     in [0, 1)
-//   uniform, float64:                  u = (((uint64)w0 << 32 | w1) >> 11) * 2^-53 in [0, 1)
+//   uniform, float32:  u = (w0 >> 8) * 2^-24                                     in [0, 1)
+//   uniform, float64:  u = (((uint64)w0 << 32 | w1) >> 11) * 2^-53                 in [0, 1)
+//   uniform, float16:  u = (w0 >> 21) * 2^-11   (the dtype's 11 significand bits, as PyTorch;
+//   uniform, bfloat16: u = (w0 >> 24) * 2^-8     24 bits would round up to 1.0)
+
 //            value = low + u * (high - low)      (computed in double, then rounded to the dtype)
 //   normal (all float dtypes): u1 = (w0 + 1.0) * 2^-32 in (0, 1], u2 = w1 * 2^-32 in [0, 1)
 //            z = sqrt(-2 ln u1) * cos(2 pi u2);  value = mean + std * z   (double, then rounded)
@@ -89,6 +92,10 @@ void random_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
           double u;
           if constexpr (std::is_same_v<T, double>)
             u = (double)((((uint64_t)w[0] << 32) | w[1]) >> 11) * 0x1.0p-53;
+          else if constexpr (std::is_same_v<T, Half>)
+            u = (double)(w[0] >> 21) * 0x1.0p-11;
+          else if constexpr (std::is_same_v<T, BFloat16>)
+            u = (double)(w[0] >> 24) * 0x1.0p-8;
           else
             u = (double)(w[0] >> 8) * 0x1.0p-24;
           v = p1 + u * (p2 - p1);

@@ -343,11 +343,94 @@ void arg_reduce(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) 
 void k_argmax(PyObject* const* a, Py_ssize_t n, PyObject* kw) { arg_reduce<true>("argmax", a, n, kw); }
 void k_argmin(PyObject* const* a, Py_ssize_t n, PyObject* kw) { arg_reduce<false>("argmin", a, n, kw); }
 
+// ------------------------------------------------------------------------------------------------
+// var(out, x, dims, correction=1): two passes (mean, then squared deviations), in double.
+template <class T>
+double sqdev(const char* p, int64_t st, int64_t n, double mean) {
+  constexpr int V = 8;
+  double acc[V] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  if (st == (int64_t)sizeof(T)) {
+    const T* q = (const T*)p;
+    for (; i + V <= n; i += V)
+      for (int j = 0; j < V; ++j) {
+        const double d = (double)static_cast<compute_t<T>>(q[i + j]) - mean;
+        acc[j] += d * d;
+      }
+  }
+  double s = 0;
+  for (int j = 0; j < V; ++j) s += acc[j];
+  for (; i < n; ++i) {
+    const double d = (double)static_cast<compute_t<T>>(*(const T*)(p + i * st)) - mean;
+    s += d * d;
+  }
+  return s;
+}
+
+void k_var(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args("var", a, n, kw, {"out", "x", "dims", "correction"}, 2);
+  Tensor out = args.out(0);
+  Tensor x = args.tensor(1);
+  bool red[MAXD];
+  args.get_dims(2, x.ndim, red);
+  const double correction = args.has(3) ? args.get_double(3) : 1.0;
+  dispatch<M_FLOAT>(out.dtype, "var", [](auto) {});
+  dispatch<M_FLOAT>(x.dtype, "var", [&](auto tag) {
+    using T = EMBER_T(tag);
+    RGeom g;
+    build_rgeom(g, "var", out, x, red, true);
+    if (g.nout == 0) return;
+    const int oc = out.dtype;
+    const double N = (double)g.nred;
+    const double denom = std::max(N - correction, 0.0);
+    NoGil ng(x.numel >= kGilThreshold);
+    if (g.nred == 0) {
+      for_outputs(g, 0, g.nout, [&](const char*, char* o) { store_acc<double>(oc, o, std::numeric_limits<double>::quiet_NaN()); });
+      return;
+    }
+    constexpr int64_t isz = sizeof(T);
+    if (g.nk == 0 && g.nr == 1 && g.rx[0] == isz) {  // full contiguous: parallel blocks
+      const T* p = (const T*)g.xb;
+      const int64_t len = g.rs[0];
+      constexpr int64_t B = 65536;
+      const int64_t nb = (len + B - 1) / B;
+      std::vector<double> part((size_t)nb);
+      parallel_for(0, nb, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) part[(size_t)i] = SumOp<T>::contig(p + i * B, std::min(B, len - i * B));
+      });
+      double s = 0;
+      for (double v : part) s += v;
+      const double mean = s / N;
+      parallel_for(0, nb, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          part[(size_t)i] = sqdev<T>((const char*)(p + i * B), isz, std::min(B, len - i * B), mean);
+      });
+      double ss = 0;
+      for (double v : part) ss += v;
+      store_acc<double>(oc, g.ob, ss / denom);
+      return;
+    }
+    const int64_t grain = std::max<int64_t>(1, kGrain / (2 * g.nred));
+    parallel_for(0, g.nout, grain, [&](int64_t b, int64_t e) {
+      for_outputs(g, b, e, [&](const char* xp, char* o) {
+        double s = 0;
+        for_reduced_runs(g, xp, [&](const char* p, int64_t st, int64_t k) {
+          s += st == isz ? SumOp<T>::contig((const T*)p, k) : SumOp<T>::strided(p, st, k);
+        });
+        const double mean = s / N;
+        double ss = 0;
+        for_reduced_runs(g, xp, [&](const char* p, int64_t st, int64_t k) { ss += sqdev<T>(p, st, k, mean); });
+        store_acc<double>(oc, o, ss / denom);
+      });
+    });
+  });
+}
+
 }  // namespace
 
 void register_reduce(std::vector<PyMethodDef>& defs) {
 #define R(NAME) defs.push_back(EMBER_DEF(#NAME, k_##NAME))
-  R(sum); R(mean); R(prod); R(max); R(min); R(argmax); R(argmin);
+  R(sum); R(mean); R(prod); R(max); R(min); R(argmax); R(argmin); R(var);
 #undef R
 }
 

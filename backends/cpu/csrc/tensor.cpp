@@ -8,6 +8,7 @@ namespace ember {
 const char* const kDTypeNames[kNumDTypes] = {"bool",  "uint8",   "int8",     "int16",   "int32",
                                              "int64", "float16", "bfloat16", "float32", "float64"};
 const int kDTypeSizes[kNumDTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+int64_t g_stream_bytes = 8 << 20;
 
 void raise(PyObject* type, const char* fmt, ...) {
   char buf[1024];
@@ -127,7 +128,8 @@ void read_tensor(PyObject* obj, Tensor& t, const char* op, const char* arg) {
     raise(PyExc_ValueError, "%s(): argument '%s' has %d sizes but %d strides", op, arg, (int)nd,
           (int)PyTuple_GET_SIZE(strd.p));
   t.ndim = (int)nd;
-  int64_t numel = 1, maxoff = 0;
+  __int128 numel = 1, maxoff = 0;  // 128-bit: absurd shapes cannot overflow past the checks
+  bool huge = false;
   for (Py_ssize_t d = 0; d < nd; ++d) {
     int64_t s = as_int64(PyTuple_GET_ITEM(shp.p, d), op, "shape entries");
     int64_t st_ = as_int64(PyTuple_GET_ITEM(strd.p, d), op, "stride entries");
@@ -136,12 +138,14 @@ void read_tensor(PyObject* obj, Tensor& t, const char* op, const char* arg) {
     t.shape[d] = s;
     t.stride[d] = st_;
     numel *= s;
-    if (s > 0) maxoff += (s - 1) * st_;
+    if (s > 0) maxoff += (__int128)(s - 1) * st_;
+    if (numel > ((__int128)1 << 62) || maxoff > ((__int128)1 << 62)) huge = true;
   }
-  t.numel = numel;
+  if (numel == 0) huge = false;
+  t.numel = (int64_t)numel;
   int64_t offset = as_int64(off.p, op, "_offset");
   if (offset < 0) raise(PyExc_ValueError, "%s(): argument '%s' has a negative offset", op, arg);
-  if (numel > 0 && (offset + maxoff + 1) * (int64_t)t.itemsize > so->nbytes)
+  if (huge || (numel > 0 && ((__int128)offset + maxoff + 1) * t.itemsize > (__int128)so->nbytes))
     raise(PyExc_ValueError, "%s(): argument '%s' (shape %s, offset %lld) does not fit its storage of %lld bytes", op,
           arg, shape_str(t).c_str(), (long long)offset, (long long)so->nbytes);
   t.data = so->data + offset * t.itemsize;
@@ -150,6 +154,17 @@ void read_tensor(PyObject* obj, Tensor& t, const char* op, const char* arg) {
 }
 
 }  // namespace
+
+bool is_tensor_like(PyObject* o) {
+  if (!o || o == Py_None || PyLong_Check(o) || PyFloat_Check(o)) return false;
+  PyObject* st = PyObject_GetAttr(o, s_storage);
+  if (!st) {
+    PyErr_Clear();
+    return false;
+  }
+  Py_DECREF(st);
+  return true;
+}
 
 std::string shape_str(const Tensor& t) {
   std::string s = "[";

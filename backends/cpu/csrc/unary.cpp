@@ -133,6 +133,46 @@ void k_bitwise_not(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   });
 }
 
+// float classification: out bool, x any dtype (integers are never NaN / inf)
+template <int Kind>  // 0 isnan, 1 isinf, 2 isfinite
+void classify(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args(op, a, n, kw, {"out", "x"}, 2);
+  Tensor out = args.out(0);
+  Tensor x = args.tensor(1);
+  check_dtype(op, out, kBool, "out");
+  dispatch<M_ALL>(x.dtype, op, [&](auto tag) {
+    using T = EMBER_T(tag);
+    unary_op<bool, T>(op, out, x, [](T v) -> bool {
+      if constexpr (is_fp_v<T>) {
+        const compute_t<T> c = static_cast<compute_t<T>>(v);
+        if constexpr (Kind == 0) return c != c;
+        else if constexpr (Kind == 1) return std::isinf(c);
+        else return std::isfinite(c);
+      } else {
+        return Kind == 2;
+      }
+    });
+  });
+}
+void k_isnan(PyObject* const* a, Py_ssize_t n, PyObject* kw) { classify<0>("isnan", a, n, kw); }
+void k_isinf(PyObject* const* a, Py_ssize_t n, PyObject* kw) { classify<1>("isinf", a, n, kw); }
+void k_isfinite(PyObject* const* a, Py_ssize_t n, PyObject* kw) { classify<2>("isfinite", a, n, kw); }
+
+void k_logical_not(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args("logical_not", a, n, kw, {"out", "x"}, 2);
+  Tensor out = args.out(0);
+  Tensor x = args.tensor(1);
+  dispatch<M_ALL>(x.dtype, "logical_not", [&](auto tag) {
+    using T = EMBER_T(tag);
+    if (out.dtype == kBool) {
+      unary_op<bool, T>("logical_not", out, x, [](T v) -> bool { return !cvt<bool>(v); });
+    } else {
+      check_same_dtype("logical_not", out, x);
+      unary_op<T, T>("logical_not", out, x, [](T v) -> T { return cvt<T>(!cvt<bool>(v)); });
+    }
+  });
+}
+
 }  // namespace
 
 void register_unary(std::vector<PyMethodDef>& defs) {
@@ -141,6 +181,7 @@ void register_unary(std::vector<PyMethodDef>& defs) {
   R(reciprocal); R(log1p); R(expm1); R(log2);
   R(floor); R(ceil); R(trunc); R(round);
   R(neg); R(abs); R(sign); R(bitwise_not);
+  R(isnan); R(isinf); R(isfinite); R(logical_not);
 #undef R
 }
 

@@ -430,7 +430,8 @@ def test_uniform_normal(dt):
     want = []
     for i in range(63):
         w = philox_ref(off + i, seed)
-        u = (((w[0] << 32) | w[1]) >> 11) * 2.0 ** -53 if dt == "float64" else (w[0] >> 8) * 2.0 ** -24
+        u = {"float64": (((w[0] << 32) | w[1]) >> 11) * 2.0 ** -53, "float32": (w[0] >> 8) * 2.0 ** -24,
+             "float16": (w[0] >> 21) * 2.0 ** -11, "bfloat16": (w[0] >> 24) * 2.0 ** -8}[dt]
         want.append(-2.0 + u * 5.0)
     assert_close(got, ref(np.array(want), dt), dt, rtol=0, atol=0)
     C.normal(out, 1.0, 2.0, seed, off)
@@ -441,6 +442,14 @@ def test_uniform_normal(dt):
         u1, u2 = (w[0] + 1.0) * 2.0 ** -32, w[1] * 2.0 ** -32
         want.append(1.0 + 2.0 * math.sqrt(-2 * math.log(u1)) * math.cos(2 * math.pi * u2))
     assert_close(got, ref(np.array(want), dt), dt, rtol=1e-15 if dt == "float64" else 0, atol=1e-15)
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_uniform_below_one(dt):
+    out = empty((200000,), dt)
+    C.uniform(out, 0.0, 1.0, 5, 0)
+    u = out.numpy()
+    assert u.min() >= 0 and u.max() < 1
 
 
 def test_random_stats_and_strided():
@@ -1207,3 +1216,108 @@ def test_bmm_large_sgemm(rng):
 def test_load_blas_bad_path():
     with pytest.raises(OSError):
         C.load_blas("/nonexistent/libnothing.so")
+
+
+# ------------------------------------------------------------------------------------------------
+# extra native composites
+@pytest.mark.parametrize("dt", ALL)
+def test_classify_and_logical_not(dt, rng):
+    a = rand((3, 5), dt, rng, -2, 2)
+    if dt in FLOATS:
+        a = a.copy()
+        a.ravel()[:4] = [np.nan, np.inf, -np.inf, 0.0]
+    x = tensor(a, dt)
+    xv = x.numpy()
+    for op, fn in [("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)]:
+        out = empty((3, 5), "bool")
+        getattr(C, op)(out, x)
+        want = fn(xv.astype(np.float64)) if dt != "bool" else fn(xv.astype(np.float64))
+        np.testing.assert_array_equal(out.numpy(), want)
+    out = empty((3, 5), "bool")
+    C.logical_not(out, x)
+    np.testing.assert_array_equal(out.numpy(), xv == 0)
+
+
+@pytest.mark.parametrize("dt", NUMERIC)
+def test_remainder(dt, rng):
+    a = rand((40,), dt, rng, -9, 9)
+    b = rand((40,), dt, rng, -4, 4)
+    if dt in INTS:
+        b = np.where(b == 0, 3, b).astype(b.dtype)
+    else:
+        b = ref(np.where(np.abs(b) < 0.5, -1.25, b), dt)
+    out = empty((40,), dt)
+    C.remainder(out, tensor(a, dt), tensor(b, dt))
+    av, bv = tensor(a, dt).numpy(), tensor(b, dt).numpy()
+    want = np.remainder(av.astype(np.float64), bv.astype(np.float64)) if dt in FLOATS else \
+        np.remainder(av.astype(np.int64), bv.astype(np.int64))
+    assert_close(out.numpy(), ref(want, dt) if dt in FLOATS else want, dt, rtol=tol(dt) * 4,
+                 atol=tol(dt) * 8)
+    if dt in INTS:
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            C.remainder(out, tensor(a, dt), tensor(np.zeros(40, DTYPES[dt].np), dt))
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_lerp_addc(dt, rng):
+    a, b, w = (rand((4, 6), dt, rng) for _ in range(3))
+    w = ref(np.abs(w) / 3, dt)
+    out = empty((4, 6), dt)
+    C.lerp(out, tensor(a, dt), tensor(b, dt), tensor(w, dt))
+    av, bv, wv = (tensor(v, dt).numpy().astype(np.float64) for v in (a, b, w))
+    assert_close(out.numpy(), ref(av + wv * (bv - av), dt), dt, rtol=tol(dt) * 4, atol=tol(dt) * 8)
+    C.addcmul(out, tensor(a, dt), tensor(b, dt), tensor(w, dt), value=0.5)
+    assert_close(out.numpy(), ref(av + 0.5 * bv * wv, dt), dt, rtol=tol(dt) * 4, atol=tol(dt) * 8)
+    wv2 = np.where(np.abs(wv) < 0.1, 1.0, wv)
+    C.addcdiv(out, tensor(a, dt), tensor(b, dt), tensor(wv2, dt), value=2)
+    assert_close(out.numpy(), ref(av + 2 * bv / tensor(wv2, dt).numpy().astype(np.float64), dt),
+                 dt, rtol=tol(dt) * 8, atol=tol(dt) * 8)
+
+
+def test_addc_ints():
+    a = tensor(np.array([1, 2, 3], np.int32))
+    out = empty((3,), "int32")
+    C.addcmul(out, a, a, a, value=2)
+    np.testing.assert_array_equal(out.numpy(), [3, 10, 21])
+    with pytest.raises(TypeError):
+        C.addcdiv(out, a, a, a)
+
+
+@pytest.mark.parametrize("dt", NUMERIC)
+def test_clamp(dt, rng):
+    a = rand((5, 6), dt, rng, -5, 5)
+    x = tensor(a, dt)
+    xv = x.numpy().astype(np.float64)
+    out = empty((5, 6), dt)
+    lo, hi = (0, 3) if dt == "uint8" else (-2, 3)
+    C.clamp(out, x, lo, hi)
+    assert_close(out.numpy(), np.clip(xv, lo, hi), dt)
+    C.clamp(out, x, None, hi)
+    assert_close(out.numpy(), np.minimum(xv, hi), dt)
+    C.clamp(out, x, 4, 1)  # lo > hi -> hi
+    assert (out.numpy() == 1).all()
+    # tensor bounds (broadcast)
+    lo_t = tensor(np.array([[lo]]).astype(a.dtype), dt).expand((5, 6))
+    hi_t = tensor(np.full((5, 6), hi).astype(a.dtype), dt)
+    C.clamp(out, x, lo_t, hi_t)
+    assert_close(out.numpy(), np.clip(xv, lo, hi), dt)
+    if dt in FLOATS:
+        C.clamp(out, tensor(np.full((5, 6), np.nan), dt), lo, hi)
+        assert np.isnan(out.numpy()).all()
+        C.clamp(out, x, -np.inf, np.inf)
+        assert_close(out.numpy(), xv, dt)
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("shape,dims", [((5, 7), (1,)), ((5, 7), (0,)), ((5, 7), (0, 1)),
+                                        ((3, 4, 5), (0, 2)), ((200000,), (0,))])
+def test_var(dt, shape, dims, rng):
+    a = rand(shape, dt, rng, -2, 2)
+    for la, mk in layouts(shape):
+        x = mk(a, dt)
+        xv = x.numpy().astype(np.float64)
+        for corr in (1, 0):
+            out = empty(keep_shape(shape, dims), dt)
+            C.var(out, x, dims, corr)
+            want = np.var(xv, axis=dims, keepdims=True, ddof=corr)
+            assert_close(out.numpy(), ref(want, dt), dt, rtol=tol(dt) * 8, atol=tol(dt) * 8)
