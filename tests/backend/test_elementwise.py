@@ -932,3 +932,48 @@ def test_large_tensors_match_numpy(device, dtype):
     x += T(b, device, dtype)
     with np.errstate(over="ignore"):
         check(x, an + bn, dtype)
+
+
+# ---------------------------------------------------------------------------------------
+# integer edge cases
+# ---------------------------------------------------------------------------------------
+def test_integer_arithmetic_wraps_like_numpy(device):
+    cases = [(ember.int8, [127, -128, 100], [1, -1, 100]),
+             (ember.uint8, [255, 0, 200], [1, 1, 100]),
+             (ember.int32, [2**31 - 1, -2**31, 65536], [1, -1, 65536]),
+             (ember.int64, [2**63 - 1, -2**63, 2**62], [1, -1, 4])]
+    for dt, a, b in cases:
+        an, bn = np.array(a, npdt(dt)), np.array(b, npdt(dt))
+        ta, tb = T(an, device, dt), T(bn, device, dt)
+        with np.errstate(over="ignore"):
+            check(ta + tb, an + bn, dt)
+            check(ta - tb, an - bn, dt)
+            check(ta * tb, an * bn, dt)
+
+
+def test_large_int64_values_stay_exact(device):
+    big = np.array([2**53 + 1, 2**53, -(2**60) - 7, 3], np.int64)
+    t = T(big, device)
+    check(t + 1, big + 1, ember.int64)
+    check(t * 3, big * 3, ember.int64)
+    check(t // 2, big // 2, ember.int64)
+    check(t % 10, big % 10, ember.int64)
+    check(t == 2**53, big == 2**53, ember.bool)
+    check(t > 2**53, big > 2**53, ember.bool)
+    check(ember.maximum(t, T(big[::-1].copy(), device)), np.maximum(big, big[::-1]),
+          ember.int64)
+    check(ember.where(t > 0, t, -t), np.where(big > 0, big, -big), ember.int64)
+
+
+def test_integer_to_negative_integer_power_raises(device):
+    with pytest.raises(RuntimeError, match="negative"):
+        T([2, 3], device) ** -1
+    with pytest.raises(RuntimeError, match="negative"):
+        ember.pow(T([2, 3], device), T([1, -2], device))
+    check(T([2, 3], device) ** T([0, 3], device), [1, 27], ember.int64)
+
+
+def test_clamp_with_min_above_max_gives_max(device):
+    check(T([1.0, 5.0, -3.0], device, ember.float32).clamp(2, 1), [1.0, 1.0, 1.0],
+          ember.float32)
+    check(T([1, 5, -3], device).clamp(2, 1), [1, 1, 1], ember.int64)

@@ -272,3 +272,11 @@ def test_wrong_argument_types(device):
         except Exception as e:  # noqa: BLE001 - report what was raised instead
             wrong.append(f"{name}: {type(e).__name__}: {e}")
     assert not wrong, wrong
+
+
+def test_int64_matmul_is_exact(device):
+    a = np.array([[2**40 + 1, 3], [-(2**35) - 1, 7]], np.int64)
+    b = np.array([[2**12 + 1, 5], [11, -(2**20) - 3]], np.int64)
+    check(ember.mm(T(a, device), T(b, device)), a @ b, ember.int64)
+    check(ember.matmul(T(a, device), T(b[:, 0].copy(), device)), a @ b[:, 0], ember.int64)
+    check(ember.bmm(T(a[None], device), T(b[None], device)), (a @ b)[None], ember.int64)

@@ -647,3 +647,87 @@ def test_large_sort_is_stable(device):
     v, i = ember.sort(t.t(), 0, descending=True, stable=True)
     order = np.argsort(-x.T, axis=0, kind="stable")
     check(i, order, ember.int64)
+
+
+# ---------------------------------------------------------------------------------------
+# accuracy and exactness
+# ---------------------------------------------------------------------------------------
+def test_low_precision_sums_accumulate_in_higher_precision(device):
+    # fp16 cannot hold 2049; an fp16 accumulator gets stuck at 2048
+    check(ember.ones(10000, dtype=ember.float16, device=device).sum(), 10000.0,
+          ember.float16, tol=(0, 0))
+    check(ember.ones(1000, dtype=ember.bfloat16, device=device).sum(), 1000.0,
+          ember.bfloat16, tol=(0, 0))
+    check(ember.ones(4, 5000, dtype=ember.float16, device=device).sum(1), [5000.0] * 4,
+          ember.float16, tol=(0, 0))
+    check(ember.ones(10000, dtype=ember.float16, device=device).mean(), 1.0, ember.float16,
+          tol=(0, 0))
+    x = np.full(3000, 0.1)
+    check(T(x, device, ember.float32).sum(), 300.0, tol=(1e-5, 0))
+
+
+def test_var_is_stable_for_large_offsets(device):
+    rng = np.random.default_rng(23)
+    x = 1e4 + 0.1 * rng.standard_normal(20000)
+    x32 = x.astype(np.float32).astype(np.float64)
+    t = T(x, device, ember.float32)
+    check(t.var(), np.var(x32, ddof=1), tol=(1e-2, 0))
+    check(t.std(correction=0), np.std(x32), tol=(1e-2, 0))
+    check(T(x.reshape(4, -1), device, ember.float32).var(1),
+          np.var(x32.reshape(4, -1), axis=1, ddof=1), tol=(1e-2, 0))
+
+
+def test_int64_reductions_are_exact(device):
+    big = np.array([[2**53 + 1, 2**53, 5], [-(2**60) - 7, 2**60 + 3, 2**53 + 3]], np.int64)
+    t = T(big, device)
+    check(t.sum(), big.sum(), ember.int64)
+    check(t.sum(0), big.sum(0), ember.int64)
+    check(t.amax(1), big.max(1), ember.int64)
+    check(t.amin(0), big.min(0), ember.int64)
+    check(t.argmax(1), big.argmax(1), ember.int64)
+    check(t.argmin(), big.argmin(), ember.int64)
+    check(ember.cumsum(t, 1), np.cumsum(big, 1), ember.int64)
+    v, i = ember.sort(t, 1)
+    check(v, np.sort(big, 1), ember.int64)
+    check(i, np.argsort(big, 1, kind="stable"), ember.int64)
+    v, i = ember.topk(t, 2, 1)
+    check(v, -np.sort(-big, 1)[:, :2], ember.int64)
+
+
+# ---------------------------------------------------------------------------------------
+# out=
+# ---------------------------------------------------------------------------------------
+def test_reduction_out_argument(device):
+    x = np.arange(24.0).reshape(2, 3, 4)
+    t = T(x, device, ember.float32)
+    for keepdim in (False, True):
+        exp = x.sum(1, keepdims=keepdim)
+        out = ember.empty(exp.shape, device=device)
+        r = ember.sum(t, 1, keepdim, out=out)
+        assert r is out
+        check(out, exp)
+        out = ember.empty(exp.shape, dtype=ember.float64, device=device)
+        ember.mean(t, 1, keepdim, out=out)
+        check(out, x.mean(1, keepdims=keepdim), ember.float64)
+        out = ember.empty(exp.shape, device=device)
+        ember.amax(t, 1, keepdim, out=out)
+        check(out, x.max(1, keepdims=keepdim))
+    # into a non-contiguous out: only its elements change
+    big = ember.zeros(4, 6, device=device)
+    ember.sum(T(np.arange(24.0).reshape(4, 3, 2), device, ember.float32), 2, out=big[:, ::2])
+    exp = np.zeros((4, 6))
+    exp[:, ::2] = np.arange(24.0).reshape(4, 3, 2).sum(2)
+    check(big, exp)
+    big = ember.zeros(6, 4, device=device)
+    ember.sum(t, 1, out=big[::3].t().t())
+    exp = np.zeros((6, 4))
+    exp[::3] = x.sum(1)
+    check(big, exp)
+    out = ember.empty(0, dtype=ember.int64, device=device)
+    ember.argmax(t, 2, out=out)
+    check(out, x.argmax(2), ember.int64)
+    out = ember.empty(0, device=device)
+    ember.cumsum(t, 2, out=out)
+    check(out, np.cumsum(x, 2))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ember.sum(t, 1, out=ember.empty((2, 4), dtype=ember.int64, device=device))

@@ -212,6 +212,57 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
     const int64_t ncb = (m + CB - 1) / CB;
     const int64_t nouter = g.nout / m;
     const int64_t tasks = nouter * ncb;
+    if (tasks < get_num_threads() && g.nred * m >= 4 * kGrain) {
+      // few, long columns (e.g. a sum over the batch dim): split the reduced rows into fixed
+      // blocks reduced in parallel, partial rows combined in order (thread-count independent)
+      const int64_t RB = std::max<int64_t>(1, 65536 / m);
+      const int64_t nblk = (g.nred + RB - 1) / RB;
+      std::vector<acc_t> part((size_t)(nblk * m));
+      for (int64_t outer = 0; outer < nouter; ++outer) {
+        const char* xp = g.xb;
+        char* op = g.ob;
+        {
+          int64_t o2 = outer;
+          for (int d = 1; d < g.nk; ++d) {
+            int64_t i = o2 % g.ks[d];
+            o2 /= g.ks[d];
+            xp += i * g.kx[d];
+            op += i * g.ko[d];
+          }
+        }
+        parallel_for(0, nblk, 1, [&](int64_t b, int64_t e) {
+          for (int64_t blk = b; blk < e; ++blk) {
+            acc_t* acc = part.data() + blk * m;
+            for (int64_t j = 0; j < m; ++j) acc[j] = Op::ident();
+            // walk reduced rows [blk*RB, min(nred, (blk+1)*RB)) with a multi-index
+            int64_t r0 = blk * RB, r1 = std::min(g.nred, r0 + RB);
+            int64_t idx[MAXD];
+            const char* p = xp;
+            int64_t rem = r0;
+            for (int d = 0; d < g.nr; ++d) {
+              idx[d] = rem % g.rs[d];
+              rem /= g.rs[d];
+              p += idx[d] * g.rx[d];
+            }
+            for (int64_t rr = r0; rr < r1; ++rr) {
+              Op::row(acc, (const T*)p, m);
+              for (int d = 0; d < g.nr; ++d) {
+                p += g.rx[d];
+                if (++idx[d] < g.rs[d]) break;
+                p -= g.rx[d] * g.rs[d];
+                idx[d] = 0;
+              }
+            }
+          }
+        });
+        for (int64_t j = 0; j < m; ++j) {
+          acc_t v = part[(size_t)j];
+          for (int64_t blk = 1; blk < nblk; ++blk) v = Op::combine(v, part[(size_t)(blk * m + j)]);
+          store(op + j * g.ko[0], v);
+        }
+      }
+      return;
+    }
     const int64_t grain = std::max<int64_t>(1, kGrain / (g.nred * std::min(CB, m)));
     parallel_for(0, tasks, grain, [&](int64_t b, int64_t e) {
       acc_t acc[CB];

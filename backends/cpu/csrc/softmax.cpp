@@ -33,6 +33,17 @@ void softmax_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) 
           m = (v > m || v != v) ? v : m;
         }
         double s = 0;
+        if constexpr (!Log && !is_half_v<T>) {
+          // write exp(x - m) once, then scale (x may alias out: each element is read first)
+          for (int64_t i = 0; i < len; ++i) {
+            const C ev = std::exp(static_cast<C>(*(const T*)(xp + i * sx)) - m);
+            *(T*)(o + i * so) = ev;
+            s += (double)ev;
+          }
+          const C inv = static_cast<C>(1.0 / s);
+          for (int64_t i = 0; i < len; ++i) *(T*)(o + i * so) *= inv;
+          return;
+        }
         for (int64_t i = 0; i < len; ++i) s += (double)std::exp(static_cast<C>(*(const T*)(xp + i * sx)) - m);
         if constexpr (Log) {
           const C ls = static_cast<C>(std::log(s));
