@@ -5,31 +5,20 @@ import numpy as np
 import pytest
 
 import ember
-from ember.dispatcher import BACKENDS, PRIMITIVES, Backend, ensure_loaded, register_backend
+from ember.dispatcher import BACKENDS, PRIMITIVES, ensure_loaded, register_backend
+from ember_cpu.plugin import CPUBackend
 
 
-class PrimitivesOnlyCPU(Backend):
+class PrimitivesOnlyCPU(CPUBackend):
+    """The CPU backend with every non-primitive kernel removed."""
     name = "primcpu"
     version = "test"
     device_type = "primcpu"
+    host_accessible = False
 
     def __init__(self):
-        from ember_cpu import _C
-        self._C = _C
-        self.kernels = {n: getattr(_C, n) for n in PRIMITIVES}
-
-    def device_count(self):
-        return 1
-
-    def allocate(self, nbytes, index):
-        return self._C.Storage(nbytes)
-
-    def copy_from_host(self, storage, byte_offset, host_buffer):
-        src = self._C.Storage.from_buffer(host_buffer)
-        self._C.storage_copy(storage, byte_offset, src, 0, src.nbytes)
-
-    def copy_to_host(self, storage, byte_offset, nbytes):
-        return bytes(memoryview(storage)[byte_offset:byte_offset + nbytes])
+        super().__init__()
+        self.kernels = {n: k for n, k in self.kernels.items() if n in PRIMITIVES}
 
 
 ensure_loaded()

@@ -419,3 +419,77 @@ def test_indexing_with_a_tensor_from_the_other_device(device):
         ember.gather(t, 0, T([[0]], other))
     msg = str(ei.value)
     assert "cpu" in msg and "primcpu" in msg, msg
+
+
+# ---------------------------------------------------------------------------------------
+# hypothesis: random keys of slices, index arrays and masks against NumPy
+# ---------------------------------------------------------------------------------------
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def shape_and_key(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    n_idx = draw(st.integers(1, 3))
+    idx_shape = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=2)))
+    key = []
+    mask_used = False
+    for size in shape:
+        kind = draw(st.sampled_from(["slice", "array", "mask"] if not mask_used
+                                    else ["slice", "array"]))
+        if kind == "array" and n_idx > 0:
+            n_idx -= 1
+            vals = draw(st.lists(st.integers(-size, size - 1), min_size=int(np.prod(idx_shape)),
+                                 max_size=int(np.prod(idx_shape))))
+            key.append(np.array(vals, np.int64).reshape(idx_shape))
+        elif kind == "mask" and len(idx_shape) == 1:
+            mask_used = True
+            m = np.array(draw(st.lists(st.booleans(), min_size=size, max_size=size)))
+            # a mask's nonzero count must broadcast with the index arrays
+            if any(isinstance(k, np.ndarray) and k.dtype != bool for k in key) or n_idx < 3:
+                key.append(slice(None))
+            else:
+                key.append(m)
+        else:
+            start = draw(st.integers(-size - 1, size))
+            stop = draw(st.one_of(st.none(), st.integers(-size - 1, size + 1)))
+            step = draw(st.integers(1, 3))
+            key.append(slice(start, stop, step))
+    return shape, tuple(key)
+
+
+def _to_ember_key(key, device):
+    return tuple(T(k, device) if isinstance(k, np.ndarray) else k for k in key)
+
+
+@given(sk=shape_and_key(), seed=st.integers(0, 2**16))
+@settings(max_examples=50, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_hypothesis_advanced_indexing(device, sk, seed):
+    shape, key = sk
+    x = np.random.default_rng(seed).integers(-50, 50, shape).astype(np.float64)
+    exp = x[key]
+    t = T(x, device, ember.float32)
+    check(t[_to_ember_key(key, device)], exp, ember.float32)
+    # assignment of a scalar and of a value array of the result's shape
+    y = x.copy()
+    y[key] = 7.0
+    t[_to_ember_key(key, device)] = 7.0
+    check(t, y)
+    if exp.size and not any(isinstance(k, np.ndarray) and k.dtype != bool and
+                            len(np.unique(k)) != k.size for k in key):
+        vals = np.arange(exp.size, dtype=np.float64).reshape(exp.shape)
+        y2 = x.copy()
+        y2[key] = vals
+        t2 = T(x, device, ember.float32)
+        t2[_to_ember_key(key, device)] = T(vals, device, ember.float32)
+        if not any(isinstance(k, np.ndarray) and k.dtype != bool for k in key) or \
+                sum(isinstance(k, np.ndarray) and k.dtype != bool for k in key) == 1:
+            check(t2, y2)
+    # accumulate: duplicates add up
+    y3 = x.copy()
+    np.add.at(y3, key, 1.0)
+    t3 = T(x, device, ember.float32)
+    t3.index_put_(_to_ember_key(key, device), T(np.ones(exp.shape), device, ember.float32),
+                  accumulate=True)
+    check(t3, y3)

@@ -280,3 +280,22 @@ def test_int64_matmul_is_exact(device):
     check(ember.mm(T(a, device), T(b, device)), a @ b, ember.int64)
     check(ember.matmul(T(a, device), T(b[:, 0].copy(), device)), a @ b[:, 0], ember.int64)
     check(ember.bmm(T(a[None], device), T(b[None], device)), (a @ b)[None], ember.int64)
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis.extra.numpy import mutually_broadcastable_shapes  # noqa: E402
+
+
+@given(shapes=mutually_broadcastable_shapes(signature="(m?,n),(n,p?)->(m?,p?)", max_dims=4,
+                                            min_side=1, max_side=4),
+       dtype=st.sampled_from([ember.float32, ember.float64, ember.int64]),
+       seed=st.integers(0, 2**16))
+@settings(max_examples=50, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_hypothesis_matmul_broadcasting(device, shapes, dtype, seed):
+    rng = np.random.default_rng(seed)
+    sa, sb = shapes.input_shapes
+    a, b = rand(rng, sa, dtype), rand(rng, sb, dtype)
+    exp = ref(a, b, dtype)
+    r = ember.matmul(T(a, device, dtype), T(b, device, dtype))
+    check(r, exp, dtype)

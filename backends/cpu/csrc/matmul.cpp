@@ -100,7 +100,6 @@ void bmm_loop(const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, k * m));
   parallel_for(0, B * n, grain, [&](int64_t s, int64_t e) {
     std::vector<A> acc((size_t)m);
-    std::vector<A> brow((size_t)m);
     for (int64_t r = s; r < e; ++r) {
       const int64_t bi = r / n, i = r % n;
       std::fill(acc.begin(), acc.end(), A(0));

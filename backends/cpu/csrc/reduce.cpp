@@ -7,6 +7,8 @@
 //   3. kept dims innermost + contiguous ("outer" reduction): row accumulation into a buffer
 //   4. generic strided
 // Float sums use 16 float accumulators over 2048-element blocks, combined in double.
+#include <memory>
+
 #include "rgeom.h"
 
 namespace ember {
@@ -182,7 +184,7 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
       store(g.ob, Op::contig(p, n));
       return;
     }
-    std::vector<acc_t> part((size_t)nb);
+    std::unique_ptr<acc_t[]> part(new acc_t[(size_t)nb]);  // not vector: vector<bool> packs bits
     parallel_for(0, nb, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) part[(size_t)i] = Op::contig(p + i * B, std::min(B, n - i * B));
     });
@@ -217,7 +219,7 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
       // blocks reduced in parallel, partial rows combined in order (thread-count independent)
       const int64_t RB = std::max<int64_t>(1, 65536 / m);
       const int64_t nblk = (g.nred + RB - 1) / RB;
-      std::vector<acc_t> part((size_t)(nblk * m));
+      std::unique_ptr<acc_t[]> part(new acc_t[(size_t)(nblk * m)]);
       for (int64_t outer = 0; outer < nouter; ++outer) {
         const char* xp = g.xb;
         char* op = g.ob;
@@ -232,7 +234,7 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
         }
         parallel_for(0, nblk, 1, [&](int64_t b, int64_t e) {
           for (int64_t blk = b; blk < e; ++blk) {
-            acc_t* acc = part.data() + blk * m;
+            acc_t* acc = part.get() + blk * m;
             for (int64_t j = 0; j < m; ++j) acc[j] = Op::ident();
             // walk reduced rows [blk*RB, min(nred, (blk+1)*RB)) with a multi-index
             int64_t r0 = blk * RB, r1 = std::min(g.nred, r0 + RB);
