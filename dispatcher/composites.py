@@ -560,9 +560,10 @@ def _all_any(x, dim, keepdim, is_all):
         # an empty reduction: all() of nothing is True, any() of nothing is False
         shape = tuple(1 if i in dims else s for i, s in enumerate(x.shape)) if keepdim else \
             tuple(s for i, s in enumerate(x.shape) if i not in dims)
-        return O.full(shape, is_all, D.bool_, x.device)
+        return O.full(shape, is_all, D.uint8 if x.dtype is D.uint8 else D.bool_, x.device)
     res = O.reduce("min" if is_all else "max", O.cast(b, D.uint8), dim, keepdim)
-    return O.cast(res, D.bool_)
+    # PyTorch keeps uint8 for uint8 input, bool otherwise
+    return res if x.dtype is D.uint8 else O.cast(res, D.bool_)
 
 
 @composite("all")

@@ -1,6 +1,8 @@
 """matmul and friends on every device, against NumPy (float64 accumulation as the oracle)."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
 import ember
 from conftest import N, T
@@ -280,10 +282,6 @@ def test_int64_matmul_is_exact(device):
     check(ember.mm(T(a, device), T(b, device)), a @ b, ember.int64)
     check(ember.matmul(T(a, device), T(b[:, 0].copy(), device)), a @ b[:, 0], ember.int64)
     check(ember.bmm(T(a[None], device), T(b[None], device)), (a @ b)[None], ember.int64)
-
-
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
-from hypothesis.extra.numpy import mutually_broadcastable_shapes  # noqa: E402
 
 
 @given(shapes=mutually_broadcastable_shapes(signature="(m?,n),(n,p?)->(m?,p?)", max_dims=4,

@@ -24,7 +24,12 @@ PyObject* storage_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   }
   StorageObject* self = (StorageObject*)type->tp_alloc(type, 0);
   if (!self) return nullptr;
-  size_t align = nbytes >= kHugeThreshold ? (size_t)kHugeAlign : (size_t)64;
+  static const bool huge_ok = [] {
+    const char* e = std::getenv("EMBER_CPU_HUGEPAGES");
+    return !(e && e[0] == '0');
+  }();
+  const bool huge = huge_ok && nbytes >= kHugeThreshold;
+  size_t align = huge ? (size_t)kHugeAlign : (size_t)64;
   size_t size = ((size_t)(nbytes > 0 ? nbytes : 1) + align - 1) / align * align;
   void* p = nullptr;
   if (posix_memalign(&p, align, size) != 0 || !p) {
@@ -32,7 +37,7 @@ PyObject* storage_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
     return PyErr_Format(PyExc_MemoryError, "Storage(): failed to allocate %lld bytes", nbytes);
   }
 #ifdef MADV_HUGEPAGE
-  if (nbytes >= kHugeThreshold) madvise(p, size, MADV_HUGEPAGE);
+  if (huge) madvise(p, size, MADV_HUGEPAGE);
 #endif
   self->data = (char*)p;
   self->nbytes = nbytes;
