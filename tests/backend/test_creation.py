@@ -12,19 +12,7 @@ import torch
 
 import ember
 from conftest import N, T
-
-
-def check(t, expected, dtype=None, rtol=1e-6, atol=1e-6):
-    expected = np.asarray(expected)
-    if dtype is not None:
-        assert t.dtype is dtype, f"dtype {t.dtype} != {dtype}"
-    got = N(t)
-    assert got.shape == expected.shape, f"shape {got.shape} != {expected.shape}"
-    if t.dtype.is_floating_point:
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
-                                   rtol=rtol, atol=atol)
-    else:
-        np.testing.assert_array_equal(got, expected.astype(got.dtype))
+from helpers import check, npdt, other_device, tdt
 
 
 def on(t, device):
@@ -102,7 +90,7 @@ def test_tensor_bad_data(device):
                          ids=lambda d: "default" if d is None else d.name)
 def test_zeros_ones_full_empty(device, dtype):
     want = dtype or ember.float32
-    npd = np.float32 if want is ember.bfloat16 else want.to_numpy()
+    npd = npdt(want)
     for shape_args, shape in (((2, 3), (2, 3)), (((2, 3),), (2, 3)), (([4],), (4,)),
                               ((0, 3), (0, 3)), ((), ())):
         z = on(ember.zeros(*shape_args, dtype=dtype, device=device), device)
@@ -189,11 +177,10 @@ ARANGE = [
 @pytest.mark.parametrize("args,kw", ARANGE, ids=str)
 def test_arange(device, args, kw):
     t = on(ember.arange(*args, **kw, device=device), device)
-    tdt = {k: getattr(torch, v.name) for k, v in kw.items()}
-    want = torch.arange(*args, **tdt)
+    want = torch.arange(*args, **{k: tdt(v) for k, v in kw.items()})
     assert t.dtype.name == str(want.dtype).replace("torch.", "")
     exp = np.arange(*args).astype(np.float64)
-    check(t, exp, rtol=1e-6, atol=1e-6)
+    check(t, exp, tol=(1e-6, 1e-6))
 
 
 def test_arange_errors(device):
@@ -219,9 +206,9 @@ def test_linspace(device, dtype):
         exp = np.linspace(start, end, steps)
         if not want.is_floating_point:
             exp = np.trunc(exp)
-        check(t, exp, want, rtol=1e-6, atol=1e-6)
+        check(t, exp, want, tol=(1e-6, 1e-6))
     t = ember.linspace(0, 1, 101, dtype=ember.float64, device=device)
-    check(t, np.linspace(0, 1, 101), ember.float64, rtol=1e-14, atol=1e-15)
+    check(t, np.linspace(0, 1, 101), ember.float64, tol=(1e-14, 1e-15))
     assert N(t)[-1] == 1.0 and N(t)[0] == 0.0
     with pytest.raises(RuntimeError):
         ember.linspace(0, 1, -1, device=device)
@@ -368,7 +355,7 @@ def test_generators_are_independent(device):
 
 
 def test_generator_of_another_device_is_refused(device):
-    other = "primcpu" if device == "cpu" else "cpu"
+    other = other_device(device)
     g = ember.Generator(other)
     with pytest.raises(RuntimeError) as ei:
         ember.rand(3, generator=g, device=device)

@@ -2,80 +2,34 @@
 
 Inputs are multiples of 1/16 in a small range, so they are exact in every floating dtype
 (bfloat16 included) and the oracle sees the very values the kernel sees. Each op runs on
-contiguous, transposed (``.t()``), step-sliced (``x[:, ::2]``), 0-d and empty inputs.
+contiguous, transposed (``.transpose(-1, -2)``), step-sliced (``x[:, ::2]``), 0-d and empty inputs.
 PyTorch is the oracle only for type promotion and for special-value semantics NumPy does
 not share (``sign(nan)``).
 """
 import math
 import warnings
 import zlib
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
 import ember
 from conftest import N, T
+import helpers
+from helpers import FLOATS, INTS, exact_values, hset, make, npdt, other_device, tdt
 
-FLOATS = [ember.float32, ember.float64, ember.float16, ember.bfloat16]
-INTS = [ember.int32, ember.int64, ember.uint8, ember.int8]
 NUMERIC = FLOATS + INTS
 ALL = NUMERIC + [ember.int16, ember.bool]
 
 TOL = {ember.float64: (1e-10, 1e-12), ember.float32: (1e-5, 1e-6),
        ember.float16: (1e-2, 5e-3), ember.bfloat16: (3e-2, 3e-2)}
+check = partial(helpers.check, tols=TOL)
 
-HSET = settings(max_examples=40, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-def tdt(d):
-    """The torch dtype with the same name as the ember dtype ``d``."""
-    return getattr(torch, d.name)
-
-
-def npdt(d):
-    return np.float32 if d is ember.bfloat16 else d.to_numpy()
-
-
-def other_device(device):
-    return "primcpu" if device == "cpu" else "cpu"
-
-
-def check(t, expected, dtype=None, tol=None):
-    """``t`` (ember) has ``expected``'s shape, the dtype ``dtype`` and its values."""
-    expected = np.asarray(expected)
-    if dtype is not None:
-        assert t.dtype is dtype, f"dtype {t.dtype} != {dtype}"
-    got = N(t)
-    assert got.shape == expected.shape, f"shape {got.shape} != {expected.shape}"
-    d = t.dtype
-    if d.is_floating_point:
-        rtol, atol = tol or TOL[d]
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
-                                   rtol=rtol, atol=atol)
-    else:
-        np.testing.assert_array_equal(got, expected.astype(got.dtype))
-
-
-def make(arr, device, dtype, layout="contig"):
-    """An ember tensor holding ``arr`` (2-D for 't'/'step'), laid out as asked."""
-    arr = np.asarray(arr)
-    if layout == "contig":
-        return T(arr, device, dtype)
-    if layout == "t":
-        t = T(np.ascontiguousarray(arr.T), device, dtype).t()
-    elif layout == "step":
-        wide = np.empty(arr.shape[:-1] + (2 * arr.shape[-1],), arr.dtype)
-        wide[..., ::2] = arr
-        wide[..., 1::2] = arr[..., ::-1]     # in-domain filler that a bad stride would read
-        t = T(wide, device, dtype)[..., ::2]
-    else:
-        raise AssertionError(layout)
-    assert not t.is_contiguous()
-    return t
+HSET = hset(40)
 
 
 def sample(rng, shape, dtype, domain="any"):
@@ -793,13 +747,7 @@ H_DTYPES = [ember.float32, ember.float64, ember.int32, ember.int64, ember.uint8,
             ember.bool]
 
 
-def _h_values(rng, shape, dtype):
-    if dtype is ember.bool:
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.is_floating_point:
-        return rng.integers(-40, 40, shape) / 8.0
-    lo = 0 if dtype is ember.uint8 else -9
-    return rng.integers(lo, 10, shape)
+_h_values = partial(exact_values, float_ints=(-40, 40), denom=8.0, int_bound=9)
 
 
 def _np_of(dtype_name):

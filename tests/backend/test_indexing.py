@@ -3,42 +3,24 @@
 NumPy's advanced indexing agrees with PyTorch's except when an int and an index tensor
 are separated by a slice (``x[1, :, [0, 2]]``); those keys are not used here.
 """
+from functools import partial
+
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 import ember
-from conftest import N, T
-
-
-def check(t, expected, dtype=None):
-    expected = np.asarray(expected)
-    if dtype is not None:
-        assert t.dtype is dtype, f"dtype {t.dtype} != {dtype}"
-    got = N(t)
-    assert got.shape == expected.shape, f"shape {got.shape} != {expected.shape}"
-    if t.dtype.is_floating_point:
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
-                                   rtol=1e-6, atol=1e-6)
-    else:
-        np.testing.assert_array_equal(got, expected.astype(got.dtype))
+import helpers
+from conftest import T
+from helpers import check, hset, other_device
 
 
 def base(shape=(3, 4, 5), dtype=np.float64):
     return np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
 
 
-def layouts(x, device, dtype=None):
-    """``x`` as a contiguous tensor and as two non-contiguous views with the same values."""
-    yield T(x, device, dtype)
-    # transposed storage, transposed back
-    perm = tuple(range(x.ndim))[::-1]
-    yield T(np.ascontiguousarray(x.transpose(perm)), device, dtype).permute(*perm)
-    # every other element of a wider tensor
-    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
-    wide[..., ::2] = x
-    wide[..., 1::2] = -1
-    yield T(wide, device, dtype)[..., ::2]
+# ``x`` as a contiguous tensor and as two non-contiguous views (the strided one skips -1s)
+layouts = partial(helpers.layouts, fill=-1)
 
 
 def _idx(a):
@@ -411,7 +393,7 @@ def test_take_and_index_with_numpy_integer_arrays(device):
 
 
 def test_indexing_with_a_tensor_from_the_other_device(device):
-    other = "primcpu" if device == "cpu" else "cpu"
+    other = other_device(device)
     x = base((3, 4))
     t = T(x, device)
     # an index on another device is moved over (as PyTorch does with CPU indices)
@@ -455,8 +437,7 @@ def _to_ember_key(key, device):
 
 
 @given(sk=shape_and_key(), seed=st.integers(0, 2**16))
-@settings(max_examples=50, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hset(50)
 def test_hypothesis_advanced_indexing(device, sk, seed):
     shape, key = sk
     x = np.random.default_rng(seed).integers(-50, 50, shape).astype(np.float64)

@@ -1,28 +1,20 @@
 """matmul and friends on every device, against NumPy (float64 accumulation as the oracle)."""
+from functools import partial
+
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
 import ember
-from conftest import N, T
+import helpers
+from conftest import T
+from helpers import hset, other_device, strided, transposed
 
-TOL = {ember.float32: (1e-5, 1e-5), ember.float64: (1e-12, 1e-12)}
+TOL = {ember.float32: (1e-5, 1e-5), ember.float64: (1e-12, 1e-12),
+       ember.float16: (1e-2, 1e-2), ember.bfloat16: (1e-2, 1e-2)}
+check = partial(helpers.check, tols=TOL)
 DTYPES = [ember.float32, ember.float64, ember.int64, ember.int32]
-
-
-def check(t, expected, dtype=None):
-    expected = np.asarray(expected)
-    if dtype is not None:
-        assert t.dtype is dtype, f"dtype {t.dtype} != {dtype}"
-    got = N(t)
-    assert got.shape == expected.shape, f"shape {got.shape} != {expected.shape}"
-    if t.dtype.is_floating_point:
-        rtol, atol = TOL.get(t.dtype, (1e-2, 1e-2))
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
-                                   rtol=rtol, atol=atol)
-    else:
-        np.testing.assert_array_equal(got, expected.astype(got.dtype))
 
 
 def rand(rng, shape, dtype):
@@ -41,11 +33,8 @@ def variants(a, device, dtype):
     """Contiguous, transposed-storage and strided tensors holding ``a``."""
     yield T(a, device, dtype)
     if a.ndim >= 2:
-        yield T(np.ascontiguousarray(np.swapaxes(a, -1, -2)), device, dtype).transpose(-1, -2)
-    wide = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
-    wide[..., ::2] = a
-    wide[..., 1::2] = 1000
-    yield T(wide, device, dtype)[..., ::2]
+        yield transposed(a, device, dtype)
+    yield strided(a, device, dtype, fill=1000)
 
 
 MATMUL_SHAPES = [
@@ -245,7 +234,7 @@ def test_dtype_and_device_mismatch_errors(device):
     for fn in (ember.mm, ember.matmul, lambda x, y: ember.bmm(x[None], y[None])):
         with pytest.raises(RuntimeError, match="dtype"):
             fn(a32, a64)
-    other = "primcpu" if device == "cpu" else "cpu"
+    other = other_device(device)
     b = T(np.ones((2, 2)), other, ember.float32)
     for fn in (ember.mm, ember.matmul, lambda x, y: ember.bmm(x[None], y[None])):
         with pytest.raises(RuntimeError) as ei:
@@ -288,8 +277,7 @@ def test_int64_matmul_is_exact(device):
                                             min_side=1, max_side=4),
        dtype=st.sampled_from([ember.float32, ember.float64, ember.int64]),
        seed=st.integers(0, 2**16))
-@settings(max_examples=50, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hset(50)
 def test_hypothesis_matmul_broadcasting(device, shapes, dtype, seed):
     rng = np.random.default_rng(seed)
     sa, sb = shapes.input_shapes

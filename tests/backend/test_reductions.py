@@ -4,65 +4,29 @@ PyTorch is the oracle only for result dtypes and for error types NumPy does not 
 """
 import math
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 import ember
+import helpers
 from conftest import N, T
+from helpers import FLOATS, INTS, exact_values, hset, tdt
 
 TOL = {ember.float64: (1e-10, 1e-12), ember.float32: (2e-5, 2e-5),
        ember.float16: (1e-2, 1e-2), ember.bfloat16: (3e-2, 3e-2)}
-FLOATS = [ember.float32, ember.float64, ember.float16, ember.bfloat16]
-INTS = [ember.int32, ember.int64, ember.uint8, ember.int8]
+check = partial(helpers.check, tols=TOL)
+# step-sliced inputs skip a 99 (True for bool) between values: read by mistake, it shows
+make = partial(helpers.make, fill=99)
 
-HSET = settings(max_examples=50, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-def npdt(d):
-    return np.float32 if d is ember.bfloat16 else d.to_numpy()
+HSET = hset(50)
 
 
-def check(t, expected, dtype=None, tol=None):
-    expected = np.asarray(expected)
-    if dtype is not None:
-        assert t.dtype is dtype, f"dtype {t.dtype} != {dtype}"
-    got = N(t)
-    assert got.shape == expected.shape, f"shape {got.shape} != {expected.shape}"
-    if t.dtype.is_floating_point:
-        rtol, atol = tol or TOL[t.dtype]
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
-                                   rtol=rtol, atol=atol)
-    else:
-        np.testing.assert_array_equal(got, expected.astype(got.dtype))
-
-
-def make(arr, device, dtype, layout="contig"):
-    arr = np.asarray(arr)
-    if layout == "contig":
-        return T(arr, device, dtype)
-    if layout == "t":
-        t = T(np.ascontiguousarray(np.swapaxes(arr, -1, -2)), device, dtype).transpose(-1, -2)
-    else:
-        wide = np.empty(arr.shape[:-1] + (2 * arr.shape[-1],), arr.dtype)
-        wide[..., ::2] = arr
-        wide[..., 1::2] = arr[..., ::-1] * 0 + 99 if arr.dtype != bool else True
-        t = T(wide, device, dtype)[..., ::2]
-    assert not t.is_contiguous() or arr.shape[-1] < 2
-    return t
-
-
-def values(rng, shape, dtype):
-    """Exact in ``dtype``: quarters in [-4, 4] for floats, small integers otherwise."""
-    if dtype is ember.bool:
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.is_floating_point:
-        return rng.integers(-16, 17, shape) / 4.0
-    lo = 0 if dtype is ember.uint8 else -5
-    return rng.integers(lo, 6, shape)
+# values(rng, shape, dtype): quarters in [-4, 4] for floats, small integers otherwise
+values = partial(exact_values, float_ints=(-16, 17), denom=4.0, int_bound=5)
 
 
 LAYOUTS = ["contig", "t", "step"]
@@ -96,7 +60,7 @@ def test_sum(device, dtype):
                          ids=lambda d: d.name)
 def test_sum_result_dtype_and_dtype_argument(device, dtype):
     x = T(np.ones((2, 3)), device, dtype)
-    want = str(torch.ones(2, 3, dtype=getattr(torch, dtype.name)).sum().dtype)
+    want = str(torch.ones(2, 3, dtype=tdt(dtype)).sum().dtype)
     assert x.sum().dtype.name == want.replace("torch.", "")
     r = x.sum(dtype=ember.float64)
     check(r, 6.0, ember.float64)

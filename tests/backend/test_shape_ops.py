@@ -2,28 +2,21 @@
 
 Views must share memory with their base: writing through a view changes the base.
 """
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
 
 import ember
+import helpers
 from conftest import N, T
+from helpers import layouts, other_device, tdt
+
+check = partial(helpers.check, tols=(1e-6, 0))
 
 DTYPES = [ember.float32, ember.float64, ember.float16, ember.bfloat16, ember.int32,
           ember.int64, ember.uint8, ember.int8, ember.bool]
-
-
-def check(t, expected, dtype=None):
-    expected = np.asarray(expected)
-    if dtype is not None:
-        assert t.dtype is dtype, f"dtype {t.dtype} != {dtype}"
-    got = N(t)
-    assert got.shape == expected.shape, f"shape {got.shape} != {expected.shape}"
-    if t.dtype.is_floating_point:
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
-                                   rtol=1e-6, atol=0)
-    else:
-        np.testing.assert_array_equal(got, expected.astype(got.dtype))
 
 
 def data(shape, dtype):
@@ -34,15 +27,6 @@ def data(shape, dtype):
     if dtype in (ember.uint8, ember.int8):
         return a % 100
     return a.astype(np.float64) if dtype.is_floating_point else a
-
-
-def layouts(x, device, dtype=None):
-    yield T(x, device, dtype)
-    perm = tuple(range(x.ndim))[::-1]
-    yield T(np.ascontiguousarray(x.transpose(perm)), device, dtype).permute(*perm)
-    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
-    wide[..., ::2] = x
-    yield T(wide, device, dtype)[..., ::2]
 
 
 # ---------------------------------------------------------------------------------------
@@ -67,8 +51,8 @@ def test_cat_promotes_dtypes_like_pytorch(device):
     for da, db in pairs:
         a, b = T([1, 0], device, da), T([1, 1], device, db)
         r = ember.cat([a, b])
-        want = torch.cat([torch.tensor([1, 0], dtype=getattr(torch, da.name)),
-                          torch.tensor([1, 1], dtype=getattr(torch, db.name))]).dtype
+        want = torch.cat([torch.tensor([1, 0], dtype=tdt(da)),
+                          torch.tensor([1, 1], dtype=tdt(db))]).dtype
         assert r.dtype.name == str(want).replace("torch.", ""), (da, db)
         check(r, [1, 0, 1, 1])
     r = ember.cat([T([1, 2], device, ember.int32), T([1.5], device, ember.float32)])
@@ -100,7 +84,7 @@ def test_cat_errors(device):
         ember.cat([a, a], 2)
     with pytest.raises(TypeError):
         ember.cat([a, 1.0])
-    other = "primcpu" if device == "cpu" else "cpu"
+    other = other_device(device)
     with pytest.raises(RuntimeError) as ei:
         ember.cat([a, T(np.zeros((2, 3)), other)])
     assert "cpu" in str(ei.value) and "primcpu" in str(ei.value)
