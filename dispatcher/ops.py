@@ -546,10 +546,10 @@ def gather(x, dim, index, out=None):
         x = C.view_of(x, (1,), (1,), x._offset)
         flat = C.view_of(index, (C.numel(index.shape),), (1,), index._offset) \
             if C.is_contiguous(index) else reshape_flat(index)
-        res = run(OPS["gather"], x.device, (x, flat), {"dim": 0}, flat.shape, x.dtype)
+        res = run(OPS["gather"], x.device, (x, 0, flat), {}, flat.shape, x.dtype)
         res = C.view_of(res, index.shape, C.contiguous_strides(index.shape), res._offset)
     else:
-        res = run(OPS["gather"], x.device, (x, index), {"dim": d}, index.shape, x.dtype)
+        res = run(OPS["gather"], x.device, (x, d, index), {}, index.shape, x.dtype)
     if out is not None:
         _resize_out("gather", out, res.shape)
         return copy_(out, res)

@@ -1,10 +1,57 @@
 // softmax / log_softmax along one dim, logsumexp over dims.  Max-subtracted for stability;
 // compute in float (double for float64), sums of exponentials in double.
 #include "rgeom.h"
+#include "vecmath.h"
 
 namespace ember {
 
 namespace {
+
+template <class C> inline C exp_c(C x) {
+  if constexpr (std::is_same_v<C, float>) return fast_expf(x);
+  else return std::exp(x);
+}
+
+// NaN-propagating max of a contiguous row (16 lanes, vectorisable)
+template <class T>
+inline float row_max(const T* p, int64_t n) {
+  constexpr int V = 16;
+  float acc[V];
+  for (int j = 0; j < V; ++j) acc[j] = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + V <= n; i += V)
+    for (int j = 0; j < V; ++j) {
+      const float v = static_cast<float>(p[i + j]);
+      acc[j] = (v > acc[j] || v != v) ? v : acc[j];
+    }
+  float m = -std::numeric_limits<float>::infinity();
+  for (int j = 0; j < V; ++j) m = (acc[j] > m || acc[j] != acc[j]) ? acc[j] : m;
+  for (; i < n; ++i) {
+    const float v = static_cast<float>(p[i]);
+    m = (v > m || v != v) ? v : m;
+  }
+  return m;
+}
+
+// sum of a float row: 16 float lanes per 2048-block, blocks combined in double
+inline double row_sum(const float* p, int64_t n) {
+  constexpr int V = 16;
+  double total = 0;
+  int64_t i = 0;
+  while (n - i >= V) {
+    const int64_t m = std::min<int64_t>(2048, (n - i) / V * V);
+    float acc[V];
+    for (int j = 0; j < V; ++j) acc[j] = 0;
+    for (int64_t k = 0; k < m; k += V)
+      for (int j = 0; j < V; ++j) acc[j] += p[i + k + j];
+    double s = 0;
+    for (int j = 0; j < V; ++j) s += acc[j];
+    total += s;
+    i += m;
+  }
+  for (; i < n; ++i) total += p[i];
+  return total;
+}
 
 template <bool Log>
 void softmax_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
@@ -25,6 +72,37 @@ void softmax_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) 
     const int64_t len = g.nr ? g.rs[0] : 1;
     const int64_t sx = g.nr ? g.rx[0] : 0, so = g.nr ? g.ro[0] : 0;
     const int64_t grain = std::max<int64_t>(1, kGrain / (4 * len));
+    if constexpr (std::is_same_v<C, float>) {
+      if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {  // contiguous rows, vectorised
+        parallel_for(0, g.nout, grain, [&](int64_t b, int64_t e) {
+          std::vector<float> buf((size_t)len);
+          float* eb = buf.data();
+          for_outputs(g, b, e, [&](const char* xp, char* o) {
+            const T* xr = (const T*)xp;
+            T* orow = (T*)o;
+            if constexpr (std::is_same_v<T, float>) {  // multiversioned loops
+              const float m = vmax_f32(xr, len);
+              vexp_sub_f32(eb, xr, m, len);
+              const double s = row_sum(eb, len);
+              if constexpr (Log) vsub2_f32(orow, xr, m, static_cast<float>(std::log(s)), len);
+              else vscale_f32(orow, eb, static_cast<float>(1.0 / s), len);
+              return;
+            }
+            const float m = row_max(xr, len);
+            for (int64_t i = 0; i < len; ++i) eb[i] = fast_expf(static_cast<float>(xr[i]) - m);
+            const double s = row_sum(eb, len);
+            if constexpr (Log) {
+              const float ls = static_cast<float>(std::log(s));
+              for (int64_t i = 0; i < len; ++i) orow[i] = cvt<T>((static_cast<float>(xr[i]) - m) - ls);
+            } else {
+              const float inv = static_cast<float>(1.0 / s);
+              for (int64_t i = 0; i < len; ++i) orow[i] = cvt<T>(eb[i] * inv);
+            }
+          });
+        });
+        return;
+      }
+    }
     parallel_for(0, g.nout, grain, [&](int64_t b, int64_t e) {
       for_outputs(g, b, e, [&](const char* xp, char* o) {
         C m = -std::numeric_limits<C>::infinity();
@@ -36,7 +114,7 @@ void softmax_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) 
         if constexpr (!Log && !is_half_v<T>) {
           // write exp(x - m) once, then scale (x may alias out: each element is read first)
           for (int64_t i = 0; i < len; ++i) {
-            const C ev = std::exp(static_cast<C>(*(const T*)(xp + i * sx)) - m);
+            const C ev = exp_c(static_cast<C>(*(const T*)(xp + i * sx)) - m);
             *(T*)(o + i * so) = ev;
             s += (double)ev;
           }
@@ -44,7 +122,7 @@ void softmax_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) 
           for (int64_t i = 0; i < len; ++i) *(T*)(o + i * so) *= inv;
           return;
         }
-        for (int64_t i = 0; i < len; ++i) s += (double)std::exp(static_cast<C>(*(const T*)(xp + i * sx)) - m);
+        for (int64_t i = 0; i < len; ++i) s += (double)exp_c(static_cast<C>(*(const T*)(xp + i * sx)) - m);
         if constexpr (Log) {
           const C ls = static_cast<C>(std::log(s));
           for (int64_t i = 0; i < len; ++i)
@@ -52,7 +130,7 @@ void softmax_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) 
         } else {
           const C inv = static_cast<C>(1.0 / s);
           for (int64_t i = 0; i < len; ++i)
-            *(T*)(o + i * so) = cvt<T>(static_cast<C>(std::exp(static_cast<C>(*(const T*)(xp + i * sx)) - m) * inv));
+            *(T*)(o + i * so) = cvt<T>(static_cast<C>(exp_c(static_cast<C>(*(const T*)(xp + i * sx)) - m) * inv));
         }
       });
     });
@@ -95,7 +173,7 @@ void k_logsumexp(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         }
         double sum = 0;
         for_reduced_runs(g, xp, [&](const char* p, int64_t s, int64_t k) {
-          for (int64_t i = 0; i < k; ++i) sum += (double)std::exp(static_cast<C>(*(const T*)(p + i * s)) - m);
+          for (int64_t i = 0; i < k; ++i) sum += (double)exp_c(static_cast<C>(*(const T*)(p + i * s)) - m);
         });
         *(T*)o = cvt<T>(static_cast<C>((double)m + std::log(sum)));
       });

@@ -1,5 +1,6 @@
 // Unary elementwise kernels: out = f(x), out and x of the same dtype.
 #include "ember.h"
+#include "vecmath.h"
 
 namespace ember {
 
@@ -22,7 +23,53 @@ namespace {
     });                                                                                      \
   }
 
-EMBER_FLOAT_UNARY(exp, std::exp(x))
+// exp / sigmoid / tanh: float-compute types (float32, float16, bfloat16) use the vectorisable
+// fast_expf / fast_tanhf; float64 uses libm.
+template <class C> inline C exp_c(C x) {
+  if constexpr (std::is_same_v<C, float>) return fast_expf(x);
+  else return std::exp(x);
+}
+template <class C> inline C tanh_c(C x) {
+  if constexpr (std::is_same_v<C, float>) return fast_tanhf(x);
+  else return std::tanh(x);
+}
+// float32 + contiguous runs go to the multiversioned loops of vecmath.cpp
+#define EMBER_FAST_UNARY(NAME, EXPR, VEC)                                                  \
+  void k_##NAME(PyObject* const* a, Py_ssize_t n, PyObject* kw) {                           \
+    Args args(#NAME, a, n, kw, {"out", "x"}, 2);                                            \
+    Tensor out = args.out(0);                                                                \
+    Tensor x = args.tensor(1);                                                               \
+    check_same_dtype(#NAME, out, x);                                                         \
+    if (x.dtype == kFloat32) {                                                               \
+      const Tensor* ts[2] = {&out, &x};                                                      \
+      ElemIter it;                                                                           \
+      it.build(ts, 2, #NAME);                                                                \
+      if (it.numel == 0) return;                                                             \
+      NoGil g(it.numel >= kGilThreshold);                                                    \
+      it.run([](char* const* p, const int64_t* s, int64_t m) {                               \
+        if (s[0] == 4 && s[1] == 4) {                                                        \
+          VEC((float*)p[0], (const float*)p[1], m);                                          \
+        } else {                                                                             \
+          using C = float;                                                                   \
+          for (int64_t i = 0; i < m; ++i) {                                                  \
+            const C x = *(const float*)(p[1] + i * s[1]);                                    \
+            *(float*)(p[0] + i * s[0]) = (EXPR);                                             \
+          }                                                                                  \
+        }                                                                                    \
+      });                                                                                    \
+      return;                                                                                \
+    }                                                                                        \
+    dispatch<M_FLOAT>(x.dtype, #NAME, [&](auto tag) {                                        \
+      using T = EMBER_T(tag);                                                                \
+      using C = compute_t<T>;                                                                \
+      unary_op<T, T>(#NAME, out, x, [](T v) -> T {                                           \
+        const C x = static_cast<C>(v);                                                       \
+        return cvt<T>(static_cast<C>(EXPR));                                                 \
+      });                                                                                    \
+    });                                                                                      \
+  }
+
+EMBER_FAST_UNARY(exp, exp_c(x), vexp_f32)
 EMBER_FLOAT_UNARY(log, std::log(x))
 EMBER_FLOAT_UNARY(sin, std::sin(x))
 EMBER_FLOAT_UNARY(cos, std::cos(x))
@@ -30,8 +77,8 @@ EMBER_FLOAT_UNARY(tan, std::tan(x))
 EMBER_FLOAT_UNARY(sqrt, std::sqrt(x))
 EMBER_FLOAT_UNARY(rsqrt, C(1) / std::sqrt(x))
 EMBER_FLOAT_UNARY(erf, std::erf(x))
-EMBER_FLOAT_UNARY(tanh, std::tanh(x))
-EMBER_FLOAT_UNARY(sigmoid, C(1) / (C(1) + std::exp(-x)))
+EMBER_FAST_UNARY(tanh, tanh_c(x), vtanh_f32)
+EMBER_FAST_UNARY(sigmoid, C(1) / (C(1) + exp_c(-x)), vsigmoid_f32)
 EMBER_FLOAT_UNARY(reciprocal, C(1) / x)
 EMBER_FLOAT_UNARY(log1p, std::log1p(x))
 EMBER_FLOAT_UNARY(expm1, std::expm1(x))
