@@ -48,7 +48,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     args = ap.parse_args()
-    rep = 3 if args.quick else 7
+    rep = 3 if args.quick else 15
     threads = ember.get_num_threads()
     torch.set_num_threads(threads)
     print(f"threads: ember {threads}, torch {torch.get_num_threads()}; numpy {np.__version__}, "
@@ -78,6 +78,17 @@ def main():
         row(f"{op} 16M float32", "GB/s", gb / te, {"torch": gb / tt, "numpy": gb / tn}, True,
             lambda v, r: r["torch"] >= 0.9)
 
+    # the same with a preallocated output (out=): the kernel alone, no page faults
+    ez, tz, nz = ember.empty(N), torch.empty(N), np.empty(N, np.float32)
+    for op, e_fn, t_fn, n_fn in (
+            ("add", lambda: ember.add(ex, ey, out=ez), lambda: torch.add(tx, ty, out=tz),
+             lambda: np.add(x, y, out=nz)),
+            ("mul", lambda: ember.mul(ex, ey, out=ez), lambda: torch.mul(tx, ty, out=tz),
+             lambda: np.multiply(x, y, out=nz))):
+        te, tt, tn = (best_of(f, rep) for f in (e_fn, t_fn, n_fn))
+        row(f"{op} 16M float32, out=", "GB/s", gb / te, {"torch": gb / tt, "numpy": gb / tn},
+            True, lambda v, r: r["torch"] >= 0.9)
+
     gb_sum = 4 * N / 1e9
     te, tt, tn = (best_of(f, rep) for f in (lambda: ex.sum(), lambda: tx.sum(),
                                            lambda: x.sum()))
@@ -96,15 +107,24 @@ def main():
         "torch": flop / tt}, True, lambda v, r: r["numpy"] >= 0.9)
 
     # ---- thread scaling ----------------------------------------------------------------
-    ember.set_num_threads(1)
-    t1 = best_of(lambda: ex + ey, rep)
-    ember.set_num_threads(2)
-    t2 = best_of(lambda: ex + ey, rep)
-    ember.set_num_threads(threads)
-    speedup = t1 / t2
-    print(f"{'add 16M: 2 threads vs 1 thread':<34}  ember 1 thread {gb / t1:6.2f} GB/s, "
-          f"2 threads {gb / t2:6.2f} GB/s, speedup {speedup:4.2f}x   "
-          f"{'PASS' if speedup >= 1.6 else 'MISS'}")
+    for label, fn in (("add 16M", lambda: ex + ey),
+                      ("add 16M out=", lambda: ember.add(ex, ey, out=ez))):
+        ember.set_num_threads(1)
+        t1 = best_of(fn, rep)
+        ember.set_num_threads(2)
+        t2 = best_of(fn, rep)
+        ember.set_num_threads(threads)
+        speedup = t1 / t2
+        tfn = (lambda: tx + ty) if "out" not in label else (lambda: torch.add(tx, ty, out=tz))
+        torch.set_num_threads(1)
+        p1 = best_of(tfn, rep)
+        torch.set_num_threads(2)
+        p2 = best_of(tfn, rep)
+        torch.set_num_threads(threads)
+        print(f"{label + ': 2 threads vs 1':<34}  ember 1 thread {gb / t1:6.2f} GB/s, "
+              f"2 threads {gb / t2:6.2f} GB/s, speedup {speedup:4.2f}x "
+              f"(torch: {gb / p1:6.2f} -> {gb / p2:6.2f} GB/s, {p1 / p2:4.2f}x)   "
+              f"{'PASS' if speedup >= 1.6 else 'MISS'}")
 
 
 if __name__ == "__main__":
