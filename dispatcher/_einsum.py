@@ -16,7 +16,7 @@ def _parse(equation: str, operands):
         lhs, rhs = eq, None
     terms = lhs.split(",")
     if len(terms) != len(operands):
-        raise ValueError(f"einsum(): more operands were provided than specified in the equation"
+        raise ValueError("einsum(): more operands were provided than specified in the equation"
                          if len(operands) > len(terms) else
                          "einsum(): fewer operands were provided than specified in the equation")
     used = set(c for c in eq if c.isalpha())

@@ -5,7 +5,7 @@
 >>> (x @ x.t()).sum().item()
 50.0
 """
-from ember.dispatcher import dtypes as _dtypes
+# ruff: noqa: F401  (this module re-exports the public API)
 from ember.dispatcher.dtypes import (DType as dtype, bfloat16, bool_ as bool, float16, float32,
                                      float64, int8, int16, int32, int64, uint8,
                                      get_default_dtype, set_default_dtype, promote_types,
@@ -15,8 +15,6 @@ from ember.dispatcher.random import Generator, manual_seed, seed, initial_seed
 
 from ._tensor import Tensor, Size
 from ._functions import *  # noqa: F401,F403
-from ._functions import (UNARY as _U, BINARY as _B, sum, max, min, all, any, abs, round, pow,
-                         where)
 from ._creation import (tensor, as_tensor, from_numpy, from_dlpack, zeros, ones, full, empty,
                         arange, linspace, eye, rand, randn, randint, randperm, zeros_like,
                         ones_like, full_like, empty_like, rand_like, randn_like, randint_like,
@@ -38,11 +36,3 @@ def result_type(tensor1, tensor2):
     return _result_type(tensor1, tensor2)
 
 
-def is_grad_enabled():
-    return False
-
-
-def __getattr__(name):
-    if name == "backends":
-        raise AttributeError(name)
-    raise AttributeError(f"module 'ember' has no attribute {name!r}")

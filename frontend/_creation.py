@@ -115,16 +115,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         start, end = 0, start
     vals = [v.item() if isinstance(v, TensorBase) else v for v in (start, end, step)]
     if dtype is None:
-        dtype = (D.get_default_dtype() if builtins_any(isinstance(v, float) for v in vals)
+        dtype = (D.get_default_dtype() if any(isinstance(v, float) for v in vals)
                  else D.int64)
     return _finish(O.arange(*vals, D.to_dtype(dtype), to_device(device)), requires_grad)
-
-
-def builtins_any(it):
-    for v in it:
-        if v:
-            return True
-    return False
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, **_):
@@ -265,18 +258,11 @@ def numpy_of(t, force=False):
     if n == 0:
         return np.empty(t.shape, dtype=npdt)
     start = t._offset * item
-    extent = (1 + builtins_sum((s - 1) * st for s, st in zip(t.shape, t._stride))) * item
+    extent = (1 + sum((s - 1) * st for s, st in zip(t.shape, t._stride))) * item
     window = base[start:start + extent].view(npdt)
     return np.lib.stride_tricks.as_strided(
         window, shape=t.shape, strides=tuple(s * item for s in t._stride),
         writeable=not getattr(t._storage, "readonly", False))
-
-
-def builtins_sum(it):
-    acc = 0
-    for v in it:
-        acc += v
-    return acc
 
 
 def from_dlpack(ext):

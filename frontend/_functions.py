@@ -6,7 +6,6 @@ gradients.
 """
 from __future__ import annotations
 
-import math
 from collections import namedtuple
 
 import numpy as np
@@ -77,16 +76,53 @@ UNARY = ["exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "sin", "cos", 
 BINARY = ["mul", "maximum", "minimum", "fmod", "remainder", "pow", "eq", "ne", "lt", "le",
           "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
           "logical_xor"]
-NO_INPLACE = {"isnan", "isinf", "isfinite", "maximum", "minimum"}
 
-_g = globals()
-INPLACE = {}
-for _n in UNARY:
-    _g[_n], INPLACE[_n + "_"] = _unary(_n)
-for _n in BINARY:
-    _g[_n], INPLACE[_n + "_"] = _binary(_n)
-for _n in NO_INPLACE:
-    INPLACE.pop(_n + "_")
+exp, exp_ = _unary("exp")
+expm1, expm1_ = _unary("expm1")
+log, log_ = _unary("log")
+log1p, log1p_ = _unary("log1p")
+log2, log2_ = _unary("log2")
+sqrt, sqrt_ = _unary("sqrt")
+rsqrt, rsqrt_ = _unary("rsqrt")
+sin, sin_ = _unary("sin")
+cos, cos_ = _unary("cos")
+tan, tan_ = _unary("tan")
+tanh, tanh_ = _unary("tanh")
+sigmoid, sigmoid_ = _unary("sigmoid")
+erf, erf_ = _unary("erf")
+floor, floor_ = _unary("floor")
+ceil, ceil_ = _unary("ceil")
+round, round_ = _unary("round")
+trunc, trunc_ = _unary("trunc")
+abs, abs_ = _unary("abs")
+sign, sign_ = _unary("sign")
+reciprocal, reciprocal_ = _unary("reciprocal")
+bitwise_not, bitwise_not_ = _unary("bitwise_not")
+logical_not, logical_not_ = _unary("logical_not")
+isnan, _ = _unary("isnan")
+isinf, _ = _unary("isinf")
+isfinite, _ = _unary("isfinite")
+mul, mul_ = _binary("mul")
+maximum, _ = _binary("maximum")
+minimum, _ = _binary("minimum")
+fmod, fmod_ = _binary("fmod")
+remainder, remainder_ = _binary("remainder")
+pow, pow_ = _binary("pow")
+eq, eq_ = _binary("eq")
+ne, ne_ = _binary("ne")
+lt, lt_ = _binary("lt")
+le, le_ = _binary("le")
+gt, gt_ = _binary("gt")
+ge, ge_ = _binary("ge")
+bitwise_and, bitwise_and_ = _binary("bitwise_and")
+bitwise_or, bitwise_or_ = _binary("bitwise_or")
+bitwise_xor, bitwise_xor_ = _binary("bitwise_xor")
+logical_and, logical_and_ = _binary("logical_and")
+logical_or, logical_or_ = _binary("logical_or")
+logical_xor, logical_xor_ = _binary("logical_xor")
+INPLACE = {n + "_": globals()[n + "_"] for n in UNARY + BINARY
+           if n not in ("isnan", "isinf", "isfinite", "maximum", "minimum")}
+
 # PyTorch aliases
 multiply, greater, greater_equal, less, less_equal, not_equal = mul, gt, ge, lt, le, ne
 absolute = abs
@@ -643,5 +679,7 @@ def equal(input, other):
 
 _NOT_API = {"math", "namedtuple", "np", "C", "CP", "D", "O", "V", "IX", "E", "TensorBase",
             "annotations", "values_indices", "max_ret", "min_ret", "sort_ret", "topk_ret",
-            "math_inf", "UNARY", "BINARY", "NO_INPLACE", "INPLACE"}
-__all__ = [n for n in list(globals()) if not n.startswith("_") and n not in _NOT_API]
+            "UNARY", "BINARY", "INPLACE"}
+# in-place variants (``exp_``) are Tensor methods only, as in PyTorch
+__all__ = [n for n in list(globals())
+           if not n.startswith("_") and not n.endswith("_") and n not in _NOT_API]

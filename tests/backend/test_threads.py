@@ -21,15 +21,20 @@ def test_set_get_num_threads_roundtrip():
         ember.set_num_threads(0)
 
 
+def _results(x):
+    g = ember.Generator().manual_seed(3)
+    return x.sum().item(), (x * 2 + 1).numpy().copy(), ember.rand(100_000, generator=g).numpy()
+
+
 def test_results_do_not_depend_on_thread_count():
     rng = np.random.default_rng(0)
     x = ember.from_numpy(rng.standard_normal(3_000_001).astype(np.float32))
     n0 = ember.get_num_threads()
     try:
         ember.set_num_threads(1)
-        one = (x.sum().item(), (x * 2 + 1).numpy().copy(), ember.rand(100_000, generator=ember.Generator().manual_seed(3)).numpy())
+        one = _results(x)
         ember.set_num_threads(2)
-        two = (x.sum().item(), (x * 2 + 1).numpy().copy(), ember.rand(100_000, generator=ember.Generator().manual_seed(3)).numpy())
+        two = _results(x)
     finally:
         ember.set_num_threads(n0)
     assert one[0] == pytest.approx(two[0], rel=1e-6)

@@ -39,7 +39,8 @@ def test_result_type_with_python_scalars(dt, scalar, zero_dim):
                                  (D.bool_, D.float16), (D.int64, D.float32)])
 def test_result_type_zero_dim_vs_dimensioned(a, b):
     # a 0-d tensor only wins when it is of a higher category
-    expected = torch.result_type(torch.zeros(2, dtype=TO_TORCH[a]), torch.zeros((), dtype=TO_TORCH[b]))
+    expected = torch.result_type(torch.zeros(2, dtype=TO_TORCH[a]),
+                                 torch.zeros((), dtype=TO_TORCH[b]))
     assert D.result_type(_Meta(a, (2,)), _Meta(b, ())) is FROM_TORCH[expected]
 
 
