@@ -227,9 +227,14 @@ def same_device(op: str, tensors) -> _device_cls:
     return dev
 
 
+#: inference mode turns version tracking off (a list so the frontend can flip it)
+TRACK_VERSIONS = [True]
+
+
 def bump(t) -> None:
     """Record an in-place write (autograd's version counter)."""
-    t._vc[0] += 1
+    if TRACK_VERSIONS[0]:
+        t._vc[0] += 1
 
 
 __all__ += ["to_device"]

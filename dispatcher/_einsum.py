@@ -1,4 +1,8 @@
-"""einsum as a chain of pairwise contractions, each one permute + reshape + bmm."""
+"""einsum as a chain of pairwise contractions, each one permute + reshape + bmm.
+
+The ops it composes come from a namespace (``ops``): the dispatcher's own by default, or
+the frontend's recorded ones, so the same code is differentiable when autograd needs it.
+"""
 from __future__ import annotations
 
 import string
@@ -6,6 +10,19 @@ import string
 from . import _core as C
 from . import ops as O
 from . import views as V
+
+
+class DispatcherOps:
+    diagonal = staticmethod(V.diagonal)
+    permute = staticmethod(V.permute)
+    reshape = staticmethod(V.reshape)
+    expand = staticmethod(C.expand_to)
+    bmm = staticmethod(O.bmm)
+    contiguous = staticmethod(O.contiguous)
+
+    @staticmethod
+    def sum(t, dims):
+        return O.reduce("sum", t, dims)
 
 
 def _parse(equation: str, operands):
@@ -50,7 +67,7 @@ def _parse(equation: str, operands):
     return out_terms, rhs
 
 
-def _diag(t, term):
+def _diag(t, term, ops):
     """Collapse repeated letters within one operand (``ii->i``) to a diagonal view."""
     while True:
         dup = next((c for c in term if term.count(c) > 1), None)
@@ -58,19 +75,19 @@ def _diag(t, term):
             return t, term
         i = term.index(dup)
         j = term.index(dup, i + 1)
-        t = V.diagonal(t, 0, i, j)
+        t = ops.diagonal(t, 0, i, j)
         term = "".join(c for k, c in enumerate(term) if k not in (i, j)) + dup
 
 
-def _sum_out(t, term, keep):
+def _sum_out(t, term, keep, ops):
     dims = [i for i, c in enumerate(term) if c not in keep]
     if not dims:
         return t, term
-    t = O.reduce("sum", t, tuple(dims))
+    t = ops.sum(t, tuple(dims))
     return t, "".join(c for c in term if c in keep)
 
 
-def _contract(a, ta, b, tb, keep):
+def _contract(a, ta, b, tb, keep, ops):
     sizes = {}
     for t, term in ((a, ta), (b, tb)):
         for c, n in zip(term, t.shape):
@@ -84,8 +101,8 @@ def _contract(a, ta, b, tb, keep):
     right = [c for c in tb if c not in ta]
 
     def arrange(t, term, order):
-        t = V.permute(t, [term.index(c) for c in order])
-        return C.expand_to(t, tuple(sizes[c] for c in order))
+        t = ops.permute(t, [term.index(c) for c in order])
+        return ops.expand(t, tuple(sizes[c] for c in order))
 
     A = arrange(a, ta, batch + left + contr)
     B = arrange(b, tb, batch + contr + right)
@@ -93,16 +110,17 @@ def _contract(a, ta, b, tb, keep):
     nl = C.numel([sizes[c] for c in left])
     nc = C.numel([sizes[c] for c in contr])
     nr = C.numel([sizes[c] for c in right])
-    R = O.bmm(V.reshape(A, (nb, nl, nc)), V.reshape(B, (nb, nc, nr)))
-    R = V.reshape(R, tuple(sizes[c] for c in batch + left + right))
+    R = ops.bmm(ops.reshape(A, (nb, nl, nc)), ops.reshape(B, (nb, nc, nr)))
+    R = ops.reshape(R, tuple(sizes[c] for c in batch + left + right))
     return R, "".join(batch + left + right)
 
 
-def einsum(equation, *operands):
+def einsum(equation, *operands, ops=None):
+    ops = ops or DispatcherOps
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     terms, rhs = _parse(equation, operands)
-    items = [_diag(t, term) for t, term in zip(operands, terms)]
+    items = [_diag(t, term, ops) for t, term in zip(operands, terms)]
     dt = items[0][0].dtype
     for t, _ in items[1:]:
         if t.dtype is not dt:
@@ -111,15 +129,15 @@ def einsum(equation, *operands):
     # sum out letters used by one operand only and absent from the output
     for i, (t, term) in enumerate(items):
         others = set(rhs).union(*(set(tt) for j, (_, tt) in enumerate(items) if j != i))
-        items[i] = _sum_out(t, term, others)
+        items[i] = _sum_out(t, term, others, ops)
     t, term = items[0]
     for k in range(1, len(items)):
         b, tb = items[k]
         later = set(rhs).union(*(set(tt) for _, tt in items[k + 1:]))
-        t, term = _contract(t, term, b, tb, later)
-    t, term = _sum_out(t, term, set(rhs))
+        t, term = _contract(t, term, b, tb, later, ops)
+    t, term = _sum_out(t, term, set(rhs), ops)
     for c in rhs:
         if c not in term:
             raise ValueError(f"einsum(): output subscript {c} does not appear in the equation "
                              "for any input operand")
-    return O.contiguous(V.permute(t, [term.index(c) for c in rhs])) if rhs else t
+    return ops.contiguous(ops.permute(t, [term.index(c) for c in rhs])) if rhs else t

@@ -579,6 +579,13 @@ def any_(x, dim=None, keepdim=False):
 # ---- linear algebra ---------------------------------------------------------------
 @composite("mm")
 def mm(a, b):
+    mm_check(a, b)
+    r = O.bmm(V.unsqueeze(a, 0), V.unsqueeze(b, 0))
+    return V.select(r, 0, 0)
+
+
+def mm_check(a, b):
+    """mm's shape/dtype checks (shared with the frontend's differentiable mm)."""
     if len(a.shape) != 2 or len(b.shape) != 2:
         raise RuntimeError(f"mm(): self must be a matrix (got {len(a.shape)}D) and mat2 must be"
                            f" a matrix (got {len(b.shape)}D)")
@@ -586,8 +593,6 @@ def mm(a, b):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
                            f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
     _same_dtype("mm", a, b)
-    r = O.bmm(V.unsqueeze(a, 0), V.unsqueeze(b, 0))
-    return V.select(r, 0, 0)
 
 
 def _same_dtype(name, a, b):
@@ -598,17 +603,27 @@ def _same_dtype(name, a, b):
 
 @composite("mv")
 def mv(a, v):
+    mv_check(a, v)
+    return V.select(mm(a, V.unsqueeze(v, 1)), 1, 0)
+
+
+def mv_check(a, v):
     if len(a.shape) != 2 or len(v.shape) != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {len(a.shape)}, "
                            f"{len(v.shape)}")
     if a.shape[1] != v.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x"
                            f"{a.shape[1]}), vec ({v.shape[0]})")
-    return V.select(mm(a, V.unsqueeze(v, 1)), 1, 0)
 
 
 @composite("dot")
 def dot(a, b):
+    dot_check(a, b)
+    r = mm(V.unsqueeze(a, 0), V.unsqueeze(b, 1))
+    return V.view(r, ()) if C.is_contiguous(r) else V.reshape(r, ())
+
+
+def dot_check(a, b):
     if len(a.shape) != 1 or len(b.shape) != 1:
         raise RuntimeError(f"1D tensors expected, but got {len(a.shape)}D and {len(b.shape)}D "
                            "tensors")
@@ -617,8 +632,6 @@ def dot(a, b):
                            f"[{b.shape[0]}] to have the same number of elements, but got "
                            f"{a.shape[0]} and {b.shape[0]} elements respectively")
     _same_dtype("dot", a, b)
-    r = mm(V.unsqueeze(a, 0), V.unsqueeze(b, 1))
-    return V.view(r, ()) if C.is_contiguous(r) else V.reshape(r, ())
 
 
 @composite("outer")
@@ -653,15 +666,11 @@ def matmul(a, b):
     if da == 2 and db == 2:
         return mm(a, b)
     # batched: broadcast batch dims, fold them into one, call bmm
-    _same_dtype("matmul", a, b)
+    matmul_check(a, b)
     a2 = V.unsqueeze(a, 0) if da == 1 else a
     b2 = V.unsqueeze(b, 1) if db == 1 else b
     n, k = a2.shape[-2], a2.shape[-1]
-    k2, m = b2.shape[-2], b2.shape[-1]
-    if k != k2:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{C.numel(b2.shape[:-2])}, {k}] but got: "
-                           f"[{C.numel(b2.shape[:-2])}, {k2}].")
+    m = b2.shape[-1]
     batch = C.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
     B = C.numel(batch)
     a3 = V.reshape(C.expand_to(a2, batch + (n, k)), (B, n, k))
@@ -672,6 +681,33 @@ def matmul(a, b):
     if db == 1:
         r = V.squeeze(r, -1)
     return r
+
+
+def matmul_check(a, b):
+    """matmul's checks for every rank combination."""
+    da, db = len(a.shape), len(b.shape)
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{da}D and {db}D")
+    if da == 1 and db == 1:
+        return dot_check(a, b)
+    if da == 2 and db == 1:
+        return mv_check(a, b)
+    if da <= 2 and db == 2:
+        k = a.shape[-1]
+        if k != b.shape[0]:
+            n = a.shape[0] if da == 2 else 1
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and "
+                               f"{b.shape[0]}x{b.shape[1]})")
+        return _same_dtype("matmul", a, b)
+    _same_dtype("matmul", a, b)
+    k = a.shape[-1]
+    k2 = b.shape[-2] if db > 1 else b.shape[0]
+    if k != k2:
+        nb = C.numel(b.shape[:-2]) if db > 2 else 1
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{nb}, {k}] but got: [{nb}, {k2}].")
+    C.broadcast_shapes(a.shape[:-2] if da > 1 else (), b.shape[:-2] if db > 1 else ())
 
 
 @composite("einsum")

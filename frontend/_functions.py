@@ -18,7 +18,10 @@ from ember.dispatcher import views as V
 from ember.dispatcher import _indexing as IX
 from ember.dispatcher._core import TensorBase
 
-E = O.elementwise
+from . import _views as VW
+from .autograd import _record as R
+
+E = R.ew
 
 values_indices = namedtuple("return_types", ["values", "indices"])
 max_ret = namedtuple("max", ["values", "indices"])
@@ -216,16 +219,16 @@ def floor_divide_(self, other):
 def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
-    return O.where(condition, _s(input), _s(other), out=out)
+    return R.where(condition, _s(input), _s(other), out=out)
 
 
 def clamp(input, min=None, max=None, *, out=None):
-    return O.clamp(input, _s(min) if min is not None else None,
+    return R.clamp(input, _s(min) if min is not None else None,
                    _s(max) if max is not None else None, out=out)
 
 
 def clamp_(self, min=None, max=None):
-    return O.clamp(self, min, max, inplace=True)
+    return R.clamp(self, min, max, inplace=True)
 
 
 clip, clip_ = clamp, clamp_
@@ -275,25 +278,25 @@ def square(input):
 
 # ---- reductions ---------------------------------------------------------------------
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    return O.reduce("sum", _t(input, "sum"), dim, keepdim, dtype, out)
+    return R.reduce("sum", _t(input, "sum"), dim, keepdim, dtype, out)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    return O.reduce("mean", _t(input, "mean"), dim, keepdim, dtype, out)
+    return R.reduce("mean", _t(input, "mean"), dim, keepdim, dtype, out)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, (list, tuple)):
         raise TypeError("prod(): argument 'dim' must be int, not tuple")
-    return O.reduce("prod", _t(input, "prod"), dim, keepdim, dtype, out)
+    return R.reduce("prod", _t(input, "prod"), dim, keepdim, dtype, out)
 
 
 def amax(input, dim=(), keepdim=False, *, out=None):
-    return O.reduce("max", _t(input, "amax"), dim, keepdim, None, out)
+    return R.reduce("max", _t(input, "amax"), dim, keepdim, None, out)
 
 
 def amin(input, dim=(), keepdim=False, *, out=None):
-    return O.reduce("min", _t(input, "amin"), dim, keepdim, None, out)
+    return R.reduce("min", _t(input, "amin"), dim, keepdim, None, out)
 
 
 def argmax(input, dim=None, keepdim=False, *, out=None):
@@ -313,9 +316,17 @@ def _max_min(name, input, dim, keepdim, other):
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
                                "argument.")
-        return O.reduce(name, input, None, False)
-    values = O.reduce(name, input, dim, keepdim)
+        return R.reduce(name, input, None, False)
     indices = O.arg_reduce("argmax" if name == "max" else "argmin", input, dim, keepdim)
+    if input.requires_grad and R.MODE.grad:
+        # the gradient flows to the selected element only, as in PyTorch
+        d = C.normalize_dim(dim, len(input.shape), name)
+        idx = indices if keepdim else VW.unsqueeze(indices, d)
+        values = R.gather(input, d, idx) if input.shape else R.clone(input)
+        if not keepdim and input.shape:
+            values = VW.squeeze(values, d)
+    else:
+        values = O.reduce(name, input, dim, keepdim)
     return (max_ret if name == "max" else min_ret)(values, indices)
 
 
@@ -339,12 +350,12 @@ def _correction(name, dim, unbiased, correction):
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, correction = _correction("var", dim, unbiased, correction)
-    return O.reduce("var", _t(input, "var"), dim, keepdim, correction=correction)
+    return R.reduce("var", _t(input, "var"), dim, keepdim, correction=correction)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, correction = _correction("std", dim, unbiased, correction)
-    return sqrt(O.reduce("var", _t(input, "std"), dim, keepdim, correction=correction))
+    return sqrt(R.reduce("var", _t(input, "std"), dim, keepdim, correction=correction))
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -352,15 +363,15 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def logsumexp(input, dim, keepdim=False):
-    return O.reduce("logsumexp", _t(input, "logsumexp"), dim, keepdim)
+    return R.reduce("logsumexp", _t(input, "logsumexp"), dim, keepdim)
 
 
 def cumsum(input, dim, *, dtype=None, out=None):
-    return O.scan("cumsum", input, dim, dtype, out)
+    return R.scan("cumsum", input, dim, dtype, out)
 
 
 def cumprod(input, dim, *, dtype=None, out=None):
-    return O.scan("cumprod", input, dim, dtype, out)
+    return R.scan("cumprod", input, dim, dtype, out)
 
 
 def all(input, dim=None, keepdim=False):
@@ -379,16 +390,27 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p == "fro" or p is None:
         p = 2
     if dtype is not None:
-        input = O.cast(input, D.to_dtype(dtype))
-    return CP.norm(input, p, dim, keepdim)
+        input = R.to(input, None, D.to_dtype(dtype))
+    if not _grad(input):
+        return CP.norm(input, p, dim, keepdim)
+    a = abs(input)
+    if p == math.inf:
+        return amax(a, dim if dim is not None else (), keepdim)
+    if p == -math.inf:
+        return amin(a, dim if dim is not None else (), keepdim)
+    if p == 1:
+        return sum(a, dim, keepdim)
+    if p == 2:
+        return sqrt(sum(E("mul", input, input), dim, keepdim))
+    return E("pow", sum(E("pow", a, p), dim, keepdim), 1.0 / p)
 
 
 def softmax(input, dim=None, dtype=None):
-    return O.softmax_op("softmax", input, _implicit_dim("softmax", input, dim), dtype)
+    return R.softmax_op("softmax", input, _implicit_dim("softmax", input, dim), dtype)
 
 
 def log_softmax(input, dim=None, dtype=None):
-    return O.softmax_op("log_softmax", input, _implicit_dim("log_softmax", input, dim), dtype)
+    return R.softmax_op("log_softmax", input, _implicit_dim("log_softmax", input, dim), dtype)
 
 
 def _implicit_dim(name, x, dim):
@@ -403,6 +425,8 @@ def _implicit_dim(name, x, dim):
 
 def sort(input, dim=-1, descending=False, stable=False):
     v, i = O.sort(input, dim, descending, stable)
+    if input.requires_grad and R.MODE.grad and input.shape:
+        v = R.gather(input, C.normalize_dim(dim, len(input.shape)), i)
     return sort_ret(v, i)
 
 
@@ -412,20 +436,26 @@ def argsort(input, dim=-1, descending=False, stable=False):
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
     v, i = CP.topk(input, k, dim, largest, sorted)
+    if input.requires_grad and R.MODE.grad and input.shape:
+        v = R.gather(input, C.normalize_dim(dim, len(input.shape)), i)
     return topk_ret(v, i)
 
 
 # ---- indexing -------------------------------------------------------------------------
 def gather(input, dim, index, *, out=None):
-    return O.gather(input, dim, index, out=out)
+    return R.gather(input, dim, index, out=out)
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
-    return O.scatter_(O.clone(input), dim, index, _src(src, value), reduce=reduce)
+    return R.scatter(input, dim, index, _src(src, value), reduce=reduce)
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
-    return O.scatter_(self, dim, index, _src(src, value), reduce=reduce)
+    src = _src(src, value)
+    if R.MODE.grad and R._requires((self, src)):
+        R._check_inplace("scatter", self)
+        return R._rebase(self, R.scatter(self, dim, index, src, reduce=reduce))
+    return O.scatter_(self, dim, index, src, reduce=reduce)
 
 
 def _src(src, value):
@@ -436,29 +466,56 @@ def _src(src, value):
 
 
 def scatter_add(input, dim, index, src):
-    return O.scatter_(O.clone(input), dim, index, src, reduce="add")
+    return R.scatter(input, dim, index, src, reduce="add")
 
 
 def scatter_add_(self, dim, index, src):
-    return O.scatter_(self, dim, index, src, reduce="add")
+    return scatter_(self, dim, index, src, reduce="add")
 
 
 def index_select(input, dim, index, *, out=None):
-    res = CP.index_select(input, dim, index)
+    res = _index_select(input, dim, index)
     return O.copy_(O._resize_out("index_select", out, res.shape), res) if out is not None \
         else res
 
 
+def _index_select(x, dim, index):
+    if not (x.requires_grad and R.MODE.grad):
+        return CP.index_select(x, dim, index)
+    index = O._check_index("index_select", index)
+    if len(index.shape) > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    nd = len(x.shape)
+    d = C.normalize_dim(dim, nd, "index_select")
+    n = C.numel(index.shape)
+    shape = x.shape[:d] + (n,) + x.shape[d + 1:]
+    idx = C.expand_to(V.reshape(index, tuple(n if i == d else 1 for i in range(nd))), shape)
+    return R.gather(x, d, idx)
+
+
 def index_add(input, dim, index, source, *, alpha=1):
-    return CP.index_add(input, dim, index, source, alpha)
+    if not (R.MODE.grad and R._requires((input, source))):
+        return CP.index_add(input, dim, index, source, alpha)
+    d = C.normalize_dim(dim, len(input.shape), "index_add")
+    index = O._check_index("index_add", index)
+    src = source * alpha if alpha != 1 else source
+    shape = tuple(index.shape[0] if i == d else 1 for i in range(len(input.shape)))
+    idx = C.expand_to(V.reshape(index, shape), src.shape)
+    return R.scatter(input, d, idx, src, reduce="add")
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
-    return O.copy_(self, CP.index_add(self, dim, index, source, alpha))
+    return R.copy_(self, index_add(self, dim, index, source, alpha=alpha))
 
 
 def masked_fill(input, mask, value):
-    return CP.masked_fill(input, mask, _s(value))
+    value = _s(value)
+    if not (R.MODE.grad and R._requires((input, value))):
+        return CP.masked_fill(input, mask, value)
+    if mask.dtype is not D.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{D.torch_name(mask.dtype)}")
+    return R.where(mask, value, input)
 
 
 def masked_fill_(self, mask, value):
@@ -466,12 +523,12 @@ def masked_fill_(self, mask, value):
     if shape != self.shape:
         raise RuntimeError(f"masked_fill_(): output with shape {C.shape_str(self.shape)} "
                            f"doesn't match the broadcast shape {C.shape_str(shape)}")
-    return O.copy_(self, CP.masked_fill(self, mask, _s(value)))
+    return R.copy_(self, masked_fill(self, mask, value))
 
 
 def masked_select(input, mask):
     shape = C.broadcast_shapes(input.shape, mask.shape)
-    return IX.index(C.expand_to(input, shape), C.expand_to(mask, shape))
+    return R.index(VW.expand(input, shape), C.expand_to(mask, shape))
 
 
 def nonzero(input, *, as_tuple=False):
@@ -489,12 +546,12 @@ def argwhere(input):
 
 
 def take(input, index):
-    return IX.index(V.reshape(input, -1), index)
+    return R.index(VW.reshape(input, -1), index)
 
 
 # ---- joining, reshaping copies --------------------------------------------------------
 def cat(tensors, dim=0, *, out=None):
-    res = CP.cat(tensors, dim)
+    res = R.cat(tensors, dim)
     return O.copy_(O._resize_out("cat", out, res.shape), res) if out is not None else res
 
 
@@ -502,7 +559,17 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim=0, *, out=None):
-    res = CP.stack(tensors, dim)
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    s0 = tensors[0].shape
+    for i, t_ in enumerate(tensors):
+        if t_.shape != s0:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{C.shape_str(s0)} at entry 0 and {C.shape_str(t_.shape)} at "
+                               f"entry {i}")
+    d = C.normalize_dim(dim, len(s0) + 1, "stack")
+    res = R.cat([VW.unsqueeze(t_, d) for t_ in tensors], d)
     return O.copy_(O._resize_out("stack", out, res.shape), res) if out is not None else res
 
 
@@ -519,32 +586,74 @@ def atleast_1d(t):
     return V.reshape(t, (1,)) if not t.shape else t
 
 
+def _grad(*ts):
+    return R.MODE.grad and R._requires(ts)
+
+
 def flip(input, dims):
-    return CP.flip(input, dims)
+    if not _grad(input):
+        return CP.flip(input, dims)
+    dims = C.normalize_dims(dims if not isinstance(dims, int) else (dims,), len(input.shape))
+    y = input
+    for d in dims:
+        n = y.shape[d]
+        y = _index_select(y, d, O.arange(n - 1, -1, -1, D.int64, y.device))
+    return y
 
 
 def fliplr(input):
-    return CP.flip(input, (1,))
+    return flip(input, (1,))
 
 
 def flipud(input):
-    return CP.flip(input, (0,))
+    return flip(input, (0,))
 
 
 def roll(input, shifts, dims=None):
-    return CP.roll(input, shifts, dims)
+    if not _grad(input):
+        return CP.roll(input, shifts, dims)
+    if isinstance(shifts, int):
+        shifts = (shifts,)
+    if dims is None:
+        return VW.view(roll(VW.flatten(input), shifts, (0,)), input.shape)
+    dims = (dims,) if isinstance(dims, int) else dims
+    y = input
+    for s, d in zip(shifts, dims):
+        d = C.normalize_dim(d, len(input.shape), "roll")
+        n = y.shape[d]
+        if n and s % n:
+            s %= n
+            y = R.cat([VW.narrow(y, d, n - s, s), VW.narrow(y, d, 0, n - s)], d)
+    return y
+
+
+def repeat(input, repeats):
+    if not _grad(input):
+        return CP.repeat(input, repeats)
+    repeats = tuple(int(r) for r in repeats)
+    shape = (1,) * (len(repeats) - len(input.shape)) + input.shape
+    inter, target = [], []
+    for r, s in zip(repeats, shape):
+        inter += [1, s]
+        target += [r, s]
+    src = VW.expand(VW.reshape(input, tuple(inter)), tuple(target))
+    return VW.reshape(R.contiguous(src), tuple(r * s for r, s in zip(repeats, shape)))
 
 
 def tril(input, diagonal=0):
-    return CP.tril(input, diagonal)
+    if not _grad(input):
+        return CP.tril(input, diagonal)
+    return R.where(CP._tri_mask(input, diagonal, False), input, 0.0)
 
 
 def triu(input, diagonal=0):
-    return CP.triu(input, diagonal)
+    if not _grad(input):
+        return CP.triu(input, diagonal)
+    return R.where(CP._tri_mask(input, diagonal, True), input, 0.0)
 
 
 def clone(input, *, memory_format=None):
-    return O.clone(input)
+    return R.clone(input)
 
 
 # ---- linear algebra -------------------------------------------------------------------
@@ -558,29 +667,55 @@ def _tensors(op, *args):
 
 def matmul(input, other, *, out=None):
     _tensors("matmul", input, other)
-    res = CP.matmul(input, other)
+    res = CP.matmul(input, other) if not _grad(input, other) else _matmul_grad(input, other)
     return O.copy_(O._resize_out("matmul", out, res.shape), res) if out is not None else res
+
+
+def _matmul_grad(a, b):
+    """matmul in recorded ops (views + bmm), so autograd sees every step."""
+    da, db = len(a.shape), len(b.shape)
+    CP.matmul_check(a, b)
+    a2 = VW.unsqueeze(a, 0) if da == 1 else a
+    b2 = VW.unsqueeze(b, 1) if db == 1 else b
+    n, k, m = a2.shape[-2], a2.shape[-1], b2.shape[-1]
+    batch = C.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    B = C.numel(batch)
+    a3 = VW.reshape(VW.expand(a2, batch + (n, k)), (B, n, k))
+    b3 = VW.reshape(VW.expand(b2, batch + (k, m)), (B, k, m))
+    r = VW.reshape(R.bmm(a3, b3), batch + (n, m))
+    if da == 1:
+        r = VW.squeeze(r, -2)
+    if db == 1:
+        r = VW.squeeze(r, -1)
+    return r
 
 
 def mm(input, mat2, *, out=None):
     _tensors("mm", input, mat2)
-    res = CP.mm(input, mat2)
+    res = CP.mm(input, mat2) if not _grad(input, mat2) else (
+        CP.mm_check(input, mat2) or _matmul_grad(input, mat2))
     return O.copy_(O._resize_out("mm", out, res.shape), res) if out is not None else res
 
 
 def bmm(input, mat2, *, out=None):
     _tensors("bmm", input, mat2)
-    return O.bmm(input, mat2, out=out)
+    return R.bmm(input, mat2, out=out)
 
 
 def mv(input, vec):
     _tensors("mv", input, vec)
-    return CP.mv(input, vec)
+    if not _grad(input, vec):
+        return CP.mv(input, vec)
+    CP.mv_check(input, vec)
+    return _matmul_grad(input, vec)
 
 
 def dot(input, other):
     _tensors("dot", input, other)
-    return CP.dot(input, other)
+    if not _grad(input, other):
+        return CP.dot(input, other)
+    CP.dot_check(input, other)
+    return _matmul_grad(input, other)
 
 
 inner_product = dot
@@ -588,7 +723,9 @@ inner_product = dot
 
 def outer(input, vec2):
     _tensors("outer", input, vec2)
-    return CP.outer(input, vec2)
+    if len(input.shape) != 1 or len(vec2.shape) != 1:
+        raise RuntimeError("outer: expected 1D tensors")
+    return E("mul", VW.unsqueeze(input, 1), VW.unsqueeze(vec2, 0))
 
 
 ger = outer
@@ -596,7 +733,28 @@ ger = outer
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     _tensors("addmm", input, mat1, mat2)
-    return CP.addmm(input, mat1, mat2, beta, alpha)
+    if not _grad(input, mat1, mat2):
+        return CP.addmm(input, mat1, mat2, beta, alpha)
+    prod_ = mm(mat1, mat2)
+    if alpha != 1:
+        prod_ = E("mul", prod_, alpha)
+    if beta == 0:
+        return E("add", prod_, E("mul", R.to(input, None, None), 0))
+    return E("add", prod_, input if beta == 1 else E("mul", input, beta))
+
+
+class _RecordedOps:
+    """The ops ``_einsum`` composes, with autograd."""
+    diagonal = staticmethod(VW.diagonal)
+    permute = staticmethod(VW.permute)
+    reshape = staticmethod(VW.reshape)
+    expand = staticmethod(R.expand)
+    bmm = staticmethod(R.bmm)
+    contiguous = staticmethod(R.contiguous)
+
+    @staticmethod
+    def sum(t, dims):
+        return R.reduce("sum", t, dims)
 
 
 def einsum(equation, *operands):
@@ -608,36 +766,34 @@ def einsum(equation, *operands):
     for i, t_ in enumerate(flat):
         if not isinstance(t_, TensorBase):
             raise TypeError(f"einsum(): operand {i} must be a Tensor, not {type(t_).__name__}")
-    return CP.einsum(equation, *operands)
+    from ember.dispatcher._einsum import einsum as _impl
+    return _impl(equation, *flat, ops=_RecordedOps if _grad(*flat) else None)
 
 
 # ---- views (functional forms) ---------------------------------------------------------
-reshape = V.reshape
-transpose = V.transpose
-swapaxes = swapdims = V.transpose
-permute = V.permute
-squeeze = V.squeeze
-unsqueeze = V.unsqueeze
-flatten = V.flatten
-unflatten = V.unflatten
-narrow = V.narrow
-select = V.select
-movedim = moveaxis = V.movedim
-diagonal = V.diagonal
-as_strided = V.as_strided
-t = V.t
-split = V.split
-chunk = V.chunk
-unbind = V.unbind
-
-
-def broadcast_to(input, size):
-    return V.expand(input, size)
+reshape = VW.reshape
+transpose = VW.transpose
+swapaxes = swapdims = VW.transpose
+permute = VW.permute
+squeeze = VW.squeeze
+unsqueeze = VW.unsqueeze
+flatten = VW.flatten
+unflatten = VW.unflatten
+narrow = VW.narrow
+select = VW.select
+movedim = moveaxis = VW.movedim
+diagonal = VW.diagonal
+as_strided = VW.as_strided
+t = VW.t
+split = VW.split
+chunk = VW.chunk
+unbind = VW.unbind
+broadcast_to = VW.broadcast_to
 
 
 def broadcast_tensors(*tensors):
     shape = C.broadcast_shapes(*[x.shape for x in tensors])
-    return tuple(C.expand_to(x, shape) for x in tensors)
+    return tuple(R.expand(x, shape) for x in tensors)
 
 
 def broadcast_shapes(*shapes):

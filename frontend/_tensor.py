@@ -15,11 +15,14 @@ from ember.dispatcher import views as V
 from ember.dispatcher._core import TensorBase
 from ember.dispatcher.device import device as Device, to_device
 
-from . import _functions as F
 from . import _creation as K
+from . import _functions as F
+from . import _views as VW
+from .autograd import _record as R
+from .autograd._engine import MODE
 from ._repr import tensor_repr
 
-E = O.elementwise
+E = R.ew
 _s = F._s
 
 
@@ -31,7 +34,7 @@ class Tensor(TensorBase):
     >>> x.t().is_contiguous()
     False
     """
-    __slots__ = ("requires_grad", "grad", "grad_fn", "_extra")
+    __slots__ = ("requires_grad", "grad", "grad_fn", "_base", "_acc_ref", "_hooks")
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
@@ -111,11 +114,66 @@ class Tensor(TensorBase):
     def requires_grad_(self, requires_grad=True):
         if requires_grad and not (self.dtype.is_floating_point):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if self.grad_fn is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
+                               "you want to use a computed variable in a subgraph that doesn't "
+                               "require differentiation use var_no_grad = var.detach().")
         self.requires_grad = bool(requires_grad)
         return self
 
     def detach(self):
+        """A tensor sharing storage (and version counter) with no graph history."""
         return C.view_of(self, self.shape, self._stride, self._offset)
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    @property
+    def data(self):
+        return self.detach()
+
+    @data.setter
+    def data(self, other):
+        self._storage, self.shape, self._stride, self._offset = (
+            other._storage, other.shape, other._stride, other._offset)
+        self.dtype, self.device, self._vc = other.dtype, other.device, other._vc
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``autograd.backward``)."""
+        from . import autograd
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a
+        replacement. Returns a handle with ``remove()``."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn.register_prehook(hook)
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        from .autograd._engine import _Handle
+        return _Handle(self._hooks, hook)
+
+    def _hooks_list(self):
+        return self._hooks or ()
+
+    def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if self.grad_fn is None:
+            return
+        import weakref
+        ref = weakref.ref(self)
+
+        def keep(grad):
+            t = ref()
+            if t is not None:
+                t.grad = grad.detach() if t.grad is None else t.grad + grad.detach()
+        self.grad_fn.register_prehook(keep)
 
     def is_shared(self) -> bool:
         return False
@@ -128,7 +186,7 @@ class Tensor(TensorBase):
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a 0-d tensor")
-        return iter(V.unbind(self, 0))
+        return iter(VW.unbind(self, 0))
 
     __hash__ = object.__hash__
 
@@ -216,68 +274,78 @@ class Tensor(TensorBase):
             else:
                 raise TypeError(f"to() received an invalid combination of arguments: "
                                 f"{type(a).__name__}")
-        return O.to(self, to_device(device) if device is not None else None, dtype, copy)
+        return R.to(self, to_device(device) if device is not None else None, dtype, copy)
 
     def cpu(self):
-        return O.to(self, "cpu")
+        return R.to(self, "cpu")
 
     def cuda(self, device=None):
-        return O.to(self, to_device(device if device is not None else "cuda"))
+        return R.to(self, to_device(device if device is not None else "cuda"))
 
     def type(self, dtype=None):
         if dtype is None:
             return f"ember.{D.torch_name(self.dtype)}Tensor"
-        return O.to(self, None, dtype)
+        return R.to(self, None, dtype)
 
     def float(self):
-        return O.cast(self, D.float32)
+        return R.to(self, None, D.float32)
 
     def double(self):
-        return O.cast(self, D.float64)
+        return R.to(self, None, D.float64)
 
     def half(self):
-        return O.cast(self, D.float16)
+        return R.to(self, None, D.float16)
 
     def bfloat16(self):
-        return O.cast(self, D.bfloat16)
+        return R.to(self, None, D.bfloat16)
 
     def int(self):
-        return O.cast(self, D.int32)
+        return R.to(self, None, D.int32)
 
     def long(self):
-        return O.cast(self, D.int64)
+        return R.to(self, None, D.int64)
 
     def short(self):
-        return O.cast(self, D.int16)
+        return R.to(self, None, D.int16)
 
     def char(self):
-        return O.cast(self, D.int8)
+        return R.to(self, None, D.int8)
 
     def byte(self):
-        return O.cast(self, D.uint8)
+        return R.to(self, None, D.uint8)
 
     def bool(self):
-        return O.cast(self, D.bool_)
+        return R.to(self, None, D.bool_)
 
     def contiguous(self, memory_format=None):
-        return O.contiguous(self)
+        return R.contiguous(self)
 
     def clone(self, *, memory_format=None):
-        return O.clone(self)
+        return R.clone(self)
 
     def copy_(self, src, non_blocking=False):
-        return O.copy_(self, src)
+        return R.copy_(self, src)
+
+    def _no_grad_write(self, name):
+        if MODE.grad and self.requires_grad:
+            R._check_inplace(name, self)
+            raise NotImplementedError(f"{name}_() on a tensor that is part of a graph is not "
+                                      "differentiable; use it under ember.no_grad()")
 
     def fill_(self, value):
+        self._no_grad_write("fill")
         return O.fill_(self, value)
 
     def zero_(self):
+        self._no_grad_write("zero")
         return O.fill_(self, 0)
 
     def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        self._no_grad_write("uniform")
         return O.random_(self, "uniform", a, b, generator)
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        self._no_grad_write("normal")
         return O.random_(self, "normal", mean, std, generator)
 
     def new_empty(self, *size, dtype=None, device=None, **kw):
@@ -300,56 +368,44 @@ class Tensor(TensorBase):
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], D.DType):
             raise NotImplementedError("view(dtype) is not supported yet")
-        return V.view(self, *shape)
+        return VW.view(self, *shape)
 
-    def view_as(self, other):
-        return V.view(self, other.shape)
-
-    def reshape(self, *shape):
-        return V.reshape(self, *shape)
-
-    def reshape_as(self, other):
-        return V.reshape(self, other.shape)
-
-    def expand(self, *sizes):
-        return V.expand(self, *sizes)
-
-    def expand_as(self, other):
-        return C.expand_to(self, other.shape)
-
-    def permute(self, *dims):
-        return V.permute(self, *dims)
+    view_as = VW.view_as
+    reshape = VW.reshape
+    reshape_as = VW.reshape_as
+    expand = VW.expand
+    expand_as = VW.expand_as
+    permute = VW.permute
 
     def repeat(self, *sizes):
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
-        from ember.dispatcher import composites as CP
-        return CP.repeat(self, sizes)
+        return F.repeat(self, sizes)
 
     @property
     def T(self):
-        return V.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+        return VW.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
     @property
     def mT(self):
-        return V.transpose(self, -2, -1)
+        return VW.transpose(self, -2, -1)
 
-    transpose = V.transpose
-    t = V.t
-    squeeze = V.squeeze
-    unsqueeze = V.unsqueeze
-    flatten = V.flatten
-    unflatten = V.unflatten
-    narrow = V.narrow
-    select = V.select
-    unfold = V.unfold
-    as_strided = V.as_strided
-    movedim = V.movedim
-    diagonal = V.diagonal
-    split = V.split
-    chunk = V.chunk
-    unbind = V.unbind
-    swapaxes = swapdims = V.transpose
+    transpose = VW.transpose
+    t = VW.t
+    squeeze = VW.squeeze
+    unsqueeze = VW.unsqueeze
+    flatten = VW.flatten
+    unflatten = VW.unflatten
+    narrow = VW.narrow
+    select = VW.select
+    unfold = VW.unfold
+    as_strided = VW.as_strided
+    movedim = moveaxis = VW.movedim
+    diagonal = VW.diagonal
+    split = VW.split
+    chunk = VW.chunk
+    unbind = VW.unbind
+    swapaxes = swapdims = VW.transpose
 
     def t_(self):
         return self._set_view(V.t(self))
@@ -364,18 +420,30 @@ class Tensor(TensorBase):
         return self._set_view(V.unsqueeze(self, dim))
 
     def _set_view(self, v):
+        if self.requires_grad and MODE.grad:
+            raise NotImplementedError("in-place view ops (t_, transpose_, squeeze_, unsqueeze_)"
+                                      " on a tensor that requires grad are not supported yet")
         self.shape, self._stride, self._offset = v.shape, v._stride, v._offset
         return self
 
     # ---- indexing ----------------------------------------------------------------------
     def __getitem__(self, key):
-        v = V.basic_index(self, key)
-        if v is not None:
-            return v
-        return IX.index(self, key)
+        if not (MODE.grad and self.requires_grad):
+            v = V.basic_index(self, key)
+            if v is not None:
+                v._base = self._base if self._base is not None else self
+                return v
+            return IX.index(self, key)
+        if V.basic_index(self, key) is not None:
+            return VW.basic_index(self, key)
+        return R.index(self, key)
 
     def __setitem__(self, key, value):
         value = _s(value)
+        if MODE.grad and (self.requires_grad or (isinstance(value, TensorBase)
+                                                 and value.requires_grad)):
+            R.index_put_(self, key if isinstance(key, tuple) else (key,), value)
+            return
         v = V.basic_index(self, key)
         if v is None:
             IX.index_put_(self, key, value)
@@ -386,13 +454,13 @@ class Tensor(TensorBase):
             O.fill_(v, value)
 
     def where(self, condition, other):
-        return O.where(condition, self, _s(other))
+        return R.where(condition, self, _s(other))
 
     def index_put_(self, indices, values, accumulate=False):
-        return IX.index_put_(self, tuple(indices), values, accumulate)
+        return R.index_put_(self, tuple(indices), values, accumulate)
 
     def index_put(self, indices, values, accumulate=False):
-        return IX.index_put_(O.clone(self), tuple(indices), values, accumulate)
+        return R.index_put(self, tuple(indices), values, accumulate)
 
     # ---- operators -------------------------------------------------------------------------
     def __add__(self, other):
@@ -569,6 +637,9 @@ def _make(storage, shape, stride, offset, dtype, device, vc):
     t.requires_grad = False
     t.grad = None
     t.grad_fn = None
+    t._base = None
+    t._acc_ref = None
+    t._hooks = None
     return t
 
 

@@ -1,0 +1,420 @@
+"""Reverse-mode autograd: graph nodes, saved tensors, grad modes, and the backward walk.
+
+Every differentiable op run while grad mode is on, with an input that requires grad,
+records a :class:`Node` holding its vector–Jacobian product (from ``_formulas.py``), the
+tensors that product needs (as :class:`SavedTensor`, which remembers the version it
+saw), and one edge per input: the input's own ``grad_fn``, an :class:`AccumulateGrad`
+for a leaf, or None. Every node has exactly one output tensor.
+
+``backward`` counts dependencies, then runs nodes in reverse topological order with a
+ready queue (no Python recursion), summing gradients per node and freeing saved tensors
+as each node finishes unless ``retain_graph``.
+"""
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from ember.dispatcher import _core as C
+
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "is_grad_enabled", "set_grad_enabled",
+           "no_grad", "enable_grad", "inference_mode", "is_inference_mode_enabled",
+           "run_backward"]
+
+
+class _Mode(threading.local):
+    def __init__(self):
+        self.grad = True
+        self.inference = False
+
+
+MODE = _Mode()
+
+
+def is_grad_enabled() -> bool:
+    return MODE.grad
+
+
+def is_inference_mode_enabled() -> bool:
+    return MODE.inference
+
+
+class _ModeContext:
+    """Base for the grad-mode context managers; also usable as decorators."""
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__(*self._args):
+                return fn(*args, **kwargs)
+        return wrapper
+
+    _args: tuple = ()
+
+
+class set_grad_enabled(_ModeContext):
+    """Turn gradient recording on or off (a function call or a context manager)."""
+
+    def __init__(self, mode: bool):
+        self._args = (mode,)
+        self.prev = MODE.grad
+        MODE.grad = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        MODE.grad = self.prev
+        return False
+
+
+class no_grad(_ModeContext):
+    """Context manager / decorator: ops inside record no graph.
+
+    >>> with ember.no_grad():
+    ...     y = x * 2          # y.requires_grad is False
+    """
+
+    def __enter__(self):
+        self.prev = MODE.grad
+        MODE.grad = False
+        return self
+
+    def __exit__(self, *exc):
+        MODE.grad = self.prev
+        return False
+
+
+class enable_grad(_ModeContext):
+    def __enter__(self):
+        self.prev = MODE.grad
+        MODE.grad = True
+        return self
+
+    def __exit__(self, *exc):
+        MODE.grad = self.prev
+        return False
+
+
+class inference_mode(_ModeContext):
+    """Like ``no_grad``, and in-place ops stop bumping version counters."""
+
+    def __init__(self, mode: bool = True):
+        self._args = (mode,)
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self.prev = (MODE.grad, MODE.inference, C.TRACK_VERSIONS[0])
+        if self.mode:
+            MODE.grad, MODE.inference = False, True
+            C.TRACK_VERSIONS[0] = False
+        return self
+
+    def __exit__(self, *exc):
+        MODE.grad, MODE.inference, C.TRACK_VERSIONS[0] = self.prev
+        return False
+
+
+# ---------------------------------------------------------------------------------------
+class SavedTensor:
+    """A tensor kept for backward, with the version it had when saved.
+
+    Outputs are saved as a detached alias (no reference cycle output → node → output);
+    unpacking re-attaches the node so ``create_graph`` still differentiates through it.
+    """
+    __slots__ = ("data", "version", "is_output", "requires_grad", "grad_fn")
+
+    def __init__(self, t, is_output=False):
+        self.version = t._vc[0]
+        self.is_output = is_output
+        self.requires_grad = t.requires_grad
+        if is_output:
+            self.data = C.view_of(t, t.shape, t._stride, t._offset)
+            self.grad_fn = None
+        else:
+            self.data = t
+            self.grad_fn = None
+
+    def unpack(self, node):
+        d = self.data
+        if d._vc[0] != self.version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{_type_str(d)} {list(d.shape)}], which is "
+                f"{'output 0 of ' + node.name() if self.is_output else 'an input of ' + node.name()}"
+                f", is at version {d._vc[0]}; expected version {self.version} instead. Hint: "
+                "the operation that modified it ran after the forward pass saved it; use "
+                "an out-of-place op, or .clone() the tensor before modifying it.")
+        if self.is_output and self.requires_grad and MODE.grad:
+            alias = C.view_of(d, d.shape, d._stride, d._offset)
+            alias.requires_grad = True
+            alias.grad_fn = node
+            return alias
+        return d
+
+
+def _type_str(t) -> str:
+    from ember.dispatcher.dtypes import torch_name
+    return f"ember.{torch_name(t.dtype)}Tensor"
+
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved "
+          "tensors after they have already been freed). Saved intermediate values of the graph "
+          "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
+          "you need to backward through the graph a second time or if you need to access saved "
+          "tensors after calling backward.")
+
+
+class Node:
+    """One recorded op (``tensor.grad_fn``). ``next_functions`` are its input edges."""
+    __slots__ = ("next_functions", "_vjp", "_saved", "_ctx", "_freed", "_pre_hooks",
+                 "_hooks", "_shapes", "__weakref__")
+
+    def __init__(self, vjp, next_functions, saved, ctx, shapes):
+        self._vjp = vjp
+        self.next_functions = next_functions
+        self._saved = saved
+        self._ctx = ctx
+        self._freed = False
+        self._pre_hooks = None
+        self._hooks = None
+        self._shapes = shapes
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+    def register_hook(self, fn):
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(fn)
+        return _Handle(self._hooks, fn)
+
+    def register_prehook(self, fn):
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        self._pre_hooks.append(fn)
+        return _Handle(self._pre_hooks, fn)
+
+    def apply(self, grad):
+        if self._freed:
+            raise RuntimeError(_FREED)
+        saved = [s.unpack(self) if s is not None else None for s in self._saved]
+        return self._vjp(grad, saved, self._ctx, self._shapes)
+
+    def release(self):
+        self._saved = ()
+        self._freed = True
+
+    @property
+    def metadata(self):
+        return {}
+
+
+class AccumulateGrad:
+    """The edge into a leaf: adds the incoming gradient to ``variable.grad``."""
+    __slots__ = ("variable", "next_functions", "__weakref__")
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.next_functions = ()
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+class _Handle:
+    """What ``register_hook`` returns: ``handle.remove()`` unregisters."""
+
+    def __init__(self, lst, fn):
+        self._lst, self._fn = lst, fn
+
+    def remove(self):
+        try:
+            self._lst.remove(self._fn)
+        except ValueError:
+            pass
+
+
+_NODE_TYPES: dict = {}
+
+
+def node_type(op: str):
+    """The Node subclass for an op, named like PyTorch's (``MulBackward0``)."""
+    cls = _NODE_TYPES.get(op)
+    if cls is None:
+        camel = "".join(p[:1].upper() + p[1:] for p in op.split("_"))
+        cls = _NODE_TYPES[op] = type(f"{camel}Backward0", (Node,), {"__slots__": ()})
+    return cls
+
+
+# ---------------------------------------------------------------------------------------
+def _edge(t):
+    """The graph edge for input ``t``: its grad_fn, an AccumulateGrad, or None."""
+    if t.grad_fn is not None:
+        return t.grad_fn
+    if t.requires_grad:
+        acc = t._acc_ref() if t._acc_ref is not None else None
+        if acc is None:
+            import weakref
+            acc = AccumulateGrad(t)
+            t._acc_ref = weakref.ref(acc)
+        return acc
+    return None
+
+
+def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=False,
+                 allow_unused=False):
+    """The engine. ``capture``: return gradients for ``inputs`` instead of accumulating."""
+    starts = []
+    for t, g in zip(roots, grads):
+        e = _edge(t)
+        if e is None:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                               "grad_fn")
+        starts.append((e, g))
+    # dependency counts over the reachable graph (iterative DFS)
+    deps: dict = {}
+    seen = set()
+    stack = [e for e, _ in starts]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        for nxt in n.next_functions:
+            if nxt is not None:
+                deps[id(nxt)] = deps.get(id(nxt), 0) + 1
+                stack.append(nxt)
+    capture_ids = None
+    captured = {}
+    if inputs is not None:
+        capture_ids = {}
+        for i, t in enumerate(inputs):
+            if t.grad_fn is not None:
+                capture_ids[id(t.grad_fn)] = i
+            else:
+                capture_ids[("leaf", id(t))] = i
+    buffers: dict = {}
+    nodes: dict = {}
+    # storages already owned elsewhere (the caller's gradients, or given to a leaf): a leaf
+    # whose gradient lives in one of them gets a copy, so later in-place updates never alias
+    handed = {id(g._storage) for _, g in starts}
+    for e, g in starts:
+        _accumulate(buffers, nodes, e, g)
+    ready = deque(e for e, _ in starts if deps.get(id(e), 0) == 0)
+    queued = {id(e) for e in ready}
+    prev_mode = MODE.grad
+    MODE.grad = bool(create_graph)
+    try:
+        while ready:
+            node = ready.popleft()
+            grad = buffers.pop(id(node), None)
+            if isinstance(node, AccumulateGrad):
+                v = node.variable
+                key = ("leaf", id(v))
+                if capture_ids is not None and key in capture_ids:
+                    if capture:
+                        captured[capture_ids[key]] = grad
+                    else:
+                        _accumulate_leaf(v, grad, create_graph, handed)
+                elif capture_ids is None:
+                    _accumulate_leaf(v, grad, create_graph, handed)
+                continue
+            if node._pre_hooks:
+                for h in node._pre_hooks:
+                    r = h(grad)
+                    if r is not None:
+                        grad = r
+            if capture_ids is not None and id(node) in capture_ids:
+                if capture:
+                    captured[capture_ids[id(node)]] = grad
+            outs = node.apply(grad)
+            if node._hooks:
+                for h in node._hooks:
+                    h(outs, (grad,))
+            if not retain_graph:
+                node.release()
+            for nxt, g in zip(node.next_functions, outs):
+                if nxt is None:
+                    continue
+                if g is not None:
+                    _accumulate(buffers, nodes, nxt, g)
+                deps[id(nxt)] -= 1
+                if deps[id(nxt)] == 0 and id(nxt) not in queued:
+                    if id(nxt) in buffers:
+                        ready.append(nxt)
+                        queued.add(id(nxt))
+                    else:
+                        _skip(nxt, deps, buffers, ready, queued)
+    finally:
+        MODE.grad = prev_mode
+    if capture:
+        out = []
+        for i, t in enumerate(inputs):
+            g = captured.get(i)
+            if g is None and not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been "
+                                   "used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+            out.append(g)
+        return tuple(out)
+    return None
+
+
+def _skip(node, deps, buffers, ready, queued):
+    """A node that received no gradient at all: release its dependents' counts."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        for nxt in n.next_functions:
+            if nxt is None:
+                continue
+            deps[id(nxt)] -= 1
+            if deps[id(nxt)] == 0 and id(nxt) not in queued:
+                if id(nxt) in buffers:
+                    ready.append(nxt)
+                    queued.add(id(nxt))
+                else:
+                    stack.append(nxt)
+
+
+def _accumulate(buffers, nodes, node, g):
+    from . import _record as R
+    k = id(node)
+    cur = buffers.get(k)
+    buffers[k] = g if cur is None else R.add(cur, g)
+    nodes[k] = node
+
+
+def _accumulate_leaf(v, grad, create_graph, handed):
+    from . import _record as R
+    if grad is None:
+        return
+    hooks = v._hooks_list()
+    for h in hooks:
+        r = h(grad)
+        if r is not None:
+            grad = r
+    if not create_graph:
+        grad = grad.detach() if grad.requires_grad else grad
+    if grad.shape != v.shape:
+        grad = R.sum_to(grad, v.shape)
+    if grad.dtype is not v.dtype:
+        grad = grad.to(v.dtype)
+    if v.grad is None:
+        if not create_graph and (id(grad._storage) in handed or not grad.is_contiguous()):
+            grad = grad.clone()
+        handed.add(id(grad._storage))
+        v.grad = grad
+    elif create_graph:
+        v.grad = R.add(v.grad, grad)
+    else:
+        v.grad.add_(grad)

@@ -1,0 +1,335 @@
+"""Differentiable entry points: run the dispatcher op, then record a graph node.
+
+The functional API (``_functions.py``) and ``Tensor`` methods call these instead of the
+dispatcher directly. When grad mode is off or no input requires grad, the cost is one
+flag test and a scan of the inputs.
+"""
+from __future__ import annotations
+
+from ember.dispatcher import _core as C
+from ember.dispatcher import _indexing as IX
+from ember.dispatcher import ops as O
+from ember.dispatcher._core import TensorBase
+
+from ._engine import MODE, SavedTensor, _edge, node_type
+
+_FORMULAS = None
+
+
+def _formulas():
+    global _FORMULAS
+    if _FORMULAS is None:
+        from ._formulas import FORMULAS
+        _FORMULAS = FORMULAS
+    return _FORMULAS
+
+
+def _requires(args) -> bool:
+    for a in args:
+        if isinstance(a, TensorBase) and a.requires_grad:
+            return True
+    return False
+
+
+def record(op, out, inputs, ctx=None, formula=None):
+    """Attach a ``grad_fn`` for ``op`` to ``out`` (inputs: tensors or other values)."""
+    f = _formulas()[formula or op]
+    edges = tuple(_edge(a) if isinstance(a, TensorBase) else None for a in inputs)
+    saved = [SavedTensor(inputs[i]) if isinstance(inputs[i], TensorBase) else None
+             for i in f.save]
+    if f.out:
+        saved.append(SavedTensor(out, is_output=True))
+    shapes = tuple(a.shape if isinstance(a, TensorBase) else None for a in inputs)
+    node = node_type(op)(f.vjp, edges, saved, ctx or {}, shapes)
+    out.requires_grad = True
+    out.grad_fn = node
+    return out
+
+
+def _grad_vjp_with_broadcast(vjp):
+    """Wrap an elementwise VJP so each gradient is summed back to its input's shape."""
+    def wrapped(g, s, ctx, shapes):
+        grads = vjp(g, s, ctx, shapes)
+        return tuple(None if gi is None or shp is None else sum_to(gi, shp)
+                     for gi, shp in zip(grads, shapes))
+    return wrapped
+
+
+_BROADCAST_CACHE: dict = {}
+
+
+def _elementwise_formula(name):
+    f = _BROADCAST_CACHE.get(name)
+    if f is None:
+        base = _formulas()[name]
+        f = _BROADCAST_CACHE[name] = base._replace(vjp=_grad_vjp_with_broadcast(base.vjp))
+    return f
+
+
+def _no_out_grad(name, out, args):
+    if out is not None and MODE.grad and _requires(args):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+
+
+def _check_inplace(name, self):
+    if self.requires_grad and self.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           f"operation ({name}_).")
+    if self._base is not None and (self._base.requires_grad or self.requires_grad):
+        raise NotImplementedError(
+            f"{name}_(): in-place modification of a view of a tensor that requires grad is not "
+            "supported yet; use an out-of-place op (e.g. torch.where / cat) instead")
+
+
+def _record_elementwise(name, out, args, attrs):
+    f = _elementwise_formula(name)
+    edges = tuple(_edge(a) if isinstance(a, TensorBase) else None for a in args)
+    saved = [SavedTensor(args[i]) if isinstance(args[i], TensorBase) else None
+             for i in f.save]
+    if f.out:
+        saved.append(SavedTensor(out, is_output=True))
+    shapes = tuple(a.shape if isinstance(a, TensorBase) else None for a in args)
+    node = node_type(name)(f.vjp, edges, saved, attrs, shapes)
+    out.requires_grad = True
+    out.grad_fn = node
+    return out
+
+
+def ew(name, *args, out=None, inplace=False, **attrs):
+    """Elementwise op with autograd (the frontend's ``E``)."""
+    if not MODE.grad or not _requires(args):
+        return O.elementwise(name, *args, out=out, inplace=inplace, **attrs)
+    if name not in _formulas():  # comparisons, bitwise, ... : no gradient
+        return O.elementwise(name, *args, out=out, inplace=inplace, **attrs)
+    _no_out_grad(name, out, args)
+    if inplace:
+        return _inplace(name, args, attrs)
+    res = O.elementwise(name, *args, **attrs)
+    if not res.dtype.is_floating_point:
+        return res
+    return _record_elementwise(name, res, args, attrs)
+
+
+def _inplace(name, args, attrs):
+    self = args[0]
+    _check_inplace(name, self)
+    f = _elementwise_formula(name)
+    # the formula may need self's value from before the write
+    before = list(args)
+    if 0 in f.save:
+        before[0] = O.clone(self)
+        before[0].requires_grad = self.requires_grad
+        before[0].grad_fn = self.grad_fn
+    edges = tuple(_edge(a) if isinstance(a, TensorBase) else None for a in args)
+    saved = [SavedTensor(before[i]) if isinstance(before[i], TensorBase) else None
+             for i in f.save]
+    shapes = tuple(a.shape if isinstance(a, TensorBase) else None for a in args)
+    O.elementwise(name, *args, inplace=True, **attrs)
+    if f.out:
+        saved.append(SavedTensor(self, is_output=True))
+    self.grad_fn = node_type(name)(f.vjp, edges, saved, attrs, shapes)
+    self.requires_grad = True
+    return self
+
+
+def where(cond, a, b, out=None):
+    args = (cond, a, b)
+    if not MODE.grad or not _requires(args):
+        return O.where(cond, a, b, out=out)
+    _no_out_grad("where", out, args)
+    res = O.where(cond, a, b)
+    return _record_elementwise("where", res, args, {})
+
+
+def clamp(x, min=None, max=None, out=None, inplace=False):
+    args = (x, min, max)
+    if not MODE.grad or not _requires(args):
+        return O.clamp(x, min, max, out=out, inplace=inplace)
+    _no_out_grad("clamp", out, args)
+    if inplace:
+        _check_inplace("clamp", x)
+        res = O.clamp(x, min, max)
+        return copy_(x, res)
+    res = O.clamp(x, min, max)
+    return _record_elementwise("clamp", res, args, {})
+
+
+def sum_to(g, shape):
+    """Sum a broadcast gradient back to ``shape``."""
+    if g.shape == shape:
+        return g
+    lead = len(g.shape) - len(shape)
+    dims = list(range(lead))
+    for i, n in enumerate(shape):
+        if n == 1 and g.shape[lead + i] != 1:
+            dims.append(lead + i)
+    if dims:
+        g = reduce("sum", g, tuple(dims), True)
+    if lead:
+        g = view("view", g, shape) if g.shape != shape else g
+    return g if g.shape == shape else view("view", g, shape)
+
+
+def add(a, b):
+    return ew("add", a, b)
+
+
+# ---- reductions, scans, softmax --------------------------------------------------------------
+def reduce(name, x, dim=None, keepdim=False, dtype=None, out=None, **attrs):
+    if not MODE.grad or not x.requires_grad or name not in _formulas():
+        return O.reduce(name, x, dim, keepdim, dtype, out, **attrs)
+    _no_out_grad(name, out, (x,))
+    res = O.reduce(name, x, dim, keepdim, dtype, **attrs)
+    if not res.dtype.is_floating_point:
+        return res
+    dims = C.normalize_dims(dim, len(x.shape), name)
+    src = x
+    if dtype is not None and x.dtype is not res.dtype:
+        src = to(x, None, res.dtype)
+    ctx = dict(attrs, dims=dims, keepdim=keepdim)
+    return record(name, res, (src,), ctx)
+
+
+def scan(name, x, dim, dtype=None, out=None):
+    if not MODE.grad or not x.requires_grad:
+        return O.scan(name, x, dim, dtype, out)
+    _no_out_grad(name, out, (x,))
+    d = C.normalize_dim(dim, len(x.shape), name) if x.shape else 0
+    src = to(x, None, dtype) if dtype is not None else x
+    res = O.scan(name, src, dim)
+    return record(name, res, (src,), {"dim": d})
+
+
+def softmax_op(name, x, dim, dtype=None):
+    if not MODE.grad or not x.requires_grad:
+        return O.softmax_op(name, x, dim, dtype)
+    src = to(x, None, dtype) if dtype is not None else x
+    res = O.softmax_op(name, src, dim)
+    d = C.normalize_dim(dim, len(x.shape), name) if x.shape else 0
+    return record(name, res, (src,), {"dim": d})
+
+
+# ---- indexing ------------------------------------------------------------------------------
+def gather(x, dim, index, out=None):
+    if not MODE.grad or not x.requires_grad:
+        return O.gather(x, dim, index, out=out)
+    _no_out_grad("gather", out, (x,))
+    res = O.gather(x, dim, index)
+    d = C.normalize_dim(dim, len(x.shape), "gather") if x.shape else 0
+    return record("gather", res, (x, dim, index), {"dim": d})
+
+
+def scatter(x, dim, index, src, reduce=None):
+    """Out-of-place scatter with autograd for ``x`` and ``src``."""
+    args = (x, dim, index, src)
+    res = O.scatter_(O.clone(x), dim, index, src, reduce=reduce)
+    if not MODE.grad or not _requires(args):
+        return res
+    d = C.normalize_dim(dim, len(x.shape), "scatter")
+    return record("scatter", res, args, {"dim": d, "reduce": "add" if reduce in ("add", "sum")
+                                          else reduce})
+
+
+def index(x, key):
+    res = IX.index(x, key)
+    if not MODE.grad or not x.requires_grad:
+        return res
+    return record("index", res, (x,), {"key": key})
+
+
+def index_put(x, key, values, accumulate=False):
+    res = IX.index_put_(O.clone(x), key, values, accumulate)
+    if not MODE.grad or not _requires((x, values)):
+        return res
+    return record("index_put", res, (x, values), {"key": key, "accumulate": accumulate})
+
+
+def index_put_(x, key, values, accumulate=False):
+    if not MODE.grad or not _requires((x, values)):
+        return IX.index_put_(x, key, values, accumulate)
+    _check_inplace("index_put", x)
+    res = index_put(x, key, values, accumulate)
+    return _rebase(x, res)
+
+
+def copy_(dst, src):
+    if not MODE.grad or not _requires((dst, src)):
+        return O.copy_(dst, src)
+    _check_inplace("copy", dst)
+    res = expand(to(src, dst.device, dst.dtype), dst.shape) if src.shape != dst.shape else \
+        to(src, dst.device, dst.dtype)
+    res = clone(res)
+    return _rebase(dst, res)
+
+
+def _rebase(dst, res):
+    """Write ``res`` into ``dst`` and make ``dst`` carry ``res``'s graph."""
+    O.copy_(dst, res)
+    dst.grad_fn = res.grad_fn
+    dst.requires_grad = res.requires_grad
+    return dst
+
+
+def bmm(a, b, out=None):
+    if not MODE.grad or not _requires((a, b)):
+        return O.bmm(a, b, out=out)
+    _no_out_grad("bmm", out, (a, b))
+    return record("bmm", O.bmm(a, b), (a, b))
+
+
+def cat(tensors, dim=0):
+    from ember.dispatcher import composites as CP
+    tensors = list(tensors)
+    res = CP.cat(tensors, dim)
+    if not MODE.grad or not _requires(tensors):
+        return res
+    live = [t for t in tensors if not (len(t.shape) == 1 and t.shape[0] == 0)]
+    d = C.normalize_dim(dim, len(live[0].shape), "cat") if live else 0
+    return record("cat", res, tuple(tensors), {"dim": d})
+
+
+def to(x, device=None, dtype=None, copy=False):
+    res = O.to(x, device, dtype, copy)
+    if res is x or not MODE.grad or not x.requires_grad or not res.dtype.is_floating_point:
+        return res
+    return record("copy", res, (x,), {"device": x.device, "dtype": x.dtype})
+
+
+def clone(x):
+    res = O.clone(x)
+    if not MODE.grad or not x.requires_grad:
+        return res
+    return record("clone", res, (x,), formula="view")
+
+
+def contiguous(x):
+    return x if C.is_contiguous(x) else clone(x)
+
+
+# ---- views ------------------------------------------------------------------------------------
+def _mark_view(res, x):
+    res._base = x._base if x._base is not None else x
+    return res
+
+
+def view(kind, x, *args, fn=None, **ctx):
+    """Run a view function and record it. ``kind``: 'view' (reshape-like), 'permute',
+    'expand' or 'as_view' (anything else, replayed for the gradient)."""
+    from ember.dispatcher import views as V
+    if fn is None:
+        fn = V.view
+    res = fn(x, *args)
+    if res is x:
+        return res
+    if res._storage is x._storage:
+        _mark_view(res, x)
+    if not MODE.grad or not x.requires_grad:
+        return res
+    if kind == "as_view":
+        ctx = {"replay": lambda t: fn(t, *args)}
+    return record(fn.__name__ if kind == "as_view" else kind, res, (x,), ctx, formula=kind)
+
+
+def expand(x, shape):
+    return view("expand", x, shape, fn=C.expand_to)
