@@ -6,6 +6,7 @@ gradients.
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -15,7 +16,6 @@ from ember.dispatcher import composites as CP
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
-from ember.dispatcher import _indexing as IX
 from ember.dispatcher._core import TensorBase
 
 from . import _views as VW

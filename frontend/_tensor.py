@@ -457,10 +457,10 @@ class Tensor(TensorBase):
         return R.where(condition, self, _s(other))
 
     def index_put_(self, indices, values, accumulate=False):
-        return R.index_put_(self, tuple(indices), values, accumulate)
+        return R.index_put_(self, _key(indices), _s(values), accumulate)
 
     def index_put(self, indices, values, accumulate=False):
-        return R.index_put(self, tuple(indices), values, accumulate)
+        return R.index_put(self, _key(indices), _s(values), accumulate)
 
     # ---- operators -------------------------------------------------------------------------
     def __add__(self, other):
@@ -606,6 +606,10 @@ class Tensor(TensorBase):
         arr = K.numpy_of(O.to(self, "cpu", D.float32 if self.dtype is D.bfloat16 else None))
         return (_rebuild, (np.require(arr, requirements="C"), self.dtype.name, str(self.device),
                            self.requires_grad))
+
+
+def _key(indices):
+    return (indices,) if isinstance(indices, TensorBase) else tuple(indices)
 
 
 def _rebuild(arr, dtype, device, requires_grad):

@@ -129,7 +129,7 @@ class SavedTensor:
     def __init__(self, t, is_output=False):
         self.version = t._vc[0]
         self.is_output = is_output
-        self.requires_grad = t.requires_grad
+        self.requires_grad = t.requires_grad or is_output
         if is_output:
             self.data = C.view_of(t, t.shape, t._stride, t._offset)
             self.grad_fn = None
@@ -140,10 +140,11 @@ class SavedTensor:
     def unpack(self, node):
         d = self.data
         if d._vc[0] != self.version:
+            role = "output 0 of " if self.is_output else "an input of "
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{_type_str(d)} {list(d.shape)}], which is "
-                f"{'output 0 of ' + node.name() if self.is_output else 'an input of ' + node.name()}"
+                f"{role}{node.name()}"
                 f", is at version {d._vc[0]}; expected version {self.version} instead. Hint: "
                 "the operation that modified it ran after the forward pass saved it; use "
                 "an out-of-place op, or .clone() the tensor before modifying it.")
@@ -203,7 +204,7 @@ class Node:
     def apply(self, grad):
         if self._freed:
             raise RuntimeError(_FREED)
-        saved = [s.unpack(self) if s is not None else None for s in self._saved]
+        saved = [s.unpack(self) if isinstance(s, SavedTensor) else s for s in self._saved]
         return self._vjp(grad, saved, self._ctx, self._shapes)
 
     def release(self):

@@ -73,7 +73,7 @@ def _pow(g, s, ctx, shapes):
     ga = g * b * F.pow(a, b - 1)
     ga = F.where((a == 0) & (b == 0), 0.0, ga)
     gb = None
-    if b.requires_grad:
+    if getattr(b, "requires_grad", False):
         gb = g * F.where(a > 0, out * F.log(F.where(a > 0, a, 1.0)), 0.0)
     return ga, gb
 
@@ -241,8 +241,8 @@ def _clamp(g, s, ctx, shapes):
         below = x <= hi
         inside = below if inside is None else inside & below
     gx = F.where(inside, g, 0.0)
-    glo = F.where(x < lo, g, 0.0) if lo is not None and lo.requires_grad else None
-    ghi = F.where(x > hi, g, 0.0) if hi is not None and hi.requires_grad else None
+    glo = F.where(x < lo, g, 0.0) if getattr(lo, "requires_grad", False) else None
+    ghi = F.where(x > hi, g, 0.0) if getattr(hi, "requires_grad", False) else None
     return gx, glo, ghi
 
 
@@ -296,7 +296,8 @@ def _prod(g, s, ctx, shapes):
     if len(ctx["dims"]) == 1:
         # product of the others without dividing by x: exclusive cumprods both ways
         d = ctx["dims"][0]
-        ones = F.ones_like(x.narrow(d, 0, 1)) if x.shape[d] else x
+        from .. import _creation as K
+        ones = K.ones_like(x.narrow(d, 0, 1)) if x.shape[d] else x
         left = F.cat([ones, F.cumprod(x, d).narrow(d, 0, x.shape[d] - 1)], d)
         rev = F.flip(x, (d,))
         right = F.flip(F.cat([ones, F.cumprod(rev, d).narrow(d, 0, x.shape[d] - 1)], d), (d,))
@@ -378,13 +379,14 @@ def _scatter(g, s, ctx, shapes):
 
 @formula("index", save=())
 def _index(g, s, ctx, shapes):
-    base = _zeros(shapes[0], g)
-    return (base.index_put(ctx["key"], g, accumulate=True),)
+    from . import _record as R
+    return (R.index_put(_zeros(shapes[0], g), ctx["key"], g, accumulate=True),)
 
 
 @formula("index_put", save=())
 def _index_put(g, s, ctx, shapes):
-    gx = g if ctx["accumulate"] else g.index_put(ctx["key"], 0.0)
+    from . import _record as R
+    gx = g if ctx["accumulate"] else R.index_put(g, ctx["key"], 0.0)
     gv = None
     if shapes[1] is not None:
         gv = g[ctx["key"]]
@@ -452,3 +454,8 @@ def _as_view(g, s, ctx, shapes):
     base = K.zeros(n, dtype=g.dtype, device=g.device)
     flat_pos = positions.reshape(-1)
     return (base.scatter_add(0, flat_pos, g.reshape(-1)).view(shape),)
+
+
+# sort / topk / max(dim) record their values as a gather of the input at the chosen
+# indices, so the gradient flows to the selected elements only (PyTorch's semantics)
+FORMULAS["sort"] = FORMULAS["gather"]

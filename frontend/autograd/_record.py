@@ -35,7 +35,7 @@ def record(op, out, inputs, ctx=None, formula=None):
     """Attach a ``grad_fn`` for ``op`` to ``out`` (inputs: tensors or other values)."""
     f = _formulas()[formula or op]
     edges = tuple(_edge(a) if isinstance(a, TensorBase) else None for a in inputs)
-    saved = [SavedTensor(inputs[i]) if isinstance(inputs[i], TensorBase) else None
+    saved = [SavedTensor(inputs[i]) if isinstance(inputs[i], TensorBase) else inputs[i]
              for i in f.save]
     if f.out:
         saved.append(SavedTensor(out, is_output=True))
@@ -85,7 +85,7 @@ def _check_inplace(name, self):
 def _record_elementwise(name, out, args, attrs):
     f = _elementwise_formula(name)
     edges = tuple(_edge(a) if isinstance(a, TensorBase) else None for a in args)
-    saved = [SavedTensor(args[i]) if isinstance(args[i], TensorBase) else None
+    saved = [SavedTensor(args[i]) if isinstance(args[i], TensorBase) else args[i]
              for i in f.save]
     if f.out:
         saved.append(SavedTensor(out, is_output=True))
@@ -122,7 +122,7 @@ def _inplace(name, args, attrs):
         before[0].requires_grad = self.requires_grad
         before[0].grad_fn = self.grad_fn
     edges = tuple(_edge(a) if isinstance(a, TensorBase) else None for a in args)
-    saved = [SavedTensor(before[i]) if isinstance(before[i], TensorBase) else None
+    saved = [SavedTensor(before[i]) if isinstance(before[i], TensorBase) else before[i]
              for i in f.save]
     shapes = tuple(a.shape if isinstance(a, TensorBase) else None for a in args)
     O.elementwise(name, *args, inplace=True, **attrs)
