@@ -80,14 +80,23 @@ def shape_str(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
+_ALLOCATORS: dict = {}
+
+
+def _allocator(device):
+    backend = BACKENDS.get(device.type) or backend_for(device.type)
+    alloc = _ALLOCATORS[device] = backend.allocator(device.index or 0)
+    return alloc
+
+
 def empty(shape: tuple, dtype, device):
     """Allocate an uninitialised contiguous tensor through the device's backend."""
-    backend = BACKENDS.get(device.type) or backend_for(device.type)
+    alloc = _ALLOCATORS.get(device) or _allocator(device)
     n = 1
     for s in shape:
         n *= s
-    storage = backend.allocate(n * dtype.itemsize, device.index or 0)
-    return new_tensor(storage, shape, contiguous_strides(shape), 0, dtype, device, [0])
+    return new_tensor(alloc(n * dtype.itemsize), shape, contiguous_strides(shape), 0, dtype,
+                      device, [0])
 
 
 def view_of(t, shape: tuple, stride: tuple, offset: int):
@@ -202,6 +211,25 @@ def scalar_tensor(value, dtype, device):
                 _SCALARS.clear()
             _SCALARS[key] = t
     return t
+
+
+_SCALAR_VIEWS: dict = {}
+
+
+def scalar_like(value, t):
+    """``value`` as a never-written stride-0 view with ``t``'s shape, dtype and device."""
+    key = (value, type(value), t.dtype.code, t.device, t.shape)
+    v = _SCALARS_VIEWS_GET(key)
+    if v is None:
+        v = expand_to(scalar_tensor(value, t.dtype, t.device), t.shape)
+        if value == value:  # NaN never hits the cache
+            if len(_SCALAR_VIEWS) > 512:
+                _SCALAR_VIEWS.clear()
+            _SCALAR_VIEWS[key] = v
+    return v
+
+
+_SCALARS_VIEWS_GET = _SCALAR_VIEWS.get
 
 
 def _coerce_scalar(value, dtype):

@@ -38,6 +38,11 @@ class Backend:
     def allocate(self, nbytes: int, index: int):
         raise NotImplementedError(f"backend {self.name!r} does not implement allocate()")
 
+    def allocator(self, index: int):
+        """A one-argument ``alloc(nbytes)`` for device ``index`` (the dispatcher's hot path
+        caches it); backends may return their storage constructor directly."""
+        return lambda nbytes: self.allocate(nbytes, index)
+
     def copy_from_host(self, storage, byte_offset: int, host_buffer) -> None:
         raise NotImplementedError(f"backend {self.name!r} does not implement copy_from_host()")
 

@@ -166,20 +166,38 @@ def _device_of(name, tensors):
     return dev
 
 
+_SCALAR_KIND = {bool: 0, int: 1, float: 2}
+
+
 def elementwise(name, *args, out=None, inplace=False, **attrs):
     """Run a schema elementwise op on tensors and Python scalars with broadcasting."""
     o = OPS[name]
     a0 = args[0]
     # fast path: same-dtype, same-shape, same-device tensors
-    if (len(args) == 2 and not inplace and out is None and type(a0) is type(args[1])
-            and _is_t(a0)):
+    if len(args) == 2 and out is None and not inplace and isinstance(a0, TensorBase):
         b = args[1]
-        if (a0.dtype is b.dtype and a0.shape == b.shape and a0.device is b.device
-                and o.promotion == "default"):
+        if (type(b) is type(a0) and a0.dtype is b.dtype and a0.shape == b.shape
+                and a0.device is b.device and o.promotion == "default"):
             k = o.kernels.get(a0.device.type)
             if k is not None:
                 res = C.empty(a0.shape, a0.dtype, a0.device)
-                k(res, a0, b, **attrs)
+                if attrs:
+                    k(res, a0, b, **attrs)
+                else:
+                    k(res, a0, b)
+                return res
+        # tensor (op) Python scalar that does not change the tensor's dtype
+        tb = type(b)
+        if tb in _SCALAR_KIND and a0.dtype._kind >= _SCALAR_KIND[tb] and (
+                o.promotion == "default"):
+            k = o.kernels.get(a0.device.type)
+            if k is not None:
+                sv = C.scalar_like(b, a0)
+                res = C.empty(a0.shape, a0.dtype, a0.device)
+                if attrs:
+                    k(res, a0, sv, **attrs)
+                else:
+                    k(res, a0, sv)
                 return res
     tensors = [a for a in args if _is_t(a)]
     if not tensors:

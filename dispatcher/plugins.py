@@ -161,6 +161,9 @@ def unregister_backend(device_type: str) -> None:
     with _lock:
         backend = BACKENDS.pop(device_type, None)
         uninstall_kernels(device_type)
+        from . import _core
+        for d in [d for d in _core._ALLOCATORS if d.type == device_type]:
+            del _core._ALLOCATORS[d]
         for k, r in list(_RECORDS.items()):
             if r.backend is backend and backend is not None:
                 del _RECORDS[k]

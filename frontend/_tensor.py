@@ -23,7 +23,9 @@ from .autograd._engine import MODE
 from ._repr import tensor_repr
 
 E = R.ew
+_EW = O.elementwise
 _s = F._s
+_PLAIN = frozenset((int, float, bool))
 
 
 class Tensor(TensorBase):
@@ -463,8 +465,13 @@ class Tensor(TensorBase):
         return R.index_put(self, _key(indices), _s(values), accumulate)
 
     # ---- operators -------------------------------------------------------------------------
+    # the hottest operators skip the autograd layer when nothing requires grad
     def __add__(self, other):
-        return E("add", self, _s(other))
+        if type(other) is not Tensor and type(other) not in _PLAIN:
+            other = _s(other)
+        if self.requires_grad or getattr(other, "requires_grad", False):
+            return E("add", self, other)
+        return _EW("add", self, other)
 
     def __radd__(self, other):
         return E("add", _s(other), self)
@@ -482,7 +489,11 @@ class Tensor(TensorBase):
         return F.sub_(self, other)
 
     def __mul__(self, other):
-        return E("mul", self, _s(other))
+        if type(other) is not Tensor and type(other) not in _PLAIN:
+            other = _s(other)
+        if self.requires_grad or getattr(other, "requires_grad", False):
+            return E("mul", self, other)
+        return _EW("mul", self, other)
 
     def __rmul__(self, other):
         return E("mul", _s(other), self)

@@ -39,6 +39,9 @@ class CPUBackend(Backend):
     def allocate(self, nbytes: int, index: int):
         return _C.Storage(nbytes)
 
+    def allocator(self, index: int):
+        return _C.Storage
+
     def copy_from_host(self, storage, byte_offset: int, host_buffer) -> None:
         src = _C.Storage.from_buffer(host_buffer)
         _C.storage_copy(storage, byte_offset, src, 0, src.nbytes)
