@@ -8,6 +8,7 @@ from __future__ import annotations
 import operator
 
 from . import _core as C
+from . import ops as _ops
 from ._core import normalize_dim, shape_str, view_of
 
 __all__ = ["view", "reshape", "transpose", "permute", "expand", "squeeze", "unsqueeze",
@@ -16,6 +17,8 @@ __all__ = ["view", "reshape", "transpose", "permute", "expand", "squeeze", "unsq
 
 
 def _ints(shape, op) -> tuple:
+    if len(shape) == 1 and type(shape[0]) is tuple and all(type(s) is int for s in shape[0]):
+        return shape[0]
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     elif len(shape) == 1 and hasattr(shape[0], "__len__") and not isinstance(shape[0], int):
@@ -97,12 +100,11 @@ def view(x, *shape):
 
 
 def reshape(x, *shape):
-    from .ops import contiguous  # a copy only when no view exists
     shape = infer_shape(_ints(shape, "reshape"), C.numel(x.shape), "reshape")
     stride = (C.contiguous_strides(shape) if C.is_contiguous(x)
               else _view_strides(x.shape, x._stride, shape))
-    if stride is None:
-        y = contiguous(x)
+    if stride is None:  # a copy only when no view exists
+        y = _ops.contiguous(x)
         return view_of(y, shape, C.contiguous_strides(shape), y._offset)
     return view_of(x, shape, stride, x._offset)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from weakref import ref as _weakref
 
 from ember.dispatcher import _core as C
 
@@ -170,12 +171,12 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 
 class Node:
     """One recorded op (``tensor.grad_fn``). ``next_functions`` are its input edges."""
-    __slots__ = ("next_functions", "_vjp", "_saved", "_ctx", "_freed", "_pre_hooks",
+    __slots__ = ("_next", "_vjp", "_saved", "_ctx", "_freed", "_pre_hooks",
                  "_hooks", "_shapes", "__weakref__")
 
     def __init__(self, vjp, next_functions, saved, ctx, shapes):
         self._vjp = vjp
-        self.next_functions = next_functions
+        self._next = next_functions
         self._saved = saved
         self._ctx = ctx
         self._freed = False
@@ -185,6 +186,11 @@ class Node:
 
     def name(self) -> str:
         return type(self).__name__
+
+    @property
+    def next_functions(self):
+        """PyTorch's layout: ``((node_or_None, input_nr), ...)``, one pair per input."""
+        return tuple((n, 0) for n in self._next)
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"
@@ -218,11 +224,15 @@ class Node:
 
 class AccumulateGrad:
     """The edge into a leaf: adds the incoming gradient to ``variable.grad``."""
-    __slots__ = ("variable", "next_functions", "__weakref__")
+    __slots__ = ("variable", "_next", "__weakref__")
 
     def __init__(self, variable):
         self.variable = variable
-        self.next_functions = ()
+        self._next = ()
+
+    @property
+    def next_functions(self):
+        return ()
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -245,6 +255,14 @@ class _Handle:
 
 
 _NODE_TYPES: dict = {}
+_R = []
+
+
+def _record():
+    if not _R:
+        from . import _record as R
+        _R.append(R)
+    return _R[0]
 
 
 def node_type(op: str):
@@ -264,9 +282,8 @@ def _edge(t):
     if t.requires_grad:
         acc = t._acc_ref() if t._acc_ref is not None else None
         if acc is None:
-            import weakref
             acc = AccumulateGrad(t)
-            t._acc_ref = weakref.ref(acc)
+            t._acc_ref = _weakref(acc)
         return acc
     return None
 
@@ -290,7 +307,7 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
         if id(n) in seen:
             continue
         seen.add(id(n))
-        for nxt in n.next_functions:
+        for nxt in n._next:
             if nxt is not None:
                 deps[id(nxt)] = deps.get(id(nxt), 0) + 1
                 stack.append(nxt)
@@ -343,7 +360,7 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
                     h(outs, (grad,))
             if not retain_graph:
                 node.release()
-            for nxt, g in zip(node.next_functions, outs):
+            for nxt, g in zip(node._next, outs):
                 if nxt is None:
                     continue
                 if g is not None:
@@ -375,7 +392,7 @@ def _skip(node, deps, buffers, ready, queued):
     stack = [node]
     while stack:
         n = stack.pop()
-        for nxt in n.next_functions:
+        for nxt in n._next:
             if nxt is None:
                 continue
             deps[id(nxt)] -= 1
@@ -388,15 +405,14 @@ def _skip(node, deps, buffers, ready, queued):
 
 
 def _accumulate(buffers, nodes, node, g):
-    from . import _record as R
     k = id(node)
     cur = buffers.get(k)
-    buffers[k] = g if cur is None else R.add(cur, g)
+    buffers[k] = g if cur is None else _record().add(cur, g)
     nodes[k] = node
 
 
 def _accumulate_leaf(v, grad, create_graph, handed):
-    from . import _record as R
+    R = _record()
     if grad is None:
         return
     hooks = v._hooks_list()

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from ember.dispatcher import _core as C
 from ember.dispatcher import _indexing as IX
+from ember.dispatcher import composites as CP
 from ember.dispatcher import ops as O
+from ember.dispatcher import views as V
 from ember.dispatcher._core import TensorBase
 
-from ._engine import MODE, SavedTensor, _edge, node_type
+from ._engine import _NODE_TYPES, MODE, SavedTensor, _edge, node_type
 
 _FORMULAS = None
 
@@ -33,14 +35,29 @@ def _requires(args) -> bool:
 
 def record(op, out, inputs, ctx=None, formula=None):
     """Attach a ``grad_fn`` for ``op`` to ``out`` (inputs: tensors or other values)."""
-    f = _formulas()[formula or op]
-    edges = tuple(_edge(a) if isinstance(a, TensorBase) else None for a in inputs)
-    saved = [SavedTensor(inputs[i]) if isinstance(inputs[i], TensorBase) else inputs[i]
-             for i in f.save]
+    f = (_FORMULAS or _formulas())[formula or op]
+    return _attach(op, f, out, inputs, inputs, ctx or {})
+
+
+def _attach(op, f, out, inputs, saved_from, ctx):
+    """Build the node: edges from ``inputs``, saved values from ``saved_from``."""
+    edges = []
+    shapes = []
+    for a in inputs:
+        if isinstance(a, TensorBase):
+            edges.append(a.grad_fn if a.grad_fn is not None else _edge(a))
+            shapes.append(a.shape)
+        else:
+            edges.append(None)
+            shapes.append(None)
+    saved = []
+    for i in f.save:
+        v = saved_from[i]
+        saved.append(SavedTensor(v) if isinstance(v, TensorBase) else v)
     if f.out:
         saved.append(SavedTensor(out, is_output=True))
-    shapes = tuple(a.shape if isinstance(a, TensorBase) else None for a in inputs)
-    node = node_type(op)(f.vjp, edges, saved, ctx or {}, shapes)
+    node = (_NODE_TYPES.get(op) or node_type(op))(f.vjp, tuple(edges), saved, ctx,
+                                                  tuple(shapes))
     out.requires_grad = True
     out.grad_fn = node
     return out
@@ -83,17 +100,8 @@ def _check_inplace(name, self):
 
 
 def _record_elementwise(name, out, args, attrs):
-    f = _elementwise_formula(name)
-    edges = tuple(_edge(a) if isinstance(a, TensorBase) else None for a in args)
-    saved = [SavedTensor(args[i]) if isinstance(args[i], TensorBase) else args[i]
-             for i in f.save]
-    if f.out:
-        saved.append(SavedTensor(out, is_output=True))
-    shapes = tuple(a.shape if isinstance(a, TensorBase) else None for a in args)
-    node = node_type(name)(f.vjp, edges, saved, attrs, shapes)
-    out.requires_grad = True
-    out.grad_fn = node
-    return out
+    f = _BROADCAST_CACHE.get(name) or _elementwise_formula(name)
+    return _attach(name, f, out, args, args, attrs)
 
 
 def ew(name, *args, out=None, inplace=False, **attrs):
@@ -121,16 +129,10 @@ def _inplace(name, args, attrs):
         before[0] = O.clone(self)
         before[0].requires_grad = self.requires_grad
         before[0].grad_fn = self.grad_fn
-    edges = tuple(_edge(a) if isinstance(a, TensorBase) else None for a in args)
-    saved = [SavedTensor(before[i]) if isinstance(before[i], TensorBase) else before[i]
-             for i in f.save]
-    shapes = tuple(a.shape if isinstance(a, TensorBase) else None for a in args)
+    node_inputs = tuple(args)
     O.elementwise(name, *args, inplace=True, **attrs)
-    if f.out:
-        saved.append(SavedTensor(self, is_output=True))
-    self.grad_fn = node_type(name)(f.vjp, edges, saved, attrs, shapes)
-    self.requires_grad = True
-    return self
+    # edges and saved inputs come from before the write; a saved output from after it
+    return _attach(name, f, self, node_inputs, before, attrs)
 
 
 def where(cond, a, b, out=None):
@@ -279,7 +281,6 @@ def bmm(a, b, out=None):
 
 
 def cat(tensors, dim=0):
-    from ember.dispatcher import composites as CP
     tensors = list(tensors)
     res = CP.cat(tensors, dim)
     if not MODE.grad or not _requires(tensors):
@@ -316,7 +317,6 @@ def _mark_view(res, x):
 def view(kind, x, *args, fn=None, **ctx):
     """Run a view function and record it. ``kind``: 'view' (reshape-like), 'permute',
     'expand' or 'as_view' (anything else, replayed for the gradient)."""
-    from ember.dispatcher import views as V
     if fn is None:
         fn = V.view
     res = fn(x, *args)
