@@ -190,7 +190,8 @@ def index(x, key):
 def index_put_(x, key, values, accumulate=False):
     v, adv = _split_key(x, key)
     if not adv:
-        return O.copy_(v, values)
+        O.copy_(v, values)
+        return x
     offs, shape, total = _linear_offsets(v, adv)
     if total == 0:
         return x

@@ -205,11 +205,12 @@ def sub_(self, other, *, alpha=1):
 
 
 def div_(self, other, *, rounding_mode=None):
-    res = div(self, other, rounding_mode=rounding_mode)
+    src = R.clone(self) if _grad(self, other) else self  # keep the pre-write value for backward
+    res = div(src, other, rounding_mode=rounding_mode)
     if not O.can_cast(res.dtype, self.dtype):
         raise RuntimeError(f"result type {D.torch_name(res.dtype)} can't be cast to the desired "
                            f"output type {D.torch_name(self.dtype)}")
-    return O.copy_(self, res)
+    return R.copy_(self, res)
 
 
 def floor_divide_(self, other):
@@ -355,7 +356,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, correction = _correction("std", dim, unbiased, correction)
-    return sqrt(R.reduce("var", _t(input, "std"), dim, keepdim, correction=correction))
+    return R.std(_t(input, "std"), dim, keepdim, correction)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -672,9 +673,16 @@ def matmul(input, other, *, out=None):
 
 
 def _matmul_grad(a, b):
-    """matmul in recorded ops (views + bmm), so autograd sees every step."""
+    """matmul in recorded ops (views + mm/bmm), so autograd sees every step."""
     da, db = len(a.shape), len(b.shape)
     CP.matmul_check(a, b)
+    if da == 2 and db == 2:
+        return R.mm(a, b)
+    if da > 2 and db == 2 and a.is_contiguous():
+        # fold the batch into rows: one mm, as for nn.Linear on (B, T, in) inputs
+        lead = a.shape[:-1]
+        r = R.mm(VW.reshape(a, (C.numel(lead), a.shape[-1])), b)
+        return VW.reshape(r, lead + (b.shape[-1],))
     a2 = VW.unsqueeze(a, 0) if da == 1 else a
     b2 = VW.unsqueeze(b, 1) if db == 1 else b
     n, k, m = a2.shape[-2], a2.shape[-1], b2.shape[-1]
@@ -692,8 +700,7 @@ def _matmul_grad(a, b):
 
 def mm(input, mat2, *, out=None):
     _tensors("mm", input, mat2)
-    res = CP.mm(input, mat2) if not _grad(input, mat2) else (
-        CP.mm_check(input, mat2) or _matmul_grad(input, mat2))
+    res = R.mm(input, mat2)
     return O.copy_(O._resize_out("mm", out, res.shape), res) if out is not None else res
 
 

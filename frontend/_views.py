@@ -43,11 +43,11 @@ def unflatten(x, dim, sizes):
 
 
 def squeeze(x, dim=None):
-    return R.view("view", x, dim, fn=V.squeeze)
+    return R.view("view", x, dim, fn=V.squeeze, name="squeeze")
 
 
 def unsqueeze(x, dim):
-    return R.view("view", x, dim, fn=V.unsqueeze)
+    return R.view("view", x, dim, fn=V.unsqueeze, name="unsqueeze")
 
 
 def permute(x, *dims):
@@ -64,7 +64,7 @@ def transpose(x, dim0, dim1):
     perm = list(range(nd))
     a, b = C.normalize_dim(dim0, nd), C.normalize_dim(dim1, nd)
     perm[a], perm[b] = perm[b], perm[a]
-    return permute(x, perm)
+    return R.view("permute", x, tuple(perm), fn=V.permute, perm=tuple(perm), name="transpose")
 
 
 def t(x):
@@ -100,19 +100,34 @@ def broadcast_to(x, size):
     return expand(x, size)
 
 
-def _as_view(fn):
-    def wrapped(x, *args):
-        return R.view("as_view", x, *args, fn=fn)
+def _as_view(fn, name=None):
+    import inspect
+    sig = inspect.signature(fn)
+
+    def wrapped(x, *args, **kwargs):
+        if kwargs:  # replaying needs positional arguments
+            bound = sig.bind(x, *args, **kwargs)
+            bound.apply_defaults()
+            args = bound.args[1:]
+        return R.view("as_view", x, *args, fn=fn, name=name)
     wrapped.__name__ = fn.__name__
     wrapped.__doc__ = fn.__doc__
     return wrapped
 
 
-narrow = _as_view(V.narrow)
-select = _as_view(V.select)
-unfold = _as_view(V.unfold)
-diagonal = _as_view(V.diagonal)
-basic_index = _as_view(V.basic_index)
+narrow = _as_view(V.narrow, "slice")
+select = _as_view(V.select, "select")
+unfold = _as_view(V.unfold, "unfold")
+diagonal = _as_view(V.diagonal, "diagonal")
+_basic_index = _as_view(V.basic_index, "slice")
+_select_index = _as_view(V.basic_index, "select")
+
+
+def basic_index(x, key):
+    """``x[key]`` for ints/slices/None/...; named like PyTorch's node for the key."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return _select_index(x, key)
+    return _basic_index(x, key)
 
 
 def as_strided(x, size, stride, storage_offset=None):

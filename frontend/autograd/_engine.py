@@ -41,7 +41,8 @@ def is_inference_mode_enabled() -> bool:
 
 
 class _ModeContext:
-    """Base for the grad-mode context managers; also usable as decorators."""
+    """Base for the grad-mode context managers; also usable as decorators, with or
+    without parentheses (``@ember.no_grad`` and ``@ember.no_grad()``)."""
 
     def __call__(self, fn):
         import functools
@@ -78,6 +79,14 @@ class no_grad(_ModeContext):
     ...     y = x * 2          # y.requires_grad is False
     """
 
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        pass
+
     def __enter__(self):
         self.prev = MODE.grad
         MODE.grad = False
@@ -89,6 +98,14 @@ class no_grad(_ModeContext):
 
 
 class enable_grad(_ModeContext):
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        pass
+
     def __enter__(self):
         self.prev = MODE.grad
         MODE.grad = True
@@ -214,8 +231,14 @@ class Node:
         return self._vjp(grad, saved, self._ctx, self._shapes)
 
     def release(self):
-        self._saved = ()
-        self._freed = True
+        """Free saved tensors; a node that saved none can run again (as in PyTorch)."""
+        fctx = self._ctx.get("_function")
+        if fctx is not None:
+            fctx._saved = ()
+            self._freed = True
+        elif any(isinstance(s, SavedTensor) for s in self._saved):
+            self._saved = ()
+            self._freed = True
 
     @property
     def metadata(self):
@@ -266,11 +289,15 @@ def _record():
 
 
 def node_type(op: str):
-    """The Node subclass for an op, named like PyTorch's (``MulBackward0``)."""
+    """The Node subclass for an op, named like PyTorch's (``MulBackward0``); an ``op``
+    already naming a class (``PowBackward1``) is used as it is."""
     cls = _NODE_TYPES.get(op)
     if cls is None:
-        camel = "".join(p[:1].upper() + p[1:] for p in op.split("_"))
-        cls = _NODE_TYPES[op] = type(f"{camel}Backward0", (Node,), {"__slots__": ()})
+        if "Backward" in op:
+            name = op
+        else:
+            name = "".join(p[:1].upper() + p[1:] for p in op.split("_")) + "Backward0"
+        cls = _NODE_TYPES[op] = type(name, (Node,), {"__slots__": ()})
     return cls
 
 
@@ -354,6 +381,9 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
             if capture_ids is not None and id(node) in capture_ids:
                 if capture:
                     captured[capture_ids[id(node)]] = grad
+                else:
+                    _accumulate_leaf(inputs[capture_ids[id(node)]], grad, create_graph,
+                                     handed, hooks=False)
             outs = node.apply(grad)
             if node._hooks:
                 for h in node._hooks:
@@ -404,19 +434,33 @@ def _skip(node, deps, buffers, ready, queued):
                     stack.append(nxt)
 
 
+class Slot:
+    """A gradient for output ``i`` of a multi-output node (custom Functions)."""
+    __slots__ = ("i", "n", "g")
+
+    def __init__(self, i, n, g):
+        self.i, self.n, self.g = i, n, g
+
+
 def _accumulate(buffers, nodes, node, g):
     k = id(node)
+    if type(g) is Slot:
+        lst = buffers.get(k)
+        if lst is None:
+            lst = buffers[k] = [None] * g.n
+        lst[g.i] = g.g if lst[g.i] is None else _record().add(lst[g.i], g.g)
+        nodes[k] = node
+        return
     cur = buffers.get(k)
     buffers[k] = g if cur is None else _record().add(cur, g)
     nodes[k] = node
 
 
-def _accumulate_leaf(v, grad, create_graph, handed):
+def _accumulate_leaf(v, grad, create_graph, handed, hooks=True):
     R = _record()
     if grad is None:
         return
-    hooks = v._hooks_list()
-    for h in hooks:
+    for h in (v._hooks_list() if hooks else ()):
         r = h(grad)
         if r is not None:
             grad = r

@@ -70,11 +70,19 @@ def _div(g, s, ctx, shapes):
 def _pow(g, s, ctx, shapes):
     F = _F()
     a, b, out = s
-    ga = g * b * F.pow(a, b - 1)
-    ga = F.where((a == 0) & (b == 0), 0.0, ga)
-    gb = None
+    ga = gb = None
+    if getattr(a, "requires_grad", False):
+        ga = g * b * F.pow(a, b - 1)
+        if isinstance(b, (int, float)):
+            if b == 0:
+                ga = g * 0
+        else:
+            ga = F.where((a == 0) & (b == 0), 0.0, ga)
     if getattr(b, "requires_grad", False):
-        gb = g * F.where(a > 0, out * F.log(F.where(a > 0, a, 1.0)), 0.0)
+        if isinstance(a, (int, float)):
+            gb = g * out * math.log(a) if a > 0 else g * 0
+        else:
+            gb = g * F.where(a > 0, out * F.log(F.where(a > 0, a, 1.0)), 0.0)
     return ga, gb
 
 
@@ -325,6 +333,29 @@ def _var(g, s, ctx, shapes):
     return (_unreduce(g, ctx, x.shape) * (2.0 / max(n - ctx["correction"], 0)) * (x - mu),)
 
 
+@formula("std", save=(0,), out=True)
+def _std(g, s, ctx, shapes):
+    x, out = s
+    n = 1
+    for d in ctx["dims"]:
+        n *= x.shape[d]
+    o = out
+    if not ctx["keepdim"]:
+        for d in ctx["dims"]:
+            o = o.unsqueeze(d)
+    mu = x.mean(dim=ctx["dims"], keepdim=True)
+    return (_unreduce(g, ctx, x.shape) * (x - mu) / (o * max(n - ctx["correction"], 0)),)
+
+
+@formula("mm", save=(0, 1))
+def _mm(g, s, ctx, shapes):
+    a, b = s
+    F = _F()
+    ga = F.mm(g, b.t()) if a.requires_grad else None
+    gb = F.mm(a.t(), g) if b.requires_grad else None
+    return ga, gb
+
+
 @formula("cumsum")
 def _cumsum(g, s, ctx, shapes):
     F = _F()
@@ -389,7 +420,8 @@ def _index_put(g, s, ctx, shapes):
     gx = g if ctx["accumulate"] else R.index_put(g, ctx["key"], 0.0)
     gv = None
     if shapes[1] is not None:
-        gv = g[ctx["key"]]
+        from ._record import sum_to
+        gv = sum_to(g[ctx["key"]], shapes[1])
     return gx, gv
 
 

@@ -93,10 +93,14 @@ def _check_inplace(name, self):
     if self.requires_grad and self.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            f"operation ({name}_).")
-    if self._base is not None and (self._base.requires_grad or self.requires_grad):
+    base = self._base
+    if base is not None and (base.requires_grad or self.requires_grad):
+        if base.requires_grad and base.grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in "
+                               f"an in-place operation ({name}_).")
         raise NotImplementedError(
             f"{name}_(): in-place modification of a view of a tensor that requires grad is not "
-            "supported yet; use an out-of-place op (e.g. torch.where / cat) instead")
+            "supported yet; use an out-of-place op (e.g. ember.where / ember.cat) instead")
 
 
 def _record_elementwise(name, out, args, attrs):
@@ -116,7 +120,19 @@ def ew(name, *args, out=None, inplace=False, **attrs):
     res = O.elementwise(name, *args, **attrs)
     if not res.dtype.is_floating_point:
         return res
+    if name == "pow":
+        return _record_pow(res, args)
     return _record_elementwise(name, res, args, attrs)
+
+
+def _record_pow(res, args):
+    """PyTorch names pow's nodes by operand kinds: tensor**scalar 0, tensor**tensor 1,
+    scalar**tensor 2."""
+    a, b = args
+    kind = "PowBackward1" if isinstance(a, TensorBase) and isinstance(b, TensorBase) else (
+        "PowBackward0" if isinstance(a, TensorBase) else "PowBackward2")
+    f = _BROADCAST_CACHE.get("pow") or _elementwise_formula("pow")
+    return _attach(kind, f, res, args, args, {})
 
 
 def _inplace(name, args, attrs):
@@ -151,8 +167,8 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
     _no_out_grad("clamp", out, args)
     if inplace:
         _check_inplace("clamp", x)
-        res = O.clamp(x, min, max)
-        return copy_(x, res)
+        # the node must keep x's value from before the write: compute from a copy
+        return copy_(x, clamp(clone(x), min, max))
     res = O.clamp(x, min, max)
     return _record_elementwise("clamp", res, args, {})
 
@@ -190,7 +206,25 @@ def reduce(name, x, dim=None, keepdim=False, dtype=None, out=None, **attrs):
     if dtype is not None and x.dtype is not res.dtype:
         src = to(x, None, res.dtype)
     ctx = dict(attrs, dims=dims, keepdim=keepdim)
-    return record(name, res, (src,), ctx)
+    return record(_PUBLIC.get(name, name), res, (src,), ctx, formula=name)
+
+
+_PUBLIC = {"max": "amax", "min": "amin"}
+
+
+def std(x, dim=None, keepdim=False, correction=1):
+    if not MODE.grad or not x.requires_grad:
+        return O.elementwise("sqrt", O.reduce("var", x, dim, keepdim, correction=correction))
+    res = O.elementwise("sqrt", O.reduce("var", x, dim, keepdim, correction=correction))
+    dims = C.normalize_dims(dim, len(x.shape), "std")
+    return record("std", res, (x,), dict(dims=dims, keepdim=keepdim, correction=correction))
+
+
+def mm(a, b):
+    res = CP.mm(a, b)
+    if not MODE.grad or not _requires((a, b)):
+        return res
+    return record("mm", res, (a, b))
 
 
 def scan(name, x, dim, dtype=None, out=None):
@@ -314,7 +348,7 @@ def _mark_view(res, x):
     return res
 
 
-def view(kind, x, *args, fn=None, **ctx):
+def view(kind, x, *args, fn=None, name=None, **ctx):
     """Run a view function and record it. ``kind``: 'view' (reshape-like), 'permute',
     'expand' or 'as_view' (anything else, replayed for the gradient)."""
     if fn is None:
@@ -328,7 +362,8 @@ def view(kind, x, *args, fn=None, **ctx):
         return res
     if kind == "as_view":
         ctx = {"replay": lambda t: fn(t, *args)}
-    return record(fn.__name__ if kind == "as_view" else kind, res, (x,), ctx, formula=kind)
+    return record(name or (fn.__name__ if kind == "as_view" else kind), res, (x,), ctx,
+                  formula=kind)
 
 
 def expand(x, shape):

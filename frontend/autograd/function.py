@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ember.dispatcher._core import TensorBase
 
-from ._engine import MODE, Node, SavedTensor, _edge, no_grad
+from ._engine import MODE, Node, SavedTensor, Slot, _edge, no_grad
 
 
 class FunctionCtx:
@@ -83,9 +83,16 @@ class Function:
         outs = out if isinstance(out, tuple) else (out,)
         edges = tuple(_edge(a) if isinstance(a, TensorBase) else None for a in args)
         node_cls = type(f"{cls.__name__}Backward", (_FunctionNode,), {"__slots__": ()})
+        differentiable = [i for i, o in enumerate(outs)
+                          if isinstance(o, TensorBase) and id(o) not in ctx._non_differentiable
+                          and o.dtype.is_floating_point]
 
         def vjp(g, saved, c, shapes):
-            grads = cls.backward(ctx, g)
+            grads_out = g if isinstance(g, list) else [g]
+            if len(outs) > 1 or isinstance(g, list):
+                grads_out = [gi if gi is not None or not ctx.materialize_grads
+                             else _zeros_like(o) for gi, o in zip(grads_out, outs)]
+            grads = cls.backward(ctx, *grads_out)
             if not isinstance(grads, tuple):
                 grads = (grads,)
             if len(grads) != len(args):
@@ -94,12 +101,30 @@ class Function:
                                    f"{len(grads)})")
             return grads
 
-        node = node_cls(vjp, edges, (), {}, tuple(getattr(a, "shape", None) for a in args))
+        node = node_cls(vjp, edges, (), {"_function": ctx},
+                        tuple(getattr(a, "shape", None) for a in args))
         ctx._node = node
-        for o in outs:
-            if isinstance(o, TensorBase) and id(o) not in ctx._non_differentiable \
-                    and o.dtype.is_floating_point:
-                o.requires_grad = True
-                o.grad_fn = node
-                break  # one differentiable output per node (ember's graph invariant)
+        if len(outs) == 1:
+            if differentiable:
+                outs[0].requires_grad = True
+                outs[0].grad_fn = node
+            return out
+        # several outputs: each gets a small node routing its gradient into a slot of
+        # the shared backward node, which calls backward() once with all of them
+        n = len(outs)
+        for i in differentiable:
+            outs[i].requires_grad = True
+            outs[i].grad_fn = _output_node(cls, node, i, n)
         return out
+
+
+def _zeros_like(o):
+    from .. import _creation as K
+    return K.zeros_like(o) if isinstance(o, TensorBase) else None
+
+
+def _output_node(cls, hub, i, n):
+    def route(g, saved, c, shapes):
+        return (Slot(i, n, g),)
+    node_cls = type(f"{cls.__name__}Backward", (_FunctionNode,), {"__slots__": ()})
+    return node_cls(route, (hub,), (), {}, (None,))
