@@ -36,7 +36,8 @@ class Tensor(TensorBase):
     >>> x.t().is_contiguous()
     False
     """
-    __slots__ = ("requires_grad", "grad", "grad_fn", "_base", "_acc_ref", "_hooks")
+    __slots__ = ("requires_grad", "grad", "grad_fn", "_base", "_acc_ref", "_hooks",
+                 "_retains")
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
@@ -164,10 +165,15 @@ class Tensor(TensorBase):
     def _hooks_list(self):
         return self._hooks or ()
 
+    @property
+    def retains_grad(self) -> bool:
+        return bool(self._retains) and self.grad_fn is not None
+
     def retain_grad(self):
         """Keep ``.grad`` for this non-leaf tensor after backward."""
-        if self.grad_fn is None:
+        if self.grad_fn is None or self._retains:
             return
+        self._retains = True
         import weakref
         ref = weakref.ref(self)
 
@@ -655,6 +661,7 @@ def _make(storage, shape, stride, offset, dtype, device, vc):
     t._base = None
     t._acc_ref = None
     t._hooks = None
+    t._retains = False
     return t
 
 

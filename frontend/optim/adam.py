@@ -1,0 +1,145 @@
+"""``Adam`` and ``AdamW`` (Kingma & Ba, 2015; Loshchilov & Hutter, 2019), as
+``torch.optim.Adam`` / ``torch.optim.AdamW``."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .. import _creation as K
+from .. import _functions as F
+from ..autograd import enable_grad
+from .optimizer import (Optimizer, _check_lr, _check_unsupported, _get_scalar_dtype,
+                        _get_value, _use_no_grad)
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    r"""Adam, optionally with the AMSGrad variant, as ``torch.optim.Adam``.
+
+    Per step ``t``, with ``g`` the gradient (negated when ``maximize``)::
+
+        g = g + weight_decay * p         (or p = p * (1 - lr * weight_decay) when
+                                          decoupled_weight_decay, as AdamW)
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        v_max = max(v_max, v)            (amsgrad; used in place of v below)
+        p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
+
+    State per parameter: ``step`` (a CPU scalar tensor), ``exp_avg``, ``exp_avg_sq`` and,
+    with ``amsgrad``, ``max_exp_avg_sq``.
+
+    >>> import ember
+    >>> w = ember.tensor([1.0, -1.0], requires_grad=True)
+    >>> opt = ember.optim.Adam([w], lr=0.1)
+    >>> w.grad = ember.tensor([0.5, -2.0]); opt.step()
+    >>> w
+    tensor([ 0.9000, -0.9000], requires_grad=True)
+    """
+
+    def __init__(self, params: Iterable, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+        _check_lr(lr)
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_unsupported(type(self).__name__, capturable=capturable,
+                           differentiable=differentiable, fused=fused)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def _init_state(self, p, amsgrad: bool) -> dict:
+        state = self.state[p]
+        if len(state) == 0:
+            # the step counter stays on the CPU: its value feeds Python-side bias corrections
+            state["step"] = K.tensor(0.0, dtype=_get_scalar_dtype())
+            state["exp_avg"] = K.zeros_like(p)
+            state["exp_avg_sq"] = K.zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = K.zeros_like(p)
+        return state
+
+    @_use_no_grad
+    def step(self, closure=None):
+        """Update every parameter that has a gradient; returns ``closure()`` if given."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+
+        for group in self.param_groups:
+            lr = _get_value(group["lr"])
+            beta1, beta2 = (_get_value(b) for b in group["betas"])
+            weight_decay, eps, amsgrad = group["weight_decay"], group["eps"], group["amsgrad"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self._init_state(p, amsgrad)
+                grad = -p.grad if group["maximize"] else p.grad
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                state["step"] += 1
+
+                if weight_decay != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * weight_decay)
+                    else:
+                        grad = grad.add(p, alpha=weight_decay)
+
+                exp_avg.lerp_(grad, 1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+
+                step = _get_value(state["step"])
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+                step_size = lr / bias_correction1
+                if amsgrad:
+                    max_exp_avg_sq = state["max_exp_avg_sq"]
+                    F.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+                    denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                else:
+                    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                p.addcdiv_(exp_avg, denom, value=-step_size)
+        return loss
+
+
+class AdamW(Adam):
+    r"""Adam with decoupled weight decay, as ``torch.optim.AdamW``: each step first shrinks
+    the parameter, ``p = p * (1 - lr * weight_decay)``, then applies the Adam update to
+    the plain gradient. Note the default ``weight_decay=1e-2``.
+
+    >>> import ember
+    >>> w = ember.tensor([1.0], requires_grad=True)
+    >>> opt = ember.optim.AdamW([w], lr=0.1, weight_decay=0.5)
+    >>> w.grad = ember.tensor([1.0]); opt.step()
+    >>> w
+    tensor([0.8500], requires_grad=True)
+    """
+
+    def __init__(self, params: Iterable, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

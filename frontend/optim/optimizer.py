@@ -1,0 +1,315 @@
+"""``Optimizer``: the base class of every optimizer, as ``torch.optim.Optimizer``.
+
+An optimizer holds ``param_groups`` (a list of dicts: ``"params"`` plus every
+hyper-parameter, defaults filled in) and ``state`` (a dict per parameter, keyed by the
+parameter tensor). Subclasses implement ``step``; everything else lives here:
+validation of the parameters, ``zero_grad``, and ``state_dict`` / ``load_state_dict`` in
+PyTorch's layout, where parameters are referred to by their index across all groups::
+
+    {"state": {0: {"momentum_buffer": tensor(...)}, ...},
+     "param_groups": [{"lr": 0.1, ..., "params": [0, 1]}, ...]}
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from copy import deepcopy
+from itertools import chain
+from typing import Any
+
+from ember.dispatcher import dtypes as D
+
+from .._tensor import Tensor
+from ..autograd import no_grad
+
+__all__ = ["Optimizer", "required"]
+
+StateDict = dict[str, Any]
+
+
+class _RequiredParameter:
+    """The default of a hyper-parameter that every param group must specify."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _typename(obj) -> str:
+    """``torch.typename`` for the objects an optimizer rejects: ``int``, ``numpy.ndarray``."""
+    cls = type(obj)
+    module = cls.__module__ or ""
+    return cls.__qualname__ if module in ("", "builtins") else f"{module}.{cls.__qualname__}"
+
+
+def _get_value(x):
+    """A hyper-parameter or a ``step`` counter as a Python number (tensors hold one value)."""
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def _get_scalar_dtype():
+    """The dtype of ``step`` counters: float64 when that is the default dtype, else float32."""
+    return D.float64 if D.get_default_dtype() is D.float64 else D.float32
+
+
+def _check_lr(lr) -> None:
+    """A learning rate may be a one-element tensor (schedulers then update it in place)."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
+def _check_unsupported(name: str, **flags) -> None:
+    """Reject PyTorch flags that ember accepts for signature compatibility but does not
+    implement (``differentiable``, ``fused``, ``capturable``); ``foreach`` is accepted and
+    ignored, since the per-tensor loop computes the same update."""
+    for flag, value in flags.items():
+        if value:
+            raise NotImplementedError(f"{name}({flag}=True) is not supported by ember; "
+                                      f"leave {flag} at its default")
+
+
+def _use_no_grad(step: Callable) -> Callable:
+    """Run an optimizer's ``step`` under ``ember.no_grad()``: updates are not recorded."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        with no_grad():
+            return step(self, *args, **kwargs)
+    return wrapper
+
+
+class Optimizer:
+    """Base class for all optimizers, as ``torch.optim.Optimizer``.
+
+    ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts that
+    define parameter groups (``{"params": [...], "lr": 0.01}``); ``defaults`` holds the
+    hyper-parameters a group does not set. Keep the order of the parameters the same
+    from run to run: ``state_dict`` refers to them by position.
+
+    >>> import ember
+    >>> w = ember.zeros(3, requires_grad=True)
+    >>> opt = ember.optim.SGD([w], lr=0.1)
+    >>> w.grad = ember.ones(3)
+    >>> opt.step(); w
+    tensor([-0.1000, -0.1000, -0.1000], requires_grad=True)
+    """
+
+    def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + _typename(params))
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    # ---- pickling and printing --------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Install ``state``; groups saved without a newer hyper-parameter get its default,
+        and ``step`` counters saved as numbers become tensors."""
+        self.__dict__.update(state)
+        for group in self.param_groups:
+            for name, default in self.defaults.items():
+                if default is not required:
+                    group.setdefault(name, default)
+            for p in group["params"]:
+                p_state = self.state.get(p)
+                if p_state and "step" in p_state and not isinstance(p_state["step"], Tensor):
+                    from .._creation import tensor
+                    p_state["step"] = tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+
+    def __repr__(self) -> str:
+        lines = [self.__class__.__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {key}: {group[key]}" for key in sorted(group) if key != "params"]
+        return "\n".join(lines) + "\n)"
+
+    # ---- parameter groups -------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own hyper-parameters (e.g. to start training
+        layers that were frozen); hyper-parameters it does not set take ``defaults``."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            params = list(params)
+
+        tensors, names = [], []
+        for param in params:
+            if isinstance(param, tuple):
+                names.append(param[0])
+                tensors.append(param[1])
+            else:
+                tensors.append(param)
+        param_group["params"] = tensors
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
+            param_group["param_names"] = names
+
+        for param in tensors:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + _typename(param))
+            if not (param.is_leaf or getattr(param, "retains_grad", False)):
+                raise ValueError("can't optimize a non-leaf Tensor")
+
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError("parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            param_group.setdefault(name, default)
+
+        ids = [id(p) for p in tensors]
+        if len(ids) != len(set(ids)):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+
+        seen: set[int] = set()
+        for group in self.param_groups:
+            seen.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
+        if not seen.isdisjoint(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # ---- gradients and steps ----------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of every parameter: to ``None`` (the default), or to zeros in
+        place with ``set_to_none=False``.
+
+        The two differ for the next step: a parameter whose ``grad`` is ``None`` is skipped,
+        while a zero gradient still moves it through momentum and weight decay.
+        """
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if p.grad.grad_fn is not None:
+                        p.grad.detach_()
+                    else:
+                        p.grad.requires_grad_(False)
+                    p.grad.zero_()
+
+    def step(self, closure: Callable[[], Any] | None = None):
+        """Update the parameters once. ``closure`` re-evaluates the model and returns the
+        loss; it runs with gradients enabled and its result is returned."""
+        raise NotImplementedError
+
+    # ---- saving and loading -----------------------------------------------------------
+    def state_dict(self) -> StateDict:
+        """The optimizer's state as ``{"state": {index: {...}}, "param_groups": [...]}``.
+
+        Parameters are numbered in order across all groups; each group is a copy of the
+        optimizer's group with ``"params"`` replaced by those numbers. The state tensors
+        are the optimizer's own (not copies): ``copy.deepcopy`` the result to snapshot it.
+
+        >>> import ember
+        >>> w = ember.zeros(2, requires_grad=True)
+        >>> opt = ember.optim.SGD([w], lr=0.1, momentum=0.9)
+        >>> w.grad = ember.ones(2); opt.step()
+        >>> sd = opt.state_dict()
+        >>> list(sd["state"]), sd["param_groups"][0]["params"]
+        ([0], [0])
+        """
+        index: dict[int, int] = {}
+        start = 0
+
+        def pack_group(group: dict[str, Any]) -> dict[str, Any]:
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                index.setdefault(id(p), i)
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {(index[id(k)] if isinstance(k, Tensor) else k): v
+                        for k, v in self.state.items()}
+        return {"state": packed_state, "param_groups": param_groups}
+
+    @staticmethod
+    def _process_value_according_to_param_policy(param: Tensor, value: Tensor, key=None):
+        # ``step`` counters stay as saved (a CPU scalar); other state follows its parameter's
+        # device and, for floating parameters, its dtype.
+        if key == "step":
+            return value
+        if param.is_floating_point():
+            return value.to(dtype=param.dtype, device=param.device)
+        return value.to(device=param.device)
+
+    def load_state_dict(self, state_dict: StateDict) -> None:
+        """Load a ``state_dict()``: groups and parameters are matched by position, state
+        tensors are moved to their parameter's device (and floating dtype), and the saved
+        hyper-parameters replace the current ones.
+
+        Create an ``LRScheduler`` before loading: its construction would overwrite the loaded
+        learning rates.
+        """
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def cast(param, value, key=None):
+            if isinstance(value, Tensor):
+                return Optimizer._process_value_according_to_param_policy(param, value, key)
+            if isinstance(value, dict):
+                return {k: cast(param, v, key=k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(cast(param, v) for v in value)
+            return value
+
+        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = cast(param, v)
+            else:
+                state[k] = v
+
+        def update_group(group, new_group):
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        self.__setstate__({"state": state, "param_groups": param_groups})

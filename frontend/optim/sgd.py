@@ -1,0 +1,80 @@
+"""``SGD``: stochastic gradient descent with momentum, as ``torch.optim.SGD``."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..autograd import enable_grad
+from .optimizer import Optimizer, _check_lr, _check_unsupported, _get_value, _use_no_grad
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    r"""Stochastic gradient descent, optionally with (Nesterov) momentum, as
+    ``torch.optim.SGD``.
+
+    Per step, with ``g`` the gradient (negated when ``maximize``)::
+
+        g = g + weight_decay * p
+        b = g                                 on the first step (momentum != 0)
+        b = momentum * b + (1 - dampening) * g    afterwards
+        g = g + momentum * b if nesterov else b
+        p = p - lr * g
+
+    State per parameter: ``momentum_buffer`` (when ``momentum != 0``).
+
+    >>> import ember
+    >>> w = ember.tensor([1.0, 2.0], requires_grad=True)
+    >>> opt = ember.optim.SGD([w], lr=0.5, momentum=0.9)
+    >>> w.grad = ember.tensor([1.0, 1.0]); opt.step()
+    >>> w
+    tensor([0.5000, 1.5000], requires_grad=True)
+    """
+
+    def __init__(self, params: Iterable, lr: float = 1e-3, momentum: float = 0,
+                 dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        _check_lr(lr)
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        _check_unsupported("SGD", differentiable=differentiable, fused=fused)
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                        foreach=foreach, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+
+    @_use_no_grad
+    def step(self, closure=None):
+        """Update every parameter that has a gradient; returns ``closure()`` if given."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+
+        for group in self.param_groups:
+            lr = _get_value(group["lr"])
+            weight_decay, momentum = group["weight_decay"], group["momentum"]
+            dampening, nesterov = group["dampening"], group["nesterov"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = -p.grad if group["maximize"] else p.grad
+                if weight_decay != 0:
+                    grad = grad.add(p, alpha=weight_decay)
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = state["momentum_buffer"] = grad.detach().clone()
+                    else:
+                        buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                    grad = grad.add(buf, alpha=momentum) if nesterov else buf
+                p.add_(grad, alpha=-lr)
+        return loss
