@@ -107,6 +107,8 @@ def view_of(t, shape: tuple, stride: tuple, offset: int):
 def is_contiguous(t) -> bool:
     expected = 1
     shape, stride = t.shape, t._stride
+    if 0 in shape:  # an empty tensor is contiguous whatever its strides (PyTorch)
+        return True
     for i in range(len(shape) - 1, -1, -1):
         n = shape[i]
         if n != 1:
