@@ -11,60 +11,33 @@ struct Bin3 {
   Tensor out, a, b;
 };
 
-Bin3 parse3(const char* op, PyObject* const* args_, Py_ssize_t n, PyObject* kw, Args& args) {
-  (void)args_; (void)n; (void)kw;
+// (out, a, b) of one dtype
+Bin3 parse3(const char* op, const Args& args) {
   Bin3 r{args.out(0), args.tensor(1), args.tensor(2)};
   check_same_dtype(op, r.out, r.a);
   check_same_dtype(op, r.out, r.b);
   return r;
 }
 
-template <class T>
-inline T wadd(T a, T b) { return (T)((wrap_t<T>)a + (wrap_t<T>)b); }
-template <class T>
-inline T wsub(T a, T b) { return (T)((wrap_t<T>)a - (wrap_t<T>)b); }
-template <class T>
-inline T wmul(T a, T b) { return (T)((wrap_t<T>)a * (wrap_t<T>)b); }
-
 #define EMBER_PARSE(NAME)                                 \
   Args args(NAME, a_, n_, kw_, {"out", "a", "b"}, 3);     \
-  Bin3 t = parse3(NAME, a_, n_, kw_, args);
+  Bin3 t = parse3(NAME, args);
 
 void k_add(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
   EMBER_PARSE("add")
-  dispatch<M_ALL>(t.out.dtype, "add", [&](auto tag) {
-    using T = EMBER_T(tag);
-    binary_op<T, T, T>("add", t.out, t.a, t.b, [](T x, T y) -> T {
-      if constexpr (std::is_same_v<T, bool>) return x || y;
-      else if constexpr (is_fp_v<T>) return cvt<T>(static_cast<compute_t<T>>(x) + static_cast<compute_t<T>>(y));
-      else return wadd(x, y);
-    });
-  });
+  binary_same<M_ALL>("add", t.out, t.a, t.b, [](auto x, auto y) { return add_elem(x, y); });
 }
 
 void k_sub(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
   EMBER_PARSE("sub")
   if (t.out.dtype == kBool)
     raise(PyExc_TypeError, "sub(): subtraction of bool tensors is not supported; use logical_xor() or bitwise_xor()");
-  dispatch<M_NUM>(t.out.dtype, "sub", [&](auto tag) {
-    using T = EMBER_T(tag);
-    binary_op<T, T, T>("sub", t.out, t.a, t.b, [](T x, T y) -> T {
-      if constexpr (is_fp_v<T>) return cvt<T>(static_cast<compute_t<T>>(x) - static_cast<compute_t<T>>(y));
-      else return wsub(x, y);
-    });
-  });
+  binary_same<M_NUM>("sub", t.out, t.a, t.b, [](auto x, auto y) { return sub_elem(x, y); });
 }
 
 void k_mul(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
   EMBER_PARSE("mul")
-  dispatch<M_ALL>(t.out.dtype, "mul", [&](auto tag) {
-    using T = EMBER_T(tag);
-    binary_op<T, T, T>("mul", t.out, t.a, t.b, [](T x, T y) -> T {
-      if constexpr (std::is_same_v<T, bool>) return x && y;
-      else if constexpr (is_fp_v<T>) return cvt<T>(static_cast<compute_t<T>>(x) * static_cast<compute_t<T>>(y));
-      else return wmul(x, y);
-    });
-  });
+  binary_same<M_ALL>("mul", t.out, t.a, t.b, [](auto x, auto y) { return mul_elem(x, y); });
 }
 
 template <class T>
@@ -93,7 +66,7 @@ inline C div_floor_fp(C a, C b) {
 template <class T>
 inline T int_div_trunc(T x, T y) {
   if constexpr (std::is_signed_v<T>) {
-    if (y == -1) return (T)(wrap_t<T>(0) - (wrap_t<T>)x);
+    if (y == -1) return sub_elem(T(0), x);  // no overflow trap on MIN / -1
   }
   return (T)(x / y);
 }
@@ -101,7 +74,7 @@ inline T int_div_trunc(T x, T y) {
 template <class T>
 inline T int_div_floor(T x, T y) {
   if constexpr (std::is_signed_v<T>) {
-    if (y == -1) return (T)(wrap_t<T>(0) - (wrap_t<T>)x);
+    if (y == -1) return sub_elem(T(0), x);  // no overflow trap on MIN / -1
     T q = (T)(x / y);
     T r = (T)(x % y);
     if (r != 0 && ((r < 0) != (y < 0))) --q;
@@ -111,47 +84,68 @@ inline T int_div_floor(T x, T y) {
   }
 }
 
+template <class T>
+inline T int_fmod(T x, T y) {  // C's %: the result takes the dividend's sign
+  if constexpr (std::is_signed_v<T>) {
+    if (y == -1) return T(0);
+  }
+  return (T)(x % y);
+}
+
+template <class T>
+inline T int_remainder(T x, T y) {  // Python's %: the result takes the divisor's sign
+  if constexpr (std::is_signed_v<T>) {
+    if (y == -1) return T(0);
+    T m = (T)(x % y);
+    if (m != 0 && ((y < 0) != (m < 0))) m = (T)(m + y);
+    return m;
+  } else {
+    return (T)(x % y);
+  }
+}
+
+// Numeric binary ops computed as fp(C x, C y) on the compute type for floats and as
+// in(T x, T y) for integers; integers first check b (no zero divisor / negative exponent).
+enum IntCheck { kNonzeroDivisor, kNonnegativeExponent };
+template <IntCheck Check, class FP, class IN>
+void fp_int_op(const char* op, const Bin3& t, FP fp, IN in) {
+  dispatch<M_NUM>(t.out.dtype, op, [&](auto tag) {
+    using T = EMBER_T(tag);
+    if constexpr (is_fp_v<T>) {
+      using C = compute_t<T>;
+      binary_op<T, T, T>(op, t.out, t.a, t.b, [fp](T x, T y) -> T {
+        return cvt<T>(static_cast<C>(fp(static_cast<C>(x), static_cast<C>(y))));
+      });
+    } else {
+      if constexpr (Check == kNonzeroDivisor) {
+        check_nonzero_divisor<T>(op, t.b);
+      } else if constexpr (std::is_signed_v<T>) {
+        if (any_elem<T>(t.b, [](T v) { return v < 0; }))
+          raise(PyExc_RuntimeError, "%s(): Integers to negative integer powers are not allowed.", op);
+      }
+      binary_op<T, T, T>(op, t.out, t.a, t.b, [in](T x, T y) -> T { return in(x, y); });
+    }
+  });
+}
 void k_div(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
   Args args("div", a_, n_, kw_, {"out", "a", "b", "rounding_mode"}, 3);
-  Bin3 t = parse3("div", a_, n_, kw_, args);
+  Bin3 t = parse3("div", args);
   std::string mode = args.get_str(3);
   if (mode.empty()) {
     if (!is_floating_code(t.out.dtype))
       raise(PyExc_TypeError,
             "div(): true division is not implemented for dtype %s on cpu (promote to a floating dtype first)",
             dtype_name(t.out.dtype));
-    dispatch<M_FLOAT>(t.out.dtype, "div", [&](auto tag) {
-      using T = EMBER_T(tag);
-      binary_op<T, T, T>("div", t.out, t.a, t.b, [](T x, T y) -> T {
-        return cvt<T>(static_cast<compute_t<T>>(x) / static_cast<compute_t<T>>(y));
-      });
+    binary_same<M_FLOAT>("div", t.out, t.a, t.b, [](auto x, auto y) {
+      using T = decltype(x);
+      return cvt<T>(static_cast<compute_t<T>>(x) / static_cast<compute_t<T>>(y));
     });
   } else if (mode == "trunc") {
-    dispatch<M_NUM>(t.out.dtype, "div", [&](auto tag) {
-      using T = EMBER_T(tag);
-      if constexpr (is_fp_v<T>) {
-        binary_op<T, T, T>("div", t.out, t.a, t.b, [](T x, T y) -> T {
-          using C = compute_t<T>;
-          return cvt<T>(std::trunc(static_cast<C>(x) / static_cast<C>(y)));
-        });
-      } else {
-        check_nonzero_divisor<T>("div", t.b);
-        binary_op<T, T, T>("div", t.out, t.a, t.b, [](T x, T y) -> T { return int_div_trunc(x, y); });
-      }
-    });
+    fp_int_op<kNonzeroDivisor>("div", t, [](auto x, auto y) { return std::trunc(x / y); },
+                               [](auto x, auto y) { return int_div_trunc(x, y); });
   } else if (mode == "floor") {
-    dispatch<M_NUM>(t.out.dtype, "div", [&](auto tag) {
-      using T = EMBER_T(tag);
-      if constexpr (is_fp_v<T>) {
-        binary_op<T, T, T>("div", t.out, t.a, t.b, [](T x, T y) -> T {
-          using C = compute_t<T>;
-          return cvt<T>(div_floor_fp<C>(static_cast<C>(x), static_cast<C>(y)));
-        });
-      } else {
-        check_nonzero_divisor<T>("div", t.b);
-        binary_op<T, T, T>("div", t.out, t.a, t.b, [](T x, T y) -> T { return int_div_floor(x, y); });
-      }
-    });
+    fp_int_op<kNonzeroDivisor>("div", t, [](auto x, auto y) { return div_floor_fp(x, y); },
+                               [](auto x, auto y) { return int_div_floor(x, y); });
   } else {
     raise(PyExc_ValueError,
           "div(): expected rounding_mode to be one of None, 'trunc' or 'floor' but found '%s'", mode.c_str());
@@ -173,41 +167,26 @@ inline T int_pow(T base, T exp) {
 
 void k_pow(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
   EMBER_PARSE("pow")
-  dispatch<M_NUM>(t.out.dtype, "pow", [&](auto tag) {
-    using T = EMBER_T(tag);
-    if constexpr (is_fp_v<T>) {
-      binary_op<T, T, T>("pow", t.out, t.a, t.b, [](T x, T y) -> T {
-        using C = compute_t<T>;
-        return cvt<T>(std::pow(static_cast<C>(x), static_cast<C>(y)));
-      });
-    } else {
-      if constexpr (std::is_signed_v<T>) {
-        if (any_elem<T>(t.b, [](T v) { return v < 0; }))
-          raise(PyExc_RuntimeError, "pow(): Integers to negative integer powers are not allowed.");
-      }
-      binary_op<T, T, T>("pow", t.out, t.a, t.b, [](T x, T y) -> T { return int_pow(x, y); });
-    }
-  });
+  fp_int_op<kNonnegativeExponent>("pow", t, [](auto x, auto y) { return std::pow(x, y); },
+                                  [](auto x, auto y) { return int_pow(x, y); });
 }
 
 template <bool IsMax>
 void minmax(const char* op, PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
   EMBER_PARSE(op)
-  dispatch<M_ALL>(t.out.dtype, op, [&](auto tag) {
-    using T = EMBER_T(tag);
-    binary_op<T, T, T>(op, t.out, t.a, t.b, [](T x, T y) -> T {
-      if constexpr (is_fp_v<T>) {
-        using C = compute_t<T>;
-        const C cx = static_cast<C>(x), cy = static_cast<C>(y);
-        if (cx != cx) return x;
-        if (cy != cy) return y;
-        if constexpr (IsMax) return cx >= cy ? x : y;
-        else return cx <= cy ? x : y;
-      } else {
-        if constexpr (IsMax) return x >= y ? x : y;
-        else return x <= y ? x : y;
-      }
-    });
+  binary_same<M_ALL>(op, t.out, t.a, t.b, [](auto x, auto y) {
+    using T = decltype(x);
+    if constexpr (is_fp_v<T>) {
+      using C = compute_t<T>;
+      const C cx = static_cast<C>(x), cy = static_cast<C>(y);
+      if (cx != cx) return x;
+      if (cy != cy) return y;
+      if constexpr (IsMax) return cx >= cy ? x : y;
+      else return cx <= cy ? x : y;
+    } else {
+      if constexpr (IsMax) return x >= y ? x : y;
+      else return x <= y ? x : y;
+    }
   });
 }
 void k_maximum(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) { minmax<true>("maximum", a_, n_, kw_); }
@@ -215,52 +194,20 @@ void k_minimum(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) { minmax<false
 
 void k_fmod(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
   EMBER_PARSE("fmod")
-  dispatch<M_NUM>(t.out.dtype, "fmod", [&](auto tag) {
-    using T = EMBER_T(tag);
-    if constexpr (is_fp_v<T>) {
-      binary_op<T, T, T>("fmod", t.out, t.a, t.b, [](T x, T y) -> T {
-        using C = compute_t<T>;
-        return cvt<T>(std::fmod(static_cast<C>(x), static_cast<C>(y)));
-      });
-    } else {
-      check_nonzero_divisor<T>("fmod", t.b);
-      binary_op<T, T, T>("fmod", t.out, t.a, t.b, [](T x, T y) -> T {
-        if constexpr (std::is_signed_v<T>) {
-          if (y == -1) return T(0);
-        }
-        return (T)(x % y);
-      });
-    }
-  });
+  fp_int_op<kNonzeroDivisor>("fmod", t, [](auto x, auto y) { return std::fmod(x, y); },
+                             [](auto x, auto y) { return int_fmod(x, y); });
 }
 
 // remainder: Python's % (result takes the divisor's sign)
 void k_remainder(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
   EMBER_PARSE("remainder")
-  dispatch<M_NUM>(t.out.dtype, "remainder", [&](auto tag) {
-    using T = EMBER_T(tag);
-    if constexpr (is_fp_v<T>) {
-      binary_op<T, T, T>("remainder", t.out, t.a, t.b, [](T x, T y) -> T {
-        using C = compute_t<T>;
-        const C cy = static_cast<C>(y);
-        C m = std::fmod(static_cast<C>(x), cy);
-        if (m != 0 && ((cy < 0) != (m < 0))) m += cy;
-        return cvt<T>(m);
-      });
-    } else {
-      check_nonzero_divisor<T>("remainder", t.b);
-      binary_op<T, T, T>("remainder", t.out, t.a, t.b, [](T x, T y) -> T {
-        if constexpr (std::is_signed_v<T>) {
-          if (y == -1) return T(0);
-          T m = (T)(x % y);
-          if (m != 0 && ((y < 0) != (m < 0))) m = (T)(m + y);
-          return m;
-        } else {
-          return (T)(x % y);
-        }
-      });
-    }
-  });
+  fp_int_op<kNonzeroDivisor>("remainder", t,
+                             [](auto x, auto y) {
+                               auto m = std::fmod(x, y);
+                               if (m != 0 && ((y < 0) != (m < 0))) m += y;
+                               return m;
+                             },
+                             [](auto x, auto y) { return int_remainder(x, y); });
 }
 
 }  // namespace

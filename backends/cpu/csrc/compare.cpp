@@ -5,8 +5,9 @@ namespace ember {
 
 namespace {
 
-template <class Cmp>
-void compare(const char* op, PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+// out (bool) = f(a, b) for a, b of any one dtype; f is generic: bool f(T, T)
+template <class F>
+void bool_binary(const char* op, PyObject* const* a_, Py_ssize_t n_, PyObject* kw_, F f) {
   Args args(op, a_, n_, kw_, {"out", "a", "b"}, 3);
   Tensor out = args.out(0);
   Tensor a = args.tensor(1);
@@ -15,10 +16,16 @@ void compare(const char* op, PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) 
   check_same_dtype(op, a, b);
   dispatch<M_ALL>(a.dtype, op, [&](auto tag) {
     using T = EMBER_T(tag);
-    using C = compute_t<T>;
-    binary_op<bool, T, T>(op, out, a, b, [](T x, T y) -> bool {
-      return Cmp::apply(static_cast<C>(x), static_cast<C>(y));
-    });
+    binary_op<bool, T, T>(op, out, a, b, [f](T x, T y) -> bool { return f(x, y); });
+  });
+}
+
+// comparisons: on the compute type
+template <class Cmp>
+void compare(const char* op, PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  bool_binary(op, a_, n_, kw_, [](auto x, auto y) {
+    using C = compute_t<decltype(x)>;
+    return Cmp::apply(static_cast<C>(x), static_cast<C>(y));
   });
 }
 
@@ -36,19 +43,10 @@ void k_le(PyObject* const* a, Py_ssize_t n, PyObject* kw) { compare<Le>("le", a,
 void k_gt(PyObject* const* a, Py_ssize_t n, PyObject* kw) { compare<Gt>("gt", a, n, kw); }
 void k_ge(PyObject* const* a, Py_ssize_t n, PyObject* kw) { compare<Ge>("ge", a, n, kw); }
 
-// logical ops: inputs of any (same) dtype, truthiness = != 0; out bool
+// logical ops: truthiness = != 0
 template <class L>
 void logical(const char* op, PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
-  Args args(op, a_, n_, kw_, {"out", "a", "b"}, 3);
-  Tensor out = args.out(0);
-  Tensor a = args.tensor(1);
-  Tensor b = args.tensor(2);
-  check_dtype(op, out, kBool, "out");
-  check_same_dtype(op, a, b);
-  dispatch<M_ALL>(a.dtype, op, [&](auto tag) {
-    using T = EMBER_T(tag);
-    binary_op<bool, T, T>(op, out, a, b, [](T x, T y) -> bool { return L::apply(cvt<bool>(x), cvt<bool>(y)); });
-  });
+  bool_binary(op, a_, n_, kw_, [](auto x, auto y) { return L::apply(cvt<bool>(x), cvt<bool>(y)); });
 }
 struct LAnd { static bool apply(bool x, bool y) { return x && y; } };
 struct LOr { static bool apply(bool x, bool y) { return x || y; } };
@@ -65,13 +63,11 @@ void bitwise(const char* op, PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) 
   Tensor b = args.tensor(2);
   check_same_dtype(op, out, a);
   check_same_dtype(op, out, b);
-  dispatch<M_BOOLINT>(out.dtype, op, [&](auto tag) {
-    using T = EMBER_T(tag);
-    binary_op<T, T, T>(op, out, a, b, [](T x, T y) -> T {
-      if constexpr (Kind == 0) return (T)(x & y);
-      else if constexpr (Kind == 1) return (T)(x | y);
-      else return (T)(x ^ y);
-    });
+  binary_same<M_BOOLINT>(op, out, a, b, [](auto x, auto y) {
+    using T = decltype(x);
+    if constexpr (Kind == 0) return (T)(x & y);
+    else if constexpr (Kind == 1) return (T)(x | y);
+    else return (T)(x ^ y);
   });
 }
 void k_bitwise_and(PyObject* const* a, Py_ssize_t n, PyObject* kw) { bitwise<0>("bitwise_and", a, n, kw); }

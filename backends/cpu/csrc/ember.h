@@ -140,6 +140,45 @@ inline To cvt(From v) {
   }
 }
 
+// Elementwise arithmetic on one dtype T: bool as logical or / and, floating point in the
+// compute type, integers wrapping (two's complement, via unsigned arithmetic).
+template <class T>
+inline T add_elem(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) return a || b;
+  else if constexpr (is_fp_v<T>) return cvt<T>(static_cast<compute_t<T>>(a) + static_cast<compute_t<T>>(b));
+  else return (T)((wrap_t<T>)a + (wrap_t<T>)b);
+}
+template <class T>
+inline T sub_elem(T a, T b) {
+  static_assert(!std::is_same_v<T, bool>, "no bool subtraction");
+  if constexpr (is_fp_v<T>) return cvt<T>(static_cast<compute_t<T>>(a) - static_cast<compute_t<T>>(b));
+  else return (T)((wrap_t<T>)a - (wrap_t<T>)b);
+}
+template <class T>
+inline T mul_elem(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) return a && b;
+  else if constexpr (is_fp_v<T>) return cvt<T>(static_cast<compute_t<T>>(a) * static_cast<compute_t<T>>(b));
+  else return (T)((wrap_t<T>)a * (wrap_t<T>)b);
+}
+
+// *o = v converted to dtype `code` (accumulator -> output of a reduction / scan)
+template <class A>
+inline void store_as(int code, char* o, A v) {
+  switch (code) {
+    case kBool: *(bool*)o = cvt<bool>(v); break;
+    case kUInt8: *(uint8_t*)o = cvt<uint8_t>(v); break;
+    case kInt8: *(int8_t*)o = cvt<int8_t>(v); break;
+    case kInt16: *(int16_t*)o = cvt<int16_t>(v); break;
+    case kInt32: *(int32_t*)o = cvt<int32_t>(v); break;
+    case kInt64: *(int64_t*)o = cvt<int64_t>(v); break;
+    case kFloat16: *(Half*)o = cvt<Half>(v); break;
+    case kBFloat16: *(BFloat16*)o = cvt<BFloat16>(v); break;
+    case kFloat32: *(float*)o = cvt<float>(v); break;
+    case kFloat64: *(double*)o = cvt<double>(v); break;
+    default: break;
+  }
+}
+
 template <class T> struct Tag { using type = T; };
 #define EMBER_T(tag) typename decltype(tag)::type
 
@@ -226,6 +265,15 @@ inline float fast_tanhf(float x) {
   const float r = ax >= 0.625f ? big : small;
   const float sr = std::copysign(r, x);
   return x != x ? x : sr;
+}
+// exp / tanh on a compute type: float uses the vectorisable fast_expf / fast_tanhf, double libm.
+template <class C> inline C exp_c(C x) {
+  if constexpr (std::is_same_v<C, float>) return fast_expf(x);
+  else return std::exp(x);
+}
+template <class C> inline C tanh_c(C x) {
+  if constexpr (std::is_same_v<C, float>) return fast_tanhf(x);
+  else return std::tanh(x);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -485,6 +533,23 @@ inline void binary_op(const char* op, const Tensor& out, const Tensor& a, const 
   it.run([&](char* const* p, const int64_t* s, int64_t n) { binary_inner<To, Ta, Tb>(p, s, n, f, stream); });
 }
 
+// out = f(x) / out = f(a, b) with every operand of out's dtype, which must be in Mask (the
+// caller checked the operands' dtypes).  f is generic: T f(T) / T f(T, T).
+template <unsigned Mask, class F>
+inline void unary_same(const char* op, const Tensor& out, const Tensor& x, F f) {
+  dispatch<Mask>(out.dtype, op, [&](auto tag) {
+    using T = EMBER_T(tag);
+    unary_op<T, T>(op, out, x, [f](T v) -> T { return f(v); });
+  });
+}
+template <unsigned Mask, class F>
+inline void binary_same(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  dispatch<Mask>(out.dtype, op, [&](auto tag) {
+    using T = EMBER_T(tag);
+    binary_op<T, T, T>(op, out, a, b, [f](T x, T y) -> T { return f(x, y); });
+  });
+}
+
 template <class To, class Ta, class Tb, class Tc, class F>
 inline void ternary_op(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, F f) {
   const Tensor* ts[4] = {&out, &a, &b, &c};
@@ -525,6 +590,52 @@ inline bool any_elem(const Tensor& t, P pred) {
   return found;
 }
 
+// NaN-propagating max of a contiguous row, in float (16 independent lanes); -inf if n == 0
+template <class T>
+inline float row_max(const T* p, int64_t n) {
+  constexpr int V = 16;
+  float acc[V];
+  for (int j = 0; j < V; ++j) acc[j] = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + V <= n; i += V)
+    for (int j = 0; j < V; ++j) {
+      const float v = static_cast<float>(p[i + j]);
+      acc[j] = (v > acc[j] || v != v) ? v : acc[j];
+    }
+  float m = -std::numeric_limits<float>::infinity();
+  for (int j = 0; j < V; ++j) m = (acc[j] > m || acc[j] != acc[j]) ? acc[j] : m;
+  for (; i < n; ++i) {
+    const float v = static_cast<float>(p[i]);
+    m = (v > m || v != v) ? v : m;
+  }
+  return m;
+}
+
+// Sum of a contiguous floating-point row: 16 float lanes (double for float64) over
+// 2048-element blocks, the block sums combined in double.
+template <class T>
+inline double row_sum(const T* p, int64_t n) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  constexpr int V = 16;
+  constexpr int64_t B = 2048;
+  double total = 0;
+  int64_t i = 0;
+  while (n - i >= V) {
+    const int64_t m = std::min<int64_t>(B, (n - i) / V * V);
+    A acc[V];
+    for (int j = 0; j < V; ++j) acc[j] = 0;
+    const T* q = p + i;
+    for (int64_t k = 0; k < m; k += V)
+      for (int j = 0; j < V; ++j) acc[j] += static_cast<A>(q[k + j]);
+    double s = 0;
+    for (int j = 0; j < V; ++j) s += acc[j];
+    total += s;
+    i += m;
+  }
+  for (; i < n; ++i) total += (double)static_cast<A>(p[i]);
+  return total;
+}
+
 // t without dim d (0-d tensors are returned unchanged)
 inline Tensor drop_dim(const Tensor& t, int d) {
   Tensor r = t;
@@ -538,6 +649,32 @@ inline Tensor drop_dim(const Tensor& t, int d) {
   for (int i = 0; i < r.ndim; ++i) r.numel *= r.shape[i];
   return r;
 }
+
+// Three tensors walked along one dim (gather, scatter, sort): `it` iterates the positions of
+// t1 without `dim` over all three tensors; at each position a kernel walks `len` (t1's size
+// along dim) elements using the byte strides sd[k] of tensor k along dim.
+struct DimWalk {
+  ElemIter it;
+  int64_t len;
+  int64_t sd[3];
+  DimWalk(const Tensor& t0, const Tensor& t1, const Tensor& t2, int dim) {
+    const Tensor* t[3] = {&t0, &t1, &t2};
+    len = t1.ndim ? t1.shape[dim] : 1;
+    for (int k = 0; k < 3; ++k) sd[k] = (t[k]->ndim ? t[k]->stride[dim] : 0) * t[k]->itemsize;
+    Tensor d0 = drop_dim(t0, dim), d1 = drop_dim(t1, dim), d2 = drop_dim(t2, dim);
+    const Tensor* ts[3] = {&d0, &d1, &d2};
+    it.build_shape(d1.shape, d1.ndim, ts, 3);
+  }
+  // f(char* p0, char* p1, char* p2): the three tensors' elements at dim index 0 of one position
+  template <class F>
+  void run(F&& f, int64_t grain) const {
+    it.run(
+        [&](char* const* p, const int64_t* s, int64_t m) {
+          for (int64_t i = 0; i < m; ++i) f(p[0] + i * s[0], p[1] + i * s[1], p[2] + i * s[2]);
+        },
+        grain);
+  }
+};
 
 // copy between two tensors of the same shape, any dtypes (used by random / matmul etc.)
 void copy_tensor(const Tensor& dst, const Tensor& src);

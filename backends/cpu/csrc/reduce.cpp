@@ -15,103 +15,77 @@ namespace ember {
 
 namespace {
 
-template <class A>
-inline void store_acc(int code, char* o, A v) {
-  switch (code) {
-    case kBool: *(bool*)o = cvt<bool>(v); break;
-    case kUInt8: *(uint8_t*)o = cvt<uint8_t>(v); break;
-    case kInt8: *(int8_t*)o = cvt<int8_t>(v); break;
-    case kInt16: *(int16_t*)o = cvt<int16_t>(v); break;
-    case kInt32: *(int32_t*)o = cvt<int32_t>(v); break;
-    case kInt64: *(int64_t*)o = cvt<int64_t>(v); break;
-    case kFloat16: *(Half*)o = cvt<Half>(v); break;
-    case kBFloat16: *(BFloat16*)o = cvt<BFloat16>(v); break;
-    case kFloat32: *(float*)o = cvt<float>(v); break;
-    case kFloat64: *(double*)o = cvt<double>(v); break;
-    default: break;
-  }
+// Full reductions of contiguous memory: fixed blocks of kBlock elements reduced in parallel into
+// part[block] = f(first, length), combined in order by the caller (thread-count independent).
+constexpr int64_t kBlock = 65536;
+inline int64_t num_blocks(int64_t n) { return (n + kBlock - 1) / kBlock; }
+template <class A, class F>
+void reduce_blocks(int64_t n, A* part, F&& f) {
+  parallel_for(0, num_blocks(n), 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) part[i] = f(i * kBlock, std::min(kBlock, n - i * kBlock));
+  });
 }
 
 // ------------------------------------------------------------------------------------------------
-// ops
-template <class T>
-struct SumOp {
-  using acc_t = std::conditional_t<is_fp_v<T>, double, int64_t>;
-  static constexpr bool kVecRow = true;
-  static acc_t ident() { return 0; }
-  static acc_t combine(acc_t a, acc_t b) {
-    if constexpr (is_fp_v<T>) return a + b;
-    else return (int64_t)((uint64_t)a + (uint64_t)b);
+// ops: ident() and combine() on the accumulator type acc_t; the loops of OpLoops widen elements
+// to acc_t (through the compute type) and fold them with Op's combine().
+template <class T, class A, class Op>
+struct OpLoops {
+  using acc_t = A;
+  static acc_t widen(T v) { return (acc_t) static_cast<compute_t<T>>(v); }
+  // V independent accumulators (vectorisable), combined in order, then the tail
+  template <int V>
+  static acc_t lanes(const T* p, int64_t n) {
+    acc_t acc[V];
+    for (int j = 0; j < V; ++j) acc[j] = Op::ident();
+    int64_t i = 0;
+    for (; i + V <= n; i += V)
+      for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], widen(p[i + j]));
+    acc_t r = Op::ident();
+    for (int j = 0; j < V; ++j) r = Op::combine(r, acc[j]);
+    for (; i < n; ++i) r = Op::combine(r, widen(p[i]));
+    return r;
   }
+  static acc_t strided(const char* p, int64_t st, int64_t n) {
+    acc_t a = Op::ident();
+    for (int64_t i = 0; i < n; ++i) a = Op::combine(a, widen(*(const T*)(p + i * st)));
+    return a;
+  }
+  static void row(acc_t* acc, const T* p, int64_t n) {
+    for (int64_t j = 0; j < n; ++j) acc[j] = Op::combine(acc[j], widen(p[j]));
+  }
+};
+
+// sum / prod accumulate in double (floats) or wrapping int64 (integers, bool)
+template <class T>
+using wide_acc_t = std::conditional_t<is_fp_v<T>, double, int64_t>;
+
+template <class T>
+struct SumOp : OpLoops<T, wide_acc_t<T>, SumOp<T>> {
+  using acc_t = wide_acc_t<T>;
+  static acc_t ident() { return 0; }
+  static acc_t combine(acc_t a, acc_t b) { return add_elem(a, b); }
   static acc_t contig(const T* p, int64_t n) {
     if constexpr (is_fp_v<T>) {
-      using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      constexpr int V = 16;
-      constexpr int64_t B = 2048;
-      double total = 0;
-      int64_t i = 0;
-      while (n - i >= V) {
-        const int64_t m = std::min<int64_t>(B, (n - i) / V * V);
-        A acc[V];
-        for (int j = 0; j < V; ++j) acc[j] = 0;
-        const T* q = p + i;
-        for (int64_t k = 0; k < m; k += V)
-          for (int j = 0; j < V; ++j) acc[j] += static_cast<A>(q[k + j]);
-        double s = 0;
-        for (int j = 0; j < V; ++j) s += acc[j];
-        total += s;
-        i += m;
-      }
-      for (; i < n; ++i) total += (double)static_cast<A>(p[i]);
-      return total;
+      return row_sum(p, n);
     } else {
       uint64_t s = 0;
       for (int64_t i = 0; i < n; ++i) s += (uint64_t)(int64_t)p[i];
       return (int64_t)s;
     }
   }
-  static acc_t strided(const char* p, int64_t st, int64_t n) {
-    acc_t a = 0;
-    for (int64_t i = 0; i < n; ++i) a = combine(a, (acc_t) static_cast<compute_t<T>>(*(const T*)(p + i * st)));
-    return a;
-  }
-  static void row(acc_t* acc, const T* p, int64_t n) {
-    for (int64_t j = 0; j < n; ++j) acc[j] = combine(acc[j], (acc_t) static_cast<compute_t<T>>(p[j]));
-  }
 };
 
 template <class T>
-struct ProdOp {
-  using acc_t = std::conditional_t<is_fp_v<T>, double, int64_t>;
+struct ProdOp : OpLoops<T, wide_acc_t<T>, ProdOp<T>> {
+  using acc_t = wide_acc_t<T>;
   static acc_t ident() { return 1; }
-  static acc_t combine(acc_t a, acc_t b) {
-    if constexpr (is_fp_v<T>) return a * b;
-    else return (int64_t)((uint64_t)a * (uint64_t)b);
-  }
-  static acc_t contig(const T* p, int64_t n) {
-    constexpr int V = 8;
-    acc_t acc[V];
-    for (int j = 0; j < V; ++j) acc[j] = 1;
-    int64_t i = 0;
-    for (; i + V <= n; i += V)
-      for (int j = 0; j < V; ++j) acc[j] = combine(acc[j], (acc_t) static_cast<compute_t<T>>(p[i + j]));
-    acc_t r = 1;
-    for (int j = 0; j < V; ++j) r = combine(r, acc[j]);
-    for (; i < n; ++i) r = combine(r, (acc_t) static_cast<compute_t<T>>(p[i]));
-    return r;
-  }
-  static acc_t strided(const char* p, int64_t st, int64_t n) {
-    acc_t a = 1;
-    for (int64_t i = 0; i < n; ++i) a = combine(a, (acc_t) static_cast<compute_t<T>>(*(const T*)(p + i * st)));
-    return a;
-  }
-  static void row(acc_t* acc, const T* p, int64_t n) {
-    for (int64_t j = 0; j < n; ++j) acc[j] = combine(acc[j], (acc_t) static_cast<compute_t<T>>(p[j]));
-  }
+  static acc_t combine(acc_t a, acc_t b) { return mul_elem(a, b); }
+  static acc_t contig(const T* p, int64_t n) { return ProdOp::template lanes<8>(p, n); }
 };
 
 template <class T, bool IsMax>
-struct MaxOp {
+struct MaxOp : OpLoops<T, compute_t<T>, MaxOp<T, IsMax>> {
   using acc_t = compute_t<T>;
   static acc_t ident() {
     if constexpr (std::is_same_v<T, bool>) return !IsMax;
@@ -123,26 +97,7 @@ struct MaxOp {
     if constexpr (IsMax) return (a > b || a != a) ? a : b;
     else return (a < b || a != a) ? a : b;
   }
-  static acc_t contig(const T* p, int64_t n) {
-    constexpr int V = 16;
-    acc_t acc[V];
-    for (int j = 0; j < V; ++j) acc[j] = ident();
-    int64_t i = 0;
-    for (; i + V <= n; i += V)
-      for (int j = 0; j < V; ++j) acc[j] = combine(acc[j], static_cast<acc_t>(p[i + j]));
-    acc_t r = ident();
-    for (int j = 0; j < V; ++j) r = combine(r, acc[j]);
-    for (; i < n; ++i) r = combine(r, static_cast<acc_t>(p[i]));
-    return r;
-  }
-  static acc_t strided(const char* p, int64_t st, int64_t n) {
-    acc_t a = ident();
-    for (int64_t i = 0; i < n; ++i) a = combine(a, static_cast<acc_t>(*(const T*)(p + i * st)));
-    return a;
-  }
-  static void row(acc_t* acc, const T* p, int64_t n) {
-    for (int64_t j = 0; j < n; ++j) acc[j] = combine(acc[j], static_cast<acc_t>(p[j]));
-  }
+  static acc_t contig(const T* p, int64_t n) { return MaxOp::template lanes<16>(p, n); }
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -157,16 +112,16 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
   const double inv = (mean && g.nred > 0) ? 1.0 / (double)g.nred : 1.0;
   auto store = [&](char* o, acc_t v) {
     if constexpr (std::is_floating_point_v<acc_t>) {
-      if (mean) { store_acc<double>(oc, o, (double)v * inv); return; }
+      if (mean) { store_as<double>(oc, o, (double)v * inv); return; }
     }
-    store_acc<acc_t>(oc, o, v);
+    store_as<acc_t>(oc, o, v);
   };
   if (g.nred == 0) {
     if (!empty_ok)
       raise(PyExc_RuntimeError, "%s(): cannot reduce over a zero-size dimension (input shape %s)", opname,
             shape_str(x).c_str());
     for_outputs(g, 0, g.nout, [&](const char*, char* o) {
-      if (mean) store_acc<double>(oc, o, std::numeric_limits<double>::quiet_NaN());
+      if (mean) store_as<double>(oc, o, std::numeric_limits<double>::quiet_NaN());
       else store(o, Op::ident());
     });
     return;
@@ -178,16 +133,13 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
   if (g.nk == 0 && g.nr == 1 && g.rx[0] == isz) {
     const T* p = (const T*)g.xb;
     const int64_t n = g.rs[0];
-    constexpr int64_t B = 65536;
-    const int64_t nb = (n + B - 1) / B;
+    const int64_t nb = num_blocks(n);
     if (nb == 1) {
       store(g.ob, Op::contig(p, n));
       return;
     }
     std::unique_ptr<acc_t[]> part(new acc_t[(size_t)nb]);  // not vector: vector<bool> packs bits
-    parallel_for(0, nb, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) part[(size_t)i] = Op::contig(p + i * B, std::min(B, n - i * B));
-    });
+    reduce_blocks(n, part.get(), [&](int64_t i, int64_t len) { return Op::contig(p + i, len); });
     acc_t acc = Op::ident();
     for (int64_t i = 0; i < nb; ++i) acc = Op::combine(acc, part[(size_t)i]);
     store(g.ob, acc);
@@ -217,21 +169,13 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
     if (tasks < get_num_threads() && g.nred * m >= 4 * kGrain) {
       // few, long columns (e.g. a sum over the batch dim): split the reduced rows into fixed
       // blocks reduced in parallel, partial rows combined in order (thread-count independent)
-      const int64_t RB = std::max<int64_t>(1, 65536 / m);
+      const int64_t RB = std::max<int64_t>(1, kBlock / m);
       const int64_t nblk = (g.nred + RB - 1) / RB;
       std::unique_ptr<acc_t[]> part(new acc_t[(size_t)(nblk * m)]);
       for (int64_t outer = 0; outer < nouter; ++outer) {
-        const char* xp = g.xb;
-        char* op = g.ob;
-        {
-          int64_t o2 = outer;
-          for (int d = 1; d < g.nk; ++d) {
-            int64_t i = o2 % g.ks[d];
-            o2 /= g.ks[d];
-            xp += i * g.kx[d];
-            op += i * g.ko[d];
-          }
-        }
+        const char* xp;
+        char* op;
+        outer_offsets(g, outer, xp, op);
         parallel_for(0, nblk, 1, [&](int64_t b, int64_t e) {
           for (int64_t blk = b; blk < e; ++blk) {
             acc_t* acc = part.get() + blk * m;
@@ -269,16 +213,10 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
     parallel_for(0, tasks, grain, [&](int64_t b, int64_t e) {
       acc_t acc[CB];
       for (int64_t t = b; t < e; ++t) {
-        int64_t outer = t / ncb, cb = t % ncb;
-        const char* xp = g.xb;
-        char* op = g.ob;
-        for (int d = 1; d < g.nk; ++d) {
-          int64_t i = outer % g.ks[d];
-          outer /= g.ks[d];
-          xp += i * g.kx[d];
-          op += i * g.ko[d];
-        }
-        const int64_t c0 = cb * CB, len = std::min(CB, m - c0);
+        const char* xp;
+        char* op;
+        outer_offsets(g, t / ncb, xp, op);
+        const int64_t c0 = t % ncb * CB, len = std::min(CB, m - c0);
         for (int64_t j = 0; j < len; ++j) acc[j] = Op::ident();
         for_reduced_runs(g, xp, [&](const char* p, int64_t s, int64_t n) {
           for (int64_t i = 0; i < n; ++i) Op::row(acc, (const T*)(p + i * s) + c0, len);
@@ -299,60 +237,41 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
   });
 }
 
-void k_sum(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("sum", a, n, kw, {"out", "x", "dims"}, 2);
-  Tensor out = args.out(0);
-  Tensor x = args.tensor(1);
-  bool red[MAXD];
-  args.get_dims(2, x.ndim, red);
-  dispatch<M_ALL>(out.dtype, "sum", [](auto) {});
-  dispatch<M_ALL>(x.dtype, "sum", [&](auto tag) {
-    using T = EMBER_T(tag);
-    reduce_engine<T, SumOp<T>>("sum", out, x, red, false, true);
-  });
-}
-
-void k_mean(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("mean", a, n, kw, {"out", "x", "dims"}, 2);
-  Tensor out = args.out(0);
-  Tensor x = args.tensor(1);
-  bool red[MAXD];
-  args.get_dims(2, x.ndim, red);
-  dispatch<M_FLOAT>(out.dtype, "mean", [](auto) {});
-  dispatch<M_FLOAT>(x.dtype, "mean", [&](auto tag) {
-    using T = EMBER_T(tag);
-    reduce_engine<T, SumOp<T>>("mean", out, x, red, true, true);
-  });
-}
-
-void k_prod(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("prod", a, n, kw, {"out", "x", "dims"}, 2);
-  Tensor out = args.out(0);
-  Tensor x = args.tensor(1);
-  bool red[MAXD];
-  args.get_dims(2, x.ndim, red);
-  dispatch<M_ALL>(out.dtype, "prod", [](auto) {});
-  dispatch<M_ALL>(x.dtype, "prod", [&](auto tag) {
-    using T = EMBER_T(tag);
-    reduce_engine<T, ProdOp<T>>("prod", out, x, red, false, true);
-  });
-}
-
-template <bool IsMax>
-void minmax_reduce(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+// (out, x, dims) reductions of x's dtypes in Mask: out either of x's dtype (same_dtype) or of
+// any dtype in Mask.
+template <unsigned Mask, template <class> class Op>
+void reduce_dims(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw, bool same_dtype, bool mean,
+                 bool empty_ok) {
   Args args(op, a, n, kw, {"out", "x", "dims"}, 2);
   Tensor out = args.out(0);
   Tensor x = args.tensor(1);
-  check_same_dtype(op, out, x);
+  if (same_dtype) check_same_dtype(op, out, x);
   bool red[MAXD];
   args.get_dims(2, x.ndim, red);
-  dispatch<M_ALL>(x.dtype, op, [&](auto tag) {
+  if (!same_dtype) dispatch<Mask>(out.dtype, op, [](auto) {});
+  dispatch<Mask>(x.dtype, op, [&](auto tag) {
     using T = EMBER_T(tag);
-    reduce_engine<T, MaxOp<T, IsMax>>(op, out, x, red, false, false);
+    reduce_engine<T, Op<T>>(op, out, x, red, mean, empty_ok);
   });
 }
-void k_max(PyObject* const* a, Py_ssize_t n, PyObject* kw) { minmax_reduce<true>("max", a, n, kw); }
-void k_min(PyObject* const* a, Py_ssize_t n, PyObject* kw) { minmax_reduce<false>("min", a, n, kw); }
+template <class T> using MaxOf = MaxOp<T, true>;
+template <class T> using MinOf = MaxOp<T, false>;
+
+void k_sum(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  reduce_dims<M_ALL, SumOp>("sum", a, n, kw, /*same_dtype=*/false, /*mean=*/false, /*empty_ok=*/true);
+}
+void k_mean(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  reduce_dims<M_FLOAT, SumOp>("mean", a, n, kw, /*same_dtype=*/false, /*mean=*/true, /*empty_ok=*/true);
+}
+void k_prod(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  reduce_dims<M_ALL, ProdOp>("prod", a, n, kw, /*same_dtype=*/false, /*mean=*/false, /*empty_ok=*/true);
+}
+void k_max(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  reduce_dims<M_ALL, MaxOf>("max", a, n, kw, /*same_dtype=*/true, /*mean=*/false, /*empty_ok=*/false);
+}
+void k_min(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  reduce_dims<M_ALL, MinOf>("min", a, n, kw, /*same_dtype=*/true, /*mean=*/false, /*empty_ok=*/false);
+}
 
 // ------------------------------------------------------------------------------------------------
 // argmax / argmin: first occurrence; NaN counts as the extreme value (first NaN wins).
@@ -363,10 +282,8 @@ void arg_reduce(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) 
   Tensor x = args.tensor(1);
   check_dtype(op, out, kInt64, "out");
   int dim = args.get_dim(2, x.ndim);
-  bool red[MAXD] = {false};
-  if (x.ndim > 0) red[dim] = true;
   RGeom g;
-  build_rgeom(g, op, out, x, red, false);
+  build_rgeom_dim(g, op, out, x, dim);
   if (g.nout == 0) return;
   if (g.nred == 0)
     raise(PyExc_RuntimeError, "%s(): Expected reduction dim %d to have non-zero size.", op, dim);
@@ -438,29 +355,23 @@ void k_var(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     const double denom = std::max(N - correction, 0.0);
     NoGil ng(x.numel >= kGilThreshold);
     if (g.nred == 0) {
-      for_outputs(g, 0, g.nout, [&](const char*, char* o) { store_acc<double>(oc, o, std::numeric_limits<double>::quiet_NaN()); });
+      for_outputs(g, 0, g.nout, [&](const char*, char* o) { store_as<double>(oc, o, std::numeric_limits<double>::quiet_NaN()); });
       return;
     }
     constexpr int64_t isz = sizeof(T);
     if (g.nk == 0 && g.nr == 1 && g.rx[0] == isz) {  // full contiguous: parallel blocks
       const T* p = (const T*)g.xb;
       const int64_t len = g.rs[0];
-      constexpr int64_t B = 65536;
-      const int64_t nb = (len + B - 1) / B;
-      std::vector<double> part((size_t)nb);
-      parallel_for(0, nb, 1, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) part[(size_t)i] = SumOp<T>::contig(p + i * B, std::min(B, len - i * B));
-      });
+      std::vector<double> part((size_t)num_blocks(len));
+      reduce_blocks(len, part.data(), [&](int64_t i, int64_t k) { return SumOp<T>::contig(p + i, k); });
       double s = 0;
       for (double v : part) s += v;
       const double mean = s / N;
-      parallel_for(0, nb, 1, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i)
-          part[(size_t)i] = sqdev<T>((const char*)(p + i * B), isz, std::min(B, len - i * B), mean);
-      });
+      reduce_blocks(len, part.data(),
+                    [&](int64_t i, int64_t k) { return sqdev<T>((const char*)(p + i), isz, k, mean); });
       double ss = 0;
       for (double v : part) ss += v;
-      store_acc<double>(oc, g.ob, ss / denom);
+      store_as<double>(oc, g.ob, ss / denom);
       return;
     }
     const int64_t grain = std::max<int64_t>(1, kGrain / (2 * g.nred));
@@ -473,7 +384,7 @@ void k_var(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         const double mean = s / N;
         double ss = 0;
         for_reduced_runs(g, xp, [&](const char* p, int64_t st, int64_t k) { ss += sqdev<T>(p, st, k, mean); });
-        store_acc<double>(oc, o, ss / denom);
+        store_as<double>(oc, o, ss / denom);
       });
     });
   });

@@ -95,6 +95,26 @@ inline void build_rgeom(RGeom& g, const char* op, const Tensor& out, const Tenso
   }
 }
 
+// Geometry of a reduction / scan along the one dim `dim` (not merged).
+inline void build_rgeom_dim(RGeom& g, const char* op, const Tensor& out, const Tensor& x, int dim,
+                            bool same_shape = false) {
+  bool red[MAXD] = {false};
+  if (x.ndim > 0) red[dim] = true;
+  build_rgeom(g, op, out, x, red, false, same_shape);
+}
+
+// x / out addresses of index `outer` (row-major) of the kept dims outside the innermost one
+inline void outer_offsets(const RGeom& g, int64_t outer, const char*& xp, char*& op) {
+  xp = g.xb;
+  op = g.ob;
+  for (int d = 1; d < g.nk; ++d) {
+    int64_t i = outer % g.ks[d];
+    outer /= g.ks[d];
+    xp += i * g.kx[d];
+    op += i * g.ko[d];
+  }
+}
+
 // f(const char* xp, char* op) for outputs [b, e) in kept-dims order
 template <class F>
 inline void for_outputs(const RGeom& g, int64_t b, int64_t e, F&& f) {

@@ -5,23 +5,6 @@ namespace ember {
 
 namespace {
 
-template <class A>
-inline void store_to(int code, char* o, A v) {
-  switch (code) {
-    case kBool: *(bool*)o = cvt<bool>(v); break;
-    case kUInt8: *(uint8_t*)o = cvt<uint8_t>(v); break;
-    case kInt8: *(int8_t*)o = cvt<int8_t>(v); break;
-    case kInt16: *(int16_t*)o = cvt<int16_t>(v); break;
-    case kInt32: *(int32_t*)o = cvt<int32_t>(v); break;
-    case kInt64: *(int64_t*)o = cvt<int64_t>(v); break;
-    case kFloat16: *(Half*)o = cvt<Half>(v); break;
-    case kBFloat16: *(BFloat16*)o = cvt<BFloat16>(v); break;
-    case kFloat32: *(float*)o = cvt<float>(v); break;
-    case kFloat64: *(double*)o = cvt<double>(v); break;
-    default: break;
-  }
-}
-
 template <bool IsProd>
 void scan_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Args args(op, a, n, kw, {"out", "x", "dim"}, 3);
@@ -29,24 +12,14 @@ void scan_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Tensor x = args.tensor(1);
   int dim = args.get_dim(2, x.ndim);
   dispatch<M_ALL>(out.dtype, op, [](auto) {});
-  bool red[MAXD] = {false};
-  if (x.ndim > 0) red[dim] = true;
   RGeom g;
-  build_rgeom(g, op, out, x, red, false, /*same_shape=*/true);
+  build_rgeom_dim(g, op, out, x, dim, /*same_shape=*/true);
   if (g.nout == 0 || g.nred == 0) return;
   const int oc = out.dtype;
   dispatch<M_ALL>(x.dtype, op, [&](auto tag) {
     using T = EMBER_T(tag);
     using A = std::conditional_t<is_fp_v<T>, double, int64_t>;
-    auto comb = [](A acc, A v) -> A {
-      if constexpr (IsProd) {
-        if constexpr (std::is_same_v<A, double>) return acc * v;
-        else return (int64_t)((uint64_t)acc * (uint64_t)v);
-      } else {
-        if constexpr (std::is_same_v<A, double>) return acc + v;
-        else return (int64_t)((uint64_t)acc + (uint64_t)v);
-      }
-    };
+    auto comb = [](A acc, A v) -> A { return IsProd ? mul_elem(acc, v) : add_elem(acc, v); };
     const A ident = IsProd ? A(1) : A(0);
     NoGil ng(x.numel >= kGilThreshold);
     const int64_t len = g.nr ? g.rs[0] : 1;
@@ -62,16 +35,10 @@ void scan_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
       parallel_for(0, tasks, grain, [&](int64_t b, int64_t e) {
         A acc[CB];
         for (int64_t t = b; t < e; ++t) {
-          int64_t outer = t / ncb, cb = t % ncb;
-          const char* xp = g.xb;
-          char* op_ = g.ob;
-          for (int d = 1; d < g.nk; ++d) {
-            int64_t i = outer % g.ks[d];
-            outer /= g.ks[d];
-            xp += i * g.kx[d];
-            op_ += i * g.ko[d];
-          }
-          const int64_t c0 = cb * CB, w = std::min(CB, m - c0);
+          const char* xp;
+          char* op_;
+          outer_offsets(g, t / ncb, xp, op_);
+          const int64_t c0 = t % ncb * CB, w = std::min(CB, m - c0);
           for (int64_t j = 0; j < w; ++j) acc[j] = ident;
           for (int64_t i = 0; i < len; ++i) {
             const T* xr = (const T*)(xp + i * sx) + c0;
@@ -97,7 +64,7 @@ void scan_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         } else {
           for (int64_t i = 0; i < len; ++i) {
             acc = comb(acc, (A) static_cast<compute_t<T>>(*(const T*)(xp + i * sx)));
-            store_to<A>(oc, o + i * so, acc);
+            store_as<A>(oc, o + i * so, acc);
           }
         }
       });

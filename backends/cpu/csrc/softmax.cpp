@@ -7,52 +7,6 @@ namespace ember {
 
 namespace {
 
-template <class C> inline C exp_c(C x) {
-  if constexpr (std::is_same_v<C, float>) return fast_expf(x);
-  else return std::exp(x);
-}
-
-// NaN-propagating max of a contiguous row (16 lanes, vectorisable)
-template <class T>
-inline float row_max(const T* p, int64_t n) {
-  constexpr int V = 16;
-  float acc[V];
-  for (int j = 0; j < V; ++j) acc[j] = -std::numeric_limits<float>::infinity();
-  int64_t i = 0;
-  for (; i + V <= n; i += V)
-    for (int j = 0; j < V; ++j) {
-      const float v = static_cast<float>(p[i + j]);
-      acc[j] = (v > acc[j] || v != v) ? v : acc[j];
-    }
-  float m = -std::numeric_limits<float>::infinity();
-  for (int j = 0; j < V; ++j) m = (acc[j] > m || acc[j] != acc[j]) ? acc[j] : m;
-  for (; i < n; ++i) {
-    const float v = static_cast<float>(p[i]);
-    m = (v > m || v != v) ? v : m;
-  }
-  return m;
-}
-
-// sum of a float row: 16 float lanes per 2048-block, blocks combined in double
-inline double row_sum(const float* p, int64_t n) {
-  constexpr int V = 16;
-  double total = 0;
-  int64_t i = 0;
-  while (n - i >= V) {
-    const int64_t m = std::min<int64_t>(2048, (n - i) / V * V);
-    float acc[V];
-    for (int j = 0; j < V; ++j) acc[j] = 0;
-    for (int64_t k = 0; k < m; k += V)
-      for (int j = 0; j < V; ++j) acc[j] += p[i + k + j];
-    double s = 0;
-    for (int j = 0; j < V; ++j) s += acc[j];
-    total += s;
-    i += m;
-  }
-  for (; i < n; ++i) total += p[i];
-  return total;
-}
-
 template <bool Log>
 void softmax_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Args args(op, a, n, kw, {"out", "x", "dim"}, 3);
@@ -60,10 +14,8 @@ void softmax_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) 
   Tensor x = args.tensor(1);
   check_same_dtype(op, out, x);
   int dim = args.get_dim(2, x.ndim);
-  bool red[MAXD] = {false};
-  if (x.ndim > 0) red[dim] = true;
   RGeom g;
-  build_rgeom(g, op, out, x, red, false, /*same_shape=*/true);
+  build_rgeom_dim(g, op, out, x, dim, /*same_shape=*/true);
   if (g.nout == 0 || g.nred == 0) return;
   dispatch<M_FLOAT>(x.dtype, op, [&](auto tag) {
     using T = EMBER_T(tag);

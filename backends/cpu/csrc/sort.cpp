@@ -19,20 +19,14 @@ void k_sort(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   check_same_shape("sort", values, x);
   check_same_shape("sort", indices, x);
   if (x.numel == 0) return;
-  const int64_t L = x.ndim ? x.shape[dim] : 1;
-  const int64_t vsd = (x.ndim ? values.stride[dim] : 0) * values.itemsize;
-  const int64_t isd = (x.ndim ? indices.stride[dim] : 0) * 8;
-  const int64_t xsd = (x.ndim ? x.stride[dim] : 0) * x.itemsize;
-  Tensor v2 = drop_dim(values, dim), i2 = drop_dim(indices, dim), x2 = drop_dim(x, dim);
-  const Tensor* ts[3] = {&v2, &i2, &x2};
-  ElemIter it;
-  it.build_shape(x2.shape, x2.ndim, ts, 3);
+  const DimWalk w(values, indices, x, dim);
+  const int64_t L = w.len, vsd = w.sd[0], isd = w.sd[1], xsd = w.sd[2];
   NoGil g(x.numel >= kGilThreshold);
   dispatch<M_ALL>(x.dtype, "sort", [&](auto tag) {
     using T = EMBER_T(tag);
     using K = compute_t<T>;
     using P = std::pair<K, int64_t>;
-    it.run(
+    w.it.run(
         [&](char* const* p, const int64_t* s, int64_t m) {
           std::vector<P> buf((size_t)L);
           for (int64_t i = 0; i < m; ++i) {

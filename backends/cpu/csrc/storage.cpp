@@ -24,9 +24,12 @@ PyObject* storage_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   }
   StorageObject* self = (StorageObject*)type->tp_alloc(type, 0);
   if (!self) return nullptr;
+  // Transparent huge pages are opt-in (EMBER_CPU_HUGEPAGES=1): where the kernel's THP
+  // defrag policy is "madvise", a fault in an madvised region compacts memory
+  // synchronously, which was seen to stall training steps for seconds.
   static const bool huge_ok = [] {
     const char* e = std::getenv("EMBER_CPU_HUGEPAGES");
-    return !(e && e[0] == '0');
+    return e && e[0] == '1';
   }();
   const bool huge = huge_ok && nbytes >= kHugeThreshold;
   size_t align = huge ? (size_t)kHugeAlign : (size_t)64;

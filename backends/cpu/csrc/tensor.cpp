@@ -245,8 +245,7 @@ Tensor Args::tensor(int i) const {
 }
 
 Tensor Args::out(int i) const {
-  Tensor t;
-  read_tensor(v[i], t, op, names[i]);
+  Tensor t = tensor(i);
   if (t.readonly && t.numel > 0)
     raise(PyExc_ValueError, "%s(): output tensor '%s' is backed by a read-only buffer", op, names[i]);
   return t;

@@ -26,24 +26,7 @@ EMBER_CLONES void vexp_sub_f32(float* o, const float* a, float m, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = fast_expf(a[i] - m);
 }
 
-EMBER_CLONES float vmax_f32(const float* p, int64_t n) {
-  constexpr int V = 16;
-  float acc[V];
-  for (int j = 0; j < V; ++j) acc[j] = -std::numeric_limits<float>::infinity();
-  int64_t i = 0;
-  for (; i + V <= n; i += V)
-    for (int j = 0; j < V; ++j) {
-      const float v = p[i + j];
-      acc[j] = (v > acc[j] || v != v) ? v : acc[j];
-    }
-  float m = -std::numeric_limits<float>::infinity();
-  for (int j = 0; j < V; ++j) m = (acc[j] > m || acc[j] != acc[j]) ? acc[j] : m;
-  for (; i < n; ++i) {
-    const float v = p[i];
-    m = (v > m || v != v) ? v : m;
-  }
-  return m;
-}
+EMBER_CLONES float vmax_f32(const float* p, int64_t n) { return row_max(p, n); }
 
 EMBER_CLONES void vscale_f32(float* o, const float* a, float s, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = a[i] * s;
