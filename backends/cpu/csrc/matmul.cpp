@@ -76,11 +76,16 @@ void bmm_blas(const Tensor& out, const Tensor& a, const Tensor& b) {
     gemm<T>(transa, transb, (int)n, (int)m, (int)k, (const T*)A.data + i * sa, (int)lda, (const T*)Bm.data + i * sb,
             (int)ldb, (T*)O.data + i * sc, (int)ldc);
   };
-  if (B > 1 && n * m * k <= 64 * 64 * 64) {
-    // small matrices: OpenBLAS runs them single-threaded; spread the batch over our pool
-    parallel_for(0, B, std::max<int64_t>(1, (1 << 18) / std::max<int64_t>(1, n * m * k)), [&](int64_t s, int64_t e) {
+  const int nt = get_num_threads();
+  if (B > 1 && nt > 1 && (B >= nt || n * m * k <= 64 * 64 * 64) && n * m * k <= (1 << 24)) {
+    // many independent GEMMs: spread the batch over our pool with OpenBLAS single-threaded
+    // (nested BLAS threads on top of the pool oversubscribe the cores and stall)
+    std::lock_guard<std::mutex> lock(g_blas_mu);
+    if (g_setnt) g_setnt(1);
+    parallel_for(0, B, 1, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) one(i);
     });
+    if (g_setnt) g_setnt(nt);
   } else {
     for (int64_t i = 0; i < B; ++i) one(i);
   }
