@@ -17,7 +17,7 @@ $(VENV_STAMP): pyproject.toml
 	$(PIP) install --quiet --upgrade pip
 	# build tools for the editable native backend (built without isolation for speed)
 	$(PIP) install --quiet "scikit-build-core>=0.10" "pybind11>=2.12" ninja numpy
-	$(PIP) install --quiet -e ".[test]"
+	$(PIP) install --quiet -e ".[test,demo]"
 	touch $@
 
 $(CPU_STAMP): $(VENV_STAMP) $(CPU_SRC)
@@ -27,13 +27,14 @@ $(CPU_STAMP): $(VENV_STAMP) $(CPU_SRC)
 build: $(CPU_STAMP)
 
 demo: $(CPU_STAMP)
-	$(PY) examples/demo.py
+	$(PY) examples/train_digits.py
 
 test: $(CPU_STAMP)
 	$(PY) -m pytest
 
 bench: $(CPU_STAMP)
 	$(PY) bench/bench_ops.py
+	$(PY) bench/bench_training.py
 
 docs: $(VENV_STAMP)
 	$(PIP) install --quiet mkdocs

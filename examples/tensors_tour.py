@@ -1,6 +1,6 @@
-"""ember's demo (for now): tensors on the CPU backend plugin.
+"""A short tour of ember tensors on the CPU backend plugin.
 
-The training demo replaces this once autograd/nn land (see the issues).
+(`make demo` runs the training demo, examples/train_digits.py.)
 """
 import time
 

@@ -1,0 +1,1867 @@
+"""``nn.functional``: stateless layers, activations and losses with PyTorch's signatures.
+
+Everything here is written in ember tensor ops only (no NumPy), so it runs on any device
+and gets gradients from autograd. Convolution and pooling use im2col built from
+``unfold`` views plus one batched ``matmul`` / reduction; there are no Python loops over
+pixels.
+
+>>> import ember, ember.nn.functional as F
+>>> x = ember.randn(2, 3, 8, 8)
+>>> F.conv2d(x, ember.randn(4, 3, 3, 3), padding=1).shape
+(2, 4, 8, 8)
+>>> F.cross_entropy(ember.randn(4, 5), ember.tensor([0, 1, 2, 3])).shape
+()
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import ember
+from ember import Tensor
+
+from .modules.utils import _no_grad, _ntuple, _pair
+
+__all__ = [
+    # linear, conv, pooling
+    "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "unfold", "fold", "max_pool1d", "max_pool2d", "avg_pool1d",
+    "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "pad", "interpolate", "upsample", "pixel_shuffle",
+    "pixel_unshuffle", "channel_shuffle",
+    # activations
+    "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu",
+    "gelu", "silu", "mish", "hardswish", "hardsigmoid", "hardtanh", "hardtanh_", "softplus",
+    "softsign", "tanhshrink", "threshold", "threshold_", "hardshrink", "softshrink",
+    "logsigmoid", "sigmoid", "tanh", "softmax", "softmin", "log_softmax", "glu", "prelu",
+    "rrelu",
+    # dropout, normalisation, embedding
+    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "layer_norm",
+    "group_norm", "rms_norm", "batch_norm", "instance_norm", "local_response_norm",
+    "normalize", "embedding", "one_hot", "cosine_similarity", "pairwise_distance",
+    "scaled_dot_product_attention", "multi_head_attention_forward",
+    # losses
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss",
+    "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+    "poisson_nll_loss", "gaussian_nll_loss", "triplet_margin_loss",
+    "multilabel_soft_margin_loss",
+]
+
+_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_EPS = {"float32": 1.1920928955078125e-07, "float64": 2.220446049250313e-16,
+        "float16": 0.0009765625, "bfloat16": 0.0078125}
+
+
+def _tname(dtype) -> str:
+    return _TORCH_NAMES.get(dtype.name, dtype.name)
+
+
+def _prod(xs) -> int:
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def _grad_enabled() -> bool:
+    fn = getattr(ember, "is_grad_enabled", None)
+    return fn() if fn is not None else True
+
+
+# ==== linear ==========================================================================
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y = x W^T + b`` over the last dimension of ``input``."""
+    if input.dtype is not weight.dtype:
+        if bias is None:
+            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                               f"{_ctype(input.dtype)} != {_ctype(weight.dtype)}")
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_tname(input.dtype)} and {_tname(weight.dtype)}")
+    if bias is not None and bias.dtype is not input.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{_tname(bias.dtype)} and {_tname(input.dtype)}")
+    out = ember.matmul(input, weight.t()) if weight.dim() == 2 else ember.matmul(input, weight)
+    return out + bias if bias is not None else out
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Tensor | None = None) -> Tensor:
+    """``y_k = x1^T W_k x2 + b_k``; ``weight`` is (out, in1, in2)."""
+    out_f, in1, in2 = weight.shape
+    if input1.shape[-1] != in1:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {in1}")
+    if input2.shape[-1] != in2:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {in2}")
+    lead = input1.shape[:-1]
+    x1 = input1.reshape(-1, in1)
+    x2 = input2.reshape(-1, in2)
+    # (B, in1) @ (in1, out*in2) -> (B, out, in2), then contract with x2
+    t = ember.matmul(x1, weight.permute(1, 0, 2).reshape(in1, out_f * in2))
+    out = (t.reshape(-1, out_f, in2) * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, out_f)
+
+
+# ==== convolution =====================================================================
+def _patches(x: Tensor, kernel, stride, dilation) -> Tensor:
+    """View of ``x`` (N, C, *spatial) as (N, C, *out, *kernel) sliding windows."""
+    nd = len(kernel)
+    for i in range(nd):
+        x = x.unfold(2 + i, dilation[i] * (kernel[i] - 1) + 1, stride[i])
+    if any(d != 1 for d in dilation):
+        x = x[(Ellipsis,) + tuple(slice(None, None, d) for d in dilation)]
+    return x
+
+
+def _blocks(sp, kernel, stride, dilation):
+    return [(sp[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+            for i in range(len(kernel))]
+
+
+class _Im2Col(ember.autograd.Function):
+    """im2col: every sliding block of ``x`` (N, C, *sp) copied out, as (N, C * K, L)
+    (``batch_inner=False``) or as (C * K, N * L) (``batch_inner=True``: one GEMM for the
+    whole batch). Its adjoint is ``_Col2Im``, so the backward is one col2im and
+    gradients of any order stay fast."""
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, dilation, batch_inner):
+        ctx.geom = (tuple(x.shape), kernel, stride, dilation, batch_inner)
+        nd = len(kernel)
+        p = _patches(x, kernel, stride, dilation)              # (N, C, *blocks, *kernel)
+        kdims = tuple(range(2 + nd, 2 + 2 * nd))
+        bdims = tuple(range(2, 2 + nd))
+        n, c, k, L = x.shape[0], x.shape[1], _prod(kernel), _prod(p.shape[2:2 + nd])
+        if batch_inner:
+            return p.permute(1, *kdims, 0, *bdims).reshape(c * k, n * L)
+        return p.permute(0, 1, *kdims, *bdims).reshape(n, c * k, L)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, kernel, stride, dilation, batch_inner = ctx.geom
+        return (_Col2Im.apply(g, shape, kernel, stride, dilation, batch_inner),
+                None, None, None, None)
+
+
+class _Col2Im(ember.autograd.Function):
+    """col2im, the adjoint of ``_Im2Col``: blocks (N, C * K, L) or (C * K, N * L) summed
+    into ``shape`` = (N, C, *sp); one strided add per kernel offset (a loop over the
+    kernel, not over pixels)."""
+
+    @staticmethod
+    def forward(ctx, cols, shape, kernel, stride, dilation, batch_inner):
+        ctx.geom = (kernel, stride, dilation, batch_inner)
+        nd = len(kernel)
+        n, c, sp = shape[0], shape[1], shape[2:]
+        blocks = _blocks(sp, kernel, stride, dilation)
+        if batch_inner:     # (C, *k, N, *blocks) viewed as (N, C, *k, *blocks)
+            src = cols.reshape(c, *kernel, n, *blocks).permute(
+                1 + nd, 0, *range(1, 1 + nd), *range(2 + nd, 2 + 2 * nd))
+        else:
+            src = cols.reshape(n, c, *kernel, *blocks)
+        out = ember.zeros(shape, dtype=cols.dtype, device=cols.device)
+        everything = (slice(None), slice(None))
+        for offs in itertools.product(*[range(k) for k in kernel]):
+            window = tuple(slice(o * d, o * d + (b - 1) * s + 1, s)
+                           for o, d, b, s in zip(offs, dilation, blocks, stride))
+            out[everything + window].add_(src[everything + offs])
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        kernel, stride, dilation, batch_inner = ctx.geom
+        return _Im2Col.apply(g, kernel, stride, dilation, batch_inner), None, None, None, \
+            None, None
+
+
+def _pad_dim(x: Tensor, dim: int, left: int, right: int, value) -> Tensor:
+    if left < 0:
+        x = x.narrow(dim, -left, x.shape[dim] + left)
+        left = 0
+    if right < 0:
+        x = x.narrow(dim, 0, x.shape[dim] + right)
+        right = 0
+    if not left and not right:
+        return x
+    parts = []
+    shape = list(x.shape)
+    if left:
+        shape[dim] = left
+        parts.append(ember.full(tuple(shape), value, dtype=x.dtype, device=x.device))
+    parts.append(x)
+    if right:
+        shape[dim] = right
+        parts.append(ember.full(tuple(shape), value, dtype=x.dtype, device=x.device))
+    return ember.cat(parts, dim)
+
+
+def _pad_spatial(x: Tensor, pads, value=0) -> Tensor:
+    """``pads[i] = (left, right)`` for spatial dim ``i`` (dims 2, 3, ...)."""
+    for i, (lo, hi) in enumerate(pads):
+        x = _pad_dim(x, 2 + i, lo, hi, value)
+    return x
+
+
+def _check_conv_input(name, input, weight, nd, groups, transposed=False, bias=None):
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                           f"{name}, but got input of size: {list(input.shape)}")
+    if weight.dim() != nd + 2:
+        raise RuntimeError(f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional "
+                           f"input {list(input.shape)}, but got {weight.dim()}-dimensional "
+                           f"weight of size {list(weight.shape)} instead")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if bias is not None and bias.dtype is not input.dtype:
+        raise RuntimeError(f"Input type ({_ctype(input.dtype)}) and bias type "
+                           f"({_ctype(bias.dtype)}) should be the same")
+    if weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected scalar type {_tname(input.dtype)} but found "
+                           f"{_tname(weight.dtype)}")
+    batched = input.dim() == nd + 2
+    c = input.shape[1] if batched else input.shape[0]
+    shown = list(input.shape) if batched else [1] + list(input.shape)
+    if transposed:
+        if weight.shape[0] != c:
+            raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, "
+                               f"expected input{shown} to have {weight.shape[0]} channels, but "
+                               f"got {c} channels instead")
+        if c % groups:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                               f"{groups} at dimension 0, but got weight of size "
+                               f"[{list(weight.shape)}] instead")
+    else:
+        if weight.shape[0] % groups:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                               f"{groups} at dimension 0, but got weight of size "
+                               f"[{list(weight.shape)}] instead")
+        if weight.shape[1] * groups != c:
+            raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
+                               f"expected input{shown} to have {weight.shape[1] * groups} "
+                               f"channels, but got {c} channels instead")
+    return batched
+
+
+def _ctype(dtype) -> str:
+    return {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16"}.get(dtype.name, dtype.name)
+
+
+def _conv_padding(padding, kernel, stride, dilation, nd):
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0)] * nd
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = []
+            for d, k in zip(dilation, kernel):
+                total = d * (k - 1)
+                pads.append((total // 2, total - total // 2))
+            return pads
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    p = _ntuple(nd)(padding)
+    if any(q < 0 for q in p):
+        raise RuntimeError("negative padding is not supported")
+    return [(q, q) for q in p]
+
+
+def _convnd(name, input, weight, bias, stride, padding, dilation, groups, nd):
+    batched = _check_conv_input(name, input, weight, nd, groups, bias=bias)
+    x = input if batched else input.unsqueeze(0)
+    stride, dilation = _ntuple(nd)(stride), _ntuple(nd)(dilation)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    kernel = tuple(weight.shape[2:])
+    pads = _conv_padding(padding, kernel, stride, dilation, nd)
+    padded = [x.shape[2 + i] + lo + hi for i, (lo, hi) in enumerate(pads)]
+    eff = [dilation[i] * (kernel[i] - 1) + 1 for i in range(nd)]
+    if any(e > p for e, p in zip(eff, padded)):
+        raise RuntimeError(f"Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
+                           "actual input size")
+    x = _pad_spatial(x, pads)
+    n, c = x.shape[0], x.shape[1]
+    o = weight.shape[0]
+    out_sp = _blocks(x.shape[2:], kernel, stride, dilation)
+    k = _prod(kernel)
+    cg = c // groups
+    L = _prod(out_sp)
+    # one GEMM per group over the whole batch: (G, O/G, Cg*K) @ (G, Cg*K, N*L)
+    cols = _Im2Col.apply(x, kernel, stride, dilation, True).reshape(groups, cg * k, n * L)
+    w = weight.reshape(groups, o // groups, cg * k)
+    out = ember.matmul(w, cols).reshape(o, n, *out_sp).transpose(0, 1)
+    # the output is (N, O, *out) in memory like PyTorch's (contiguous), so .view() works
+    out = out + bias.reshape((1, o) + (1,) * nd) if bias is not None else out.contiguous()
+    return out if batched else out.squeeze(0)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """1-D convolution over (N, C, L) or (C, L); ``padding`` may be 'same' or 'valid'."""
+    return _convnd("conv1d", input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """2-D convolution over (N, C, H, W) or (C, H, W) (cross-correlation, as PyTorch)."""
+    return _convnd("conv2d", input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    return _convnd("conv3d", input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+def _fold_nd(cols: Tensor, channels, out_sp, kernel, dilation, padding, stride) -> Tensor:
+    """col2im: (N, C * K, L) blocks summed into (N, C, *out_sp) (overlaps add up,
+    ``padding`` is cropped)."""
+    n = cols.shape[0]
+    padded = tuple(out_sp[i] + 2 * padding[i] for i in range(len(kernel)))
+    cols = cols.reshape(n, channels * _prod(kernel), -1)
+    out = _Col2Im.apply(cols, (n, channels) + padded, tuple(kernel), tuple(stride),
+                        tuple(dilation), False)
+    if any(padding):
+        out = out[(slice(None), slice(None)) + tuple(slice(p, p + s)
+                                                     for p, s in zip(padding, out_sp))]
+    return out
+
+
+def _conv_transposend(name, input, weight, bias, stride, padding, output_padding, groups,
+                      dilation, nd):
+    batched = _check_conv_input(name, input, weight, nd, groups, transposed=True, bias=bias)
+    x = input if batched else input.unsqueeze(0)
+    stride, padding = _ntuple(nd)(stride), _ntuple(nd)(padding)
+    output_padding, dilation = _ntuple(nd)(output_padding), _ntuple(nd)(dilation)
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        axes = ["height", "width"] if nd == 2 else (["width"] if nd == 1 else
+                                                   ["depth", "height", "width"])
+        parts = ([f"output_padding_{a}: {v}" for a, v in zip(axes, output_padding)]
+                 + [f"stride_{a}: {v}" for a, v in zip(axes, stride)]
+                 + [f"dilation_{a}: {v}" for a, v in zip(axes, dilation)])
+        raise RuntimeError("output padding must be smaller than either stride or dilation, "
+                           "but got " + " ".join(parts))
+    n, cin = x.shape[0], x.shape[1]
+    in_sp = x.shape[2:]
+    kernel = tuple(weight.shape[2:])
+    cout_g = weight.shape[1]
+    k = _prod(kernel)
+    out_sp = [(in_sp[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1)
+              + output_padding[i] + 1 for i in range(nd)]
+    if any(s <= 0 for s in out_sp):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, in_sp))}). "
+                           f"Calculated output size per channel: "
+                           f"({' x '.join(map(str, out_sp))}). Output size is too small")
+    cin_g = cin // groups
+    L = _prod(in_sp)
+    # (G, Cout_g*K, Cin_g) @ (G, Cin_g, N*L): one GEMM per group, then col2im
+    xs = x.reshape(n, cin, L).transpose(0, 1).reshape(groups, cin_g, n * L)
+    w = weight.reshape(groups, cin_g, cout_g * k).transpose(1, 2)
+    cols = ember.matmul(w, xs).reshape(groups * cout_g * k, n * L)
+    # col2im onto the full (unpadded) extent the blocks cover, then crop ``padding`` and
+    # add ``output_padding`` zeros (which may reach past the last block)
+    full = tuple((in_sp[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1
+                 for i in range(nd))
+    out = _Col2Im.apply(cols, (n, groups * cout_g) + full, kernel, stride, dilation, True)
+    for i in range(nd):
+        out = _pad_dim(out, 2 + i, -padding[i],
+                       out_sp[i] + padding[i] - full[i], 0)
+    if bias is not None:
+        out = out + bias.reshape((1, groups * cout_g) + (1,) * nd)
+    return out if batched else out.squeeze(0)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1) -> Tensor:
+    return _conv_transposend("conv_transpose1d", input, weight, bias, stride, padding,
+                             output_padding, groups, dilation, 1)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1) -> Tensor:
+    """Transposed 2-D convolution (the gradient of conv2d w.r.t. its input);
+    ``weight`` is (C_in, C_out / groups, kH, kW)."""
+    return _conv_transposend("conv_transpose2d", input, weight, bias, stride, padding,
+                             output_padding, groups, dilation, 2)
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col: (N, C, H, W) -> (N, C * kH * kW, L) sliding blocks."""
+    if input.dim() not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
+                                  f"(got {input.dim()}D)")
+    batched = input.dim() == 4
+    x = input if batched else input.unsqueeze(0)
+    k, d, p, s = _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride)
+    blocks = [(x.shape[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+    if any(b < 1 for b in blocks):
+        raise RuntimeError(f"Given input with spatial size ({x.shape[2]}, {x.shape[3]}), "
+                           f"kernel_size={k}, dilation={d}, padding={p}, calculated shape of "
+                           f"the array of sliding blocks as ({blocks[0]}, {blocks[1]}), but its "
+                           "components must be at least one.")
+    x = _pad_spatial(x, [(p[0], p[0]), (p[1], p[1])])
+    out = _Im2Col.apply(x, k, s, d, False)
+    return out if batched else out.squeeze(0)
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """col2im: (N, C * kH * kW, L) -> (N, C, H, W), summing overlapping values."""
+    if input.dim() not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input "
+                                  f"Tensors are supported (got {input.dim()}D)")
+    batched = input.dim() == 3
+    x = input if batched else input.unsqueeze(0)
+    o, k, d = _pair(output_size), _pair(kernel_size), _pair(dilation)
+    p, s = _pair(padding), _pair(stride)
+    kk = k[0] * k[1]
+    if x.shape[1] % kk:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the "
+                           f"product of kernel_size, but got input.size(1)={x.shape[1]} and "
+                           f"kernel_size={k}")
+    blocks = [(o[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+    if blocks[0] * blocks[1] != x.shape[2]:
+        raise RuntimeError(f"Given output_size={o}, kernel_size={k}, dilation={d}, "
+                           f"padding={p}, stride={s}, expected size of input's dimension 2 to "
+                           f"match the calculated number of sliding blocks {blocks[0]} * "
+                           f"{blocks[1]} = {blocks[0] * blocks[1]}, but got "
+                           f"input.size(2)={x.shape[2]}.")
+    out = _fold_nd(x, x.shape[1] // kk, o, k, d, p, s)
+    return out if batched else out.squeeze(0)
+
+
+# ==== pooling =========================================================================
+def _pool_out(size, k, s, p, d, ceil_mode):
+    num = size + 2 * p - d * (k - 1) - 1
+    o = (num + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= size + p:
+        o -= 1  # the last window must start inside the input or its left padding
+    return o
+
+
+def _pool_args(name, input, kernel_size, stride, padding, dilation, nd):
+    if input.dim() not in (nd + 1, nd + 2):
+        prefix = f"{name}: " if nd == 1 else ""
+        raise RuntimeError(f"{prefix}Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with "
+                           f"optional 0 dim batch size for input, but got:"
+                           f"{list(input.shape)}")
+    tup = _ntuple(nd)
+    k = tup(kernel_size)
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
+        else tup(stride)
+    p, d = tup(padding), tup(dilation)
+    if any(v == 0 for v in s):
+        raise RuntimeError("stride should not be zero")
+    for i in range(nd):
+        if p[i] > (d[i] * (k[i] - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p[i]}, kernel_size={k[i]} and dilation={d[i]}")
+    return k, s, p, d
+
+
+def _pool_cols(x, k, s, p, d, out_sp, fill):
+    """The pooling windows of ``x`` as (N, C, K, *out_sp): pad ``p`` on the left and exactly
+    what the last (ceil_mode) window needs on the right, then im2col."""
+    in_sp = x.shape[2:]
+    pads = [(p[i], (out_sp[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - in_sp[i] - p[i])
+            for i in range(len(k))]
+    xp = _pad_spatial(x, pads, fill)
+    return _Im2Col.apply(xp, tuple(k), tuple(s), tuple(d), False).reshape(
+        x.shape[0], x.shape[1], _prod(k), *out_sp)
+
+
+def _max_poolnd(name, input, kernel_size, stride, padding, dilation, ceil_mode,
+                return_indices, nd):
+    k, s, p, d = _pool_args(name, input, kernel_size, stride, padding, dilation, nd)
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    in_sp = x.shape[2:]
+    out_sp = [_pool_out(in_sp[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(nd)]
+    if any(o <= 0 for o in out_sp):
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[1:]))}). "
+                           f"Calculated output size: "
+                           f"({'x'.join(map(str, [x.shape[1]] + out_sp))}). Output size is too "
+                           "small")
+    fill = -math.inf if x.dtype.is_floating_point else _int_min(x.dtype)
+    cols = _pool_cols(x, k, s, p, d, out_sp, fill)         # (N, C, K, *out)
+    out = cols.amax(dim=2)
+    if not return_indices:
+        return out if batched else out.squeeze(0)
+    arg = cols.argmax(dim=2)                               # offset within the window
+    index = None
+    rem = arg
+    mult = 1
+    coords = []
+    for i in reversed(range(nd)):
+        coords.append(rem % k[i])
+        rem = rem // k[i]
+    coords.reverse()
+    for i in reversed(range(nd)):
+        shape = [1] * (2 + nd)
+        shape[2 + i] = out_sp[i]
+        start = (ember.arange(out_sp[i], device=x.device) * s[i] - p[i]).reshape(shape)
+        pos = start + coords[i] * d[i]
+        index = pos * mult if index is None else index + pos * mult
+        mult *= in_sp[i]
+    if not batched:
+        out, index = out.squeeze(0), index.squeeze(0)
+    return out, index
+
+
+def _int_min(dtype):
+    bits = dtype.itemsize * 8
+    return 0 if dtype.name in ("uint8", "bool") else -(2 ** (bits - 1))
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_poolnd("max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                       return_indices, 1)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """2-D max pooling over (N, C, H, W) or (C, H, W); ``return_indices`` gives flat
+    indices into each H*W plane, as PyTorch."""
+    return _max_poolnd("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                       return_indices, 2)
+
+
+def _avg_poolnd(name, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                divisor_override, nd):
+    k, s, p, _ = _pool_args(name, input, kernel_size, stride, padding, 1, nd)
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    in_sp = x.shape[2:]
+    out_sp = [_pool_out(in_sp[i], k[i], s[i], p[i], 1, ceil_mode) for i in range(nd)]
+    sums = _pool_cols(x, k, s, p, (1,) * nd, out_sp, 0).sum(dim=2)
+    if divisor_override:
+        out = sums / divisor_override
+    else:
+        # window sizes per output position: clipped to input+padding (count_include_pad)
+        # or to the input itself; one small tensor per spatial dim, multiplied together
+        div = None
+        for i in range(nd):
+            counts = []
+            for o in range(out_sp[i]):
+                start = o * s[i] - p[i]
+                end = min(start + k[i], in_sp[i] + p[i])
+                if not count_include_pad:
+                    start, end = max(start, 0), min(end, in_sp[i])
+                counts.append(float(end - start))
+            shape = [1] * nd
+            shape[i] = out_sp[i]
+            t = ember.tensor(counts, dtype=sums.dtype, device=sums.device).reshape(shape)
+            div = t if div is None else div * t
+        out = sums / div
+    return out if batched else out.squeeze(0)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    return _avg_poolnd("avg_pool1d", input, kernel_size, stride, padding, ceil_mode,
+                       count_include_pad, None, 1)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """2-D average pooling; padding counts toward the divisor unless
+    ``count_include_pad=False``."""
+    return _avg_poolnd("avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
+                       count_include_pad, divisor_override, 2)
+
+
+def _adaptive_windows(size, out):
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def _adaptive_matrix(size, out, dtype, device):
+    rows = []
+    for start, end in _adaptive_windows(size, out):
+        w = 1.0 / (end - start)
+        rows.append([w if start <= j < end else 0.0 for j in range(size)])
+    return ember.tensor(rows, dtype=dtype, device=device)
+
+
+def _adaptive_sizes(name, input, output_size, nd):
+    if input.dim() not in (nd + 1, nd + 2):
+        if nd == 1:
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional "
+                               f"tensor for argument #1 'self' (while checking arguments for "
+                               f"{name})")
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    out = _ntuple(nd)(output_size)
+    sp = input.shape[-nd:]
+    return [sp[i] if out[i] is None else out[i] for i in range(nd)]
+
+
+def adaptive_avg_pool1d(input, output_size):
+    (o,) = _adaptive_sizes("adaptive_avg_pool1d", input, output_size, 1)
+    m = _adaptive_matrix(input.shape[-1], o, input.dtype, input.device)
+    return ember.matmul(input, m.t())
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to a fixed output size; windows ``[floor(i*H/oH), ceil((i+1)*H/oH))``
+    as PyTorch."""
+    oh, ow = _adaptive_sizes("adaptive_avg_pool2d", input, output_size, 2)
+    h, w = input.shape[-2:]
+    if h % oh == 0 and w % ow == 0:
+        shape = input.shape[:-2] + (oh, h // oh, ow, w // ow)
+        return input.reshape(shape).mean(dim=(-3, -1))
+    mh = _adaptive_matrix(h, oh, input.dtype, input.device)
+    mw = _adaptive_matrix(w, ow, input.dtype, input.device)
+    return ember.matmul(ember.matmul(mh, input), mw.t())
+
+
+def _adaptive_max(input, sizes, return_indices, nd):
+    sp = input.shape[-nd:]
+    if all(sp[i] % sizes[i] == 0 for i in range(nd)):
+        k = [sp[i] // sizes[i] for i in range(nd)]
+        return _max_poolnd("adaptive_max_pool", input, k, k, 0, 1, False, return_indices, nd)
+    # windows of unequal length: gather every window padded to the longest one by
+    # repeating its last element (a repeat changes neither the max nor, after the
+    # gather's backward sums the copies, the gradient)
+    flat = None
+    for i in range(nd):
+        wins = _adaptive_windows(sp[i], sizes[i])
+        m = max(b - a for a, b in wins)
+        idx = ember.tensor([[min(a + j, b - 1) for j in range(m)] for a, b in wins],
+                           dtype=ember.int64, device=input.device)     # (out_i, m_i)
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = sizes[i], m
+        term = idx.reshape(shape) * _prod(sp[i + 1:])
+        flat = term if flat is None else flat + term                    # (*out, *m)
+    lead = input.shape[:-nd]
+    cells = input.reshape(*lead, _prod(sp)).index_select(-1, flat.reshape(-1))
+    cells = cells.reshape(*lead, *sizes, -1)
+    out = cells.amax(dim=-1)
+    if not return_indices:
+        return out
+    arg = cells.argmax(dim=-1, keepdim=True)
+    table = flat.reshape(*sizes, -1).expand(*lead, *sizes, flat.numel() // _prod(sizes))
+    return out, ember.gather(table, -1, arg).squeeze(-1)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    sizes = _adaptive_sizes("adaptive_max_pool1d", input, output_size, 1)
+    return _adaptive_max(input, sizes, return_indices, 1)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    sizes = _adaptive_sizes("adaptive_max_pool2d", input, output_size, 2)
+    return _adaptive_max(input, sizes, return_indices, 2)
+
+
+# ==== padding and resampling ==========================================================
+def _pad_index(n, left, right, mode, dim, input):
+    if mode == "reflect":
+        if left >= n or right >= n:
+            raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                               f"corresponding input dimension, but got: padding ({left}, "
+                               f"{right}) at dimension {dim} of input {list(input.shape)}")
+        idx = list(range(left, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - right, -1))
+    elif mode == "replicate":
+        idx = [0] * left + list(range(n)) + [n - 1] * right
+    else:  # circular
+        if left > n or right > n:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        idx = list(range(n - left, n)) + list(range(n)) + list(range(right))
+    return idx
+
+
+def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last ``len(pad) // 2`` dims: ``pad = (left_last, right_last, left_prev, ...)``.
+
+    Modes ``constant`` (negative pads crop), ``reflect``, ``replicate``, ``circular``.
+    """
+    pad = tuple(int(v) for v in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError(f"Padding length should be less than or equal to two times the "
+                           f"input dimension but got padding length {len(pad)} and input of "
+                           f"dimension {input.dim()}")
+    if mode == "constant":
+        x = input
+        for i in range(len(pad) // 2):
+            x = _pad_dim(x, input.dim() - 1 - i, pad[2 * i], pad[2 * i + 1],
+                         0 if value is None else value)
+        return x
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    npad = len(pad) // 2
+    if not (1 <= npad <= 3 and input.dim() in (npad + 1, npad + 2)):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    x = input
+    for i in range(npad):
+        dim = input.dim() - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
+        if left == 0 and right == 0:
+            continue
+        if left < 0 or right < 0:
+            n = x.shape[dim]
+            x = x.narrow(dim, max(-left, 0), n - max(-left, 0) - max(-right, 0))
+            left, right = max(left, 0), max(right, 0)
+        idx = _pad_index(x.shape[dim], left, right, mode, dim, input)
+        x = x.index_select(dim, ember.tensor(idx, dtype=ember.int64, device=x.device))
+    return x
+
+
+def _interp_scale(in_size, out_size, scale, align_corners):
+    if align_corners:
+        return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+
+
+def _f32(v, device):
+    return ember.tensor(v, dtype=ember.float32, device=device)
+
+
+def _nearest_index(in_size, out_size, scale, exact, device):
+    s = _f32(1.0 / scale if scale is not None and scale > 0 else in_size / out_size, device)
+    pos = ember.arange(out_size, dtype=ember.float32, device=device)
+    if exact:
+        pos = pos + 0.5
+    idx = (pos * s).floor().long()
+    return idx.clamp(max=in_size - 1)
+
+
+def _linear_weights(in_size, out_size, scale, align_corners, device):
+    sc = _f32(_interp_scale(in_size, out_size, scale, align_corners), device)
+    pos = ember.arange(out_size, dtype=ember.float32, device=device)
+    if align_corners:
+        src = pos * sc
+    else:
+        src = ((pos + 0.5) * sc - 0.5).clamp(min=0)
+    i0 = src.floor().long().clamp(max=in_size - 1)
+    i1 = (i0 + 1).clamp(max=in_size - 1)
+    lam = src - i0.float()
+    return i0, i1, lam
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
+    """Resize the spatial dims: modes nearest, nearest-exact, linear, bilinear, trilinear,
+    area, with ``align_corners`` for the linear modes."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating "
+                             "modes: linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    nd = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    modes = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "area": (1, 2, 3),
+             "linear": (1,), "bilinear": (2,), "trilinear": (3,)}
+    if mode not in modes or nd not in (1, 2, 3):
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+            "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+            f"nearest-exact (got {mode})")
+    if nd not in modes[mode]:
+        need = {"linear": 3, "bilinear": 4, "trilinear": 5}[mode]
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {need}D "
+                                  "input")
+    sp = input.shape[2:]
+    if size is not None:
+        out = list(_ntuple(nd)(size))
+        scales = [None] * nd
+    else:
+        sf = list(_ntuple(nd)(scale_factor))
+        out = [int(math.floor(float(sp[i]) * sf[i])) for i in range(nd)]
+        scales = [None] * nd if recompute_scale_factor else sf
+    if mode == "area":
+        fn = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d}.get(nd)
+        if fn is None:
+            raise NotImplementedError("area interpolation supports 3D and 4D inputs")
+        return fn(input, out if nd > 1 else out[0])
+    x = input
+    for i in range(nd):
+        dim = 2 + i
+        if mode.startswith("nearest"):
+            idx = _nearest_index(sp[i], out[i], scales[i], mode == "nearest-exact", x.device)
+            x = x.index_select(dim, idx)
+        else:
+            i0, i1, lam = _linear_weights(sp[i], out[i], scales[i], align_corners, x.device)
+            shape = [1] * x.dim()
+            shape[dim] = out[i]
+            lam = lam.to(x.dtype).reshape(shape)
+            a, b = x.index_select(dim, i0), x.index_select(dim, i1)
+            x = a + (b - a) * lam
+    return x
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C*r^2, H, W) -> (*, C, H*r, W*r)."""
+    r = upscale_factor
+    *lead, c, h, w = input.shape
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    n = len(lead)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r^2, H, W)."""
+    r = downscale_factor
+    *lead, c, h, w = input.shape
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    n = len(lead)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    n, c = input.shape[:2]
+    rest = input.shape[2:]
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(input.shape)
+
+
+# ==== activations =====================================================================
+def _inplace(input: Tensor, fn, inplace: bool) -> Tensor:
+    """``fn(input)``, written into ``input`` when ``inplace``. Under autograd the result is
+    computed from a copy, so what the graph saved is not the tensor being overwritten."""
+    if not inplace:
+        return fn(input)
+    src = input.clone() if input.requires_grad and _grad_enabled() else input
+    return input.copy_(fn(src))
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``max(x, 0)``."""
+    return _inplace(input, lambda x: ember.where(x > 0, x, 0), inplace)
+
+
+def relu_(input: Tensor) -> Tensor:
+    return relu(input, inplace=True)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    return _inplace(input, lambda x: ember.where(x > 0, x, x * negative_slope), inplace)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)``."""
+    # expm1 of the clamped input: the unused branch never overflows (no inf * 0 in backward)
+    return _inplace(input, lambda x: ember.where(x > 0, x, ember.expm1(x.clamp(max=0)) * alpha),
+                    inplace)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, inplace=True)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _inplace(input, lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE, inplace)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _inplace(input, lambda x: ember.where(
+        x > 0, x, ember.expm1(x.clamp(max=0) / alpha) * alpha), inplace)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """``x * Phi(x)`` (exact, via erf) or the tanh approximation."""
+    if approximate == "none":
+        return input * (ember.erf(input * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
+    if approximate == "tanh":
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+        return input * (ember.tanh(inner) + 1.0) * 0.5
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * sigmoid(x)``."""
+    return _inplace(input, lambda x: x * ember.sigmoid(x), inplace)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    return _inplace(input, lambda x: x * ember.tanh(softplus(x)), inplace)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * relu6(x + 3) / 6``."""
+    return _inplace(input, lambda x: x * (x + 3.0).clamp(min=0.0, max=6.0) / 6.0, inplace)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    return _inplace(input, lambda x: (x + 3.0).clamp(min=0.0, max=6.0) / 6.0, inplace)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _inplace(input, lambda x: x.clamp(min=min_val, max=max_val), inplace)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
+    bx = input * beta
+    soft = ember.log1p(ember.exp(bx.clamp(max=threshold))) / beta
+    return ember.where(bx > threshold, input, soft)
+
+
+def softsign(input: Tensor) -> Tensor:
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    return input - ember.tanh(input)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    return _inplace(input, lambda x: ember.where(x > threshold, x, value), inplace)
+
+
+def threshold_(input: Tensor, threshold_value: float, value: float) -> Tensor:
+    return threshold(input, threshold_value, value, inplace=True)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return ember.where(input.abs() > lambd, input, 0)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd,
+                                                                 0))
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x))``, computed stably as ``min(x, 0) - log1p(exp(-|x|))``."""
+    return input.clamp(max=0) - ember.log1p(ember.exp(-input.abs()))
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return ember.sigmoid(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    return ember.tanh(input)
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype=None) -> Tensor:
+    return ember.softmax(input, dim, dtype=dtype)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype=None) -> Tensor:
+    return ember.softmax(-input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype=None) -> Tensor:
+    return ember.log_softmax(input, dim, dtype=dtype)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """``a * sigmoid(b)`` where ``a, b`` are the halves of ``input`` along ``dim``."""
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    n = input.shape[dim]
+    if n % 2:
+        d = dim % input.dim()
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    a, b = input.chunk(2, dim)
+    return a * ember.sigmoid(b)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``max(0, x) + weight * min(0, x)``; ``weight`` has 1 or C (channel dim 1) values."""
+    if weight.numel() != 1:
+        c = input.shape[1] if input.dim() >= 2 else input.shape[0] if input.dim() else 1
+        if weight.numel() != c:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {weight.numel()} and channel size = {c}.")
+        if input.dim() >= 2:
+            weight = weight.reshape((1, c) + (1,) * (input.dim() - 2))
+    else:
+        weight = weight.reshape(())
+    return ember.where(input > 0, input, input * weight)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+          training: bool = False, inplace: bool = False) -> Tensor:
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = ember.rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) \
+        + lower
+    return _inplace(input, lambda x: ember.where(x >= 0, x, x * slope), inplace)
+
+
+# ==== dropout =========================================================================
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_mask(input, p, shape):
+    keep = ember.rand(shape, dtype=input.dtype, device=input.device) >= p
+    return keep.to(input.dtype) * (1.0 / (1.0 - p))
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``
+    (only when ``training``)."""
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return _inplace(input, lambda x: x * 0.0, inplace)
+    mask = _dropout_mask(input, p, input.shape)
+    return _inplace(input, lambda x: x * mask, inplace)
+
+
+def _feature_dropout(input, p, training, inplace, batched):
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return _inplace(input, lambda x: x * 0.0, inplace)
+    lead = 2 if batched else 1
+    shape = input.shape[:lead] + (1,) * (input.dim() - lead)
+    mask = _dropout_mask(input, p, shape)
+    return _inplace(input, lambda x: x * mask, inplace)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of (N, C, L) / (C, L) input."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a "
+                           f"{input.dim()}D input. Note that dropout1d exists to provide "
+                           "channel-wise dropout on inputs with 1 spatial dimension, a channel "
+                           "dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, input.dim() == 3)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of (N, C, H, W) / (C, H, W) input."""
+    if input.dim() not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", stacklevel=2)
+    if input.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+                      "behavior, please switch to using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, input.dim() >= 3)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    return _feature_dropout(input, p, training, inplace, input.dim() == 5)
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    """Dropout that keeps SELU's self-normalising mean and variance."""
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return _inplace(input, lambda x: x * 0.0, inplace)
+    alpha_p = -_SELU_ALPHA * _SELU_SCALE
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    b = -a * alpha_p * p
+    keep = (ember.rand(input.shape, dtype=input.dtype, device=input.device) >= p).to(
+        input.dtype)
+    return _inplace(input, lambda x: (x * keep + (1 - keep) * alpha_p) * a + b, inplace)
+
+
+# ==== normalisation ===================================================================
+def _norm_shape(normalized_shape):
+    if isinstance(normalized_shape, int):
+        return (normalized_shape,)
+    return tuple(normalized_shape)
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the trailing ``normalized_shape`` dims (biased variance)."""
+    ns = _norm_shape(normalized_shape)
+    if tuple(input.shape[input.dim() - len(ns):]) != ns or input.dim() < len(ns):
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*, {', '.join(map(str, ns))}], but got input of size"
+                           f"{list(input.shape)}")
+    dims = tuple(range(-len(ns), 0))
+    mean = input.mean(dim=dims, keepdim=True)
+    var = input.var(dim=dims, correction=0, keepdim=True)
+    out = (input - mean) * ember.rsqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise (N, C, *) over groups of C / num_groups channels and the spatial dims."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    n, c = input.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(dim=-1, keepdim=True)
+    var = x.var(dim=-1, correction=0, keepdim=True)
+    out = ((x - mean) * ember.rsqrt(var + eps)).reshape(input.shape)
+    shape = (1, c) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing dims (``eps`` defaults to
+    the dtype's machine epsilon)."""
+    ns = _norm_shape(normalized_shape)
+    if tuple(input.shape[input.dim() - len(ns):]) != ns or input.dim() < len(ns):
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*{', '.join(map(str, ns))}], but got input of size"
+                           f"{list(input.shape)}")
+    if eps is None:
+        eps = _EPS.get(input.dtype.name, 1.1920928955078125e-07)
+    dims = tuple(range(-len(ns), 0))
+    out = input * ember.rsqrt((input * input).mean(dim=dims, keepdim=True) + eps)
+    return out * weight if weight is not None else out
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise (N, C, *) per channel with batch statistics (training; the running stats
+    are updated in place with ``momentum`` and the unbiased variance) or the running stats."""
+    if input.dim() < 2:
+        raise ValueError(f"Expected 2D or more input (got {input.dim()}D input)")
+    c = input.shape[1]
+    n_per_channel = input.numel() // c if c else 0
+    if training and n_per_channel == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {input.size()}")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    dims = (0,) + tuple(range(2, input.dim()))
+    shape = (1, c) + (1,) * (input.dim() - 2)
+    if training:
+        mean = input.mean(dim=dims)
+        var = input.var(dim=dims, correction=0)
+        if running_mean is not None or running_var is not None:
+            with _no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype)
+                                                         * momentum)
+                if running_var is not None:
+                    unbiased = var.detach() * (n_per_channel / max(n_per_channel - 1, 1))
+                    running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype)
+                                                        * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation "
+                               "mode")
+        mean, var = running_mean, running_var
+    out = (input - mean.reshape(shape)) * ember.rsqrt(var.reshape(shape) + eps)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each (sample, channel) plane over its spatial dims."""
+    c = input.shape[1]
+    dims = tuple(range(2, input.dim()))
+    shape = (1, c) + (1,) * (input.dim() - 2)
+    if use_input_stats:
+        mean = input.mean(dim=dims, keepdim=True)
+        var = input.var(dim=dims, correction=0, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            n = _prod(input.shape[2:])
+            with _no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(
+                        mean.detach().mean(dim=0).reshape(-1) * momentum)
+                if running_var is not None:
+                    unbiased = var.detach() * (n / max(n - 1, 1))
+                    running_var.mul_(1 - momentum).add_(
+                        unbiased.mean(dim=0).reshape(-1) * momentum)
+    else:
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    out = (input - mean) * ember.rsqrt(var + eps)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Normalise each channel by the (zero-padded) sum of squares of ``size`` neighbours."""
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    sq = (input * input).unsqueeze(1)                         # (N, 1, C, *)
+    sq = _pad_dim(sq, 2, size // 2, (size - 1) // 2, 0)
+    win = sq.unfold(2, size, 1).mean(dim=-1).squeeze(1)       # (N, C, *)
+    div = (win * alpha + k) ** beta
+    return input / div
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out=None) -> Tensor:
+    """``x / max(||x||_p, eps)`` along ``dim``."""
+    denom = input.norm(p, dim, keepdim=True).clamp(min=eps)
+    return input / denom
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    n1 = ember.sqrt((x1 * x1).sum(dim, keepdim=True)).clamp(min=eps)
+    n2 = ember.sqrt((x2 * x2).sum(dim, keepdim=True)).clamp(min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+# ==== embedding =======================================================================
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` selected by the integer ``input``: output (*input.shape, D).
+
+    Positions equal to ``padding_idx`` get no gradient.
+    """
+    if input.dtype not in (ember.int64, ember.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got "
+                           f"ember.{_tname(input.dtype)}Tensor instead (while checking "
+                           "arguments for embedding)")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < num, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
+            padding_idx = num + padding_idx
+    flat = input.reshape(-1)
+    if flat.numel() and bool(((flat < 0) | (flat >= num)).any()):
+        raise IndexError("index out of range in self")
+    if max_norm is not None:
+        _embedding_renorm_(weight, flat, max_norm, norm_type)
+    out = weight.index_select(0, flat)
+    if scale_grad_by_freq and flat.numel():
+        counts = ember.zeros(num, dtype=weight.dtype, device=weight.device).index_add(
+            0, flat, ember.ones(flat.shape[0], dtype=weight.dtype, device=weight.device))
+        scale = counts.index_select(0, flat).unsqueeze(-1)
+        fixed = out.detach()
+        out = fixed + (out - fixed) / scale          # same values, gradient / frequency
+    out = out.reshape(*input.shape, weight.shape[1])
+    if padding_idx is not None and weight.requires_grad and _grad_enabled():
+        out = ember.where((input == padding_idx).unsqueeze(-1), out.detach(), out)
+    return out
+
+
+def _embedding_renorm_(weight, flat, max_norm, norm_type):
+    with _no_grad():
+        used = ember.zeros(weight.shape[0], dtype=ember.bool, device=weight.device)
+        used[flat] = True
+        norms = weight.detach().norm(norm_type, 1)
+        scale = ember.where(used & (norms > max_norm), max_norm / (norms + 1e-7), 1.0)
+        weight.mul_(scale.unsqueeze(1).to(weight.dtype))
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding with a new last dimension of size ``num_classes``."""
+    if tensor.dtype is not ember.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    else:
+        if bool((tensor < 0).any()):
+            raise RuntimeError("Class values must be non-negative.")
+        mx = int(tensor.max().item())
+        if num_classes == -1:
+            num_classes = mx + 1
+        elif mx >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    classes = ember.arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).long()
+
+
+# ==== attention =======================================================================
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """``softmax(q k^T * scale + mask) v``. A bool ``attn_mask`` marks the positions that
+    take part; a float mask is added. ``is_causal`` uses a lower-triangular mask."""
+    L, S = query.shape[-2], key.shape[-2]
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                           "set when is_causal=True")
+    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+
+        def expand_heads(t):
+            # repeat_interleave over the head dim: (..., Hk, S, E) -> (..., Hk * rep, S, E)
+            shape = t.shape
+            t = t.unsqueeze(-3).expand(*shape[:-2], rep, *shape[-2:])
+            return t.reshape(*shape[:-3], shape[-3] * rep, *shape[-2:])
+        key, value = expand_heads(key), expand_heads(value)
+    attn = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
+    if is_causal:
+        causal = ember.ones(L, S, dtype=ember.bool, device=query.device).tril()
+        attn = attn.masked_fill(causal.logical_not(), -math.inf)
+    if attn_mask is not None:
+        if attn_mask.dtype is ember.bool:
+            attn = attn.masked_fill(attn_mask.logical_not(), -math.inf)
+        else:
+            attn = attn + attn_mask
+    attn = ember.softmax(attn, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, training=True)
+    return ember.matmul(attn, value)
+
+
+def _canonical_mask(mask, target_type):
+    """A bool mask (True = masked out) as an additive float mask; float masks pass."""
+    if mask is None:
+        return None
+    if mask.dtype is not ember.bool and not mask.dtype.is_floating_point:
+        raise AssertionError("only bool and floating types of masks are supported")
+    if mask.dtype is ember.bool:
+        return ember.zeros(mask.shape, dtype=target_type, device=mask.device).masked_fill(
+            mask, -math.inf)
+    return mask
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """The computation of ``nn.MultiheadAttention`` on (L, N, E) inputs (or unbatched
+    (L, E)). Bool masks mark positions that are *not* attended (PyTorch's MHA convention)."""
+    is_batched = query.dim() == 3
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    key_padding_mask = _canonical_mask(key_padding_mask, query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, query.dtype)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    b_q = b_k = b_v = None
+    if in_proj_bias is not None:
+        b_q, b_k, b_v = in_proj_bias.chunk(3)
+    if use_separate_proj_weight:
+        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+    else:
+        w_q, w_k, w_v = in_proj_weight.chunk(3)
+    q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, key.shape[0]):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.size()}, but "
+                                   f"should be {(tgt_len, key.shape[0])}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            expected = (bsz * num_heads, tgt_len, key.shape[0])
+            if tuple(attn_mask.shape) != expected:
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.size()}, but "
+                                   f"should be {expected}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+    if bias_k is not None and bias_v is not None:
+        k = ember.cat([k, bias_k.expand(1, bsz, embed_dim)])
+        v = ember.cat([v, bias_v.expand(1, bsz, embed_dim)])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None \
+        else static_k
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None \
+        else static_v
+    if add_zero_attn:
+        zeros = ember.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype, device=k.device)
+        k = ember.cat([k, zeros], dim=1)
+        v = ember.cat([v, zeros], dim=1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    src_len = k.shape[1]
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise RuntimeError(f"Expected key_padded_mask.shape == {(bsz, src_len)}, but got "
+                               f"{tuple(key_padding_mask.shape)}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
+        kpm = kpm.reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        scores = ember.matmul(q * math.sqrt(1.0 / float(head_dim)), k.transpose(-2, -1))
+        if attn_mask is not None:
+            scores = scores + attn_mask
+        weights = ember.softmax(scores, -1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)
+        out = ember.matmul(weights, v)                       # (N * H, L, hd)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+    if attn_mask is not None:
+        if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+# ==== losses ==========================================================================
+def _legacy_reduction(size_average, reduce) -> str:
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  "reduction='{}' instead.".format(
+                      "mean" if (size_average is not False and reduce is not False)
+                      else "sum" if reduce is not False else "none"), stacklevel=3)
+    if size_average is None:
+        size_average = True
+    if reduce is None:
+        reduce = True
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _reduction(reduction, size_average=None, reduce=None) -> str:
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return loss
+    return loss.mean() if reduction == "mean" else loss.sum()
+
+
+def _check_same_size(input, target):
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.size()}) that is different to the input "
+                      f"size ({input.size()}). This will likely lead to incorrect results due "
+                      "to broadcasting. Please ensure they have the same size.", stacklevel=3)
+
+
+def _weighted(loss, weight, reduction, input):
+    if weight is None:
+        return _reduce(loss, reduction)
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "mean":
+        return loss.sum() / weight.sum()
+    return _reduce(loss, reduction)
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean squared error ``(input - target)^2``."""
+    _check_same_size(input, target)
+    reduction = _reduction(reduction, size_average, reduce)
+    d = input - target
+    return _weighted(d * d, weight, reduction, input)
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean absolute error ``|input - target|``."""
+    _check_same_size(input, target)
+    reduction = _reduction(reduction, size_average, reduce)
+    return _weighted((input - target).abs(), weight, reduction, input)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """Quadratic ``0.5 d^2 / beta`` below ``beta``, linear ``|d| - beta / 2`` above."""
+    _check_same_size(input, target)
+    reduction = _reduction(reduction, size_average, reduce)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = (input - target).abs()
+    if beta == 0:
+        return _reduce(d, reduction)
+    loss = ember.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    _check_same_size(input, target)
+    reduction = _reduction(reduction)
+    d = (input - target).abs()
+    loss = ember.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    return _weighted(loss, weight, reduction, input)
+
+
+def _check_target_long(target):
+    if target.dtype not in (ember.int64, ember.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{_tname(target.dtype)}")
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """Negative log likelihood: ``-input[n, target[n]] * weight[target[n]]``.
+
+    ``input`` is (N, C), (N, C, d1, ...) or (C,) log-probabilities; ``target`` holds class
+    indices; entries equal to ``ignore_index`` count for nothing, also in the mean.
+    """
+    reduction = _reduction(reduction, size_average, reduce)
+    _check_target_long(target)
+    dim = input.dim()
+    if dim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {dim})")
+    if dim == 1:
+        if target.dim() > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if target.dim() == 1 and target.shape[0] != 1 and dim == 1:
+            raise ValueError(f"Expected input batch_size (1) to match target batch_size "
+                             f"({target.shape[0]}).")
+    else:
+        if target.dim() == 0 or input.shape[0] != target.shape[0]:
+            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                             f"batch_size ({target.shape[0] if target.dim() else 1}).")
+        if dim == 2 and target.dim() != 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        expected = (input.shape[0],) + tuple(input.shape[2:])
+        if dim > 2 and tuple(target.shape) != expected:
+            raise RuntimeError(f"Expected target size {list(expected)}, got "
+                               f"{list(target.shape)}")
+    cdim = 0 if dim == 1 else 1
+    c = input.shape[cdim]
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+    t = target.long()
+    if dim == 1 and t.dim() == 1:
+        t = t.reshape(())
+    valid = t != ignore_index
+    bad = valid & ((t < 0) | (t >= c))
+    if bool(bad.any()):
+        raise IndexError(f"Target {int(t[bad].reshape(-1)[0].item())} is out of bounds.")
+    safe = ember.where(valid, t, 0)
+    picked = ember.gather(input, cdim, safe.unsqueeze(cdim)).squeeze(cdim)
+    w = valid.to(input.dtype)
+    if weight is not None:
+        w = w * weight.index_select(0, safe.reshape(-1)).reshape(safe.shape).to(input.dtype)
+    loss = -picked * w
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average=None, ignore_index: int = -100, reduce=None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """``nll_loss(log_softmax(input, class_dim), target)``; ``target`` holds class indices
+    or, with the same shape as ``input``, class probabilities. ``label_smoothing`` mixes
+    the target with the uniform distribution."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing}")
+    cdim = 0 if input.dim() == 1 else 1
+    logp = ember.log_softmax(input, cdim)
+    c = input.shape[cdim]
+    wshape = [1] * input.dim()
+    wshape[cdim] = c
+    if tuple(target.shape) == tuple(input.shape):
+        if not target.dtype.is_floating_point:
+            raise RuntimeError(f"Expected floating point type for target with class "
+                               f"probabilities, got {_tname(target.dtype)}")
+        if weight is not None:
+            logp = logp * weight.reshape(wshape)
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / c
+        loss = -(logp * target)
+        if reduction == "none":
+            return loss.sum(cdim)
+        if reduction == "sum":
+            return loss.sum()
+        return loss.sum() / (input.numel() / c)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0:
+        return nll
+    t = target.long()
+    ignore = t == ignore_index
+    smooth = logp * weight.reshape(wshape) if weight is not None else logp
+    smooth = -smooth.sum(cdim)
+    smooth = ember.where(ignore, 0.0, smooth)
+    if reduction == "none":
+        ret = smooth
+    elif reduction == "sum":
+        ret = smooth.sum()
+    elif weight is not None:
+        safe = ember.where(ignore, 0, t).reshape(-1)
+        tw = weight.index_select(0, safe) * ignore.logical_not().reshape(-1).to(weight.dtype)
+        ret = smooth.sum() / tw.sum()
+    else:
+        ret = smooth.sum() / ignore.logical_not().sum()
+    return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """``-(t log x + (1 - t) log(1 - x))`` with the logs clamped at -100, as PyTorch."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if target.shape != input.shape:
+        raise ValueError(f"Using a target size ({target.size()}) that is different to the "
+                         f"input size ({input.size()}) is deprecated. Please ensure they have "
+                         "the same size.")
+    if input.numel() and bool(((input < 0) | (input > 1)).any()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    log_x = ember.log(input).clamp(min=-100)
+    log_1mx = ember.log1p(-input).clamp(min=-100)
+    loss = (target - 1) * log_1mx - target * log_x
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None, size_average=None,
+                                     reduce=None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """``binary_cross_entropy(sigmoid(input), target)`` computed stably
+    (``(1 - t) x + lw * softplus(-x)``, ``lw = 1 + (pos_weight - 1) t``)."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size "
+                         f"({input.size()})")
+    softplus_neg = (-input).clamp(min=0) + ember.log1p(ember.exp(-input.abs()))
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (1 - target) * input + log_weight * softplus_neg
+    else:
+        loss = (1 - target) * input + softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """KL(target || exp(input)) pointwise: ``target * (log target - input)``;
+    ``reduction='batchmean'`` gives the mathematical KL divergence per sample."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns "
+                      "with the KL div math definition.'mean' will be changed to behave the "
+                      "same as 'batchmean' in the next major release.", stacklevel=2)
+    if reduction not in ("mean", "sum", "none", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = ember.exp(target) * (target - input)
+    else:
+        safe = ember.where(target > 0, target, 1.0)
+        loss = target * ember.log(safe) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(reduction, size_average, reduce)
+    return _reduce(softplus(-target * input), reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    reduction = _reduction(reduction, size_average, reduce)
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = _reduction(reduction, size_average, reduce)
+    margin_clamp = (margin - input).clamp(min=0)
+    out_margin = ember.where(target != 1, margin_clamp, 0.0)
+    out_self = ember.where(target != -1, input, 0.0)
+    return _reduce(out_margin + out_self, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    reduction = _reduction(reduction, size_average, reduce)
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag1 = (input1 * input1).sum(-1) + eps
+    mag2 = (input2 * input2).sum(-1) + eps
+    cos = prod / ember.sqrt(mag1 * mag2)
+    pos = 1 - cos
+    neg = (cos - margin).clamp(min=0)
+    loss = ember.where(target == 1, pos, 0.0) + ember.where(target == -1, neg, 0.0)
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    reduction = _reduction(reduction, size_average, reduce)
+    if log_input:
+        loss = ember.exp(input) - target * input
+    else:
+        loss = input - target * ember.log(input + eps)
+    if full:
+        safe = ember.where(target > 1, target, 1.0)
+        stirling = safe * ember.log(safe) - safe + 0.5 * ember.log(safe * (2 * math.pi))
+        loss = loss + ember.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    if not isinstance(var, Tensor):
+        var = ember.full(input.shape, float(var), dtype=input.dtype, device=input.device)
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = var.unsqueeze(-1)
+        elif not (input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    reduction = _reduction(reduction)
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    with _no_grad():
+        var_c = var.clamp(min=eps)
+    var = var + (var_c - var).detach()   # clamp without blocking the gradient
+    d = input - target
+    loss = (ember.log(var) + d * d / var) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(reduction, size_average, reduce)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ember.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    reduction = _reduction(reduction, size_average, reduce)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(dim=input.dim() - 1) / input.shape[-1]
+    return _reduce(loss, reduction)

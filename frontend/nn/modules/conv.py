@@ -1,0 +1,224 @@
+"""``Conv1d/2d/3d`` and ``ConvTranspose1d/2d`` with PyTorch's parameters, defaults and
+initialisation (kaiming_uniform_(a=sqrt(5)), bias uniform in ±1/sqrt(fan_in))."""
+from __future__ import annotations
+
+import math
+
+import ember
+from ember import Tensor
+
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+from .utils import _pair, _reverse_repeat_tuple, _single, _triple
+
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+
+
+class _ConvNd(Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                 transposed, output_padding, groups, bias, padding_mode, device=None,
+                 dtype=None):
+        super().__init__()
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        valid_padding_strings = {"same", "valid"}
+        if isinstance(padding, str):
+            if padding not in valid_padding_strings:
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 f"{valid_padding_strings}")
+            if padding == "same" and any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}
+        if padding_mode not in valid_padding_modes:
+            raise ValueError(f"padding_mode must be one of {valid_padding_modes}, but got "
+                             f"padding_mode='{padding_mode}'")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.dilation = dilation
+        self.transposed = transposed
+        self.output_padding = output_padding
+        self.groups = groups
+        self.padding_mode = padding_mode
+        if isinstance(self.padding, str):
+            self._reversed_padding_repeated_twice = [0, 0] * len(kernel_size)
+            if padding == "same":
+                for d, k, i in zip(dilation, kernel_size, range(len(kernel_size) - 1, -1, -1)):
+                    total = d * (k - 1)
+                    self._reversed_padding_repeated_twice[2 * i] = total // 2
+                    self._reversed_padding_repeated_twice[2 * i + 1] = total - total // 2
+        else:
+            self._reversed_padding_repeated_twice = _reverse_repeat_tuple(self.padding, 2)
+        if transposed:
+            shape = (in_channels, out_channels // groups, *kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *kernel_size)
+        self.weight = Parameter(ember.empty(shape, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(ember.empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self):
+        s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
+        if self.padding != (0,) * len(self.padding):
+            s += ", padding={padding}"
+        if self.dilation != (1,) * len(self.dilation):
+            s += ", dilation={dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += ", output_padding={output_padding}"
+        if self.groups != 1:
+            s += ", groups={groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += ", padding_mode={padding_mode}"
+        return s.format(**self.__dict__)
+
+    def _conv_forward(self, fn, input, weight, bias, zero):
+        if self.padding_mode != "zeros":
+            return fn(F.pad(input, self._reversed_padding_repeated_twice,
+                            mode=self.padding_mode), weight, bias, self.stride, zero,
+                      self.dilation, self.groups)
+        return fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C_in, L) input."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _single(kernel_size), _single(stride),
+                         padding if isinstance(padding, str) else _single(padding),
+                         _single(dilation), False, _single(0), groups, bias, padding_mode,
+                         device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv_forward(F.conv1d, input, self.weight, self.bias, _single(0))
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over (N, C_in, H, W) input.
+
+    >>> import ember, ember.nn as nn
+    >>> nn.Conv2d(3, 8, 3, stride=2, padding=1)(ember.randn(1, 3, 32, 32)).shape
+    (1, 8, 16, 16)
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride),
+                         padding if isinstance(padding, str) else _pair(padding),
+                         _pair(dilation), False, _pair(0), groups, bias, padding_mode,
+                         device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv_forward(F.conv2d, input, self.weight, self.bias, _pair(0))
+
+
+class Conv3d(_ConvNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride),
+                         padding if isinstance(padding, str) else _triple(padding),
+                         _triple(dilation), False, _triple(0), groups, bias, padding_mode,
+                         device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv_forward(F.conv3d, input, self.weight, self.bias, _triple(0))
+
+
+class _ConvTransposeNd(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                 transposed, output_padding, groups, bias, padding_mode, device=None,
+                 dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f"{self.__class__.__name__}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         transposed, output_padding, groups, bias, padding_mode, device, dtype)
+
+    def _output_padding(self, input, output_size, stride, padding, kernel_size,
+                        num_spatial_dims, dilation=None):
+        if output_size is None:
+            return _single(self.output_padding)
+        has_batch_dim = input.dim() == num_spatial_dims + 2
+        num_non_spatial_dims = 2 if has_batch_dim else 1
+        output_size = list(output_size)
+        if len(output_size) == num_non_spatial_dims + num_spatial_dims:
+            output_size = output_size[num_non_spatial_dims:]
+        if len(output_size) != num_spatial_dims:
+            raise ValueError(f"ConvTranspose{num_spatial_dims}D: for {input.dim()}D input, "
+                             f"output_size must have {num_spatial_dims} or "
+                             f"{num_non_spatial_dims + num_spatial_dims} elements (got "
+                             f"{len(output_size)})")
+        min_sizes, max_sizes = [], []
+        for d in range(num_spatial_dims):
+            dim_size = ((input.size(d + num_non_spatial_dims) - 1) * stride[d] - 2 * padding[d]
+                        + (dilation[d] if dilation is not None else 1)
+                        * (kernel_size[d] - 1) + 1)
+            min_sizes.append(dim_size)
+            max_sizes.append(min_sizes[d] + stride[d] - 1)
+        for i, size in enumerate(output_size):
+            if size < min_sizes[i] or size > max_sizes[i]:
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes "
+                                 f"range from {min_sizes} to {max_sizes} (for an input of "
+                                 f"{list(input.size()[2:])})")
+        return [output_size[d] - min_sizes[d] for d in range(num_spatial_dims)]
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _single(kernel_size), _single(stride),
+                         _single(padding), _single(dilation), True, _single(output_padding),
+                         groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        op = self._output_padding(input, output_size, self.stride, self.padding,
+                                  self.kernel_size, 1, self.dilation)
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, op,
+                                  self.groups, self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-D convolution ("deconvolution"); weight (C_in, C_out/groups, kH, kW).
+
+    >>> import ember, ember.nn as nn
+    >>> nn.ConvTranspose2d(8, 3, 4, stride=2, padding=1)(ember.randn(1, 8, 16, 16)).shape
+    (1, 3, 32, 32)
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride),
+                         _pair(padding), _pair(dilation), True, _pair(output_padding), groups,
+                         bias, padding_mode, device, dtype)
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        op = self._output_padding(input, output_size, self.stride, self.padding,
+                                  self.kernel_size, 2, self.dilation)
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op,
+                                  self.groups, self.dilation)

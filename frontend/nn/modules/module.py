@@ -1,0 +1,827 @@
+"""``nn.Module``: the base class of every layer, with PyTorch's registration, state_dict,
+hooks, mode switching, device/dtype conversion and repr.
+
+>>> import ember.nn as nn
+>>> class Net(nn.Module):
+...     def __init__(self):
+...         super().__init__()
+...         self.fc = nn.Linear(4, 2)
+...     def forward(self, x):
+...         return self.fc(x)
+>>> list(Net().state_dict())
+['fc.weight', 'fc.bias']
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator
+
+import ember
+from ember import Tensor
+
+from ..parameter import Buffer, Parameter, _buffer_persistent, _set_data
+from .utils import _no_grad
+
+__all__ = ["Module", "RemovableHandle"]
+
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class RemovableHandle:
+    """Returned by ``register_*_hook``; ``handle.remove()`` unregisters the hook
+    (``torch.utils.hooks.RemovableHandle``). Also a context manager."""
+    next_id = 0
+
+    def __init__(self, hooks_dict, *, extra_dict=None):
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
+        if extra_dict is None:
+            extra_dict = []
+        elif isinstance(extra_dict, dict):
+            extra_dict = [extra_dict]
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
+
+    def remove(self):
+        for ref in (self.hooks_dict_ref,) + self.extra_dict_ref:
+            d = ref()
+            if d is not None and self.id in d:
+                del d[self.id]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _addindent(s_, num_spaces):
+    s = s_.split("\n")
+    if len(s) == 1:
+        return s_
+    first = s.pop(0)
+    s = [(num_spaces * " ") + line if line.strip() else "" for line in s]
+    return first + "\n" + "\n".join(s)
+
+
+def _typename(obj) -> str:
+    if isinstance(obj, Tensor):
+        return "ember.Tensor" if type(obj) is Tensor else type(obj).__name__
+    module = getattr(type(obj), "__module__", "")
+    name = type(obj).__qualname__
+    return name if module in ("builtins", "") else f"{module}.{name}"
+
+
+def _forward_unimplemented(self, *input: Any) -> None:
+    raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                              '"forward" function')
+
+
+class Module:
+    """Base class for all neural network modules (``torch.nn.Module``).
+
+    Assigning a ``Parameter``, a ``Module`` or (through ``register_buffer``) a tensor as
+    an attribute registers it, so ``parameters()``, ``state_dict()``, ``to()`` and the
+    repr see it.
+    """
+    dump_patches = False
+    _version = 1
+    training: bool
+    call_super_init = False
+
+    def __init__(self, *args, **kwargs) -> None:
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
+                            f"argument '{next(iter(kwargs))}'")
+        if args:
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument "
+                            f"but {len(args) + 1} were given")
+        sa = super().__setattr__
+        sa("training", True)
+        sa("_parameters", {})
+        sa("_buffers", {})
+        sa("_non_persistent_buffers_set", set())
+        sa("_forward_hooks", OrderedDict())
+        sa("_forward_hooks_with_kwargs", OrderedDict())
+        sa("_forward_hooks_always_called", OrderedDict())
+        sa("_forward_pre_hooks", OrderedDict())
+        sa("_forward_pre_hooks_with_kwargs", OrderedDict())
+        sa("_state_dict_hooks", OrderedDict())
+        sa("_state_dict_pre_hooks", OrderedDict())
+        sa("_load_state_dict_pre_hooks", OrderedDict())
+        sa("_load_state_dict_post_hooks", OrderedDict())
+        sa("_modules", {})
+
+    forward: Callable[..., Any] = _forward_unimplemented
+
+    # ---- registration ----------------------------------------------------------------
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a buffer (state that is not a parameter, e.g. BatchNorm's running_mean)."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"buffer name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError('buffer name can\'t contain "."')
+        if name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(ember Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter (accessible as an attribute of that name)."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"parameter name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError('parameter name can\'t contain "."')
+        if name == "":
+            raise KeyError('parameter name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is None:
+            self._parameters[name] = None
+        elif not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                            "(ember.nn.Parameter or None required)")
+        elif param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
+                             f"parameters must be created explicitly. To express '{name}' "
+                             "as a function of another Tensor, compute the value in "
+                             "the forward() method.")
+        else:
+            self._parameters[name] = param
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add a child module (accessible as an attribute of that name)."""
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {_typename(name)}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def _get_by_path(self, target: str):
+        """(the module holding the last component of ``target``, that component)."""
+        *path, last = target.split(".")
+        mod = self
+        for item in path:
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod, last
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path ``target`` (``"" `` is self)."""
+        if target == "":
+            return self
+        mod, last = self._get_by_path(target)
+        if last not in mod._modules:
+            raise AttributeError(mod._get_name() + " has no attribute `" + last + "`")
+        return mod._modules[last]
+
+    def get_parameter(self, target: str) -> Parameter:
+        mod, name = self._get_by_path(target)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        mod, name = self._get_by_path(target)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        if name not in mod._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return getattr(mod, name)
+
+    def get_extra_state(self) -> Any:
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
+                           "be called.")
+
+    def set_extra_state(self, state: Any) -> None:
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
+                           "be called.")
+
+    # ---- attribute protocol -------------------------------------------------------------
+    def __getattr__(self, name: str):
+        d = self.__dict__
+        if "_parameters" in d and name in d["_parameters"]:
+            return d["_parameters"][name]
+        if "_buffers" in d and name in d["_buffers"]:
+            return d["_buffers"][name]
+        if "_modules" in d and name in d["_modules"]:
+            return d["_modules"][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name: str, value) -> None:
+        def remove_from(*dicts_or_sets):
+            for d in dicts_or_sets:
+                if name in d:
+                    if isinstance(d, dict):
+                        del d[name]
+                    else:
+                        d.discard(name)
+
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(self.__dict__, self._buffers, self._modules,
+                        self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                                "(ember.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        else:
+            modules = self.__dict__.get("_modules")
+            if isinstance(value, Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                remove_from(self.__dict__, self._parameters, self._buffers,
+                            self._non_persistent_buffers_set)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError(f"cannot assign '{_typename(value)}' as child module "
+                                    f"'{name}' (ember.nn.Module or None expected)")
+                modules[name] = value
+            else:
+                buffers = self.__dict__.get("_buffers")
+                is_buffer = isinstance(value, Buffer)
+                if is_buffer or (buffers is not None and name in buffers):
+                    if value is not None and not isinstance(value, Tensor):
+                        raise TypeError(f"cannot assign '{_typename(value)}' as buffer "
+                                        f"'{name}' (ember.nn.Buffer, ember.Tensor or None "
+                                        "expected)")
+                    if buffers is None:
+                        raise AttributeError("cannot assign buffer before Module.__init__() "
+                                             "call")
+                    if is_buffer:
+                        persistent = _buffer_persistent(value)
+                        remove_from(self.__dict__, self._parameters, self._modules)
+                    else:
+                        persistent = name not in self._non_persistent_buffers_set
+                    self.register_buffer(name, value, persistent)
+                else:
+                    super().__setattr__(name, value)
+
+    def __delattr__(self, name) -> None:
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            super().__delattr__(name)
+
+    def __dir__(self):
+        module_attrs = dir(self.__class__)
+        attrs = list(self.__dict__.keys())
+        keys = (module_attrs + attrs + list(self._parameters) + list(self._modules)
+                + list(self._buffers))
+        keys = [key for key in keys if not key[0].isdigit()]
+        return sorted(keys)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    # ---- traversal ------------------------------------------------------------------------
+    def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        modules = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                   if recurse else [(prefix, self)])
+        for module_prefix, module in modules:
+            for k, v in get_members_fn(module):
+                if v is None or id(v) in memo:
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield module_prefix + ("." if module_prefix else "") + k, v
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Iterator over the parameters (each once, even if shared)."""
+        for _name, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """Iterator over ``(name, parameter)``, names as in ``state_dict``."""
+        yield from self._named_members(lambda m: m._parameters.items(), prefix=prefix,
+                                       recurse=recurse, remove_duplicate=remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named_members(lambda m: m._buffers.items(), prefix=prefix,
+                                       recurse=recurse, remove_duplicate=remove_duplicate)
+
+    def children(self) -> Iterator[Module]:
+        for _name, module in self.named_children():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        memo = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in memo:
+                memo.add(id(module))
+                yield name, module
+
+    def modules(self, remove_duplicate: bool = True) -> Iterator[Module]:
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
+            yield module
+
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True):
+        """Iterator over ``(name, module)`` for self (name ``prefix``) and all descendants."""
+        if memo is None:
+            memo = set()
+        if self not in memo:
+            if remove_duplicate:
+                memo.add(self)
+            yield prefix, self
+            for name, module in self._modules.items():
+                if module is None:
+                    continue
+                submodule_prefix = prefix + ("." if prefix else "") + name
+                yield from module.named_modules(memo, submodule_prefix, remove_duplicate)
+
+    # ---- modes, grads -------------------------------------------------------------------
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (affects Dropout, BatchNorm, ...) recursively; returns self."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters (to None by default)."""
+        for p in self.parameters():
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    g = p.grad
+                    if g.grad_fn is not None:
+                        g = g.detach()
+                        p.grad = g
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    # ---- conversion -----------------------------------------------------------------------
+    def _apply(self, fn, recurse=True):
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
+        for key, param in self._parameters.items():
+            if param is None:
+                continue
+            with _no_grad():
+                param_applied = fn(param)
+            # PyTorch semantics: the Parameter object stays the same, its data is replaced
+            if param_applied is not param:
+                _set_data(param, param_applied)
+            if param.grad is not None:
+                with _no_grad():
+                    grad_applied = fn(param.grad)
+                if grad_applied is not param.grad:
+                    _set_data(param.grad, grad_applied)
+        for key, buf in self._buffers.items():
+            if buf is not None:
+                self._buffers[key] = fn(buf)
+        return self
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call ``fn`` on every submodule (children first) and then on self."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args, **kwargs) -> Module:
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: converts
+        parameters and buffers in place; only floating ones change dtype."""
+        device = kwargs.pop("device", None)
+        dtype = kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, ember.dtype):
+                dtype = a
+            elif isinstance(a, bool):
+                continue
+            elif isinstance(a, (str, ember.device)):
+                name = a.replace("ember.", "") if isinstance(a, str) else None
+                if name is not None and _is_dtype_name(name):
+                    dtype = _dtype_from_name(name)
+                else:
+                    device = a
+            elif isinstance(a, int):
+                device = ember.device("cuda", a)      # an int is a CUDA ordinal, as PyTorch
+            else:
+                raise TypeError(f"to() received an invalid combination of arguments - got "
+                                f"({type(a).__name__})")
+        if dtype is not None and not dtype.is_floating_point:
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={dtype}")
+
+        def convert(t):
+            kw = {}
+            if device is not None:
+                kw["device"] = device
+            if dtype is not None and t.is_floating_point():
+                kw["dtype"] = dtype
+            return t.to(**kw) if kw else t
+
+        return self._apply(convert)
+
+    def cpu(self) -> Module:
+        return self._apply(lambda t: t.cpu())
+
+    def cuda(self, device=None) -> Module:
+        return self._apply(lambda t: t.cuda(device))
+
+    def type(self, dst_type) -> Module:
+        return self._apply(lambda t: t.to(dtype=dst_type))
+
+    def float(self) -> Module:
+        return self._apply(lambda t: t.float() if t.is_floating_point() else t)
+
+    def double(self) -> Module:
+        return self._apply(lambda t: t.double() if t.is_floating_point() else t)
+
+    def half(self) -> Module:
+        return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+
+    def bfloat16(self) -> Module:
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
+
+    def share_memory(self) -> Module:
+        return self
+
+    # ---- state dict -------------------------------------------------------------------
+    def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buf in self._buffers.items():
+            if buf is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buf if keep_vars else buf.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """An ``OrderedDict`` of parameters and persistent buffers, keyed by dotted name.
+
+        The values share memory with the module's tensors (detached unless
+        ``keep_vars``).
+        """
+        if args:
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = dict(version=self._version)
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                  keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                destination = result
+        return destination
+
+    def register_state_dict_pre_hook(self, hook):
+        handle = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_post_hook(self, hook):
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook):
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = (
+            lambda *a, _m=weakref.ref(self): hook(_m(), *a))
+        return handle
+
+    def register_load_state_dict_post_hook(self, hook):
+        handle = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
+        return handle
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs) -> None:
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
+        persistent_buffers = {k: v for k, v in self._buffers.items()
+                              if k not in self._non_persistent_buffers_set}
+        local_state = {k: v for k, v in itertools.chain(self._parameters.items(),
+                                                        persistent_buffers.items())
+                       if v is not None}
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, param in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            input_param = state_dict[key]
+            if not isinstance(input_param, Tensor):
+                error_msgs.append(f'While copying the parameter named "{key}", expected '
+                                  "ember.Tensor or Tensor-like object from checkpoint but "
+                                  f"received {type(input_param)}")
+                continue
+            if (len(param.shape) == 0 and len(input_param.shape) == 1
+                    and input_param.shape[0] == 1):
+                input_param = input_param[0]
+            if input_param.shape != param.shape:
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"{input_param.size()} from checkpoint, the shape in current "
+                                  f"model is {param.size()}.")
+                continue
+            try:
+                with _no_grad():
+                    if assign:
+                        if isinstance(param, Parameter):
+                            if not isinstance(input_param, Parameter):
+                                input_param = Parameter(input_param,
+                                                        requires_grad=param.requires_grad)
+                            else:
+                                input_param.requires_grad_(param.requires_grad)
+                        setattr(self, name, input_param)
+                    else:
+                        param.copy_(input_param)
+            except Exception as ex:
+                error_msgs.append(f'While copying the parameter named "{key}", whose '
+                                  f"dimensions in the model are {param.size()} and whose "
+                                  f"dimensions in the checkpoint are {input_param.size()}, an "
+                                  f"exception occurred : {ex.args}.")
+        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_state_key in state_dict:
+                self.set_extra_state(state_dict[extra_state_key])
+            elif strict:
+                missing_keys.append(extra_state_key)
+        elif strict and extra_state_key in state_dict:
+            unexpected_keys.append(extra_state_key)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix) and key != extra_state_key:
+                    input_name = key[len(prefix):].split(".", 1)
+                    if len(input_name) > 1:
+                        if input_name[0] not in self._modules:
+                            unexpected_keys.append(key)
+                    elif input_name[0] not in local_state:
+                        unexpected_keys.append(key)
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
+                        assign: bool = False):
+        """Copy parameters and buffers from ``state_dict`` into this module and its
+        descendants. With ``strict`` the keys must match ``state_dict()``'s exactly.
+
+        Returns ``_IncompatibleKeys(missing_keys, unexpected_keys)``.
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing_keys: list[str] = []
+        unexpected_keys: list[str] = []
+        error_msgs: list[str] = []
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
+
+        def load(module, local_state_dict, prefix=""):
+            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True,
+                                         missing_keys, unexpected_keys, error_msgs)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    child_state_dict = {k: v for k, v in local_state_dict.items()
+                                        if k.startswith(child_prefix)}
+                    load(child, child_state_dict, child_prefix)
+            incompatible_keys = _IncompatibleKeys(missing_keys, unexpected_keys)
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, incompatible_keys) is not None:
+                    raise AssertionError("Hooks registered with "
+                                         "``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if "
+                                         "incompatible_keys need to be modified, it should be "
+                                         "done inplace.")
+
+        load(self, state_dict)
+        if strict:
+            if unexpected_keys:
+                error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected_keys)))
+            if missing_keys:
+                error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing_keys)))
+        if error_msgs:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                self.__class__.__name__, "\n\t".join(error_msgs)))
+        return _IncompatibleKeys(missing_keys, unexpected_keys)
+
+    # ---- hooks and calling ------------------------------------------------------------
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """``hook(module, args) -> None or modified args`` runs before ``forward``
+        (``hook(module, args, kwargs) -> None or (args, kwargs)`` with ``with_kwargs``)."""
+        handle = RemovableHandle(self._forward_pre_hooks,
+                                 extra_dict=self._forward_pre_hooks_with_kwargs)
+        self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """``hook(module, args, output) -> None or modified output`` runs after ``forward``
+        (``hook(module, args, kwargs, output)`` with ``with_kwargs``)."""
+        handle = RemovableHandle(self._forward_hooks,
+                                 extra_dict=[self._forward_hooks_with_kwargs,
+                                             self._forward_hooks_always_called])
+        self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def _call_impl(self, *args, **kwargs):
+        if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks
+                or _global_forward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        result = None
+        called_always = set()
+        try:
+            for hook_id, hook in (*_global_forward_pre_hooks.items(),
+                                  *self._forward_pre_hooks.items()):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    out = hook(self, args, kwargs)
+                    if out is not None:
+                        if isinstance(out, tuple) and len(out) == 2:
+                            args, kwargs = out
+                        else:
+                            raise RuntimeError("forward pre-hook must return None or a tuple "
+                                               f"of (new_args, new_kwargs), but got {out}.")
+                else:
+                    out = hook(self, args)
+                    if out is not None:
+                        args = out if isinstance(out, tuple) else (out,)
+            result = self.forward(*args, **kwargs)
+            for hook_id, hook in (*_global_forward_hooks.items(),
+                                  *self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called:
+                    called_always.add(hook_id)
+                if hook_id in self._forward_hooks_with_kwargs:
+                    out = hook(self, args, kwargs, result)
+                else:
+                    out = hook(self, args, result)
+                if out is not None:
+                    result = out
+            return result
+        except Exception:
+            for hook_id, hook in self._forward_hooks.items():
+                if hook_id in self._forward_hooks_always_called and hook_id not in called_always:
+                    try:
+                        if hook_id in self._forward_hooks_with_kwargs:
+                            out = hook(self, args, kwargs, result)
+                        else:
+                            out = hook(self, args, result)
+                        if out is not None:
+                            result = out
+                    except Exception:
+                        continue
+            raise
+
+    __call__ = _call_impl
+
+    # ---- repr ---------------------------------------------------------------------------
+    def _get_name(self):
+        return self.__class__.__name__
+
+    def extra_repr(self) -> str:
+        """Extra information shown in the module's repr; override in layers."""
+        return ""
+
+    def __repr__(self):
+        extra_lines = []
+        extra_repr = self.extra_repr()
+        if extra_repr:
+            extra_lines = extra_repr.split("\n")
+        child_lines = []
+        for key, module in self._modules.items():
+            mod_str = _addindent(repr(module), 2)
+            child_lines.append("(" + key + "): " + mod_str)
+        lines = extra_lines + child_lines
+        main_str = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main_str += extra_lines[0]
+            else:
+                main_str += "\n  " + "\n  ".join(lines) + "\n"
+        return main_str + ")"
+
+
+_global_forward_hooks: dict = OrderedDict()
+_global_forward_pre_hooks: dict = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook) -> RemovableHandle:
+    """A forward pre-hook run for every module (``torch.nn.modules.module``'s global hook)."""
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook) -> RemovableHandle:
+    handle = RemovableHandle(_global_forward_hooks)
+    _global_forward_hooks[handle.id] = hook
+    return handle
+
+
+def _is_dtype_name(name: str) -> bool:
+    return isinstance(getattr(ember, name, None), ember.dtype)
+
+
+def _dtype_from_name(name: str):
+    return getattr(ember, name)

@@ -1,0 +1,457 @@
+"""Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` (multi-layer, bidirectional, dropout
+between layers, ``batch_first``, LSTM ``proj_size``) and the single-step cells, with
+PyTorch's parameter names (``weight_ih_l0``, ``bias_hh_l1_reverse``, ...), gate order and
+initialisation U(-1/sqrt(hidden), 1/sqrt(hidden)).
+
+The input projection of a whole sequence is one matmul; only the recurrence loops over
+time steps.
+
+>>> import ember, ember.nn as nn
+>>> lstm = nn.LSTM(10, 20, num_layers=2)
+>>> out, (h, c) = lstm(ember.randn(5, 3, 10))
+>>> out.shape, h.shape
+((5, 3, 20), (2, 3, 20))
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import ember
+from ember import Tensor
+
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _linear(x, w, b):
+    out = ember.matmul(x, w.t())
+    return out + b if b is not None else out
+
+
+def _rnn_step(mode, gi, h, w_hh, b_hh):
+    gh = _linear(h, w_hh, b_hh)
+    pre = gi + gh
+    return ember.tanh(pre) if mode == "RNN_TANH" else F.relu(pre)
+
+
+def _gru_step(gi, h, w_hh, b_hh):
+    gh = _linear(h, w_hh, b_hh)
+    i_r, i_z, i_n = gi.chunk(3, -1)
+    h_r, h_z, h_n = gh.chunk(3, -1)
+    r = ember.sigmoid(i_r + h_r)
+    z = ember.sigmoid(i_z + h_z)
+    n = ember.tanh(i_n + r * h_n)
+    return n + z * (h - n)              # (1 - z) * n + z * h
+
+
+def _lstm_step(gi, h, c, w_hh, b_hh, w_hr):
+    gates = gi + _linear(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, -1)
+    c = ember.sigmoid(f) * c + ember.sigmoid(i) * ember.tanh(g)
+    h = ember.sigmoid(o) * ember.tanh(c)
+    if w_hr is not None:
+        h = ember.matmul(h, w_hr.t())
+    return h, c
+
+
+class RNNBase(Module):
+    """Common base of ``RNN``, ``LSTM`` and ``GRU`` (parameters, checks, the layer loop)."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
+        super().__init__()
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        num_directions = 2 if bidirectional else 1
+        if (not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1
+                or isinstance(dropout, bool)):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
+                          "non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"batch_first should be of type bool, got: "
+                            f"{type(batch_first).__name__}")
+        if not isinstance(input_size, int):
+            raise TypeError(f"input_size should be of type int, got: "
+                            f"{type(input_size).__name__}")
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
+        if not isinstance(hidden_size, int):
+            raise TypeError(f"hidden_size should be of type int, got: "
+                            f"{type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if mode not in _GATES:
+            raise ValueError("Unrecognized RNN mode: " + mode)
+        gate_size = _GATES[mode] * hidden_size
+        self._flat_weights_names = []
+        self._all_weights = []
+        real_hidden = proj_size if proj_size > 0 else hidden_size
+        for layer in range(num_layers):
+            for direction in range(num_directions):
+                layer_input = input_size if layer == 0 else real_hidden * num_directions
+                suffix = "_reverse" if direction == 1 else ""
+                shapes = [("weight_ih_l{}{}", (gate_size, layer_input)),
+                          ("weight_hh_l{}{}", (gate_size, real_hidden))]
+                if bias:
+                    shapes += [("bias_ih_l{}{}", (gate_size,)), ("bias_hh_l{}{}", (gate_size,))]
+                if proj_size > 0:
+                    shapes += [("weight_hr_l{}{}", (proj_size, hidden_size))]
+                names = []
+                for fmt, shape in shapes:
+                    name = fmt.format(layer, suffix)
+                    setattr(self, name, Parameter(ember.empty(shape, device=device,
+                                                              dtype=dtype)))
+                    names.append(name)
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    def flatten_parameters(self) -> None:
+        """No-op (cuDNN's weight packing has no equivalent here)."""
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    # ---- checks -------------------------------------------------------------------------
+    def _check_input(self, input):
+        w = self._flat_weights[0]
+        if input.dtype is not w.dtype:
+            raise ValueError(f"RNN input dtype (ember.{input.dtype.name}) does not match weight "
+                             f"dtype (ember.{w.dtype.name}). Convert input: "
+                             f"input.to(ember.{w.dtype.name}), or convert model: "
+                             f"model.to(ember.{input.dtype.name})")
+        if self.input_size != input.size(-1):
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.size(-1)}")
+
+    def _expected_hidden(self, batch, size):
+        return (self.num_layers * (2 if self.bidirectional else 1), batch, size)
+
+    @staticmethod
+    def _check_hidden(hx, expected, msg="Expected hidden size {}, got {}"):
+        if tuple(hx.shape) != expected:
+            raise RuntimeError(msg.format(expected, list(hx.shape)))
+
+    def _prepare(self, name, input):
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
+                             f"{'tensor ' if name == 'RNN' else ''}instead")
+        is_batched = input.dim() == 3
+        if not is_batched:
+            input = input.unsqueeze(0 if self.batch_first else 1)
+        if self.batch_first:
+            input = input.transpose(0, 1)
+        self._check_input(input)
+        return input, is_batched                       # input is (L, N, H_in) now
+
+    # ---- the layer loop -----------------------------------------------------------------
+    def _run(self, x, h0, c0=None):
+        """x (L, N, H_in); h0/c0 (layers * dirs, N, H). Returns output, h_n, c_n."""
+        dirs = 2 if self.bidirectional else 1
+        steps = x.shape[0]
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                names = self._all_weights[layer * dirs + d]
+                p = {n.split("_l")[0]: getattr(self, n) for n in names}
+                w_ih, w_hh = p["weight_ih"], p["weight_hh"]
+                b_ih, b_hh = p.get("bias_ih"), p.get("bias_hh")
+                gi_all = _linear(x, w_ih, b_ih)          # (L, N, G): one matmul per layer
+                h = h0[layer * dirs + d]
+                c = c0[layer * dirs + d] if c0 is not None else None
+                seq = [None] * steps
+                order = range(steps) if d == 0 else range(steps - 1, -1, -1)
+                for t in order:
+                    gi = gi_all[t]
+                    if self.mode == "LSTM":
+                        h, c = _lstm_step(gi, h, c, w_hh, b_hh, p.get("weight_hr"))
+                    elif self.mode == "GRU":
+                        h = _gru_step(gi, h, w_hh, b_hh)
+                    else:
+                        h = _rnn_step(self.mode, gi, h, w_hh, b_hh)
+                    seq[t] = h
+                outs.append(ember.stack(seq, 0))
+                h_n.append(h)
+                if c is not None:
+                    c_n.append(c)
+            x = outs[0] if dirs == 1 else ember.cat(outs, -1)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        return x, ember.stack(h_n, 0), (ember.stack(c_n, 0) if c_n else None)
+
+    def _finish(self, out, is_batched):
+        if self.batch_first:
+            out = out.transpose(0, 1)
+        if not is_batched:
+            out = out.squeeze(0 if self.batch_first else 1)
+        return out
+
+
+class RNN(RNNBase):
+    """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (or relu)."""
+
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if len(args) > 3:
+            self.nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        else:
+            self.nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if self.nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' "
+                             "or 'relu'.")
+        super().__init__(mode, *args, **kwargs)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None):
+        x, is_batched = self._prepare("RNN", input)
+        if hx is not None:
+            if is_batched and hx.dim() != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
+                                   f"{hx.dim()}-D tensor")
+            if not is_batched:
+                if hx.dim() != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got"
+                                       f" {hx.dim()}-D tensor")
+                hx = hx.unsqueeze(1)
+        expected = self._expected_hidden(x.shape[1], self.hidden_size)
+        if hx is None:
+            hx = ember.zeros(expected, dtype=x.dtype, device=x.device)
+        self._check_hidden(hx, expected)
+        out, h_n, _ = self._run(x, hx)
+        if not is_batched:
+            h_n = h_n.squeeze(1)
+        return self._finish(out, is_batched), h_n
+
+
+class LSTM(RNNBase):
+    """Long short-term memory; gates ``i, f, g, o`` in PyTorch's order; optional
+    ``proj_size`` projection of the hidden state."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
+    def forward(self, input: Tensor, hx=None):
+        x, is_batched = self._prepare("LSTM", input)
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        exp_h = self._expected_hidden(x.shape[1], real_hidden)
+        exp_c = self._expected_hidden(x.shape[1], self.hidden_size)
+        if hx is None:
+            h0 = ember.zeros(exp_h, dtype=x.dtype, device=x.device)
+            c0 = ember.zeros(exp_c, dtype=x.dtype, device=x.device)
+        else:
+            h0, c0 = hx
+            if is_batched:
+                if h0.dim() != 3 or c0.dim() != 3:
+                    raise RuntimeError(f"For batched 3-D input, hx and cx should also be 3-D but "
+                                       f"got ({h0.dim()}-D, {c0.dim()}-D) tensors")
+            else:
+                if h0.dim() != 2 or c0.dim() != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx and cx should also be 2-D "
+                                       f"but got ({h0.dim()}-D, {c0.dim()}-D) tensors")
+                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+        self._check_hidden(h0, exp_h, "Expected hidden[0] size {}, got {}")
+        self._check_hidden(c0, exp_c, "Expected hidden[1] size {}, got {}")
+        out, h_n, c_n = self._run(x, h0, c0)
+        if not is_batched:
+            h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
+        return self._finish(out, is_batched), (h_n, c_n)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit; gates ``r, z, n`` in PyTorch's order."""
+
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        super().__init__("GRU", *args, **kwargs)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None):
+        x, is_batched = self._prepare("GRU", input)
+        if hx is not None:
+            if is_batched and hx.dim() != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
+                                   f"{hx.dim()}-D tensor")
+            if not is_batched:
+                if hx.dim() != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got"
+                                       f" {hx.dim()}-D tensor")
+                hx = hx.unsqueeze(1)
+        expected = self._expected_hidden(x.shape[1], self.hidden_size)
+        if hx is None:
+            hx = ember.zeros(expected, dtype=x.dtype, device=x.device)
+        self._check_hidden(hx, expected)
+        out, h_n, _ = self._run(x, hx)
+        if not is_batched:
+            h_n = h_n.squeeze(1)
+        return self._finish(out, is_batched), h_n
+
+
+# ---- cells ------------------------------------------------------------------------------
+class RNNCellBase(Module):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device=None, dtype=None):
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(ember.empty((num_chunks * hidden_size, input_size),
+                                               device=device, dtype=dtype))
+        self.weight_hh = Parameter(ember.empty((num_chunks * hidden_size, hidden_size),
+                                               device=device, dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(ember.empty(num_chunks * hidden_size, device=device,
+                                                 dtype=dtype))
+            self.bias_hh = Parameter(ember.empty(num_chunks * hidden_size, device=device,
+                                                 dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += ", bias={bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _batched(self, name, input, hx, nstates=1):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D "
+                             "instead")
+        if hx is not None:
+            states = hx if isinstance(hx, tuple) else (hx,)
+            for h in states:
+                if h.dim() not in (1, 2):
+                    raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {h.dim()}D "
+                                     "instead")
+        return input.dim() == 2
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        batched = self._batched("RNNCell", input, hx)
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            hx = ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
+                             device=input.device)
+        elif not batched:
+            hx = hx.unsqueeze(0)
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
+        h = _rnn_step(mode, _linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh,
+                      self.bias_hh)
+        return h if batched else h.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input: Tensor, hx=None):
+        batched = self._batched("LSTMCell", input, hx)
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            z = ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
+                            device=input.device)
+            hx = (z, z)
+        elif not batched:
+            hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
+        h, c = _lstm_step(_linear(input, self.weight_ih, self.bias_ih), hx[0], hx[1],
+                          self.weight_hh, self.bias_hh, None)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        batched = self._batched("GRUCell", input, hx)
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            hx = ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
+                             device=input.device)
+        elif not batched:
+            hx = hx.unsqueeze(0)
+        h = _gru_step(_linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh,
+                      self.bias_hh)
+        return h if batched else h.squeeze(0)

@@ -1,0 +1,372 @@
+"""nn.functional matches torch.nn.functional, including its error messages."""
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as tnn
+import torch.nn.functional as TF
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+from nn_helpers import close, e, randn
+
+pytestmark = pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
+
+
+# ---- pad ------------------------------------------------------------------------------
+@pytest.mark.parametrize("pad", [(1, 2), (0, 0, 2, 1), (1, 1, 1, 1, 1, 0), (-1, 2, 1, -2)])
+def test_pad_constant(pad):
+    x = randn(2, 3, 4, 5)
+    close(F.pad(e(x), pad), TF.pad(x, pad))
+    close(F.pad(e(x), pad, value=2.5), TF.pad(x, pad, value=2.5))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape,pad", [((2, 3, 5), (2, 1)), ((3, 5), (1, 3)),
+                                       ((2, 3, 4, 5), (1, 2, 3, 0)), ((3, 4, 5), (2, 2, 1, 1)),
+                                       ((1, 2, 3, 4, 5), (1, 0, 2, 1, 1, 2))])
+def test_pad_modes(mode, shape, pad):
+    x = randn(*shape)
+    close(F.pad(e(x), pad, mode=mode), TF.pad(x, pad, mode=mode))
+
+
+def test_pad_errors():
+    x = randn(1, 1, 3, 3)
+    for args in [((3, 3, 0, 0), "reflect"), ((4, 4, 0, 0), "circular")]:
+        with pytest.raises(RuntimeError) as te:
+            TF.pad(x, args[0], mode=args[1])
+        with pytest.raises(RuntimeError) as ee:
+            F.pad(e(x), args[0], mode=args[1])
+        assert str(ee.value) == str(te.value)
+    with pytest.raises(NotImplementedError, match="Padding size 2 is not supported for 4D"):
+        F.pad(e(x), (1, 1), mode="reflect")
+    with pytest.raises(RuntimeError, match="Padding length should be less than or equal"):
+        F.pad(ember.ones(3, 3), (1,) * 6)
+    with pytest.raises(NotImplementedError, match="Unrecognised padding mode foo"):
+        F.pad(e(x), (1, 1, 1, 1), mode="foo")
+
+
+# ---- interpolate ----------------------------------------------------------------------
+@pytest.mark.parametrize("kw", [
+    dict(size=(7, 9)), dict(size=(3, 2)), dict(scale_factor=2), dict(scale_factor=(0.5, 1.7)),
+    dict(size=(7, 9), mode="nearest-exact"), dict(scale_factor=1.5, mode="nearest-exact"),
+    dict(size=(7, 9), mode="bilinear"), dict(size=(3, 2), mode="bilinear"),
+    dict(size=(7, 9), mode="bilinear", align_corners=True),
+    dict(size=(1, 4), mode="bilinear", align_corners=True),
+    dict(scale_factor=2.5, mode="bilinear"),
+    dict(scale_factor=2.5, mode="bilinear", recompute_scale_factor=True),
+    dict(size=(2, 3), mode="area"), dict(size=(3, 4), mode="area"),
+])
+def test_interpolate_2d(kw):
+    x = randn(2, 3, 4, 5)
+    close(F.interpolate(e(x), **kw), TF.interpolate(x, **kw))
+
+
+@pytest.mark.parametrize("kw", [dict(size=11), dict(scale_factor=0.6),
+                                dict(size=11, mode="linear"),
+                                dict(size=11, mode="linear", align_corners=True),
+                                dict(size=3, mode="area")])
+def test_interpolate_1d(kw):
+    x = randn(2, 3, 7)
+    close(F.interpolate(e(x), **kw), TF.interpolate(x, **kw))
+
+
+def test_interpolate_errors():
+    x = randn(1, 1, 4, 4)
+    for kw, exc in [(dict(size=3, align_corners=True), ValueError),
+                    (dict(size=3, scale_factor=2), ValueError), (dict(), ValueError),
+                    (dict(size=3, mode="foo"), NotImplementedError)]:
+        with pytest.raises(exc) as te:
+            TF.interpolate(x, **kw)
+        with pytest.raises(exc) as ee:
+            F.interpolate(e(x), **kw)
+        assert str(ee.value) == str(te.value)
+    with pytest.raises(NotImplementedError, match="bilinear mode needs 4D input"):
+        F.interpolate(ember.ones(1, 1, 4), size=3, mode="bilinear")
+
+
+# ---- unfold / fold --------------------------------------------------------------------
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=(2, 3), stride=(2, 1)),
+                                dict(kernel_size=3, padding=1, dilation=2),
+                                dict(kernel_size=3, stride=2, padding=1)])
+def test_unfold_fold(kw):
+    x = randn(2, 3, 7, 8)
+    cols_t = TF.unfold(x, **kw)
+    close(F.unfold(e(x), **kw), cols_t)
+    close(F.fold(e(cols_t), (7, 8), **kw), TF.fold(cols_t, (7, 8), **kw))
+    close(F.unfold(e(x[0]), **kw), TF.unfold(x[0], **kw))
+    close(F.fold(e(cols_t[0]), (7, 8), **kw), TF.fold(cols_t[0], (7, 8), **kw))
+
+
+def test_fold_errors():
+    with pytest.raises(RuntimeError) as te:
+        TF.fold(torch.rand(1, 4, 5), (4, 4), 2)
+    with pytest.raises(RuntimeError) as ee:
+        F.fold(ember.rand(1, 4, 5), (4, 4), 2)
+    assert str(ee.value) == str(te.value)
+
+
+# ---- functional conv / pool / norm / misc ---------------------------------------------
+def test_conv_functional_with_explicit_weights():
+    x, w, b = randn(2, 4, 6, 6), randn(6, 2, 3, 3, seed=1), randn(6, seed=2)
+    close(F.conv2d(e(x), e(w), e(b), stride=2, padding=(1, 0), groups=2),
+          TF.conv2d(x, w, b, stride=2, padding=(1, 0), groups=2))
+    wt = randn(4, 3, 3, 3, seed=3)
+    close(F.conv_transpose2d(e(x), e(wt), None, stride=2, padding=1, output_padding=1),
+          TF.conv_transpose2d(x, wt, None, stride=2, padding=1, output_padding=1))
+    x1, w1 = randn(2, 4, 9), randn(3, 4, 2, seed=4)
+    close(F.conv1d(e(x1), e(w1), padding="same", dilation=3),
+          TF.conv1d(x1, w1, padding="same", dilation=3))
+    wt1 = randn(4, 2, 3, seed=5)
+    close(F.conv_transpose1d(e(x1), e(wt1), stride=3, dilation=2),
+          TF.conv_transpose1d(x1, wt1, stride=3, dilation=2))
+
+
+def test_float64_layers():
+    x = randn(2, 3, 6, 6, dtype=torch.float64)
+    w = randn(4, 3, 3, 3, seed=1, dtype=torch.float64)
+    close(F.conv2d(e(x), e(w), padding=1), TF.conv2d(x, w, padding=1), rtol=1e-10, atol=1e-12)
+    close(F.max_pool2d(e(x), 2), TF.max_pool2d(x, 2))
+    close(F.layer_norm(e(x), (6,)), TF.layer_norm(x, (6,)), rtol=1e-10, atol=1e-12)
+
+
+def test_activations_functional():
+    x = randn(3, 8) * 4
+    for name in ["relu", "relu6", "elu", "selu", "celu", "gelu", "silu", "mish", "hardswish",
+                 "hardsigmoid", "hardtanh", "softplus", "softsign", "tanhshrink", "logsigmoid",
+                 "sigmoid", "tanh", "hardshrink", "softshrink"]:
+        close(getattr(F, name)(e(x)), getattr(TF, name)(x))
+    close(F.leaky_relu(e(x), 0.3), TF.leaky_relu(x, 0.3))
+    close(F.gelu(e(x), approximate="tanh"), TF.gelu(x, approximate="tanh"))
+    close(F.threshold(e(x), 0.5, -2.0), TF.threshold(x, 0.5, -2.0))
+    close(F.softmax(e(x), dim=0), TF.softmax(x, dim=0))
+    close(F.log_softmax(e(x), dim=1), TF.log_softmax(x, dim=1))
+    close(F.softmin(e(x), dim=1), TF.softmin(x, dim=1))
+    close(F.glu(e(x), 1), TF.glu(x, 1))
+    close(F.prelu(e(x), ember.full((8,), 0.1)), TF.prelu(x, torch.full((8,), 0.1)))
+    close(F.softplus(e(x), beta=0.5, threshold=3), TF.softplus(x, beta=0.5, threshold=3))
+    xe = e(x)
+    F.relu_(xe)
+    close(xe, TF.relu(x))
+
+
+def test_normalisation_functional():
+    x = randn(4, 6, 3)
+    w, b = torch.rand(6), torch.rand(6)
+    rm, rv = torch.rand(6), torch.rand(6) + 0.5
+    close(F.batch_norm(e(x), e(rm), e(rv), e(w), e(b)), TF.batch_norm(x, rm, rv, w, b))
+    rm_e, rv_e = e(rm), e(rv)
+    close(F.batch_norm(e(x), rm_e, rv_e, training=True, momentum=0.2),
+          TF.batch_norm(x, rm, rv, training=True, momentum=0.2))
+    close(rm_e, rm)
+    close(rv_e, rv)
+    close(F.instance_norm(e(x)), TF.instance_norm(x))
+    close(F.layer_norm(e(x), (3,), e(w[:3]), e(b[:3])), TF.layer_norm(x, (3,), w[:3], b[:3]))
+    close(F.group_norm(e(x), 3, e(w), e(b)), TF.group_norm(x, 3, w, b))
+    close(F.rms_norm(e(x), (6, 3)), TF.rms_norm(x, (6, 3)))
+    close(F.normalize(e(x)), TF.normalize(x))
+    close(F.normalize(e(x), p=1, dim=-1), TF.normalize(x, p=1, dim=-1))
+    close(F.local_response_norm(e(x), 2), TF.local_response_norm(x, 2))
+
+
+def test_distances():
+    a, b = randn(5, 4), randn(5, 4, seed=1)
+    close(F.cosine_similarity(e(a), e(b)), TF.cosine_similarity(a, b))
+    close(F.cosine_similarity(e(a), e(b), dim=0), TF.cosine_similarity(a, b, dim=0))
+    close(F.pairwise_distance(e(a), e(b)), TF.pairwise_distance(a, b))
+    close(F.pairwise_distance(e(a), e(b), p=1, keepdim=True),
+          TF.pairwise_distance(a, b, p=1, keepdim=True))
+
+
+def test_pixel_and_channel_shuffle():
+    x = randn(2, 8, 3, 5)
+    close(F.pixel_shuffle(e(x), 2), TF.pixel_shuffle(x, 2))
+    y = randn(2, 3, 4, 6)
+    close(F.pixel_unshuffle(e(y), 2), TF.pixel_unshuffle(y, 2))
+    close(F.channel_shuffle(e(x), 4), TF.channel_shuffle(x, 4))
+
+
+def test_embedding_and_one_hot():
+    w = randn(10, 3)
+    idx = torch.tensor([[0, 9], [4, 4]])
+    close(F.embedding(e(idx), e(w)), TF.embedding(idx, w))
+    close(F.embedding(e(idx).int(), e(w), padding_idx=4),
+          TF.embedding(idx.int(), w, padding_idx=4))
+    t = torch.tensor([[0, 2], [1, 3]])
+    close(F.one_hot(e(t)), TF.one_hot(t))
+    close(F.one_hot(e(t), 6), TF.one_hot(t, 6))
+    for args, exc in [((torch.tensor([1, 5]), 3), RuntimeError),
+                      ((torch.tensor([1.0, 5.0]), 3), RuntimeError),
+                      ((torch.tensor([-1, 2]), 3), RuntimeError),
+                      ((torch.tensor([], dtype=torch.long),), RuntimeError)]:
+        with pytest.raises(exc) as te:
+            TF.one_hot(*args)
+        with pytest.raises(exc) as ee:
+            F.one_hot(e(args[0]), *args[1:])
+        assert str(ee.value) == str(te.value)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(ember.tensor([10]), e(w))
+    with pytest.raises(RuntimeError, match="'indices' to have one of the following scalar"):
+        F.embedding(ember.tensor([1.0]), e(w))
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(is_causal=True), dict(scale=0.3),
+                                dict(mask="bool"), dict(mask="float"),
+                                dict(mask="bool4d")])
+def test_scaled_dot_product_attention(kw):
+    kw = dict(kw)
+    q, k, v = randn(2, 3, 5, 4), randn(2, 3, 6, 4, seed=1), randn(2, 3, 6, 7, seed=2)
+    mask = kw.pop("mask", None)
+    if mask == "bool":
+        kw["attn_mask"] = torch.rand(5, 6, generator=torch.Generator().manual_seed(0)) > 0.3
+        kw["attn_mask"][:, 0] = True              # no fully masked rows
+    elif mask == "float":
+        kw["attn_mask"] = randn(5, 6, seed=4)
+    elif mask == "bool4d":
+        kw["attn_mask"] = torch.ones(2, 1, 5, 6, dtype=torch.bool).tril()
+    ek = {k_: (e(v_) if isinstance(v_, torch.Tensor) else v_) for k_, v_ in kw.items()}
+    if kw.get("is_causal"):
+        q = randn(2, 3, 6, 4)
+    close(F.scaled_dot_product_attention(e(q), e(k), e(v), **ek),
+          TF.scaled_dot_product_attention(q, k, v, **kw))
+
+
+def test_sdpa_gqa_and_errors():
+    q, k, v = randn(1, 4, 5, 8), randn(1, 2, 5, 8, seed=1), randn(1, 2, 5, 8, seed=2)
+    close(F.scaled_dot_product_attention(e(q), e(k), e(v), enable_gqa=True),
+          TF.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+    with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set"):
+        F.scaled_dot_product_attention(e(q), e(q), e(q), attn_mask=ember.ones(5, 5),
+                                       is_causal=True)
+
+
+def test_sdpa_dropout_is_random_but_unbiased():
+    ember.manual_seed(0)
+    q = ember.zeros(1, 1, 4, 2)
+    v = ember.ones(1, 1, 4, 2)
+    outs = ember.stack([F.scaled_dot_product_attention(q, q, v, dropout_p=0.5)
+                        for _ in range(200)])
+    assert abs(outs.mean().item() - 1.0) < 0.1
+    assert outs.std().item() > 0.1
+
+
+def test_dropout_functional():
+    x = ember.ones(1000)
+    assert F.dropout(x, 0.5, training=False) is x
+    y = F.dropout(x, 0.4)
+    vals = np.unique(y.numpy())
+    assert len(vals) == 2 and vals[0] == 0 and np.isclose(vals[1], 1 / 0.6)
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, "
+                                         "but got 1.5"):
+        F.dropout(x, 1.5)
+    z = ember.ones(100)
+    assert F.dropout(z, 0.5, inplace=True) is z
+    assert set(np.unique(z.numpy()).tolist()) == {0.0, 2.0}
+    assert F.alpha_dropout(x, 0.2, training=False) is x
+    a = F.alpha_dropout(ember.randn(20000), 0.2, training=True)
+    assert abs(a.mean().item()) < 0.05 and abs(a.std().item() - 1) < 0.05
+
+
+# ---- error messages for layers --------------------------------------------------------
+def _same(fn_t, fn_e, exc=RuntimeError):
+    with pytest.raises(exc) as te:
+        fn_t()
+    with pytest.raises(exc) as ee:
+        fn_e()
+    assert str(ee.value) == str(te.value).replace("torch.", "ember."), \
+        f"\nours:   {ee.value}\ntorch:  {te.value}"
+
+
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((2, 3), (4, 3, 3, 3), {}),
+    ((2, 4, 8, 8), (8, 3, 3, 3), {}),
+    ((4, 8, 8), (8, 3, 3, 3), {}),
+    ((2, 4, 8, 8), (8, 2, 3, 3), dict(groups=3)),
+    ((2, 3, 2, 2), (8, 3, 3, 3), {}),
+    ((2, 3, 5, 5), (8, 3, 3, 3), dict(dilation=3)),
+    ((2, 3, 8, 8), (8, 3, 3, 3), dict(padding="same", stride=2)),
+    ((2, 3, 8, 8), (8, 3, 3, 3), dict(padding="foo")),
+])
+def test_conv2d_errors(xs, ws, kw):
+    x, w = torch.rand(*xs), torch.rand(*ws)
+    _same(lambda: TF.conv2d(x, w, **kw), lambda: F.conv2d(e(x), e(w), **kw))
+
+
+def test_other_layer_errors():
+    _same(lambda: TF.conv1d(torch.rand(2, 3, 4, 4), torch.rand(8, 3, 3)),
+          lambda: F.conv1d(ember.rand(2, 3, 4, 4), ember.rand(8, 3, 3)))
+    _same(lambda: TF.conv_transpose2d(torch.rand(1, 3, 5, 5), torch.rand(4, 2, 3, 3)),
+          lambda: F.conv_transpose2d(ember.rand(1, 3, 5, 5), ember.rand(4, 2, 3, 3)))
+    _same(lambda: TF.conv_transpose2d(torch.rand(1, 4, 5, 5), torch.rand(4, 2, 3, 3),
+                                      stride=2, output_padding=2),
+          lambda: F.conv_transpose2d(ember.rand(1, 4, 5, 5), ember.rand(4, 2, 3, 3),
+                                     stride=2, output_padding=2))
+    _same(lambda: TF.max_pool2d(torch.rand(1, 1, 5, 5), 3, padding=2),
+          lambda: F.max_pool2d(ember.rand(1, 1, 5, 5), 3, padding=2))
+    _same(lambda: TF.avg_pool2d(torch.rand(1, 5, 5, 5, 5), 2),
+          lambda: F.avg_pool2d(ember.rand(1, 5, 5, 5, 5), 2))
+    _same(lambda: TF.max_pool1d(torch.rand(1, 1, 3, 3, 3), 2),
+          lambda: F.max_pool1d(ember.rand(1, 1, 3, 3, 3), 2))
+    _same(lambda: TF.layer_norm(torch.rand(2, 5), (10,)),
+          lambda: F.layer_norm(ember.rand(2, 5), (10,)))
+    _same(lambda: TF.group_norm(torch.rand(2, 5, 4), 2),
+          lambda: F.group_norm(ember.rand(2, 5, 4), 2))
+    _same(lambda: TF.rms_norm(torch.rand(2, 5), (4,)),
+          lambda: F.rms_norm(ember.rand(2, 5), (4,)))
+    _same(lambda: TF.batch_norm(torch.rand(1, 10), None, None, training=True),
+          lambda: F.batch_norm(ember.rand(1, 10), None, None, training=True), ValueError)
+    _same(lambda: TF.batch_norm(torch.rand(4, 3), torch.zeros(4), torch.ones(4)),
+          lambda: F.batch_norm(ember.rand(4, 3), ember.zeros(4), ember.ones(4)))
+    _same(lambda: torch.nn.BatchNorm2d(3)(torch.rand(4, 3, 2)),
+          lambda: nn.BatchNorm2d(3)(ember.rand(4, 3, 2)), ValueError)
+    _same(lambda: torch.nn.BatchNorm1d(3)(torch.rand(4, 3, 2, 2)),
+          lambda: nn.BatchNorm1d(3)(ember.rand(4, 3, 2, 2)), ValueError)
+    _same(lambda: TF.adaptive_avg_pool2d(torch.rand(5, 5), 3),
+          lambda: F.adaptive_avg_pool2d(ember.rand(5, 5), 3))
+    _same(lambda: TF.glu(torch.rand(3, 5), 1), lambda: F.glu(ember.rand(3, 5), 1))
+    _same(lambda: TF.prelu(torch.rand(3, 5), torch.rand(3)),
+          lambda: F.prelu(ember.rand(3, 5), ember.rand(3)))
+    _same(lambda: torch.nn.Linear(3, 4)(torch.rand(2, 5)),
+          lambda: nn.Linear(3, 4)(ember.rand(2, 5)))
+    _same(lambda: TF.max_pool2d(torch.rand(1, 1, 5, 5), 3, stride=0),
+          lambda: F.max_pool2d(ember.rand(1, 1, 5, 5), 3, stride=0))
+
+
+def test_dtype_mismatch_errors():
+    x64, w, b64 = torch.ones(1, 3, 5, 5, dtype=torch.float64), torch.ones(2, 3, 3, 3), \
+        torch.ones(2, dtype=torch.float64)
+    _same(lambda: TF.conv2d(x64, w), lambda: F.conv2d(e(x64), e(w)))
+    _same(lambda: TF.conv1d(x64[..., 0].float(), w[..., 0], b64),
+          lambda: F.conv1d(e(x64[..., 0].float()), e(w[..., 0]), e(b64)))
+    _same(lambda: TF.conv_transpose2d(x64, w.transpose(0, 1).contiguous()),
+          lambda: F.conv_transpose2d(e(x64), e(w.transpose(0, 1).contiguous())))
+    _same(lambda: TF.linear(torch.ones(1, 3, dtype=torch.float64), torch.ones(2, 3)),
+          lambda: F.linear(ember.ones(1, 3, dtype=ember.float64), ember.ones(2, 3)))
+    _same(lambda: tnn.Linear(3, 2)(torch.ones(2, 3, dtype=torch.float64)),
+          lambda: nn.Linear(3, 2)(ember.ones(2, 3, dtype=ember.float64)))
+    _same(lambda: TF.linear(torch.ones(1, 3), torch.ones(2, 3), b64),
+          lambda: F.linear(ember.ones(1, 3), ember.ones(2, 3), e(b64)))
+
+
+def test_layer_constructor_errors():
+    for make, exc in [(lambda L: L.Conv2d(3, 4, 3, groups=2), ValueError),
+                      (lambda L: L.Conv2d(4, 4, 3, padding="same", stride=2), ValueError),
+                      (lambda L: L.ConvTranspose2d(4, 4, 3, padding_mode="reflect"),
+                       ValueError),
+                      (lambda L: L.Dropout(2.0), ValueError),
+                      (lambda L: L.GroupNorm(3, 4), ValueError),
+                      (lambda L: L.Embedding(4, 2, padding_idx=4), AssertionError)]:
+        _same(lambda: make(torch.nn), lambda: make(nn), exc)
+    # these messages print a Python set, whose order varies between runs (also PyTorch's)
+    with pytest.raises(ValueError, match="Invalid padding string 'full', should be one of"):
+        nn.Conv2d(4, 4, 3, padding="full")
+    with pytest.raises(ValueError, match="padding_mode must be one of .* but got "
+                                         "padding_mode='mirror'"):
+        nn.Conv2d(4, 4, 3, padding_mode="mirror")
+
+
+def test_calculate_gain_and_misc_math():
+    assert math.isclose(nn.init.calculate_gain("leaky_relu"),
+                        torch.nn.init.calculate_gain("leaky_relu"))
