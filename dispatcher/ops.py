@@ -275,6 +275,14 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
             return copy_(out, res)
         return res
     dt = D.result_type(*[v for v in (x, min, max) if v is not None])
+    if (dt is x.dtype and out is None and not isinstance(min, TensorBase)
+            and not isinstance(max, TensorBase)):
+        # number bounds go to the kernel as numbers: no broadcast operands to read
+        dest = x if inplace else C.empty(x.shape, x.dtype, x.device)
+        o.kernels[x.device.type](dest, x, min, max)
+        if inplace:
+            C.bump(x)
+        return dest
     lo = _lowest(dt) if min is None else min
     hi = _highest(dt) if max is None else max
     return elementwise("clamp", x, lo, hi, out=out, inplace=inplace)

@@ -356,6 +356,17 @@ def _mm(g, s, ctx, shapes):
     return ga, gb
 
 
+@formula("linear", save=(0, 1))
+def _linear(g, s, ctx, shapes):
+    F = _F()
+    x, w = s
+    g2 = g.reshape(-1, g.shape[-1])
+    gx = F.mm(g2, w).reshape(shapes[0]) if x.requires_grad else None
+    gw = F.mm(g2.t(), x.reshape(-1, x.shape[-1])) if w.requires_grad else None
+    gb = g2.sum(0) if shapes[2] is not None else None
+    return gx, gw, gb
+
+
 @formula("cumsum")
 def _cumsum(g, s, ctx, shapes):
     F = _F()

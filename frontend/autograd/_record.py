@@ -220,6 +220,20 @@ def std(x, dim=None, keepdim=False, correction=1):
     return record("std", res, (x,), dict(dims=dims, keepdim=keepdim, correction=correction))
 
 
+def linear(x, w, b=None):
+    """``x @ w.T + b`` as one node: the weight gradient comes out contiguous (g.T @ x)."""
+    lead = x.shape[:-1]
+    x2 = x if len(x.shape) == 2 else V.reshape(x, (C.numel(lead), x.shape[-1]))
+    res = CP.mm(x2, V.t(w))
+    if b is not None:
+        O.elementwise("add", res, b, inplace=True)
+    if len(x.shape) != 2:
+        res = V.view(res, lead + (w.shape[0],))
+    if not MODE.grad or not _requires((x, w, b)):
+        return res
+    return record("linear", res, (x, w, b))
+
+
 def mm(a, b):
     res = CP.mm(a, b)
     if not MODE.grad or not _requires((a, b)):

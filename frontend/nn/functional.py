@@ -20,6 +20,7 @@ import warnings
 
 import ember
 from ember import Tensor
+from ember.autograd import _record
 
 from .modules.utils import _no_grad, _ntuple, _pair
 
@@ -84,6 +85,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is not None and bias.dtype is not input.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "
                            f"{_tname(bias.dtype)} and {_tname(input.dtype)}")
+    if weight.dim() == 2 and input.dim() >= 1 and input.shape[-1] == weight.shape[1] and (
+            bias is None or bias.shape == (weight.shape[0],)):
+        x = input if input.dim() > 1 else input.unsqueeze(0)
+        out = _record.linear(x, weight, bias)   # one graph node, contiguous weight grads
+        return out if input.dim() > 1 else out.squeeze(0)
     out = ember.matmul(input, weight.t()) if weight.dim() == 2 else ember.matmul(input, weight)
     return out + bias if bias is not None else out
 
@@ -854,7 +860,7 @@ def _inplace(input: Tensor, fn, inplace: bool) -> Tensor:
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)``."""
-    return _inplace(input, lambda x: ember.where(x > 0, x, 0), inplace)
+    return _inplace(input, lambda x: x.clamp(min=0), inplace)
 
 
 def relu_(input: Tensor) -> Tensor:

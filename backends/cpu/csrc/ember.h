@@ -558,13 +558,28 @@ inline void ternary_op(const char* op, const Tensor& out, const Tensor& a, const
   if (it.numel == 0) return;
   NoGil g(it.numel >= kGilThreshold);
   it.run([&](char* const* p, const int64_t* s, int64_t n) {
-    if (s[0] == (int64_t)sizeof(To) && s[1] == (int64_t)sizeof(Ta) && s[2] == (int64_t)sizeof(Tb) &&
-        s[3] == (int64_t)sizeof(Tc)) {
+    const bool oy = s[2] == (int64_t)sizeof(Tb), oz = s[3] == (int64_t)sizeof(Tc);
+    if (s[0] == (int64_t)sizeof(To) && s[1] == (int64_t)sizeof(Ta) && (oy || s[2] == 0) &&
+        (oz || s[3] == 0)) {
+      // contiguous out and first input; the other two contiguous or broadcast scalars
+      // (where(c, x, 0.0), clamp(x, lo, hi), ...): hoist the scalars so the loop vectorises
       To* o = (To*)p[0];
       const Ta* x = (const Ta*)p[1];
       const Tb* y = (const Tb*)p[2];
       const Tc* z = (const Tc*)p[3];
-      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i], z[i]);
+      if (oy && oz) {
+        for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i], z[i]);
+      } else if (oy) {
+        const Tc zv = *z;
+        for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i], zv);
+      } else if (oz) {
+        const Tb yv = *y;
+        for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv, z[i]);
+      } else {
+        const Tb yv = *y;
+        const Tc zv = *z;
+        for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv, zv);
+      }
     } else {
       for (int64_t i = 0; i < n; ++i)
         *(To*)(p[0] + i * s[0]) =
