@@ -9,24 +9,12 @@ float32 >= 0.9x PyTorch's GB/s; sum of 16M >= 0.9x PyTorch; matmul 1024x1024 flo
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
 
 import ember
-
-
-def best_of(fn, repeat=7, number=1):
-    """Best wall time of ``number`` calls, over ``repeat`` rounds (seconds per call)."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / number)
-    return best
+from _timing import best_of
 
 
 def row(name, unit, ours, peers, higher_is_better, target=None):

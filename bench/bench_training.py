@@ -10,23 +10,12 @@ from __future__ import annotations
 
 import argparse
 import resource
-import time
 
 import numpy as np
 import torch
 
 import ember
-
-
-def best_of(fn, repeat, number):
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / number)
-    return best
+from _timing import best_of
 
 
 def build(lib, kind, weights=None):

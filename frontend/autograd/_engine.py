@@ -72,48 +72,40 @@ class set_grad_enabled(_ModeContext):
         return False
 
 
-class no_grad(_ModeContext):
+class _SwitchGrad(_ModeContext):
+    """Sets grad mode to ``_on`` inside; bare-decorator use (``@no_grad``) supported."""
+    _on = False
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        pass
+
+    def __enter__(self):
+        self.prev = MODE.grad
+        MODE.grad = self._on
+        return self
+
+    def __exit__(self, *exc):
+        MODE.grad = self.prev
+        return False
+
+
+class no_grad(_SwitchGrad):
     """Context manager / decorator: ops inside record no graph.
 
     >>> with ember.no_grad():
     ...     y = x * 2          # y.requires_grad is False
     """
-
-    def __new__(cls, orig_func=None):
-        if orig_func is None:
-            return super().__new__(cls)
-        return cls()(orig_func)
-
-    def __init__(self, orig_func=None):
-        pass
-
-    def __enter__(self):
-        self.prev = MODE.grad
-        MODE.grad = False
-        return self
-
-    def __exit__(self, *exc):
-        MODE.grad = self.prev
-        return False
+    _on = False
 
 
-class enable_grad(_ModeContext):
-    def __new__(cls, orig_func=None):
-        if orig_func is None:
-            return super().__new__(cls)
-        return cls()(orig_func)
-
-    def __init__(self, orig_func=None):
-        pass
-
-    def __enter__(self):
-        self.prev = MODE.grad
-        MODE.grad = True
-        return self
-
-    def __exit__(self, *exc):
-        MODE.grad = self.prev
-        return False
+class enable_grad(_SwitchGrad):
+    """Context manager / decorator: record a graph again (inside ``no_grad``)."""
+    _on = True
 
 
 class inference_mode(_ModeContext):

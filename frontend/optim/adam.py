@@ -6,7 +6,6 @@ from collections.abc import Iterable
 
 from .. import _creation as K
 from .. import _functions as F
-from ..autograd import enable_grad
 from .optimizer import (Optimizer, _check_lr, _check_unsupported, _get_scalar_dtype,
                         _get_value, _use_no_grad)
 
@@ -75,10 +74,7 @@ class Adam(Optimizer):
     @_use_no_grad
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns ``closure()`` if given."""
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
+        loss = self._closure_loss(closure)
 
         for group in self.param_groups:
             lr = _get_value(group["lr"])

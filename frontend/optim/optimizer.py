@@ -22,7 +22,7 @@ from typing import Any
 from ember.dispatcher import dtypes as D
 
 from .._tensor import Tensor
-from ..autograd import no_grad
+from ..autograd import enable_grad, no_grad
 
 __all__ = ["Optimizer", "required"]
 
@@ -202,6 +202,14 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     # ---- gradients and steps ----------------------------------------------------------
+    @staticmethod
+    def _closure_loss(closure):
+        """Re-evaluate the model through ``closure`` (grad enabled), for ``step(closure)``."""
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter: to ``None`` (the default), or to zeros in
         place with ``set_to_none=False``.

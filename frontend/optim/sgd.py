@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..autograd import enable_grad
 from .optimizer import Optimizer, _check_lr, _check_unsupported, _get_value, _use_no_grad
 
 __all__ = ["SGD"]
@@ -53,10 +52,7 @@ class SGD(Optimizer):
     @_use_no_grad
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns ``closure()`` if given."""
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
+        loss = self._closure_loss(closure)
 
         for group in self.param_groups:
             lr = _get_value(group["lr"])

@@ -1,0 +1,15 @@
+"""Shared timing helper for the benchmarks."""
+import time
+
+
+def best_of(fn, repeat=7, number=1):
+    """Best wall time of ``number`` calls over ``repeat`` rounds (seconds per call), after
+    one warm-up call."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best
