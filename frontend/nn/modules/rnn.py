@@ -242,6 +242,27 @@ class RNNBase(Module):
             out = out.squeeze(0 if self.batch_first else 1)
         return out
 
+    def _forward_one_state(self, name: str, input: Tensor, hx: Tensor | None):
+        """RNN and GRU forward: one hidden state (LSTM has two)."""
+        x, is_batched = self._prepare(name, input)
+        if hx is not None:
+            if is_batched and hx.dim() != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
+                                   f"{hx.dim()}-D tensor")
+            if not is_batched:
+                if hx.dim() != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got"
+                                       f" {hx.dim()}-D tensor")
+                hx = hx.unsqueeze(1)
+        expected = self._expected_hidden(x.shape[1], self.hidden_size)
+        if hx is None:
+            hx = ember.zeros(expected, dtype=x.dtype, device=x.device)
+        self._check_hidden(hx, expected)
+        out, h_n, _ = self._run(x, hx)
+        if not is_batched:
+            h_n = h_n.squeeze(1)
+        return self._finish(out, is_batched), h_n
+
 
 class RNN(RNNBase):
     """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (or relu)."""
@@ -264,24 +285,7 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
 
     def forward(self, input: Tensor, hx: Tensor | None = None):
-        x, is_batched = self._prepare("RNN", input)
-        if hx is not None:
-            if is_batched and hx.dim() != 3:
-                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
-                                   f"{hx.dim()}-D tensor")
-            if not is_batched:
-                if hx.dim() != 2:
-                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got"
-                                       f" {hx.dim()}-D tensor")
-                hx = hx.unsqueeze(1)
-        expected = self._expected_hidden(x.shape[1], self.hidden_size)
-        if hx is None:
-            hx = ember.zeros(expected, dtype=x.dtype, device=x.device)
-        self._check_hidden(hx, expected)
-        out, h_n, _ = self._run(x, hx)
-        if not is_batched:
-            h_n = h_n.squeeze(1)
-        return self._finish(out, is_batched), h_n
+        return self._forward_one_state("RNN", input, hx)
 
 
 class LSTM(RNNBase):
@@ -327,24 +331,7 @@ class GRU(RNNBase):
         super().__init__("GRU", *args, **kwargs)
 
     def forward(self, input: Tensor, hx: Tensor | None = None):
-        x, is_batched = self._prepare("GRU", input)
-        if hx is not None:
-            if is_batched and hx.dim() != 3:
-                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
-                                   f"{hx.dim()}-D tensor")
-            if not is_batched:
-                if hx.dim() != 2:
-                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got"
-                                       f" {hx.dim()}-D tensor")
-                hx = hx.unsqueeze(1)
-        expected = self._expected_hidden(x.shape[1], self.hidden_size)
-        if hx is None:
-            hx = ember.zeros(expected, dtype=x.dtype, device=x.device)
-        self._check_hidden(hx, expected)
-        out, h_n, _ = self._run(x, hx)
-        if not is_batched:
-            h_n = h_n.squeeze(1)
-        return self._finish(out, is_batched), h_n
+        return self._forward_one_state("GRU", input, hx)
 
 
 # ---- cells ------------------------------------------------------------------------------
