@@ -8,21 +8,7 @@ from __future__ import annotations
 import string
 
 from . import _core as C
-from . import ops as O
-from . import views as V
-
-
-class DispatcherOps:
-    diagonal = staticmethod(V.diagonal)
-    permute = staticmethod(V.permute)
-    reshape = staticmethod(V.reshape)
-    expand = staticmethod(C.expand_to)
-    bmm = staticmethod(O.bmm)
-    contiguous = staticmethod(O.contiguous)
-
-    @staticmethod
-    def sum(t, dims):
-        return O.reduce("sum", t, dims)
+from ._nsops import DispatcherOps
 
 
 def _parse(equation: str, operands):

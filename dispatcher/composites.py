@@ -13,6 +13,7 @@ from . import _core as C
 from . import dtypes as D
 from . import ops as O
 from . import views as V
+from ._nsops import DispatcherOps
 from .schema import OPS
 
 E = O.elementwise
@@ -440,27 +441,29 @@ def masked_fill(x, mask, value):
 
 
 @composite("flip")
-def flip(x, dims):
+def flip(x, dims, ops=None):
+    ops = ops or DispatcherOps
     nd = len(x.shape)
     dims = C.normalize_dims(dims if not isinstance(dims, int) else (dims,), nd, "flip")
     y = x
     for d in dims:
         n = y.shape[d]
         if n > 1:
-            y = index_select(y, d, O.arange(n - 1, -1, -1, D.int64, x.device))
-    return O.clone(y) if y is x else y
+            y = ops.index_select(y, d, O.arange(n - 1, -1, -1, D.int64, x.device))
+    return ops.clone(y) if y is x else y
 
 
 @composite("roll")
-def roll(x, shifts, dims=None):
+def roll(x, shifts, dims=None, ops=None):
+    ops = ops or DispatcherOps
     if isinstance(shifts, int):
         shifts = (shifts,)
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError("roll(): shifts and dims must align when dims is not given "
                                f"(got {len(shifts)} shifts)")
-        flat = V.flatten(O.contiguous(x))
-        return V.view(roll(flat, shifts, (0,)), x.shape)
+        flat = ops.flatten(ops.contiguous(x))
+        return ops.view(roll(flat, shifts, (0,), ops), x.shape)
     if isinstance(dims, int):
         dims = (dims,)
     if len(shifts) != len(dims):
@@ -474,25 +477,25 @@ def roll(x, shifts, dims=None):
             continue
         s %= n
         if s:
-            y = cat([V.narrow(y, d, n - s, s), V.narrow(y, d, 0, n - s)], d)
-    return O.clone(y) if y is x else y
+            y = ops.cat([ops.narrow(y, d, n - s, s), ops.narrow(y, d, 0, n - s)], d)
+    return ops.clone(y) if y is x else y
 
 
 @composite("repeat")
-def repeat(x, repeats):
+def repeat(x, repeats, ops=None):
+    ops = ops or DispatcherOps
     repeats = tuple(int(r) for r in repeats)
     if len(repeats) < len(x.shape):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
     shape = (1,) * (len(repeats) - len(x.shape)) + x.shape
-    src = V.reshape(x, shape)
     inter = []
     target = []
     for r, s in zip(repeats, shape):
         inter += [1, s]
         target += [r, s]
-    src = C.expand_to(V.reshape(src, tuple(inter)), tuple(target))
-    return V.reshape(O.contiguous(src), tuple(r * s for r, s in zip(repeats, shape)))
+    src = ops.expand(ops.reshape(x, tuple(inter)), tuple(target))
+    return ops.reshape(ops.contiguous(src), tuple(r * s for r, s in zip(repeats, shape)))
 
 
 def _tri_mask(x, diagonal, upper):
@@ -506,14 +509,18 @@ def _tri_mask(x, diagonal, upper):
     return E("ge", diff, diagonal) if upper else E("le", diff, diagonal)
 
 
+def _zero_like(x):
+    return False if x.dtype is D.bool_ else (0.0 if x.dtype.is_floating_point else 0)
+
+
 @composite("tril")
-def tril(x, diagonal=0):
-    return O.cast(O.where(_tri_mask(x, diagonal, False), x, 0), x.dtype)
+def tril(x, diagonal=0, ops=None):
+    return (ops or DispatcherOps).where(_tri_mask(x, diagonal, False), x, _zero_like(x))
 
 
 @composite("triu")
-def triu(x, diagonal=0):
-    return O.cast(O.where(_tri_mask(x, diagonal, True), x, 0), x.dtype)
+def triu(x, diagonal=0, ops=None):
+    return (ops or DispatcherOps).where(_tri_mask(x, diagonal, True), x, _zero_like(x))
 
 
 @composite("topk")
@@ -652,34 +659,33 @@ def addmm(inp, m1, m2, beta=1, alpha=1):
 
 
 @composite("matmul")
-def matmul(a, b):
-    da, db = len(a.shape), len(b.shape)
-    if da == 0 or db == 0:
-        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
-                           f"{da}D and {db}D")
-    if da == 1 and db == 1:
-        return dot(a, b)
-    if da == 2 and db == 1:
-        return mv(a, b)
-    if da == 1 and db == 2:
-        return V.select(mm(V.unsqueeze(a, 0), b), 0, 0)
-    if da == 2 and db == 2:
-        return mm(a, b)
-    # batched: broadcast batch dims, fold them into one, call bmm
+def matmul(a, b, ops=None):
+    """Every PyTorch matmul case as mm/bmm on (broadcast, reshaped) views."""
+    ops = ops or DispatcherOps
     matmul_check(a, b)
-    a2 = V.unsqueeze(a, 0) if da == 1 else a
-    b2 = V.unsqueeze(b, 1) if db == 1 else b
-    n, k = a2.shape[-2], a2.shape[-1]
-    m = b2.shape[-1]
-    batch = C.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-    B = C.numel(batch)
-    a3 = V.reshape(C.expand_to(a2, batch + (n, k)), (B, n, k))
-    b3 = V.reshape(C.expand_to(b2, batch + (k, m)), (B, k, m))
-    r = V.view(O.bmm(a3, b3), batch + (n, m))
+    da, db = len(a.shape), len(b.shape)
+    if da == 2 and db == 2:
+        return ops.mm(a, b)
+    if da >= 2 and db == 2 and C.is_contiguous(a):
+        # fold the batch into rows: one GEMM, as for nn.Linear on (B, T, in) inputs
+        lead = a.shape[:-1]
+        r = ops.mm(ops.reshape(a, (C.numel(lead), a.shape[-1])), b)
+        return ops.reshape(r, lead + (b.shape[-1],))
+    a2 = ops.unsqueeze(a, 0) if da == 1 else a
+    b2 = ops.unsqueeze(b, 1) if db == 1 else b
+    if da <= 2 and db <= 2:
+        r = ops.mm(a2, b2)
+    else:
+        n, k, m = a2.shape[-2], a2.shape[-1], b2.shape[-1]
+        batch = C.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+        B = C.numel(batch)
+        a3 = ops.reshape(ops.expand(a2, batch + (n, k)), (B, n, k))
+        b3 = ops.reshape(ops.expand(b2, batch + (k, m)), (B, k, m))
+        r = ops.reshape(ops.bmm(a3, b3), batch + (n, m))
     if da == 1:
-        r = V.squeeze(r, -2)
+        r = ops.squeeze(r, -2)
     if db == 1:
-        r = V.squeeze(r, -1)
+        r = ops.squeeze(r, -1)
     return r
 
 

@@ -592,14 +592,7 @@ def _grad(*ts):
 
 
 def flip(input, dims):
-    if not _grad(input):
-        return CP.flip(input, dims)
-    dims = C.normalize_dims(dims if not isinstance(dims, int) else (dims,), len(input.shape))
-    y = input
-    for d in dims:
-        n = y.shape[d]
-        y = _index_select(y, d, O.arange(n - 1, -1, -1, D.int64, y.device))
-    return y
+    return CP.flip(input, dims, ops=_ops(input))
 
 
 def fliplr(input):
@@ -611,46 +604,19 @@ def flipud(input):
 
 
 def roll(input, shifts, dims=None):
-    if not _grad(input):
-        return CP.roll(input, shifts, dims)
-    if isinstance(shifts, int):
-        shifts = (shifts,)
-    if dims is None:
-        return VW.view(roll(VW.flatten(input), shifts, (0,)), input.shape)
-    dims = (dims,) if isinstance(dims, int) else dims
-    y = input
-    for s, d in zip(shifts, dims):
-        d = C.normalize_dim(d, len(input.shape), "roll")
-        n = y.shape[d]
-        if n and s % n:
-            s %= n
-            y = R.cat([VW.narrow(y, d, n - s, s), VW.narrow(y, d, 0, n - s)], d)
-    return y
+    return CP.roll(input, shifts, dims, ops=_ops(input))
 
 
 def repeat(input, repeats):
-    if not _grad(input):
-        return CP.repeat(input, repeats)
-    repeats = tuple(int(r) for r in repeats)
-    shape = (1,) * (len(repeats) - len(input.shape)) + input.shape
-    inter, target = [], []
-    for r, s in zip(repeats, shape):
-        inter += [1, s]
-        target += [r, s]
-    src = VW.expand(VW.reshape(input, tuple(inter)), tuple(target))
-    return VW.reshape(R.contiguous(src), tuple(r * s for r, s in zip(repeats, shape)))
+    return CP.repeat(input, repeats, ops=_ops(input))
 
 
 def tril(input, diagonal=0):
-    if not _grad(input):
-        return CP.tril(input, diagonal)
-    return R.where(CP._tri_mask(input, diagonal, False), input, 0.0)
+    return CP.tril(input, diagonal, ops=_ops(input))
 
 
 def triu(input, diagonal=0):
-    if not _grad(input):
-        return CP.triu(input, diagonal)
-    return R.where(CP._tri_mask(input, diagonal, True), input, 0.0)
+    return CP.triu(input, diagonal, ops=_ops(input))
 
 
 def clone(input, *, memory_format=None):
@@ -668,34 +634,8 @@ def _tensors(op, *args):
 
 def matmul(input, other, *, out=None):
     _tensors("matmul", input, other)
-    res = CP.matmul(input, other) if not _grad(input, other) else _matmul_grad(input, other)
+    res = CP.matmul(input, other, ops=_ops(input, other))
     return O.copy_(O._resize_out("matmul", out, res.shape), res) if out is not None else res
-
-
-def _matmul_grad(a, b):
-    """matmul in recorded ops (views + mm/bmm), so autograd sees every step."""
-    da, db = len(a.shape), len(b.shape)
-    CP.matmul_check(a, b)
-    if da == 2 and db == 2:
-        return R.mm(a, b)
-    if da > 2 and db == 2 and a.is_contiguous():
-        # fold the batch into rows: one mm, as for nn.Linear on (B, T, in) inputs
-        lead = a.shape[:-1]
-        r = R.mm(VW.reshape(a, (C.numel(lead), a.shape[-1])), b)
-        return VW.reshape(r, lead + (b.shape[-1],))
-    a2 = VW.unsqueeze(a, 0) if da == 1 else a
-    b2 = VW.unsqueeze(b, 1) if db == 1 else b
-    n, k, m = a2.shape[-2], a2.shape[-1], b2.shape[-1]
-    batch = C.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-    B = C.numel(batch)
-    a3 = VW.reshape(VW.expand(a2, batch + (n, k)), (B, n, k))
-    b3 = VW.reshape(VW.expand(b2, batch + (k, m)), (B, k, m))
-    r = VW.reshape(R.bmm(a3, b3), batch + (n, m))
-    if da == 1:
-        r = VW.squeeze(r, -2)
-    if db == 1:
-        r = VW.squeeze(r, -1)
-    return r
 
 
 def mm(input, mat2, *, out=None):
@@ -711,18 +651,14 @@ def bmm(input, mat2, *, out=None):
 
 def mv(input, vec):
     _tensors("mv", input, vec)
-    if not _grad(input, vec):
-        return CP.mv(input, vec)
     CP.mv_check(input, vec)
-    return _matmul_grad(input, vec)
+    return CP.matmul(input, vec, ops=_ops(input, vec))
 
 
 def dot(input, other):
     _tensors("dot", input, other)
-    if not _grad(input, other):
-        return CP.dot(input, other)
     CP.dot_check(input, other)
-    return _matmul_grad(input, other)
+    return CP.matmul(input, other, ops=_ops(input, other))
 
 
 inner_product = dot
@@ -751,17 +687,36 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 class _RecordedOps:
-    """The ops ``_einsum`` composes, with autograd."""
+    """The op namespace of the dispatcher's composites (``ember.dispatcher._nsops``),
+    with autograd: composites run through it record their graph."""
     diagonal = staticmethod(VW.diagonal)
     permute = staticmethod(VW.permute)
     reshape = staticmethod(VW.reshape)
+    view = staticmethod(VW.view)
     expand = staticmethod(R.expand)
+    unsqueeze = staticmethod(VW.unsqueeze)
+    squeeze = staticmethod(VW.squeeze)
+    narrow = staticmethod(VW.narrow)
+    flatten = staticmethod(VW.flatten)
     bmm = staticmethod(R.bmm)
+    mm = staticmethod(R.mm)
     contiguous = staticmethod(R.contiguous)
+    clone = staticmethod(R.clone)
+    where = staticmethod(R.where)
+    cat = staticmethod(R.cat)
 
     @staticmethod
     def sum(t, dims):
         return R.reduce("sum", t, dims)
+
+    @staticmethod
+    def index_select(x, dim, index):
+        return _index_select(x, dim, index)
+
+
+def _ops(*tensors):
+    """The recorded namespace when autograd must see the composite's steps."""
+    return _RecordedOps if _grad(*tensors) else None
 
 
 def einsum(equation, *operands):
@@ -774,7 +729,7 @@ def einsum(equation, *operands):
         if not isinstance(t_, TensorBase):
             raise TypeError(f"einsum(): operand {i} must be a Tensor, not {type(t_).__name__}")
     from ember.dispatcher._einsum import einsum as _impl
-    return _impl(equation, *flat, ops=_RecordedOps if _grad(*flat) else None)
+    return _impl(equation, *flat, ops=_ops(*flat))
 
 
 # ---- views (functional forms) ---------------------------------------------------------
