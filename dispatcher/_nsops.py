@@ -26,6 +26,7 @@ class DispatcherOps:
     contiguous = staticmethod(O.contiguous)
     clone = staticmethod(O.clone)
     where = staticmethod(O.where)
+    gather = staticmethod(O.gather)
 
     @staticmethod
     def sum(t, dims):
@@ -40,8 +41,3 @@ class DispatcherOps:
     def cat(tensors, dim):
         from .composites import cat
         return cat(tensors, dim)
-
-    @staticmethod
-    def index_select(x, dim, index):
-        from .composites import index_select
-        return index_select(x, dim, index)

@@ -381,7 +381,7 @@ def cat(tensors, dim=0):
 
 
 @composite("stack")
-def stack(tensors, dim=0):
+def stack(tensors, dim=0, ops=None):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -392,23 +392,25 @@ def stack(tensors, dim=0):
                                f"{C.shape_str(s0)} at entry 0 and {C.shape_str(t.shape)} at "
                                f"entry {i}")
     d = C.normalize_dim(dim, len(s0) + 1, "stack")
-    return cat([V.unsqueeze(t, d) for t in tensors], d)
+    ops = ops or DispatcherOps
+    return ops.cat([ops.unsqueeze(t, d) for t in tensors], d)
 
 
 @composite("index_select")
-def index_select(x, dim, index):
+def index_select(x, dim, index, ops=None):
+    ops = ops or DispatcherOps
     index = O._check_index("index_select", index)
     if len(index.shape) > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     nd = len(x.shape)
     if nd == 0:
-        return O.gather(x, 0, index)
+        return ops.gather(x, 0, index)
     d = C.normalize_dim(dim, nd, "index_select")
     idx = V.reshape(index, -1)
     shape = x.shape[:d] + (idx.shape[0],) + x.shape[d + 1:]
     view_shape = tuple(idx.shape[0] if i == d else 1 for i in range(nd))
     idx = C.expand_to(V.reshape(idx, view_shape), shape)
-    return O.gather(x, d, idx)
+    return ops.gather(x, d, idx)
 
 
 @composite("index_add")
@@ -449,7 +451,7 @@ def flip(x, dims, ops=None):
     for d in dims:
         n = y.shape[d]
         if n > 1:
-            y = ops.index_select(y, d, O.arange(n - 1, -1, -1, D.int64, x.device))
+            y = index_select(y, d, O.arange(n - 1, -1, -1, D.int64, x.device), ops)
     return ops.clone(y) if y is x else y
 
 

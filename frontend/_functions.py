@@ -481,17 +481,7 @@ def index_select(input, dim, index, *, out=None):
 
 
 def _index_select(x, dim, index):
-    if not (x.requires_grad and R.MODE.grad):
-        return CP.index_select(x, dim, index)
-    index = O._check_index("index_select", index)
-    if len(index.shape) > 1:
-        raise IndexError("index_select(): Index is supposed to be a vector")
-    nd = len(x.shape)
-    d = C.normalize_dim(dim, nd, "index_select")
-    n = C.numel(index.shape)
-    shape = x.shape[:d] + (n,) + x.shape[d + 1:]
-    idx = C.expand_to(V.reshape(index, tuple(n if i == d else 1 for i in range(nd))), shape)
-    return R.gather(x, d, idx)
+    return CP.index_select(x, dim, index, ops=_ops(x))
 
 
 def index_add(input, dim, index, source, *, alpha=1):
@@ -561,16 +551,7 @@ concat = concatenate = cat
 
 def stack(tensors, dim=0, *, out=None):
     tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError("stack expects a non-empty TensorList")
-    s0 = tensors[0].shape
-    for i, t_ in enumerate(tensors):
-        if t_.shape != s0:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{C.shape_str(s0)} at entry 0 and {C.shape_str(t_.shape)} at "
-                               f"entry {i}")
-    d = C.normalize_dim(dim, len(s0) + 1, "stack")
-    res = R.cat([VW.unsqueeze(t_, d) for t_ in tensors], d)
+    res = CP.stack(tensors, dim, ops=_ops(*tensors))
     return O.copy_(O._resize_out("stack", out, res.shape), res) if out is not None else res
 
 
@@ -703,15 +684,12 @@ class _RecordedOps:
     contiguous = staticmethod(R.contiguous)
     clone = staticmethod(R.clone)
     where = staticmethod(R.where)
+    gather = staticmethod(R.gather)
     cat = staticmethod(R.cat)
 
     @staticmethod
     def sum(t, dims):
         return R.reduce("sum", t, dims)
-
-    @staticmethod
-    def index_select(x, dim, index):
-        return _index_select(x, dim, index)
 
 
 def _ops(*tensors):
