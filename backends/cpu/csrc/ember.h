@@ -351,6 +351,8 @@ struct NoGil {
 // ---------------------------------------------------------------------------------------------
 // thread pool
 int get_num_threads();
+size_t storage_empty_cache();
+size_t storage_cached_bytes();
 void set_num_threads(int n);
 struct FnRef {
   void* obj;

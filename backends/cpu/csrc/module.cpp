@@ -45,6 +45,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_num_threads", [](int n) { ember::set_num_threads(n); }, py::arg("n"),
         "Set the number of threads used by ember's pool (and OpenBLAS).");
   m.def("get_num_threads", []() { return ember::get_num_threads(); });
+  m.def("empty_cache", []() { return ember::storage_empty_cache(); },
+        "Free the host blocks kept for reuse; returns the number of bytes released.");
+  m.def("cached_bytes", []() { return ember::storage_cached_bytes(); });
   m.def("load_blas", [](const std::string& path) { ember::load_blas(path); }, py::arg("path"),
         "dlopen the scipy-openblas32 shared library and use it for float32/float64 bmm.");
   m.def("_set_stream_threshold", [](int64_t b) { ember::g_stream_bytes = b; },

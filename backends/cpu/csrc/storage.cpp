@@ -4,6 +4,9 @@
 #include <sys/mman.h>
 
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "ember.h"
 
@@ -13,6 +16,63 @@ namespace {
 
 constexpr int64_t kHugeThreshold = 4 << 20;  // madvise(MADV_HUGEPAGE) allocations >= 4 MiB
 constexpr int64_t kHugeAlign = 2 << 20;
+
+// Host block cache. Freed blocks of at least 64 KiB are kept by exact (aligned) size and
+// handed to the next allocation of that size, so a training step that allocates the same
+// shapes every iteration stops paying mmap/munmap and first-touch page faults each time
+// (glibc serves such sizes with fresh mappings). Bounded at 512 MiB; _C.empty_cache()
+// returns it; EMBER_CPU_CACHE=0 turns it off.
+constexpr size_t kCacheMin = 64 << 10;
+constexpr size_t kCacheLimit = size_t(512) << 20;
+std::mutex g_cache_mu;
+std::unordered_map<size_t, std::vector<void*>> g_cache;
+size_t g_cached = 0;
+
+bool cache_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("EMBER_CPU_CACHE");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+
+void* cache_take(size_t size) {
+  if (size < kCacheMin || !cache_enabled()) return nullptr;
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  auto it = g_cache.find(size);
+  if (it == g_cache.end() || it->second.empty()) return nullptr;
+  void* p = it->second.back();
+  it->second.pop_back();
+  g_cached -= size;
+  return p;
+}
+
+bool cache_put(void* p, size_t size) {
+  if (size < kCacheMin || !cache_enabled()) return false;
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  if (g_cached + size > kCacheLimit) return false;
+  g_cache[size].push_back(p);
+  g_cached += size;
+  return true;
+}
+
+bool huge_pages_requested() {
+  // Transparent huge pages are opt-in (EMBER_CPU_HUGEPAGES=1): where the kernel's THP
+  // defrag policy is "madvise", a fault in an madvised region compacts memory
+  // synchronously, which was seen to stall training steps for seconds.
+  static const bool on = [] {
+    const char* e = std::getenv("EMBER_CPU_HUGEPAGES");
+    return e && e[0] == '1';
+  }();
+  return on;
+}
+
+// alignment and rounded size of an allocation of nbytes (the same on free)
+void block_geometry(long long nbytes, size_t& align, size_t& size, bool& huge) {
+  huge = huge_pages_requested() && nbytes >= kHugeThreshold;
+  align = huge ? (size_t)kHugeAlign : (size_t)64;
+  size = ((size_t)(nbytes > 0 ? nbytes : 1) + align - 1) / align * align;
+}
 
 PyObject* storage_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   static const char* kwlist[] = {"nbytes", nullptr};
@@ -24,24 +84,19 @@ PyObject* storage_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   }
   StorageObject* self = (StorageObject*)type->tp_alloc(type, 0);
   if (!self) return nullptr;
-  // Transparent huge pages are opt-in (EMBER_CPU_HUGEPAGES=1): where the kernel's THP
-  // defrag policy is "madvise", a fault in an madvised region compacts memory
-  // synchronously, which was seen to stall training steps for seconds.
-  static const bool huge_ok = [] {
-    const char* e = std::getenv("EMBER_CPU_HUGEPAGES");
-    return e && e[0] == '1';
-  }();
-  const bool huge = huge_ok && nbytes >= kHugeThreshold;
-  size_t align = huge ? (size_t)kHugeAlign : (size_t)64;
-  size_t size = ((size_t)(nbytes > 0 ? nbytes : 1) + align - 1) / align * align;
-  void* p = nullptr;
-  if (posix_memalign(&p, align, size) != 0 || !p) {
-    Py_DECREF(self);
-    return PyErr_Format(PyExc_MemoryError, "Storage(): failed to allocate %lld bytes", nbytes);
-  }
+  size_t align, size;
+  bool huge;
+  block_geometry(nbytes, align, size, huge);
+  void* p = cache_take(size);
+  if (!p) {
+    if (posix_memalign(&p, align, size) != 0 || !p) {
+      Py_DECREF(self);
+      return PyErr_Format(PyExc_MemoryError, "Storage(): failed to allocate %lld bytes", nbytes);
+    }
 #ifdef MADV_HUGEPAGE
-  if (huge) madvise(p, size, MADV_HUGEPAGE);
+    if (huge) madvise(p, size, MADV_HUGEPAGE);
 #endif
+  }
   self->data = (char*)p;
   self->nbytes = nbytes;
   self->readonly = 0;
@@ -54,7 +109,10 @@ void storage_dealloc(PyObject* o) {
   if (self->has_view) {
     PyBuffer_Release(&self->view);
   } else {
-    std::free(self->data);
+    size_t align, size;
+    bool huge;
+    block_geometry(self->nbytes, align, size, huge);
+    if (!cache_put(self->data, size)) std::free(self->data);
   }
   Py_TYPE(o)->tp_free(o);
 }
@@ -116,6 +174,21 @@ PyMethodDef storage_methods[] = {
 PySequenceMethods storage_as_sequence = {storage_len};
 
 }  // namespace
+
+size_t storage_empty_cache() {
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  size_t freed = g_cached;
+  for (auto& kv : g_cache)
+    for (void* p : kv.second) std::free(p);
+  g_cache.clear();
+  g_cached = 0;
+  return freed;
+}
+
+size_t storage_cached_bytes() {
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  return g_cached;
+}
 
 PyTypeObject StorageType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
