@@ -1,4 +1,6 @@
 // Indexing: gather, scatter (index tensors are int64), nonzero.
+#include <cstring>
+
 #include "ember.h"
 
 namespace ember {
@@ -56,6 +58,25 @@ void k_gather(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
             shape_str(index).c_str(), shape_str(x).c_str(), d);
   if (index.numel == 0) return;
   check_index_bounds("gather", index, dim, dim_size(x, dim));
+  // index_select pattern (embedding lookups): whole rows of a contiguous x chosen by an index
+  // broadcast over the other dims. Copy rows; the per-column walk below is cache-hostile.
+  bool rows = dim == 0 && x.ndim >= 1 && x.is_contiguous() && out.is_contiguous();
+  for (int d = 1; rows && d < x.ndim; ++d) rows = index.stride[d] == 0 && out.shape[d] == x.shape[d];
+  if (rows) {
+    const int64_t n = out.shape[0];
+    const size_t row = (size_t)(out.numel / n) * (size_t)out.itemsize;
+    const int64_t ist = index.stride[0];
+    const int64_t* idx = (const int64_t*)index.data;
+    char* po = out.data;
+    const char* px = x.data;
+    NoGil g(out.numel >= kGilThreshold);
+    parallel_for(0, n, std::max<int64_t>(1, (int64_t)(kGrain * 4 / std::max<size_t>(1, row))),
+                 [&](int64_t s, int64_t e) {
+                   for (int64_t i = s; i < e; ++i)
+                     std::memcpy(po + (size_t)i * row, px + (size_t)idx[i * ist] * row, row);
+                 });
+    return;
+  }
   const DimWalk w(out, index, x, dim);
   const int64_t L = w.len, osd = w.sd[0], isd = w.sd[1], xsd = w.sd[2];
   NoGil g(index.numel >= kGilThreshold);
