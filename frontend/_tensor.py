@@ -260,28 +260,7 @@ class Tensor(TensorBase):
 
     def to(self, *args, **kwargs):
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``."""
-        device = kwargs.pop("device", None)
-        dtype = kwargs.pop("dtype", None)
-        copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, TensorBase):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, D.DType):
-                dtype = a
-            elif isinstance(a, (str, Device)):
-                if isinstance(a, str) and a.replace("ember.", "") in D._BY_NAME:
-                    dtype = D.to_dtype(a)
-                else:
-                    device = a
-            elif isinstance(a, bool):
-                continue
-            else:
-                raise TypeError(f"to() received an invalid combination of arguments: "
-                                f"{type(a).__name__}")
+        device, dtype, copy = parse_to_args(args, kwargs)
         return R.to(self, to_device(device) if device is not None else None, dtype, copy)
 
     def cpu(self):
@@ -623,6 +602,36 @@ class Tensor(TensorBase):
         arr = K.numpy_of(O.to(self, "cpu", D.float32 if self.dtype is D.bfloat16 else None))
         return (_rebuild, (np.require(arr, requirements="C"), self.dtype.name, str(self.device),
                            self.requires_grad))
+
+
+def parse_to_args(args, kwargs):
+    """``(device, dtype, copy)`` from the arguments of ``Tensor.to`` / ``Module.to``."""
+    kwargs = dict(kwargs)
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    for a in args:
+        if isinstance(a, TensorBase):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, D.DType):
+            dtype = a
+        elif isinstance(a, bool):
+            continue
+        elif isinstance(a, (str, Device)):
+            if isinstance(a, str) and a.replace("ember.", "") in D._BY_NAME:
+                dtype = D.to_dtype(a)
+            else:
+                device = a
+        elif isinstance(a, int):
+            device = Device("cuda", a)  # a bare int is a CUDA ordinal, as in PyTorch
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments - got "
+                            f"({type(a).__name__})")
+    return device, dtype, copy
 
 
 def _key(indices):

@@ -19,8 +19,8 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
-import ember
 from ember import Tensor
+from ember._tensor import parse_to_args
 
 from ..parameter import Buffer, Parameter, _buffer_persistent, _set_data
 from .utils import _no_grad
@@ -129,18 +129,22 @@ class Module:
     forward: Callable[..., Any] = _forward_unimplemented
 
     # ---- registration ----------------------------------------------------------------
+    def _check_new_name(self, kind: str, store: str, name) -> None:
+        """PyTorch's checks on a new buffer/parameter name (``store``: its dict)."""
+        if store not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self.__dict__[store]:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Add a buffer (state that is not a parameter, e.g. BatchNorm's running_mean)."""
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"buffer name should be a string. Got {_typename(name)}")
-        if "." in name:
-            raise KeyError('buffer name can\'t contain "."')
-        if name == "":
-            raise KeyError('buffer name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_new_name("buffer", "_buffers", name)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(ember Tensor or None required)")
@@ -152,16 +156,7 @@ class Module:
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add a parameter (accessible as an attribute of that name)."""
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"parameter name should be a string. Got {_typename(name)}")
-        if "." in name:
-            raise KeyError('parameter name can\'t contain "."')
-        if name == "":
-            raise KeyError('parameter name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_new_name("parameter", "_parameters", name)
         if param is None:
             self._parameters[name] = None
         elif not isinstance(param, Parameter):
@@ -453,30 +448,7 @@ class Module:
     def to(self, *args, **kwargs) -> Module:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: converts
         parameters and buffers in place; only floating ones change dtype."""
-        device = kwargs.pop("device", None)
-        dtype = kwargs.pop("dtype", None)
-        kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
-        if kwargs:
-            raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
-        for a in args:
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, ember.dtype):
-                dtype = a
-            elif isinstance(a, bool):
-                continue
-            elif isinstance(a, (str, ember.device)):
-                name = a.replace("ember.", "") if isinstance(a, str) else None
-                if name is not None and _is_dtype_name(name):
-                    dtype = _dtype_from_name(name)
-                else:
-                    device = a
-            elif isinstance(a, int):
-                device = ember.device("cuda", a)      # an int is a CUDA ordinal, as PyTorch
-            else:
-                raise TypeError(f"to() received an invalid combination of arguments - got "
-                                f"({type(a).__name__})")
+        device, dtype, _ = parse_to_args(args, kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={dtype}")
@@ -818,10 +790,3 @@ def register_module_forward_hook(hook) -> RemovableHandle:
     _global_forward_hooks[handle.id] = hook
     return handle
 
-
-def _is_dtype_name(name: str) -> bool:
-    return isinstance(getattr(ember, name, None), ember.dtype)
-
-
-def _dtype_from_name(name: str):
-    return getattr(ember, name)

@@ -381,6 +381,19 @@ class RNNCellBase(Module):
                                      "instead")
         return input.dim() == 2
 
+    def _cell_inputs(self, name, input, hx, nstates=1):
+        """Checked input and state(s) with a batch dim; zeros when no state is given."""
+        batched = self._batched(name, input, hx)
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            z = ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
+                            device=input.device)
+            hx = z if nstates == 1 else (z,) * nstates
+        elif not batched:
+            hx = hx.unsqueeze(0) if nstates == 1 else tuple(h.unsqueeze(0) for h in hx)
+        return input, hx, batched
+
 
 class RNNCell(RNNCellBase):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
@@ -389,14 +402,7 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
-        batched = self._batched("RNNCell", input, hx)
-        if not batched:
-            input = input.unsqueeze(0)
-        if hx is None:
-            hx = ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
-                             device=input.device)
-        elif not batched:
-            hx = hx.unsqueeze(0)
+        input, hx, batched = self._cell_inputs("RNNCell", input, hx)
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
@@ -411,15 +417,7 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input: Tensor, hx=None):
-        batched = self._batched("LSTMCell", input, hx)
-        if not batched:
-            input = input.unsqueeze(0)
-        if hx is None:
-            z = ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
-                            device=input.device)
-            hx = (z, z)
-        elif not batched:
-            hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
+        input, hx, batched = self._cell_inputs("LSTMCell", input, hx, nstates=2)
         h, c = _lstm_step(_linear(input, self.weight_ih, self.bias_ih), hx[0], hx[1],
                           self.weight_hh, self.bias_hh, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
@@ -431,14 +429,7 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
-        batched = self._batched("GRUCell", input, hx)
-        if not batched:
-            input = input.unsqueeze(0)
-        if hx is None:
-            hx = ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
-                             device=input.device)
-        elif not batched:
-            hx = hx.unsqueeze(0)
+        input, hx, batched = self._cell_inputs("GRUCell", input, hx)
         h = _gru_step(_linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh,
                       self.bias_hh)
         return h if batched else h.squeeze(0)
