@@ -12,6 +12,7 @@ from ember.dispatcher.dtypes import (DType as dtype, bfloat16, bool_ as bool, fl
                                      result_type as _result_type)
 from ember.dispatcher.device import device
 from ember.dispatcher.random import Generator, manual_seed, seed, initial_seed
+from ember.dispatcher.allocator import OutOfMemoryError
 
 from ._tensor import Tensor, Size
 from ._functions import *  # noqa: F401,F403
