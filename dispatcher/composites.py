@@ -772,3 +772,81 @@ def randperm(n, generator, dtype, device):
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
     u = O.random_(C.empty((n,), D.float64, device), "uniform", 0.0, 1.0, generator)
     return O.cast(O.sort(u, 0)[1], dtype)
+
+
+# ---- convolution and pooling building blocks --------------------------------------------
+def _extent(sp, blocks, kernel, dilation, padding, stride):
+    """Per spatial dim, a padded extent holding both the input and every block."""
+    return tuple(max(padding[i] + sp[i], (blocks[i] - 1) * stride[i]
+                     + dilation[i] * (kernel[i] - 1) + 1) for i in range(len(kernel)))
+
+
+@composite("im2col")
+def im2col(x, kernel, dilation, padding, stride, blocks, value=0):
+    """Pad into a buffer filled with ``value``, then copy one strided view of it."""
+    nd = len(kernel)
+    n, c, sp = x.shape[0], x.shape[1], x.shape[2:]
+    ext = _extent(sp, blocks, kernel, dilation, padding, stride)
+    buf = O.full((n, c) + ext, value, x.dtype, x.device)
+    bs = buf._stride
+    inner = C.view_of(buf, x.shape, bs, sum(padding[i] * bs[2 + i] for i in range(nd)))
+    O.copy_(inner, x)
+    patches = C.view_of(buf, (n, c) + tuple(kernel) + tuple(blocks),
+                        bs[:2] + tuple(dilation[i] * bs[2 + i] for i in range(nd))
+                        + tuple(stride[i] * bs[2 + i] for i in range(nd)), 0)
+    return O.contiguous(patches)
+
+
+@composite("col2im")
+def col2im(cols, kernel, dilation, padding, stride, size):
+    """One strided in-place add per kernel offset (a loop over the kernel, not the pixels)."""
+    import itertools
+    nd = len(kernel)
+    n, c = cols.shape[0], cols.shape[1]
+    blocks = cols.shape[2 + nd:]
+    ext = _extent(size, blocks, kernel, dilation, padding, stride)
+    buf = O.zeros((n, c) + ext, cols.dtype, cols.device)
+    bs, cs = buf._stride, cols._stride
+    win_strides = bs[:2] + tuple(stride[i] * bs[2 + i] for i in range(nd))
+    src_strides = cs[:2] + cs[2 + nd:]
+    for offs in itertools.product(*[range(k) for k in kernel]):
+        win = C.view_of(buf, (n, c) + tuple(blocks), win_strides,
+                        sum(offs[i] * dilation[i] * bs[2 + i] for i in range(nd)))
+        src = C.view_of(cols, (n, c) + tuple(blocks), src_strides,
+                        cols._offset + sum(offs[i] * cs[2 + i] for i in range(nd)))
+        E("add", win, src, inplace=True)
+    crop = C.view_of(buf, (n, c) + tuple(size), bs,
+                     sum(padding[i] * bs[2 + i] for i in range(nd)))
+    return O.contiguous(crop)
+
+
+@composite("max_pool")
+def max_pool(x, kernel, dilation, padding, stride, blocks):
+    """im2col padded with the lowest value, max/argmax over the window, and the argmax
+    turned into a flat index of the input plane."""
+    nd = len(kernel)
+    if x.dtype.is_floating_point:
+        fill = -math.inf
+    elif x.dtype is D.bool_ or x.dtype.name == "uint8":
+        fill = 0
+    else:
+        fill = -(2 ** (x.dtype.itemsize * 8 - 1))
+    cols = O.im2col(x, kernel, dilation, padding, stride, blocks, fill)
+    k = C.numel(kernel)
+    n, c, sp = x.shape[0], x.shape[1], x.shape[2:]
+    cols = C.view_of(cols, (n, c, k) + tuple(blocks),
+                     C.contiguous_strides((n, c, k) + tuple(blocks)), cols._offset)
+    values = O.reduce("max", cols, 2)
+    rem = O.arg_reduce("argmax", cols, 2)
+    index, mult = None, 1
+    for i in reversed(range(nd)):
+        coord = E("remainder", rem, kernel[i])
+        rem = E("div", rem, kernel[i], rounding_mode="floor")
+        shape = [1] * (2 + nd)
+        shape[2 + i] = blocks[i]
+        start = E("sub", E("mul", O.arange(0, blocks[i], 1, D.int64, x.device), stride[i]),
+                  padding[i])
+        pos = E("add", V.reshape(start, tuple(shape)), E("mul", coord, dilation[i]))
+        index = E("mul", pos, mult) if index is None else E("add", index, E("mul", pos, mult))
+        mult *= sp[i]
+    return values, index

@@ -538,6 +538,100 @@ def sort(x, dim=-1, descending=False, stable=False):
 
 
 # ---------------------------------------------------------------------------------
+# convolution and pooling building blocks
+# ---------------------------------------------------------------------------------
+
+def conv_blocks(sp, kernel, dilation, padding, stride) -> tuple:
+    """Sliding blocks per spatial dim with symmetric ``padding`` (PyTorch's formula)."""
+    return tuple((sp[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+                 for i in range(len(kernel)))
+
+
+def _geom(name, x, kernel, dilation, padding, stride):
+    nd = len(kernel)
+    if not 1 <= nd <= 3 or len(x.shape) != nd + 2:
+        raise ValueError(f"{name}(): expected a (N, C, *spatial) tensor with {nd} spatial "
+                         f"dims (1 to 3), got {shape_str(x.shape)}")
+    g = tuple(tuple(int(v) for v in a) for a in (kernel, dilation, padding, stride))
+    if any(len(a) != nd for a in g):
+        raise ValueError(f"{name}(): kernel, dilation, padding and stride need {nd} values each")
+    if any(v <= 0 for a in (g[0], g[1], g[3]) for v in a) or any(v < 0 for v in g[2]):
+        raise ValueError(f"{name}(): kernel, dilation and stride must be positive and padding "
+                         f"non-negative, got {g}")
+    return g
+
+
+def _run_into(o, dev, ins, attrs, out):
+    """Run ``o`` into the preallocated (possibly strided) ``out``."""
+    k = o.kernels.get(dev.type)
+    if k is None:
+        res = o.composite(*ins, **attrs)
+        _copy_same_device(out, res)
+    else:
+        k(out, *ins, **attrs)
+    return out
+
+
+def im2col(x, kernel, dilation, padding, stride, blocks=None, value=0, batch_inner=False):
+    """Sliding blocks of ``x`` (N, C, *sp) as (N, C, *kernel, *blocks). ``blocks`` defaults to
+    PyTorch's count for symmetric ``padding``; more blocks pad on the right with ``value``.
+    ``batch_inner`` lays the result out as (C, *kernel, N, *blocks) in memory, so that
+    ``.permute`` + ``.reshape`` to (C * K, N * L) — one GEMM for a batch — is free."""
+    kernel, dilation, padding, stride = _geom("im2col", x, kernel, dilation, padding, stride)
+    if blocks is None:
+        blocks = conv_blocks(x.shape[2:], kernel, dilation, padding, stride)
+    blocks = tuple(int(b) for b in blocks)
+    nd = len(kernel)
+    n, c = x.shape[:2]
+    if batch_inner:
+        buf = C.empty((c,) + kernel + (n,) + blocks, x.dtype, x.device)
+        perm = (1 + nd, 0) + tuple(range(1, 1 + nd)) + tuple(range(2 + nd, 2 + 2 * nd))
+        out = C.view_of(buf, tuple(buf.shape[p] for p in perm),
+                        tuple(buf._stride[p] for p in perm), 0)
+    else:
+        out = C.empty((n, c) + kernel + blocks, x.dtype, x.device)
+    attrs = {"kernel": kernel, "dilation": dilation, "padding": padding, "stride": stride,
+             "blocks": blocks, "value": value}
+    return _run_into(OPS["im2col"], x.device, (x,), attrs, out)
+
+
+def col2im(cols, size, kernel, dilation, padding, stride):
+    """The adjoint of im2col: blocks (N, C, *kernel, *blocks) summed into (N, C, *size);
+    positions that fall in the padding are dropped."""
+    nd = len(kernel)
+    if len(cols.shape) != 2 + 2 * nd:
+        raise ValueError(f"col2im(): expected cols (N, C, *kernel, *blocks) with {nd} spatial "
+                         f"dims, got {shape_str(cols.shape)}")
+    size = tuple(int(v) for v in size)
+    probe = C.view_of(cols, cols.shape[:2] + size, (0,) * (2 + nd), 0)
+    kernel, dilation, padding, stride = _geom("col2im", probe, kernel, dilation, padding,
+                                              stride)
+    if tuple(cols.shape[2:2 + nd]) != kernel:
+        raise ValueError(f"col2im(): cols {shape_str(cols.shape)} do not match kernel {kernel}")
+    out = C.empty(cols.shape[:2] + size, cols.dtype, cols.device)
+    attrs = {"kernel": kernel, "dilation": dilation, "padding": padding, "stride": stride,
+             "size": size}
+    return _run_into(OPS["col2im"], cols.device, (cols,), attrs, out)
+
+
+def max_pool(x, kernel, dilation, padding, stride, blocks):
+    """Window maxima of ``x`` (N, C, *sp) and their flat indices into each (*sp) plane."""
+    kernel, dilation, padding, stride = _geom("max_pool", x, kernel, dilation, padding, stride)
+    blocks = tuple(int(b) for b in blocks)
+    shape = x.shape[:2] + blocks
+    attrs = {"kernel": kernel, "dilation": dilation, "padding": padding, "stride": stride,
+             "blocks": blocks}
+    o = OPS["max_pool"]
+    k = o.kernels.get(x.device.type)
+    if k is None:
+        return o.composite(x, **attrs)
+    values = C.empty(shape, x.dtype, x.device)
+    indices = C.empty(shape, D.int64, x.device)
+    k(values, indices, x, **attrs)
+    return values, indices
+
+
+# ---------------------------------------------------------------------------------
 # indexing
 # ---------------------------------------------------------------------------------
 

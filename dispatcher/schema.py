@@ -165,6 +165,21 @@ _def("nonzero", "index", "nonzero(Tensor self) -> Tensor",
      "(out, x)  # out [n, ndim] int64, n counted by the dispatcher", "none",
      differentiable=False)
 
+# ---- convolution and pooling building blocks (1 to 3 spatial dims) ------------------
+_def("im2col", "index",
+     "im2col(Tensor self, int[] kernel_size, int[] dilation, int[] padding, int[] stride, "
+     "int[] blocks, *, Scalar value=0) -> Tensor  # (N, C, *kernel_size, *blocks)",
+     "(out, x, kernel, dilation, padding, stride, blocks, value=0)  # out: any strides",
+     "none")
+_def("col2im", "index",
+     "col2im(Tensor cols, int[] kernel_size, int[] dilation, int[] padding, int[] stride, "
+     "int[] size) -> Tensor  # (N, C, *k, *blocks) summed into (N, C, *size)",
+     "(out, cols, kernel, dilation, padding, stride, size)", "none")
+_def("max_pool", "index",
+     "max_pool(Tensor self, int[] kernel_size, int[] dilation, int[] padding, int[] stride, "
+     "int[] blocks) -> (Tensor values, Tensor indices)",
+     "(values, indices, x, kernel, dilation, padding, stride, blocks)", "none")
+
 # ---- linear algebra ---------------------------------------------------------------
 _def("bmm", "matmul", "bmm(Tensor self, Tensor mat2) -> Tensor",
      "(out, a, b)  # [B,n,k] @ [B,k,m]", "default", P)

@@ -406,6 +406,31 @@ def _gather(g, s, ctx, shapes):
     return _F().scatter_add(base, ctx["dim"], idx, g), None, None
 
 
+@formula("im2col")
+def _im2col(g, s, ctx, shapes):
+    from ._record import col2im
+    return (col2im(g, ctx["size"], ctx["kernel"], ctx["dilation"], ctx["padding"],
+                   ctx["stride"]),)
+
+
+@formula("col2im")
+def _col2im(g, s, ctx, shapes):
+    from ._record import im2col
+    return (im2col(g, ctx["kernel"], ctx["dilation"], ctx["padding"], ctx["stride"],
+                   ctx["blocks"]),)
+
+
+@formula("max_pool", save=(1,))
+def _max_pool(g, s, ctx, shapes):
+    """Scatter-add the gradient to the input positions the indices name."""
+    idx = s[0]
+    shape = shapes[0]
+    n, c = shape[0], shape[1]
+    base = _zeros((n, c, math.prod(shape[2:])), g)
+    flat = _F().scatter_add(base, 2, idx.reshape(n, c, -1), g.reshape(n, c, -1))
+    return flat.reshape(shape), None
+
+
 @formula("scatter", save=(2,))
 def _scatter(g, s, ctx, shapes):
     F = _F()

@@ -281,6 +281,36 @@ def scatter(x, dim, index, src, reduce=None):
                                           else reduce})
 
 
+# ---- convolution and pooling building blocks -------------------------------------------
+def im2col(x, kernel, dilation, padding, stride, blocks=None, value=0, batch_inner=False):
+    """Sliding blocks (N, C, *kernel, *blocks); its gradient is one col2im."""
+    res = O.im2col(x, kernel, dilation, padding, stride, blocks, value, batch_inner)
+    if not MODE.grad or not x.requires_grad:
+        return res
+    return record("im2col", res, (x,), {"size": tuple(x.shape[2:]), "kernel": kernel,
+                                        "dilation": dilation, "padding": padding,
+                                        "stride": stride})
+
+
+def col2im(cols, size, kernel, dilation, padding, stride):
+    """Blocks summed back into (N, C, *size); its gradient is one im2col."""
+    res = O.col2im(cols, size, kernel, dilation, padding, stride)
+    if not MODE.grad or not cols.requires_grad:
+        return res
+    blocks = tuple(cols.shape[2 + len(kernel):])
+    return record("col2im", res, (cols,), {"blocks": blocks, "kernel": kernel,
+                                           "dilation": dilation, "padding": padding,
+                                           "stride": stride})
+
+
+def max_pool(x, kernel, dilation, padding, stride, blocks):
+    """(values, indices); the values' gradient goes to the chosen input positions."""
+    values, indices = O.max_pool(x, kernel, dilation, padding, stride, blocks)
+    if MODE.grad and x.requires_grad:
+        record("max_pool", values, (x, indices))
+    return values, indices
+
+
 def index(x, key):
     res = IX.index(x, key)
     if not MODE.grad or not x.requires_grad:

@@ -1,9 +1,9 @@
 """``nn.functional``: stateless layers, activations and losses with PyTorch's signatures.
 
 Everything here is written in ember tensor ops only (no NumPy), so it runs on any device
-and gets gradients from autograd. Convolution and pooling use im2col built from
-``unfold`` views plus one batched ``matmul`` / reduction; there are no Python loops over
-pixels.
+and gets gradients from autograd. Convolution and pooling use the dispatcher's im2col,
+col2im and max_pool ops (native kernels where a backend has them, composites otherwise)
+plus one batched ``matmul`` / reduction; there are no Python loops over pixels.
 
 >>> import ember, ember.nn.functional as F
 >>> x = ember.randn(2, 3, 8, 8)
@@ -14,7 +14,6 @@ pixels.
 """
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 
@@ -116,75 +115,9 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
 
 
 # ==== convolution =====================================================================
-def _patches(x: Tensor, kernel, stride, dilation) -> Tensor:
-    """View of ``x`` (N, C, *spatial) as (N, C, *out, *kernel) sliding windows."""
-    nd = len(kernel)
-    for i in range(nd):
-        x = x.unfold(2 + i, dilation[i] * (kernel[i] - 1) + 1, stride[i])
-    if any(d != 1 for d in dilation):
-        x = x[(Ellipsis,) + tuple(slice(None, None, d) for d in dilation)]
-    return x
-
-
 def _blocks(sp, kernel, stride, dilation):
     return [(sp[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
             for i in range(len(kernel))]
-
-
-class _Im2Col(ember.autograd.Function):
-    """im2col: every sliding block of ``x`` (N, C, *sp) copied out, as (N, C * K, L)
-    (``batch_inner=False``) or as (C * K, N * L) (``batch_inner=True``: one GEMM for the
-    whole batch). Its adjoint is ``_Col2Im``, so the backward is one col2im and
-    gradients of any order stay fast."""
-
-    @staticmethod
-    def forward(ctx, x, kernel, stride, dilation, batch_inner):
-        ctx.geom = (tuple(x.shape), kernel, stride, dilation, batch_inner)
-        nd = len(kernel)
-        p = _patches(x, kernel, stride, dilation)              # (N, C, *blocks, *kernel)
-        kdims = tuple(range(2 + nd, 2 + 2 * nd))
-        bdims = tuple(range(2, 2 + nd))
-        n, c, k, L = x.shape[0], x.shape[1], _prod(kernel), _prod(p.shape[2:2 + nd])
-        if batch_inner:
-            return p.permute(1, *kdims, 0, *bdims).reshape(c * k, n * L)
-        return p.permute(0, 1, *kdims, *bdims).reshape(n, c * k, L)
-
-    @staticmethod
-    def backward(ctx, g):
-        shape, kernel, stride, dilation, batch_inner = ctx.geom
-        return (_Col2Im.apply(g, shape, kernel, stride, dilation, batch_inner),
-                None, None, None, None)
-
-
-class _Col2Im(ember.autograd.Function):
-    """col2im, the adjoint of ``_Im2Col``: blocks (N, C * K, L) or (C * K, N * L) summed
-    into ``shape`` = (N, C, *sp); one strided add per kernel offset (a loop over the
-    kernel, not over pixels)."""
-
-    @staticmethod
-    def forward(ctx, cols, shape, kernel, stride, dilation, batch_inner):
-        ctx.geom = (kernel, stride, dilation, batch_inner)
-        nd = len(kernel)
-        n, c, sp = shape[0], shape[1], shape[2:]
-        blocks = _blocks(sp, kernel, stride, dilation)
-        if batch_inner:     # (C, *k, N, *blocks) viewed as (N, C, *k, *blocks)
-            src = cols.reshape(c, *kernel, n, *blocks).permute(
-                1 + nd, 0, *range(1, 1 + nd), *range(2 + nd, 2 + 2 * nd))
-        else:
-            src = cols.reshape(n, c, *kernel, *blocks)
-        out = ember.zeros(shape, dtype=cols.dtype, device=cols.device)
-        everything = (slice(None), slice(None))
-        for offs in itertools.product(*[range(k) for k in kernel]):
-            window = tuple(slice(o * d, o * d + (b - 1) * s + 1, s)
-                           for o, d, b, s in zip(offs, dilation, blocks, stride))
-            out[everything + window].add_(src[everything + offs])
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        kernel, stride, dilation, batch_inner = ctx.geom
-        return _Im2Col.apply(g, kernel, stride, dilation, batch_inner), None, None, None, \
-            None, None
 
 
 def _pad_dim(x: Tensor, dim: int, left: int, right: int, value) -> Tensor:
@@ -206,13 +139,6 @@ def _pad_dim(x: Tensor, dim: int, left: int, right: int, value) -> Tensor:
         shape[dim] = right
         parts.append(ember.full(tuple(shape), value, dtype=x.dtype, device=x.device))
     return ember.cat(parts, dim)
-
-
-def _pad_spatial(x: Tensor, pads, value=0) -> Tensor:
-    """``pads[i] = (left, right)`` for spatial dim ``i`` (dims 2, 3, ...)."""
-    for i, (lo, hi) in enumerate(pads):
-        x = _pad_dim(x, 2 + i, lo, hi, value)
-    return x
 
 
 def _check_conv_input(name, input, weight, nd, groups, transposed=False, bias=None):
@@ -296,15 +222,18 @@ def _convnd(name, input, weight, bias, stride, padding, dilation, groups, nd):
                            f"({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            "actual input size")
-    x = _pad_spatial(x, pads)
     n, c = x.shape[0], x.shape[1]
     o = weight.shape[0]
-    out_sp = _blocks(x.shape[2:], kernel, stride, dilation)
+    out_sp = _blocks(padded, kernel, stride, dilation)
     k = _prod(kernel)
     cg = c // groups
     L = _prod(out_sp)
-    # one GEMM per group over the whole batch: (G, O/G, Cg*K) @ (G, Cg*K, N*L)
-    cols = _Im2Col.apply(x, kernel, stride, dilation, True).reshape(groups, cg * k, n * L)
+    # one GEMM per group over the whole batch: (G, O/G, Cg*K) @ (G, Cg*K, N*L); im2col lays
+    # its (N, C, *K, *L) result out as (C, *K, N, *L), so this permute + reshape is a view
+    cols = _record.im2col(x, kernel, dilation, tuple(lo for lo, _ in pads), stride,
+                          out_sp, batch_inner=True)
+    cols = cols.permute(1, *range(2, 2 + nd), 0, *range(2 + nd, 2 + 2 * nd)).reshape(
+        groups, cg * k, n * L)
     w = weight.reshape(groups, o // groups, cg * k)
     out = ember.matmul(w, cols).reshape(o, n, *out_sp).transpose(0, 1)
     # the output is (N, O, *out) in memory like PyTorch's (contiguous), so .view() works
@@ -330,14 +259,11 @@ def _fold_nd(cols: Tensor, channels, out_sp, kernel, dilation, padding, stride) 
     """col2im: (N, C * K, L) blocks summed into (N, C, *out_sp) (overlaps add up,
     ``padding`` is cropped)."""
     n = cols.shape[0]
-    padded = tuple(out_sp[i] + 2 * padding[i] for i in range(len(kernel)))
-    cols = cols.reshape(n, channels * _prod(kernel), -1)
-    out = _Col2Im.apply(cols, (n, channels) + padded, tuple(kernel), tuple(stride),
-                        tuple(dilation), False)
-    if any(padding):
-        out = out[(slice(None), slice(None)) + tuple(slice(p, p + s)
-                                                     for p, s in zip(padding, out_sp))]
-    return out
+    blocks = [(out_sp[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+              for i in range(len(kernel))]
+    cols = cols.reshape(n, channels, *kernel, *blocks)
+    return _record.col2im(cols, tuple(out_sp), tuple(kernel), tuple(dilation), tuple(padding),
+                          tuple(stride))
 
 
 def _conv_transposend(name, input, weight, bias, stride, padding, output_padding, groups,
@@ -370,15 +296,11 @@ def _conv_transposend(name, input, weight, bias, stride, padding, output_padding
     # (G, Cout_g*K, Cin_g) @ (G, Cin_g, N*L): one GEMM per group, then col2im
     xs = x.reshape(n, cin, L).transpose(0, 1).reshape(groups, cin_g, n * L)
     w = weight.reshape(groups, cin_g, cout_g * k).transpose(1, 2)
-    cols = ember.matmul(w, xs).reshape(groups * cout_g * k, n * L)
-    # col2im onto the full (unpadded) extent the blocks cover, then crop ``padding`` and
-    # add ``output_padding`` zeros (which may reach past the last block)
-    full = tuple((in_sp[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1
-                 for i in range(nd))
-    out = _Col2Im.apply(cols, (n, groups * cout_g) + full, kernel, stride, dilation, True)
-    for i in range(nd):
-        out = _pad_dim(out, 2 + i, -padding[i],
-                       out_sp[i] + padding[i] - full[i], 0)
+    cols = ember.matmul(w, xs).reshape(groups * cout_g, *kernel, n, *in_sp)
+    # col2im straight into the output: ``padding`` crops the left, positions past the last
+    # block (``output_padding``) stay zero
+    cols = cols.permute(1 + nd, 0, *range(1, 1 + nd), *range(2 + nd, 2 + 2 * nd))
+    out = _record.col2im(cols, tuple(out_sp), kernel, dilation, padding, stride)
     if bias is not None:
         out = out + bias.reshape((1, groups * cout_g) + (1,) * nd)
     return out if batched else out.squeeze(0)
@@ -412,8 +334,9 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
                            f"kernel_size={k}, dilation={d}, padding={p}, calculated shape of "
                            f"the array of sliding blocks as ({blocks[0]}, {blocks[1]}), but its "
                            "components must be at least one.")
-    x = _pad_spatial(x, [(p[0], p[0]), (p[1], p[1])])
-    out = _Im2Col.apply(x, k, s, d, False)
+    n, c = x.shape[0], x.shape[1]
+    out = _record.im2col(x, k, d, p, s, tuple(blocks)).reshape(
+        n, c * k[0] * k[1], blocks[0] * blocks[1])
     return out if batched else out.squeeze(0)
 
 
@@ -472,14 +395,10 @@ def _pool_args(name, input, kernel_size, stride, padding, dilation, nd):
 
 
 def _pool_cols(x, k, s, p, d, out_sp, fill):
-    """The pooling windows of ``x`` as (N, C, K, *out_sp): pad ``p`` on the left and exactly
-    what the last (ceil_mode) window needs on the right, then im2col."""
-    in_sp = x.shape[2:]
-    pads = [(p[i], (out_sp[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - in_sp[i] - p[i])
-            for i in range(len(k))]
-    xp = _pad_spatial(x, pads, fill)
-    return _Im2Col.apply(xp, tuple(k), tuple(s), tuple(d), False).reshape(
-        x.shape[0], x.shape[1], _prod(k), *out_sp)
+    """The pooling windows of ``x`` as (N, C, K, *out_sp), positions outside the input (the
+    padding and what a ceil_mode window reaches past it) reading ``fill``."""
+    cols = _record.im2col(x, tuple(k), tuple(d), tuple(p), tuple(s), tuple(out_sp), fill)
+    return cols.reshape(x.shape[0], x.shape[1], _prod(k), *out_sp)
 
 
 def _max_poolnd(name, input, kernel_size, stride, padding, dilation, ceil_mode,
@@ -494,35 +413,12 @@ def _max_poolnd(name, input, kernel_size, stride, padding, dilation, ceil_mode,
                            f"Calculated output size: "
                            f"({'x'.join(map(str, [x.shape[1]] + out_sp))}). Output size is too "
                            "small")
-    fill = -math.inf if x.dtype.is_floating_point else _int_min(x.dtype)
-    cols = _pool_cols(x, k, s, p, d, out_sp, fill)         # (N, C, K, *out)
-    out = cols.amax(dim=2)
+    out, index = _record.max_pool(x, tuple(k), tuple(d), tuple(p), tuple(s), tuple(out_sp))
     if not return_indices:
         return out if batched else out.squeeze(0)
-    arg = cols.argmax(dim=2)                               # offset within the window
-    index = None
-    rem = arg
-    mult = 1
-    coords = []
-    for i in reversed(range(nd)):
-        coords.append(rem % k[i])
-        rem = rem // k[i]
-    coords.reverse()
-    for i in reversed(range(nd)):
-        shape = [1] * (2 + nd)
-        shape[2 + i] = out_sp[i]
-        start = (ember.arange(out_sp[i], device=x.device) * s[i] - p[i]).reshape(shape)
-        pos = start + coords[i] * d[i]
-        index = pos * mult if index is None else index + pos * mult
-        mult *= in_sp[i]
     if not batched:
         out, index = out.squeeze(0), index.squeeze(0)
     return out, index
-
-
-def _int_min(dtype):
-    bits = dtype.itemsize * 8
-    return 0 if dtype.name in ("uint8", "bool") else -(2 ** (bits - 1))
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

@@ -114,6 +114,13 @@ RECIPES = {
     "std": (lambda x: x.std(dim=0), [X(3, 4)]),
     "norm": (lambda x: ember.norm(x, p=2, dim=1) + ember.norm(x, p=1) + ember.norm(x, p=3),
              [X(3, 4)]),
+    # the convolution building blocks, reached through nn.functional
+    "im2col": (lambda x: ember.nn.functional.unfold(x, (2, 3), dilation=(1, 2), padding=1,
+                                                    stride=(2, 1)), [X(2, 2, 5, 6)]),
+    "col2im": (lambda c: ember.nn.functional.fold(c, (5, 6), (2, 3), dilation=(1, 2),
+                                                  padding=1, stride=(2, 1)), [X(2, 12, 12)]),
+    "max_pool": (lambda x: ember.nn.functional.max_pool2d(x, 3, 2, padding=1, ceil_mode=True),
+                 [away_from_ties(2, 2, 6, 7)]),
 }
 
 DIFFERENTIABLE = sorted(n for n, o in OPS.items() if o.differentiable)

@@ -734,6 +734,7 @@ void register_sort(std::vector<PyMethodDef>& defs);
 void register_matmul(std::vector<PyMethodDef>& defs);
 void register_random(std::vector<PyMethodDef>& defs);
 void register_ternary(std::vector<PyMethodDef>& defs);
+void register_conv(std::vector<PyMethodDef>& defs);
 
 // storage.cpp
 extern PyTypeObject StorageType;

@@ -30,6 +30,7 @@ PYBIND11_MODULE(_C, m) {
     ember::register_matmul(defs);
     ember::register_random(defs);
     ember::register_ternary(defs);
+    ember::register_conv(defs);
     defs.push_back(PyMethodDef{nullptr, nullptr, 0, nullptr});
   }
   if (PyModule_AddFunctions(m.ptr(), defs.data()) < 0) throw py::error_already_set();
