@@ -190,9 +190,22 @@ def floor_divide(input, other, *, out=None):
     return div(input, other, rounding_mode="floor", out=out)
 
 
+def _axpy_(self, other, alpha):
+    """``self += alpha * other`` as one addcmul pass (the optimizers' update), for float
+    tensors of one dtype; None when that path does not apply."""
+    if (isinstance(other, TensorBase) and other.dtype is self.dtype
+            and self.dtype.is_floating_point and isinstance(alpha, (int, float))
+            and not isinstance(alpha, bool)):
+        return E("addcmul", self, other, C.scalar_like(1, self), value=alpha, inplace=True)
+    return None
+
+
 def add_(self, other, *, alpha=1):
     other = _s(other)
     if alpha != 1:
+        res = _axpy_(self, other, alpha)
+        if res is not None:
+            return res
         other = E("mul", other, alpha) if isinstance(other, TensorBase) else other * alpha
     return E("add", self, other, inplace=True)
 
@@ -200,6 +213,9 @@ def add_(self, other, *, alpha=1):
 def sub_(self, other, *, alpha=1):
     other = _s(other)
     if alpha != 1:
+        res = _axpy_(self, other, -alpha)
+        if res is not None:
+            return res
         other = E("mul", other, alpha) if isinstance(other, TensorBase) else other * alpha
     return E("sub", self, other, inplace=True)
 

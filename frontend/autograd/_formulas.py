@@ -427,7 +427,7 @@ def _max_pool(g, s, ctx, shapes):
     shape = shapes[0]
     n, c = shape[0], shape[1]
     base = _zeros((n, c, math.prod(shape[2:])), g)
-    flat = _F().scatter_add(base, 2, idx.reshape(n, c, -1), g.reshape(n, c, -1))
+    flat = base.scatter_add_(2, idx.reshape(n, c, -1), g.reshape(n, c, -1))  # fresh: no copy
     return flat.reshape(shape), None
 
 

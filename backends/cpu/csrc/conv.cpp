@@ -10,6 +10,7 @@
 //   max_pool(values, indices, x, kernel, dilation, padding, stride, blocks)
 //       window maxima (NaN wins, as PyTorch) and flat indices into each input plane.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ember.h"
@@ -249,11 +250,27 @@ void k_col2im(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   });
 }
 
+// a ? x : y through bit masks: gcc turns a plain ?: on floats into a branch (baseline x86-64
+// has no blendv), and a mispredicted branch per window element costs more than the pooling.
+template <class T>
+inline T select_bits(bool a, T x, T y) {
+  using U = std::conditional_t<sizeof(T) == 1, uint8_t,
+            std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  U ux, uy;
+  std::memcpy(&ux, &x, sizeof(T));
+  std::memcpy(&uy, &y, sizeof(T));
+  const U m = (U)0 - (U)a;
+  const U r = (U)((ux & m) | (uy & (U)~m));
+  T out;
+  std::memcpy(&out, &r, sizeof(T));
+  return out;
+}
+
 template <class T>
 inline bool nan_or_greater(T v, T best) {
   if constexpr (is_fp_v<T>) {
     const auto fv = static_cast<compute_t<T>>(v);
-    return fv > static_cast<compute_t<T>>(best) || std::isnan(fv);
+    return (fv > static_cast<compute_t<T>>(best)) | (fv != fv);
   } else {
     return v > best;
   }
@@ -307,10 +324,17 @@ void k_max_pool(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         T* vp = (T*)values.data + nn * values.stride[0] + c * values.stride[1] + b0 * vs[0] + b1 * vs[1];
         int64_t* ip = (int64_t*)indices.data + nn * indices.stride[0] + c * indices.stride[1] + b0 * is[0] + b1 * is[1];
         const int64_t s0 = b0 * g.S[0] - g.P[0], s1 = b1 * g.S[1] - g.P[1];
-        for (int64_t b2 = 0; b2 < W; ++b2) {
-          const int64_t s2 = b2 * g.S[2] - g.P[2];
-          T best = lowest;
-          int64_t bi = -1;
+        // outputs of the row in chunks; the window loop is outside the output loop so each
+        // output's running max is independent of its neighbours' (no serial dependency chain)
+        constexpr int64_t kChunk = 256;
+        T best[kChunk];
+        int64_t bi[kChunk];
+        for (int64_t c0 = 0; c0 < W; c0 += kChunk) {
+          const int64_t cn = std::min(kChunk, W - c0);
+          for (int64_t j = 0; j < cn; ++j) {
+            best[j] = lowest;
+            bi[j] = -1;
+          }
           for (int64_t k0 = 0; k0 < g.K[0]; ++k0) {
             const int64_t i0 = s0 + k0 * g.D[0];
             if (i0 < 0 || i0 >= g.I[0]) continue;
@@ -320,19 +344,25 @@ void k_max_pool(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
               const T* xr = xp + i0 * xs[0] + i1 * xs[1];
               const int64_t flat = (i0 * g.I[1] + i1) * g.I[2];
               for (int64_t k2 = 0; k2 < g.K[2]; ++k2) {
-                const int64_t i2 = s2 + k2 * g.D[2];
-                if (i2 < 0 || i2 >= g.I[2]) continue;
-                if (bi < 0) bi = flat + i2;  // PyTorch: the first valid position by default
-                const T v = xr[i2 * xs[2]];
-                if (nan_or_greater(v, best)) {
-                  best = v;
-                  bi = flat + i2;
+                const int64_t off = k2 * g.D[2] - g.P[2] + c0 * g.S[2];
+                int64_t lo, hi;
+                valid_range(off, g.S[2], g.I[2], cn, lo, hi);
+                for (int64_t j = lo; j < hi; ++j) {
+                  const int64_t i2 = j * g.S[2] + off;
+                  const T v = xr[i2 * xs[2]];
+                  // PyTorch: the first valid position is the default index; then strictly
+                  // greater (or NaN) wins. Selects, not branches (unpredictable on real data).
+                  const bool take = nan_or_greater(v, best[j]) | (bi[j] < 0);
+                  best[j] = select_bits(take, v, best[j]);
+                  bi[j] = select_bits(take, flat + i2, bi[j]);
                 }
               }
             }
           }
-          vp[b2 * vs[2]] = best;
-          ip[b2 * is[2]] = bi < 0 ? 0 : bi;
+          for (int64_t j = 0; j < cn; ++j) {
+            vp[(c0 + j) * vs[2]] = best[j];
+            ip[(c0 + j) * is[2]] = bi[j] < 0 ? 0 : bi[j];
+          }
         }
       }
     });
