@@ -206,8 +206,12 @@ def scalar_tensor(value, dtype, device):
         if isinstance(value, float) and math.isnan(value):
             key = None
         t = empty((), dtype, device)
-        fill = BACKENDS[device.type].kernels["fill"]
-        fill(t, _coerce_scalar(value, dtype))
+        fill = BACKENDS[device.type].kernels.get("fill")
+        if fill is None:  # a backend without it (EMBER_FALLBACK=cpu): the general path
+            from .ops import fill_
+            fill_(t, value)
+        else:
+            fill(t, _coerce_scalar(value, dtype))
         if key is not None:
             if len(_SCALARS) > 512:
                 _SCALARS.clear()

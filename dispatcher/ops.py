@@ -13,6 +13,7 @@ import math
 
 from . import _core as C
 from . import dtypes as D
+from . import fallback as FB
 from ._core import TensorBase, shape_str
 from .device import to_device
 from .plugins import BACKENDS, backend_for
@@ -45,9 +46,16 @@ def _missing(o, dev):
     backend = BACKENDS.get(dev.type)
     plugin = backend.name if backend else dev.type
     return NotImplementedError(
-        f"{o.name}(): the {plugin!r} backend (device type {dev.type!r}) has no kernel for "
-        f"this op and the op is a primitive, so no composite can stand in. Every backend "
-        f"must implement the primitives listed in ember.dispatcher.schema.PRIMITIVES.")
+        f"{o.name}(): the {plugin!r} backend (device {dev}) has no kernel for this op and "
+        f"the op is a primitive, so no composite can stand in. Every backend must implement "
+        f"the primitives listed in ember.dispatcher.schema.PRIMITIVES. {FB.hint()}")
+
+
+def _no_kernel(o, dev, outs, ins, attrs):
+    """The op has neither a kernel on ``dev`` nor a composite: CPU fallback or an error."""
+    if FB.enabled() and dev.type != "cpu":
+        return FB.run_on_cpu(o, dev, outs, ins, attrs)
+    raise _missing(o, dev)
 
 
 def run(o, dev, ins, attrs, shape, dtype, out=None):
@@ -58,7 +66,9 @@ def run(o, dev, ins, attrs, shape, dtype, out=None):
             backend_for(dev.type)
             k = o.kernels.get(dev.type)
             if k is None:
-                raise _missing(o, dev)
+                if out is None:
+                    out = C.empty(shape, dtype, dev)
+                return _no_kernel(o, dev, [out], ins, attrs)[0]
         else:
             res = o.composite(*ins, **attrs)
             if out is None:
@@ -529,11 +539,12 @@ def sort(x, dim=-1, descending=False, stable=False):
     if k is None and o.composite is None:
         backend_for(x.device.type)
         k = o.kernels.get(x.device.type)
-        if k is None:
-            raise _missing(o, x.device)
     values = C.empty(x.shape, x.dtype, x.device)
     indices = C.empty(x.shape, D.int64, x.device)
-    k(values, indices, x, dim=d, descending=bool(descending), stable=bool(stable))
+    attrs = {"dim": d, "descending": bool(descending), "stable": bool(stable)}
+    if k is None:
+        return tuple(_no_kernel(o, x.device, [values, indices], (x,), attrs))
+    k(values, indices, x, **attrs)
     return values, indices
 
 
@@ -714,10 +725,11 @@ def scatter_(x, dim, index, src, reduce=None):
     if k is None:
         backend_for(x.device.type)
         k = o.kernels.get(x.device.type)
-        if k is None:
-            raise _missing(o, x.device)
     if C.numel(index.shape):
-        k(x, d, index, src, reduce=reduce)
+        if k is None:
+            _no_kernel(o, x.device, [x], (d, index, src), {"reduce": reduce})
+        else:
+            k(x, d, index, src, reduce=reduce)
     C.bump(x)
     return x
 

@@ -247,8 +247,15 @@ def validate_kernels(plugin: str, kernels) -> None:
         _check_arity(plugin, name, k)
     missing = sorted(PRIMITIVES - set(kernels))
     if missing:
+        from . import fallback
+        if fallback.enabled():
+            import warnings
+            warnings.warn(f"plugin {plugin!r} is missing required primitives "
+                          f"({', '.join(missing)}); they run on the CPU (EMBER_FALLBACK=cpu)",
+                          RuntimeWarning, stacklevel=2)
+            return
         raise ValueError(f"plugin {plugin!r} is missing required primitives: "
-                         f"{', '.join(missing)}")
+                         f"{', '.join(missing)}. {fallback.hint()}")
 
 
 def _check_arity(plugin, name, k):
