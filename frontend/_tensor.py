@@ -162,6 +162,22 @@ class Tensor(TensorBase):
         from .autograd._engine import _Handle
         return _Handle(self._hooks, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` on a leaf after its ``.grad`` has been accumulated in a
+        backward pass (how DistributedDataParallel learns a gradient is ready)."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        from .autograd._engine import PostAccumulateHook, _Handle
+        if self._hooks is None:
+            self._hooks = []
+        wrapped = PostAccumulateHook(hook)
+        self._hooks.append(wrapped)
+        return _Handle(self._hooks, wrapped)
+
     def _hooks_list(self):
         return self._hooks or ()
 

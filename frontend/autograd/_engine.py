@@ -448,11 +448,33 @@ def _accumulate(buffers, nodes, node, g):
     nodes[k] = node
 
 
+class PostAccumulateHook:
+    """A leaf's hook run with the tensor after its ``.grad`` is accumulated (kept in the
+    tensor's hook list, skipped by the gradient hooks)."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, grad):   # as a gradient hook: nothing to change
+        return None
+
+
 def _accumulate_leaf(v, grad, create_graph, handed, hooks=True):
-    R = _record()
     if grad is None:
         return
+    _accumulate_leaf_grad(v, grad, create_graph, handed, hooks)
+    if hooks:
+        for h in v._hooks_list():
+            if type(h) is PostAccumulateHook:
+                h.fn(v)
+
+
+def _accumulate_leaf_grad(v, grad, create_graph, handed, hooks):
+    R = _record()
     for h in (v._hooks_list() if hooks else ()):
+        if type(h) is PostAccumulateHook:
+            continue
         r = h(grad)
         if r is not None:
             grad = r

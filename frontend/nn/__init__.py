@@ -12,4 +12,4 @@ names and semantics, so PyTorch code ports by changing the import.
 from .parameter import Parameter, Buffer
 from .modules import *
 from .modules.module import Module
-from . import functional, init, utils, parameter, modules
+from . import functional, init, utils, parameter, modules, parallel

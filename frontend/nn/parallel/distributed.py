@@ -1,0 +1,223 @@
+"""``DistributedDataParallel``: one model replica per rank, gradients averaged over ranks
+while backward runs.
+
+At construction the replica's parameters and buffers are broadcast from rank 0. Gradients
+are packed into buckets of about ``bucket_cap_mb`` MiB, in reverse registration order
+(roughly the order backward produces them); a post-accumulate hook on every parameter
+counts down its bucket, and a full bucket is all-reduced with a non-blocking MPI
+collective at once, so communication overlaps the rest of backward. When the last bucket
+has been launched, every reduction is waited for, averaged and written back to ``.grad``.
+
+``no_sync()`` skips the reduction (gradient accumulation: the next synchronised backward
+reduces the accumulated gradients). ``find_unused_parameters=True`` walks the autograd
+graph from the forward's outputs and counts parameters the graph does not reach as ready,
+so their buckets still complete (their gradient contribution is zero on this rank).
+
+An ember extension: ``ddp.overlap = False`` launches every bucket after backward instead
+(to measure how much communication the overlap hides).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import ember
+import ember.distributed as dist
+
+from ..modules.module import Module
+
+
+class _Bucket:
+    __slots__ = ("params", "numel", "dtype", "device", "ready", "work", "flat", "launched")
+
+    def __init__(self, params):
+        self.params = params
+        self.numel = sum(p.numel() for p in params)
+        self.dtype = params[0].dtype
+        self.device = params[0].device
+        self.ready = 0
+        self.work = None
+        self.flat = None
+        self.launched = False
+
+
+class DistributedDataParallel(Module):
+    def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
+                 broadcast_buffers: bool = True, process_group=None, bucket_cap_mb=25,
+                 find_unused_parameters: bool = False, check_reduction: bool = False,
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False):
+        super().__init__()
+        if not dist.is_initialized():
+            raise RuntimeError("Default process group has not been initialized, please make "
+                               "sure to call init_process_group.")
+        self.module = module
+        self.process_group = process_group
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.bucket_cap_mb = bucket_cap_mb
+        self.overlap = True
+        self._sync = True
+        self._expect = False            # a backward is expected to reduce
+        self._unused = set()
+        seen = set()
+        params = []
+        for p in module.parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                params.append(p)
+        self._params = params
+        with ember.no_grad():
+            for t in params + [b for b in module.buffers()]:
+                dist.broadcast(t, 0, group=process_group)
+        self._buckets = self._make_buckets(params, bucket_cap_mb)
+        self._bucket_of = {}
+        for b in self._buckets:
+            for p in b.params:
+                self._bucket_of[id(p)] = b
+        self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready)
+                         for p in params]
+
+    # ---- buckets --------------------------------------------------------------------
+    @staticmethod
+    def _make_buckets(params, cap_mb):
+        cap = int(cap_mb * 2 ** 20)
+        buckets, cur, size = [], [], 0
+        for p in reversed(params):
+            nbytes = p.numel() * p.dtype.itemsize
+            if cur and (size + nbytes > cap or p.dtype is not cur[0].dtype
+                        or p.device != cur[0].device):
+                buckets.append(_Bucket(cur))
+                cur, size = [], 0
+            cur.append(p)
+            size += nbytes
+        if cur:
+            buckets.append(_Bucket(cur))
+        return buckets
+
+    def _reset(self):
+        for b in self._buckets:
+            b.ready = 0
+            b.work = None
+            b.launched = False
+
+    # ---- forward ----------------------------------------------------------------------
+    def forward(self, *inputs, **kwargs):
+        if self._expect and self._sync and ember.is_grad_enabled():
+            raise RuntimeError("Expected to have finished reduction in the prior iteration "
+                               "before starting a new one. This error indicates that your "
+                               "module has parameters that were not used in producing loss. "
+                               "You can enable unused parameter detection by passing the "
+                               "keyword argument `find_unused_parameters=True` to "
+                               "`ember.nn.parallel.DistributedDataParallel`.")
+        if self.broadcast_buffers:
+            with ember.no_grad():
+                for b in self.module.buffers():
+                    dist.broadcast(b, 0, group=self.process_group)
+        out = self.module(*inputs, **kwargs)
+        if ember.is_grad_enabled() and self._sync:
+            self._reset()
+            self._expect = True
+            if self.find_unused_parameters:
+                self._mark_unused(out)
+        return out
+
+    def _mark_unused(self, out):
+        """Parameters the graph from ``out`` does not reach count as ready now."""
+        reached = set()
+        stack = [t.grad_fn for t in _tensors(out) if t.grad_fn is not None]
+        stack += [t for t in _tensors(out) if t.grad_fn is None and t.requires_grad]
+        seen = set()
+        while stack:
+            n = stack.pop()
+            if id(n) in seen or n is None:
+                continue
+            seen.add(id(n))
+            var = getattr(n, "variable", None)
+            if var is not None:
+                reached.add(id(var))
+                continue
+            if isinstance(n, ember.Tensor):
+                reached.add(id(n))
+                continue
+            for nxt, _ in n.next_functions:
+                if nxt is not None:
+                    stack.append(nxt)
+        self._unused = {id(p) for p in self._params if id(p) not in reached}
+        for p in self._params:
+            if id(p) in self._unused:
+                self._count(p)
+
+    # ---- backward: hooks ----------------------------------------------------------------
+    def _grad_ready(self, p):
+        if not self._sync or not self._expect:
+            return
+        self._count(p)
+
+    def _count(self, p):
+        b = self._bucket_of[id(p)]
+        b.ready += 1
+        if b.ready == len(b.params):
+            if self.overlap:
+                self._launch(b)
+            self._progress()
+            if all(x.ready == len(x.params) for x in self._buckets):
+                self._finish()
+
+    def _launch(self, b):
+        grads = []
+        for p in b.params:
+            g = p.grad
+            if g is None:
+                g = ember.zeros(p.shape, dtype=p.dtype, device=p.device)
+            grads.append(g.detach().reshape(-1))
+        b.flat = ember.cat(grads) if len(grads) > 1 else grads[0].clone()
+        b.work = dist.all_reduce(b.flat, group=self.process_group, async_op=True)
+        b.launched = True
+
+    def _progress(self):
+        """Let MPI move pending reductions forward (Open MPI progresses inside MPI calls)."""
+        for b in self._buckets:
+            if b.work is not None:
+                b.work.is_completed()
+
+    def _finish(self):
+        world = dist.get_world_size(self.process_group)
+        with ember.no_grad():
+            for b in self._buckets:
+                if not b.launched:
+                    self._launch(b)
+            for b in self._buckets:
+                b.work.wait()
+                b.flat.div_(world)
+                offset = 0
+                for p in b.params:
+                    n = p.numel()
+                    avg = b.flat[offset:offset + n].view(p.shape)
+                    if p.grad is None:
+                        p.grad = avg.clone()
+                    else:
+                        p.grad.copy_(avg)
+                    offset += n
+                b.flat = None
+                b.work = None
+        self._expect = False
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Accumulate gradients locally; the first backward after the block reduces them."""
+        old = self._sync
+        self._sync = False
+        try:
+            yield
+        finally:
+            self._sync = old
+
+
+def _tensors(obj):
+    if isinstance(obj, ember.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors(o)
