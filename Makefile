@@ -12,12 +12,14 @@ CPU_SRC    := $(wildcard backends/cpu/csrc/*.cpp backends/cpu/csrc/*.h) \
 
 .PHONY: demo test bench docs build clean
 
-$(VENV_STAMP): pyproject.toml
+$(VENV_STAMP): pyproject.toml backends/opencl/pyproject.toml
 	test -x $(PY) || $(PY_SYS) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	# build tools for the editable native backend (built without isolation for speed)
 	$(PIP) install --quiet "scikit-build-core>=0.10" "pybind11>=2.12" ninja numpy
 	$(PIP) install --quiet -e ".[test,demo]"
+	# the OpenCL backend (pure Python + OpenCL C; PoCL gives a CPU OpenCL device from pip)
+	$(PIP) install --quiet -e backends/opencl
 	touch $@
 
 $(CPU_STAMP): $(VENV_STAMP) $(CPU_SRC)

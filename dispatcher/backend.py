@@ -28,6 +28,10 @@ class Backend:
     #: host-addressable storage (CPU-like): numpy views and from_numpy share memory.
     host_accessible: bool = False
     kernels: dict = {}
+    #: optional: an object (usually the plugin's package) whose functions users reach as
+    #: ``ember.<device_type>.<name>`` — is_available, device_count, synchronize,
+    #: memory_stats, empty_cache, Stream, ... (see ``ember.device_namespace``).
+    device_api: object = None
 
     def device_count(self) -> int:
         return 0
@@ -55,6 +59,33 @@ class Backend:
 
     def synchronize(self, index: int | None = None) -> None:
         return None
+
+    # ---- sharing storage between processes (optional; ember.multiprocessing) -------------
+    def share_storage(self, storage):
+        """Move ``storage``'s bytes into memory other processes can map, in place (every
+        tensor viewing this storage object sees the move; idempotent), and return a
+        picklable handle that ``storage_from_handle`` maps in another process without a
+        copy.
+
+        A handle ``("fd", fd, nbytes)`` names a file descriptor owned by the storage (valid
+        while it lives): ``ember.multiprocessing`` passes such descriptors to the receiving
+        process itself (SCM_RIGHTS), so the memory needs no name and dies with its last
+        holder. Any other handle (say ``("cuda_ipc", bytes, ...)``) is pickled as is.
+        """
+        raise RuntimeError(f"tensors of device {self.device_type!r} cannot be shared between "
+                           f"processes: backend {self.name!r} has no sharing path. Move them "
+                           "to the CPU first (tensor.cpu()).")
+
+    def storage_from_handle(self, handle):
+        """The storage a ``share_storage`` handle names, mapped without a copy. For an
+        ``("fd", fd, nbytes)`` handle, ``fd`` belongs to the caller (which closes it); the
+        storage keeps its own duplicate."""
+        raise RuntimeError(f"backend {self.name!r} cannot open storage shared by another "
+                           f"process (handle kind {handle[0]!r})")
+
+    def is_shared(self, storage) -> bool:
+        """Whether ``storage`` already lives in memory other processes can map."""
+        return False
 
     def set_num_threads(self, n: int) -> None:
         return None

@@ -68,6 +68,7 @@ class Generator:
 
 
 _DEFAULTS: dict = {}
+_LAST_SEED = None       # the last ember.manual_seed: seeds default generators made later
 
 
 def default_generator(device) -> Generator:
@@ -75,13 +76,18 @@ def default_generator(device) -> Generator:
     g = _DEFAULTS.get(dev)
     if g is None:
         g = _DEFAULTS[dev] = Generator(dev)
+        if _LAST_SEED is not None:
+            g.manual_seed(_LAST_SEED)
     return g
 
 
 def manual_seed(seed) -> Generator:
-    """Seed every device's default generator; returns the CPU one."""
+    """Seed every device's default generator, including those created later; returns the
+    CPU one."""
+    global _LAST_SEED
     cpu = default_generator("cpu")
     cpu.manual_seed(seed)
+    _LAST_SEED = cpu.initial_seed()
     for g in _DEFAULTS.values():
         g.manual_seed(seed)
     return cpu

@@ -67,6 +67,12 @@ def _prod(xs) -> int:
     return p
 
 
+def _host_memory(t) -> bool:
+    from ember.dispatcher.plugins import BACKENDS
+    b = BACKENDS.get(t.device.type)
+    return b is None or bool(b.host_accessible) or t.device.type.endswith("cpu")
+
+
 def _grad_enabled() -> bool:
     fn = getattr(ember, "is_grad_enabled", None)
     return fn() if fn is not None else True
@@ -1553,7 +1559,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         t = t.reshape(())
     valid = t != ignore_index
     bad = valid & ((t < 0) | (t >= c))
-    if bool(bad.any()):
+    # host memory: PyTorch's IndexError now; an asynchronous device reports the bad index
+    # from its gather kernel instead of stalling every step on a host read
+    if _host_memory(t) and bool(bad.any()):
         raise IndexError(f"Target {int(t[bad].reshape(-1)[0].item())} is out of bounds.")
     safe = ember.where(valid, t, 0)
     picked = ember.gather(input, cdim, safe.unsqueeze(cdim)).squeeze(cdim)

@@ -1,0 +1,111 @@
+"""Reductions: sum, prod, mean, max, min (any dims), argmax, argmin (one dim).
+
+kernels/reduce.cl. The dispatcher gives ``out`` with ``x``'s rank (reduced dims of size
+1), ``x`` already cast to the result dtype, and ``dims`` sorted.
+"""
+from __future__ import annotations
+
+from .._geometry import line_geom
+from .._runtime import enqueue, round_up
+from .._source import CTYPES
+from ._common import CONSTS, OPCODES, buf, check_kind, check_same, dev_of, np, numel, rt
+
+__all__ = ["KERNELS", "reduce_local"]
+
+_WI_LOCAL = 64
+
+
+def reduce_local(dev) -> int:
+    """Work-group size of the tree reductions (a power of two)."""
+    n = 256
+    while n > dev.max_work_group:
+        n //= 2
+    return n
+
+
+def _spec(dev):
+    return {"types": sorted(dev.dtypes), "consts": {**CONSTS, "RL": reduce_local(dev)}}
+
+
+rt.SPECS["reduce"] = _spec
+
+
+def _reduce(name, kinds):
+    code = OPCODES[name]
+
+    def kernel(out, x, dims):
+        dev = dev_of(out)
+        check_same(name, out, x)
+        check_kind(name, dev, x.dtype, kinds)
+        if numel(out.shape) == 0:
+            return
+        ob, oo = buf(out)
+        xb, xo = buf(x)
+        g = line_geom(name, x, out, tuple(dims), xo, oo)
+        nout, nred = int(g[0]), int(g[1])
+        s = CTYPES[x.dtype.name].sfx
+        RL = reduce_local(dev)
+        nchunk = 1
+        if nout < 32 and nred >= 1 << 16:   # few long reductions: split them
+            nchunk = min(RL, nred >> 14)
+            g[6] = -(-nred // nchunk)
+            g[7] = nchunk
+        elif nred <= 32 or nout >= 2048 or dev.is_cpu:
+            k = dev.kernel("reduce", f"reduce_wi_{s}")
+            enqueue(dev, k, (round_up(nout, _WI_LOCAL),), (_WI_LOCAL,), np.int32(code), g, ob, xb)
+            return
+        # partial results of a split reduction: a temporary from the caching allocator
+        # (dropping it right after the enqueue is safe: the queue is in order)
+        part, pbuf, poff = None, dev.err, 0
+        if nchunk > 1:
+            asz = 8 if x.dtype._kind < 2 or dev.fp64 else 4   # SACC: int64 or widest float
+            part = dev.allocator.storage(nout * nchunk * asz)
+            pbuf, poff = part.handle, part.offset // asz
+        if nchunk > 1 and dev.is_cpu:
+            k = dev.kernel("reduce", f"reduce_wic_{s}")
+            enqueue(dev, k, (round_up(nout * nchunk, _WI_LOCAL),), (_WI_LOCAL,), np.int32(code),
+                    g, xb, pbuf, np.int64(poff))
+        else:
+            k = dev.kernel("reduce", f"reduce_wg_{s}")
+            enqueue(dev, k, (nout * nchunk * RL,), (RL,), np.int32(code), g, ob, xb, pbuf,
+                    np.int64(poff))
+        if nchunk > 1:
+            k2 = dev.kernel("reduce", f"reduce_part_{s}")
+            enqueue(dev, k2, (nout * RL,), (RL,), np.int32(code), g, ob, pbuf, np.int64(poff))
+    kernel.__name__ = name
+    return kernel
+
+
+def _arg_reduce(name):
+    code = OPCODES[name]
+
+    def kernel(out, x, dim):
+        dev = dev_of(out)
+        if out.dtype.name != "int64":
+            raise TypeError(f"{name}(): expected an int64 output, got {out.dtype.name}")
+        dev.check_dtype(x.dtype, name)
+        if numel(out.shape) == 0:
+            return
+        if not x.shape or x.shape[dim] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+        ob, oo = buf(out)
+        xb, xo = buf(x)
+        g = line_geom(name, x, out, (dim,), xo, oo, merge=False)
+        nout, nred = int(g[0]), int(g[1])
+        s = CTYPES[x.dtype.name].sfx
+        if nred <= 64 or nout >= 2048 or dev.is_cpu:
+            k = dev.kernel("reduce", f"argreduce_wi_{s}")
+            enqueue(dev, k, (round_up(nout, _WI_LOCAL),), (_WI_LOCAL,), np.int32(code), g, ob, xb)
+        else:
+            RL = reduce_local(dev)
+            k = dev.kernel("reduce", f"argreduce_wg_{s}")
+            enqueue(dev, k, (nout * RL,), (RL,), np.int32(code), g, ob, xb)
+    kernel.__name__ = name
+    return kernel
+
+
+ALL, FLOAT = {0, 1, 2}, {2}
+KERNELS = {"sum": _reduce("sum", ALL), "prod": _reduce("prod", ALL),
+           "max": _reduce("max", ALL), "min": _reduce("min", ALL),
+           "mean": _reduce("mean", FLOAT),
+           "argmax": _arg_reduce("argmax"), "argmin": _arg_reduce("argmin")}

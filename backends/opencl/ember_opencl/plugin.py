@@ -1,0 +1,91 @@
+"""The OpenCL backend as an ember plugin: devices, memory, transfers and kernels.
+
+This module imports only ``ember.dispatcher`` (the dependency rule) and pyopencl, and
+never fails to import for lack of an OpenCL platform: ``device_count()`` is then 0 and
+using ``opencl`` raises an error that says why.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.dispatcher import Backend, hookimpl
+
+from . import __version__
+from . import _runtime as rt
+
+
+class OpenCLBackend(Backend):
+    name = "opencl"
+    version = __version__
+    device_type = "opencl"
+
+    def __init__(self):
+        import ember_opencl
+        self.device_api = ember_opencl          # ember.opencl.* forwards here
+        from .ops import KERNELS
+        if rt.LAUNCH_BLOCKING:
+            KERNELS = {n: _blocking(k) for n, k in KERNELS.items()}
+        self.kernels = KERNELS
+
+    def device_count(self) -> int:
+        return rt.device_count()
+
+    def device_name(self, index: int) -> str:
+        d = rt.device(index)
+        return f"{d.name} ({d.platform.name.strip()})"
+
+    def allocate(self, nbytes: int, index: int):
+        return rt.device(index).allocator_().storage(nbytes)
+
+    def allocator(self, index: int):
+        return rt.device(index).allocator_().storage
+
+    def copy_from_host(self, storage, byte_offset: int, host_buffer) -> None:
+        data = np.frombuffer(host_buffer, np.uint8)
+        if not data.size:
+            return
+        dev = _device_of_storage(storage)
+        # a private copy, so the caller may reuse its buffer at once; the upload is
+        # asynchronous and the copy stays alive until it completes
+        data = data.copy()
+        ev = rt.cl.enqueue_copy(dev.queue, storage.handle, data,
+                                dst_offset=storage.offset + byte_offset, is_blocking=False)
+        dev.keep_alive(ev, data)
+
+    def copy_to_host(self, storage, byte_offset: int, nbytes: int):
+        out = np.empty(nbytes, np.uint8)
+        if not nbytes:
+            return out
+        dev = _device_of_storage(storage)
+        dev.host_waits += 1
+        rt.cl.enqueue_copy(dev.queue, out, storage.handle,
+                           src_offset=storage.offset + byte_offset, is_blocking=True)
+        dev.check_errors()
+        return out
+
+    def synchronize(self, index: int | None = None) -> None:
+        if index is None:
+            for d in rt.devices():
+                d.synchronize()
+        else:
+            rt.device(index).synchronize()
+
+
+def _device_of_storage(storage) -> "rt.Device":
+    return storage.allocator.memory.device
+
+
+def _blocking(kernel):
+    """EMBER_OPENCL_LAUNCH_BLOCKING=1: wait for each op and raise its errors at once."""
+    def run(out, *args, **kwargs):
+        kernel(out, *args, **kwargs)
+        dev = out.device.index
+        rt.device(dev).synchronize()
+    run.__name__ = getattr(kernel, "__name__", "kernel")
+    run.__wrapped__ = kernel
+    return run
+
+
+@hookimpl
+def ember_backend():
+    return OpenCLBackend()

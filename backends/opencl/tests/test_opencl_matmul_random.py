@@ -1,0 +1,74 @@
+"""bmm (tiled GEMM: batched, transposed, ragged sizes, several dtypes) and Philox random
+numbers (reproducible, equal to the CPU backend's)."""
+import numpy as np
+import pytest
+
+import ember
+from ocl_helpers import DEV, N, T, np_dtype
+
+rng = np.random.default_rng(4)
+
+
+@pytest.mark.parametrize("n,k,m", [(1, 1, 1), (5, 3, 7), (64, 64, 64), (70, 130, 65),
+                                   (128, 784, 10)])
+def test_mm_layouts(n, k, m):
+    a = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal((k, m)).astype(np.float32)
+    exp = a.astype(np.float64) @ b
+    ta, tb = T(a), T(b)
+    ta_t, tb_t = T(np.ascontiguousarray(a.T)).t(), T(np.ascontiguousarray(b.T)).t()
+    for x, y in ((ta, tb), (ta_t, tb), (ta, tb_t), (ta_t, tb_t)):
+        np.testing.assert_allclose(N(x @ y), exp, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.float16, ember.int64,
+                                   ember.int32], ids=lambda d: d.name)
+def test_bmm_dtypes(dtype):
+    a = rng.integers(-3, 4, (3, 9, 17)).astype(np_dtype(dtype))
+    b = rng.integers(-3, 4, (3, 17, 5)).astype(np_dtype(dtype))
+    got = ember.bmm(T(a, dtype), T(b, dtype))
+    np.testing.assert_array_equal(N(got), (a.astype(np.int64) @ b).astype(np_dtype(dtype)))
+    # a broadcast batch operand (stride 0) through matmul
+    got = ember.matmul(T(a, dtype), T(b[0], dtype))
+    np.testing.assert_array_equal(N(got), (a.astype(np.int64) @ b[0]).astype(np_dtype(dtype)))
+
+
+def test_matmul_empty_and_vector():
+    assert N(T(np.zeros((0, 3), np.float32)) @ T(np.ones((3, 2), np.float32))).shape == (0, 2)
+    np.testing.assert_array_equal(N(T(np.zeros((2, 0), np.float32)) @ T(np.zeros((0, 3),
+                                                                                   np.float32))),
+                                  np.zeros((2, 3)))
+    v = rng.standard_normal(6).astype(np.float32)
+    np.testing.assert_allclose(N(T(v) @ T(v)), v @ v, rtol=1e-5)
+
+
+def _gen():
+    return ember.Generator(DEV)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.float16,
+                                   ember.bfloat16], ids=lambda d: d.name)
+def test_random_is_reproducible_and_matches_cpu(dtype):
+    for kind in ("rand", "randn"):
+        f = getattr(ember, kind)
+        a = f(1000, generator=_gen().manual_seed(7), dtype=dtype, device=DEV)
+        b = f(1000, generator=_gen().manual_seed(7), dtype=dtype, device=DEV)
+        np.testing.assert_array_equal(N(a), N(b))
+        c = f(1000, generator=ember.Generator().manual_seed(7), dtype=dtype)
+        tol = 1e-6 if dtype in (ember.float32, ember.float64) else 1e-2
+        np.testing.assert_allclose(N(a), N(c), rtol=tol, atol=tol)
+    g = _gen().manual_seed(3)
+    first, second = ember.rand(10, generator=g, device=DEV), ember.rand(10, generator=g,
+                                                                         device=DEV)
+    assert not np.array_equal(N(first), N(second))          # the offset advances
+
+
+def test_random_statistics_and_strided_fill():
+    x = N(ember.randn(200000, generator=_gen().manual_seed(1), device=DEV))
+    assert abs(x.mean()) < 0.01 and abs(x.std() - 1) < 0.01
+    u = N(ember.rand(200000, generator=_gen().manual_seed(1), device=DEV))
+    assert u.min() >= 0 and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
+    t = ember.zeros(4, 6, device=DEV)
+    t[:, ::2].uniform_(2, 3)
+    v = N(t)
+    assert (v[:, ::2] >= 2).all() and (v[:, 1::2] == 0).all()
