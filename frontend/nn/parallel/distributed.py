@@ -79,11 +79,15 @@ class DistributedDataParallel(Module):
     # ---- buckets --------------------------------------------------------------------
     @staticmethod
     def _make_buckets(params, cap_mb):
+        """Reverse registration order; as PyTorch, the first bucket (the gradients backward
+        produces first) is capped at 1 MiB so its reduction starts early."""
         cap = int(cap_mb * 2 ** 20)
+        first_cap = min(cap, 2 ** 20)
         buckets, cur, size = [], [], 0
         for p in reversed(params):
             nbytes = p.numel() * p.dtype.itemsize
-            if cur and (size + nbytes > cap or p.dtype is not cur[0].dtype
+            limit = first_cap if not buckets else cap
+            if cur and (size + nbytes > limit or p.dtype is not cur[0].dtype
                         or p.device != cur[0].device):
                 buckets.append(_Bucket(cur))
                 cur, size = [], 0
