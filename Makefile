@@ -9,6 +9,9 @@ VENV_STAMP := $(VENV)/.ember-venv
 CPU_STAMP  := $(VENV)/.ember-cpu-built
 CPU_SRC    := $(wildcard backends/cpu/csrc/*.cpp backends/cpu/csrc/*.h) \
               backends/cpu/CMakeLists.txt backends/cpu/pyproject.toml
+CUDA_STAMP := $(VENV)/.ember-cuda-built
+CUDA_SRC   := $(wildcard backends/cuda/csrc/*) backends/cuda/CMakeLists.txt \
+              backends/cuda/pyproject.toml
 
 .PHONY: demo test bench docs build clean
 
@@ -26,12 +29,18 @@ $(CPU_STAMP): $(VENV_STAMP) $(CPU_SRC)
 	$(PIP) install --quiet --no-build-isolation -e backends/cpu
 	touch $@
 
-build: $(CPU_STAMP)
+# the CUDA backend compiles with nvcc when it is found (no GPU needed to build); without
+# nvcc the plugin installs, loads and reports "not built"
+$(CUDA_STAMP): $(VENV_STAMP) $(CUDA_SRC)
+	$(PIP) install --quiet --no-build-isolation -e backends/cuda
+	touch $@
+
+build: $(CPU_STAMP) $(CUDA_STAMP)
 
 demo: $(CPU_STAMP)
 	$(PY) examples/train_digits.py
 
-test: $(CPU_STAMP)
+test: $(CPU_STAMP) $(CUDA_STAMP)
 	$(PY) -m pytest
 
 bench: $(CPU_STAMP)
@@ -43,4 +52,4 @@ docs: $(VENV_STAMP)
 	$(VENV)/bin/mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) build backends/cpu/build site
+	rm -rf $(VENV) build backends/cpu/build backends/cuda/build site

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# The CUDA backend's check on a GPU machine (no network). Usage:
+#
+#     scripts/gpu_check.sh RESULTS_DIR
+#
+# Builds ember + ember-cpu + ember-cuda (pip --no-build-isolation --no-deps), runs the
+# conformance kit on cuda, trains the MLP and the CNN on cuda checking parity with CPU,
+# counts cudaMalloc/cudaFree over 50 steps (allocator stats), checks that a step never
+# blocks the host, and benchmarks side by side with PyTorch CUDA. Results go to
+# RESULTS_DIR (summary.md, results.json, logs). Budget: under 8 minutes.
+set -uo pipefail
+
+OUT="${1:?usage: scripts/gpu_check.sh RESULTS_DIR}"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+cd "$(dirname "$0")/.."
+ROOT="$(pwd)"
+PY="${PYTHON:-python}"
+START=$(date +%s)
+STATUS=0
+log() { echo "[gpu_check $(( $(date +%s) - START ))s] $*" | tee -a "$OUT/gpu_check.log"; }
+
+log "machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+log "nvcc: $(nvcc --version 2>&1 | tail -1)"
+# build only for this GPU's architecture (halves the compile time)
+CC="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')"
+export EMBER_CUDA_ARCHITECTURES="${EMBER_CUDA_ARCHITECTURES:-${CC:-90}}"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+
+# ---- 1. build (about 1-2 minutes) --------------------------------------------------------
+log "building (sm_${EMBER_CUDA_ARCHITECTURES})"
+if ! timeout 300 "$PY" -m pip install --no-build-isolation --no-deps -e backends/cpu -e backends/cuda -e . \
+        > "$OUT/build.log" 2>&1; then
+  log "BUILD FAILED (see build.log)"; tail -40 "$OUT/build.log"; exit 1
+fi
+"$PY" - <<'PYEOF' 2>&1 | tee -a "$OUT/gpu_check.log"
+import ember_cuda, ember_cuda.plugin as p
+print("ember_cuda built:", ember_cuda.is_built(), "available:", ember_cuda.is_available(),
+      "devices:", ember_cuda.device_count(), "cublas:", p.load_cublas() or "NOT FOUND")
+if ember_cuda.is_available():
+    print("device:", ember_cuda.get_device_name(0))
+PYEOF
+"$PY" -c "import ember_cuda, sys; sys.exit(0 if ember_cuda.is_available() else 1)" || {
+  log "CUDA NOT AVAILABLE after the build"; exit 1; }
+
+# ---- 2. unit tests of the plugin (policy on the fake device) ----------------------------
+log "plugin tests (backends/cuda/tests)"
+timeout 120 "$PY" -m pytest -q -x backends/cuda/tests -p no:cacheprovider > "$OUT/plugin_tests.log" 2>&1
+log "plugin tests: $(tail -1 "$OUT/plugin_tests.log")"
+
+# ---- 3. the conformance kit on cuda (at most 3 minutes) ----------------------------------
+log "conformance kit on cuda"
+timeout 180 "$PY" -m pytest -q --pyargs ember.testing --ember-device=cuda -p no:cacheprovider \
+    -x --maxfail=50 > "$OUT/conformance.log" 2>&1
+CONF_RC=$?
+log "conformance kit (rc=$CONF_RC): $(tail -1 "$OUT/conformance.log")"
+[ $CONF_RC -eq 0 ] || STATUS=1
+
+# ---- 4. parity, allocator counts, async, benchmarks (about 2 minutes) --------------------
+log "training parity, cudaMalloc counts, host syncs, benchmarks vs PyTorch CUDA"
+timeout 240 "$PY" - "$OUT" <<'PYEOF' 2>&1 | tee "$OUT/checks.log"
+import json, sys, time
+import numpy as np
+import torch
+import ember
+import ember_cuda
+from ember_cuda import _C
+
+OUT = sys.argv[1]
+res = {"device": ember_cuda.get_device_name(0), "torch": torch.__version__}
+ok = True
+
+
+def build(lib, kind, weights=None):
+    nn = lib.nn
+    if kind == "mlp":
+        m = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                          nn.Linear(512, 10))
+    else:
+        m = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(64 * 14 * 14, 128), nn.ReLU(), nn.Linear(128, 10))
+    if weights is not None:
+        with lib.no_grad():
+            for p, w in zip(m.parameters(), weights):
+                p.copy_(lib.from_numpy(w.copy()))
+    return m
+
+
+def data(kind, batch, seed=0):
+    rng = np.random.default_rng(seed)
+    shape = (batch, 784) if kind == "mlp" else (batch, 1, 28, 28)
+    return rng.standard_normal(shape).astype(np.float32), rng.integers(0, 10, batch).astype(np.int64)
+
+
+def make_opt(lib, kind, params):
+    return lib.optim.SGD(params, lr=0.01, momentum=0.9) if kind == "mlp" else lib.optim.Adam(params, lr=1e-3)
+
+
+def ember_setup(kind, batch, device, weights):
+    m = build(ember, kind, weights).to(device)
+    opt = make_opt(ember, kind, m.parameters())
+    x, y = data(kind, batch)
+    x, y = ember.from_numpy(x).to(device), ember.from_numpy(y).to(device)
+    loss_fn = ember.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return m, step
+
+
+def torch_setup(kind, batch, weights):
+    m = build(torch, kind, weights).cuda()
+    opt = make_opt(torch, kind, m.parameters())
+    x, y = data(kind, batch)
+    x, y = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return m, step
+
+
+CFG = {"mlp": 128, "cnn": 64}
+for kind, batch in CFG.items():
+    torch.manual_seed(0)
+    weights = [p.detach().numpy().copy() for p in build(torch, kind).parameters()]
+    # ---- parity with CPU: 5 steps, same weights and data
+    mc, sc = ember_setup(kind, batch, "cpu", weights)
+    mg, sg = ember_setup(kind, batch, "cuda", weights)
+    lc = [float(sc().item()) for _ in range(5)]
+    lg = [float(sg().item()) for _ in range(5)]
+    pdiff = max(float(np.max(np.abs(a.detach().numpy() - b.detach().cpu().numpy())))
+                for a, b in zip(mc.parameters(), mg.parameters()))
+    par = bool(np.allclose(lc, lg, rtol=2e-3, atol=2e-4) and pdiff < 5e-3)
+    res[f"{kind}_parity"] = {"loss_cpu": lc, "loss_cuda": lg, "max_param_diff": pdiff, "ok": par}
+    ok &= par
+    print(f"{kind}: parity {'OK' if par else 'FAIL'} losses cpu {lc[-1]:.5f} cuda {lg[-1]:.5f} "
+          f"max param diff {pdiff:.2e}")
+
+    # ---- cudaMalloc / cudaFree over 50 steps: none after step 1
+    ember_cuda.synchronize()
+    _, s = ember_setup(kind, batch, "cuda", weights)
+    s()
+    st1 = ember_cuda.memory_stats()
+    for _ in range(49):
+        s()
+    ember_cuda.synchronize()
+    st50 = ember_cuda.memory_stats()
+    allocs = st50["num_device_alloc"] - st1["num_device_alloc"]
+    frees = st50["num_device_free"] - st1["num_device_free"]
+    res[f"{kind}_cudaMalloc_after_step1"] = allocs
+    res[f"{kind}_cudaFree_after_step1"] = frees
+    res[f"{kind}_reserved_MiB"] = st50["reserved_bytes.all.current"] / 2**20
+    ok &= allocs == 0 and frees == 0
+    print(f"{kind}: cudaMalloc after step 1: {allocs}, cudaFree: {frees} "
+          f"(total {st50['num_device_alloc']}, reserved {res[f'{kind}_reserved_MiB']:.1f} MiB)")
+
+    # ---- no host sync inside a step: the host-sync counter does not move, and a step
+    # queued behind a 200 ms GPU spin returns long before the spin ends
+    syncs = ember_cuda.host_sync_count()
+    s()
+    s()
+    no_sync = ember_cuda.host_sync_count() == syncs
+    ember_cuda.synchronize()
+    _C.spin(0, int(1.5e9 * 0.2))             # ~200 ms at ~1.5 GHz
+    t0 = time.perf_counter()
+    s()
+    host_ms = (time.perf_counter() - t0) * 1e3
+    busy = not _C.stream_query(0)
+    ember_cuda.synchronize()
+    res[f"{kind}_no_host_sync"] = {"sync_counter_unchanged": no_sync, "step_host_ms_behind_spin": host_ms,
+                                   "stream_still_busy_after_step": busy}
+    ok &= no_sync and busy
+    print(f"{kind}: host syncs in a step: {'none' if no_sync else 'SOME'}; step returned after "
+          f"{host_ms:.1f} ms with the GPU still busy: {busy}")
+
+# ---- benchmarks, side by side with PyTorch CUDA ---------------------------------------
+def bench(fn, sync, n, reps=5):
+    best = float("inf")
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best
+
+
+esync, tsync = ember_cuda.synchronize, torch.cuda.synchronize
+a_e = ember.ones(1000, device="cuda"); b_e = ember.ones(1000, device="cuda")
+a_t = torch.ones(1000, device="cuda"); b_t = torch.ones(1000, device="cuda")
+ov_e = bench(lambda: a_e + b_e, esync, 2000) * 1e6
+ov_t = bench(lambda: a_t + b_t, tsync, 2000) * 1e6
+res["launch_overhead_us"] = {"ember": ov_e, "torch": ov_t, "ratio": ov_e / ov_t}
+print(f"per-op overhead (add, 1000 elems): ember {ov_e:.1f} us, torch {ov_t:.1f} us, x{ov_e/ov_t:.2f}")
+
+n = 4096
+ge = ember.randn(n, n, device="cuda"); he = ember.randn(n, n, device="cuda")
+gt = torch.randn(n, n, device="cuda"); ht = torch.randn(n, n, device="cuda")
+te = bench(lambda: ge @ he, esync, 10, 3)
+tt = bench(lambda: gt @ ht, tsync, 10, 3)
+res["gemm4096_fp32_tflops"] = {"ember": 2 * n**3 / te / 1e12, "torch": 2 * n**3 / tt / 1e12}
+print(f"GEMM 4096 fp32: ember {2*n**3/te/1e12:.1f} TFLOP/s, torch {2*n**3/tt/1e12:.1f} TFLOP/s")
+del ge, he, gt, ht
+
+for kind, batch in CFG.items():
+    torch.manual_seed(0)
+    weights = [p.detach().numpy().copy() for p in build(torch, kind).parameters()]
+    _, se = ember_setup(kind, batch, "cuda", weights)
+    _, st = torch_setup(kind, batch, weights)
+    for _ in range(3):
+        se(); st()
+    te = bench(se, esync, 20) * 1e3
+    tt = bench(st, tsync, 20) * 1e3
+    res[f"{kind}_step_ms"] = {"ember": te, "torch": tt, "ratio": te / tt, "target": 1.5}
+    ok &= te / tt <= 1.5
+    print(f"{kind} step: ember {te:.2f} ms, torch {tt:.2f} ms, x{te/tt:.2f} (target <= 1.5)")
+
+res["ok"] = bool(ok)
+json.dump(res, open(f"{OUT}/results.json", "w"), indent=2)
+print("checks:", "PASS" if ok else "FAIL")
+sys.exit(0 if ok else 1)
+PYEOF
+CHK_RC=${PIPESTATUS[0]}
+[ $CHK_RC -eq 0 ] || STATUS=1
+
+{
+  echo "# ember CUDA backend: gpu_check ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+  echo
+  echo '```'
+  cat "$OUT/gpu_check.log"
+  echo
+  cat "$OUT/checks.log"
+  echo '```'
+} > "$OUT/summary.md"
+log "done in $(( $(date +%s) - START ))s, status $STATUS (summary.md, results.json)"
+exit $STATUS
