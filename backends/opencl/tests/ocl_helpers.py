@@ -11,7 +11,7 @@ import pytest
 import ember
 import ember_opencl
 from ember.dispatcher import backend_for
-from ember_opencl import _runtime as rt
+from ember_opencl import _runtime as rt  # noqa: F401  (re-exported for conftest)
 
 if not ember_opencl.is_available():  # pragma: no cover - depends on the machine
     pytest.skip("no OpenCL device (pip install pocl-binary-distribution)",

@@ -21,6 +21,26 @@ def test_mm_layouts(n, k, m):
         np.testing.assert_allclose(N(x @ y), exp, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("n,k,m", [(5, 3, 7), (70, 130, 65), (16, 33, 48)])
+def test_both_gemm_kernels_on_every_layout(monkeypatch, n, k, m):
+    # float32 on a CPU device runs gemm_cpu (register-blocked, b packed into panels); the
+    # local-memory tiled kernel GPUs get is checked here too, forced on this device
+    from ember_opencl import _runtime as rt
+    a = rng.standard_normal((2, n, k)).astype(np.float32)
+    b = rng.standard_normal((2, k, m)).astype(np.float32)
+    exp = a.astype(np.float64) @ b
+    ta, tb = T(a), T(b)
+    ta_t = T(np.ascontiguousarray(a.transpose(0, 2, 1))).transpose(1, 2)
+    tb_t = T(np.ascontiguousarray(b.transpose(0, 2, 1))).transpose(1, 2)
+    cases = [(ta, tb, exp), (ta_t, tb, exp), (ta, tb_t, exp), (ta_t, tb_t, exp),
+             # a strided a, and a b broadcast over the batch (batch stride 0)
+             (ta[:, ::2], tb[1], a[:, ::2].astype(np.float64) @ b[1])]
+    for is_cpu in (True, False):
+        monkeypatch.setattr(rt.device(0), "is_cpu", is_cpu)
+        for x, y, want in cases:
+            np.testing.assert_allclose(N(ember.matmul(x, y)), want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.float16, ember.int64,
                                    ember.int32], ids=lambda d: d.name)
 def test_bmm_dtypes(dtype):
