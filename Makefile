@@ -9,11 +9,12 @@ VENV_STAMP := $(VENV)/.ember-venv
 CPU_STAMP  := $(VENV)/.ember-cpu-built
 CPU_SRC    := $(wildcard backends/cpu/csrc/*.cpp backends/cpu/csrc/*.h) \
               backends/cpu/CMakeLists.txt backends/cpu/pyproject.toml
+EXAMPLE_STAMP := $(VENV)/.ember-example-installed
 CUDA_STAMP := $(VENV)/.ember-cuda-built
 CUDA_SRC   := $(wildcard backends/cuda/csrc/*) backends/cuda/CMakeLists.txt \
               backends/cuda/pyproject.toml
 
-.PHONY: demo test bench docs build clean
+.PHONY: demo test bench docs build clean conformance
 
 $(VENV_STAMP): pyproject.toml backends/opencl/pyproject.toml
 	test -x $(PY) || $(PY_SYS) -m venv $(VENV)
@@ -35,13 +36,23 @@ $(CUDA_STAMP): $(VENV_STAMP) $(CUDA_SRC)
 	$(PIP) install --quiet --no-build-isolation -e backends/cuda
 	touch $@
 
-build: $(CPU_STAMP) $(CUDA_STAMP)
+# the plugin template (examples/plugin-template): a NumPy reference backend, device "example"
+$(EXAMPLE_STAMP): $(VENV_STAMP) examples/plugin-template/pyproject.toml
+	$(PIP) install --quiet --no-deps --no-build-isolation -e examples/plugin-template
+	touch $@
+
+build: $(CPU_STAMP) $(CUDA_STAMP) $(EXAMPLE_STAMP)
 
 demo: $(CPU_STAMP)
 	$(PY) examples/train_digits.py
 
-test: $(CPU_STAMP) $(CUDA_STAMP)
+test: $(CPU_STAMP) $(CUDA_STAMP) $(EXAMPLE_STAMP)
 	$(PY) -m pytest
+
+# the backend conformance kit on the CPU backend and the template device
+conformance: $(CPU_STAMP) $(EXAMPLE_STAMP)
+	$(PY) -m ember.testing cpu
+	$(PY) -m ember.testing example
 
 bench: $(CPU_STAMP)
 	$(PY) bench/bench_ops.py

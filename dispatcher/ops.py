@@ -272,6 +272,11 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     o = OPS["clamp"]
+    dt = D.result_type(*[v for v in (x, min, max) if v is not None])
+    if not dt.is_floating_point and dt is not D.bool_:
+        for v in (min, max):     # PyTorch: an integer bound must fit the dtype
+            if v is not None and not isinstance(v, TensorBase):
+                _wrap_int(v, dt)
     if o.kernels.get(x.device.type) is None:
         res = x
         if min is not None:
@@ -284,10 +289,12 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
             _resize_out("clamp", out, res.shape)
             return copy_(out, res)
         return res
-    dt = D.result_type(*[v for v in (x, min, max) if v is not None])
     if (dt is x.dtype and out is None and not isinstance(min, TensorBase)
             and not isinstance(max, TensorBase)):
-        # number bounds go to the kernel as numbers: no broadcast operands to read
+        # number bounds go to the kernel as numbers: no broadcast operands to read; integer
+        # bounds wrap to the dtype first, as the scalar-tensor path does (PyTorch)
+        if not dt.is_floating_point:
+            min, max = _wrap_int(min, dt), _wrap_int(max, dt)
         dest = x if inplace else C.empty(x.shape, x.dtype, x.device)
         o.kernels[x.device.type](dest, x, min, max)
         if inplace:
@@ -296,6 +303,24 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
     lo = _lowest(dt) if min is None else min
     hi = _highest(dt) if max is None else max
     return elementwise("clamp", x, lo, hi, out=out, inplace=inplace)
+
+
+def _wrap_int(v, dt):
+    """``v`` as the integer dtype ``dt`` stores it (two's complement wrap-around)."""
+    if v is None:
+        return None
+    if dt is D.bool_:
+        return bool(v)
+    bits = 8 * dt.itemsize
+    v = int(v)
+    hi = (1 << (bits - 1)) - 1 if dt.is_signed else (1 << bits) - 1
+    lo = -hi - 1 if dt.is_signed else -hi        # c10::overflows: unsigned may wrap negatives
+    if not lo <= v <= hi:
+        ctype = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                 "int64": "int64_t"}.get(dt.name, dt.name)
+        raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if dt.is_signed and v >= 1 << (bits - 1) else v
 
 
 def _lowest(dt):

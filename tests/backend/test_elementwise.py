@@ -925,3 +925,31 @@ def test_clamp_with_min_above_max_gives_max(device):
     check(T([1.0, 5.0, -3.0], device, ember.float32).clamp(2, 1), [1.0, 1.0, 1.0],
           ember.float32)
     check(T([1, 5, -3], device).clamp(2, 1), [1, 1, 1], ember.int64)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16"])
+@pytest.mark.parametrize("bounds", [(-1, 2), (None, 5), (-3, None), (-255, 7)])
+def test_clamp_integer_bounds_wrap_like_torch(device, dtype, bounds):
+    """Integer bounds convert to the tensor's dtype first (uint8: -1 is 255), the same with
+    and without out=, and an out-of-range bound is PyTorch's overflow error."""
+    import torch
+    vals = [0, 1, 2, 3, 100]
+    x = T(np.array(vals, dtype=dtype), device)
+    lo, hi = bounds
+    try:
+        ref = torch.clamp(torch.tensor(vals, dtype=getattr(torch, dtype)), lo, hi).numpy()
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match="without overflow"):
+            ember.clamp(x, lo, hi)
+        assert "overflow" in str(e)
+        return
+    np.testing.assert_array_equal(N(ember.clamp(x, lo, hi)), ref)
+    out = ember.empty(5, dtype=x.dtype, device=device)
+    np.testing.assert_array_equal(N(ember.clamp(x, lo, hi, out=out)), ref)
+
+
+@pytest.mark.parametrize("bound", [300, -256])
+def test_clamp_integer_bound_overflow(device, bound):
+    x = T(np.array([1, 2], dtype="uint8"), device)
+    with pytest.raises(RuntimeError, match="cannot be converted to type uint8_t without overflow"):
+        ember.clamp(x, max=bound)

@@ -1,4 +1,10 @@
-"""Plugins found through entry points, from a real distribution installed with pip."""
+"""Plugins found through entry points, from a real distribution installed with pip.
+
+The fixture distribution holds one valid plugin ("fakedev") and four broken ones: one
+that fails to import, one written for another API version, one with a kernel of the
+wrong signature, and one claiming the device type "fakedev" a second time. Each broken
+one is reported by name with a sentence saying what is wrong; the others keep working.
+"""
 import json
 import os
 import subprocess
@@ -55,19 +61,43 @@ def test_third_party_plugin_is_discovered_and_runs_ops(plugin_path):
 
 
 def test_broken_plugins_are_reported_and_do_not_break_ember(plugin_path):
-    recs = _probe(plugin_path)["records"]
+    out = _probe(plugin_path)
+    recs = out["records"]
     assert recs["cpu"]["status"] == "loaded"
     assert recs["brokenplugin"]["status"] == "error"
     assert "broken on purpose" in recs["brokenplugin"]["error"]
     assert recs["oldapi"]["status"] == "error"
     assert "plugin 'oldapi' was written for ember backend API version 99" in \
         recs["oldapi"]["error"]
+    # the rest keep working: the valid third-party plugin runs ops in the same process
+    assert recs["fakedev"]["status"] == "loaded" and out["device"] == "fakedev:1"
+
+
+def test_bad_kernel_signature_is_reported(plugin_path):
+    rec = _probe(plugin_path)["records"]["badsig"]
+    assert rec["status"] == "error"
+    # names the plugin, the op, the signature found and the calling convention expected
+    assert rec["error"] == ("TypeError: plugin 'badsig': kernel for 'add' has signature "
+                            "(out, a), expected (out, a, b)")
+
+
+def test_two_plugins_claiming_one_device_type_are_reported(plugin_path):
+    out = _probe(plugin_path)
+    recs = out["records"]
+    twin = recs["fakedev_twin"]
+    assert twin["status"] == "error"
+    assert twin["distribution"] == "ember-test-plugins"
+    assert twin["error"] == ("RuntimeError: plugin 'fakedev_twin' claims device type "
+                             "'fakedev', already provided by plugin 'fakedev'")
+    # the first claim stands and works
+    assert recs["fakedev"]["status"] == "loaded" and recs["fakedev"]["devices"] == 2
+    assert out["values"] == pytest.approx([1.0, 1.0], rel=1e-6)
 
 
 def test_ember_backends_env_restricts_loading(plugin_path):
     recs = _probe(plugin_path, EMBER_BACKENDS="cpu")["records"]
     assert recs["cpu"]["status"] == "loaded"
-    for name in ("fakedev", "brokenplugin", "oldapi"):
+    for name in ("fakedev", "brokenplugin", "oldapi", "badsig", "fakedev_twin"):
         assert recs[name]["status"] == "disabled"
 
 
@@ -77,6 +107,8 @@ def test_cli_lists_plugins(plugin_path):
                        capture_output=True, text=True, check=True)
     assert "cpu" in r.stdout and "fakedev" in r.stdout
     assert "error" in r.stdout and "broken on purpose" in r.stdout
+    assert "kernel for 'add' has signature (out, a), expected (out, a, b)" in r.stdout
+    assert "claims device type 'fakedev', already provided by plugin 'fakedev'" in r.stdout
     assert "native (" in r.stdout and "composite (" in r.stdout
 
 

@@ -1,0 +1,466 @@
+"""The op database: for every op in ``ember.dispatcher.schema.OPS``, how a user calls it and
+sample calls to try.
+
+Each :class:`OpInfo` names a schema op, the public call that reaches it (``ember.add``,
+``Tensor.sum``, ``ember.nn.functional.unfold`` for ``im2col``, ...), and samples. The kit
+runs every sample in every applicable layout and dtype on the device under test and on
+the CPU (the reference), forward, backward (differentiable ops), in place and with
+``out=`` where the op has those forms. Which dtypes an op supports is decided by the
+reference: a dtype whose contiguous samples run on the CPU is tested everywhere.
+
+A new schema op without an entry here makes ``test_every_schema_op_has_an_entry`` fail.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import ember
+import ember.nn.functional as F
+from ember.dispatcher import OPS
+
+from ._samples import DEVICE, DTYPE, GEN, Fixed, Idx, Mask, Sample as S, T
+
+__all__ = ["OpInfo", "OP_DB", "op_db"]
+
+F32, F64 = ember.float32, ember.float64
+
+
+@dataclass
+class OpInfo:
+    """How to test one schema op.
+
+    - ``fn``: the public callable; ``fn(*args, **kwargs)`` for each sample (a sample may
+      bring its own ``fn``).
+    - ``inplace``: the in-place form, called with the same arguments (self first).
+    - ``out``: ``fn`` accepts ``out=``.
+    - ``zero_d``/``empty``: derive 0-d / empty-size samples from the samples (True), use
+      these samples (a list), or skip (False).
+    - ``special``: also try nan, ±inf, ±0 (floating dtypes).
+    - ``dtypes``: try only these (default: every dtype of ``_samples.ALL_DTYPES``).
+    - ``scale``: multiplies the dtype's tolerance (long composites round more).
+    - ``check``: ``check(actual, expected, sample, built)`` replaces the plain comparison
+      where a result is not unique (sort indices among equal values).
+    - ``skip_layouts``: layouts that do not apply to this op.
+    - ``grad``: run gradient cases (default: the schema's ``differentiable``).
+    """
+    name: str
+    fn: object
+    samples: list
+    inplace: object = None
+    out: bool = False
+    zero_d: object = True
+    empty: object = True
+    special: bool = False
+    dtypes: tuple | None = None
+    scale: float = 1.0
+    check: object = None
+    skip_layouts: tuple = ()
+    grad: bool = field(default=None)
+
+    def __post_init__(self):
+        if self.grad is None:
+            self.grad = OPS[self.name].differentiable if self.name in OPS else False
+
+
+OP_DB: dict[str, OpInfo] = {}
+
+
+def _add(info: OpInfo) -> None:
+    if info.name in OP_DB:
+        raise ValueError(f"op {info.name!r} listed twice in the op database")
+    OP_DB[info.name] = info
+
+
+def op_db() -> dict[str, OpInfo]:
+    return OP_DB
+
+
+def _method(name):
+    """``lambda self, *a, **k: self.<name>(*a, **k)``, named for error messages."""
+    def call(self, *args, **kwargs):
+        return getattr(self, name)(*args, **kwargs)
+    call.__name__ = f"Tensor.{name}"
+    return call
+
+
+# ---- sort-like checks: values exact, indices consistent -----------------------------
+def _check_sorted(actual, expected, sample, built, *, permutation=True):
+    from ._compare import assert_close, to_numpy
+    import numpy as np
+    values, indices = actual[0], actual[1]
+    assert_close(values, expected[0], what="values")
+    if sample.kwargs.get("stable"):
+        assert_close(indices, expected[1], what="indices")
+        return
+    dim = sample.kwargs.get("dim", -1)
+    x = to_numpy(built.tensors[0].logical)
+    idx = to_numpy(indices)
+    assert idx.dtype == np.int64, f"indices: dtype {idx.dtype}, expected int64"
+    if x.ndim:
+        picked = np.take_along_axis(x, idx, axis=dim)
+        got = to_numpy(values)
+        same = (picked == got) | (np.isnan(picked) & np.isnan(got))
+        assert same.all(), "indices: the values at the returned indices are not the values"
+        srt = np.sort(idx, axis=dim)
+        assert (np.diff(srt, axis=dim) > 0).all(), "indices: an index appears twice"
+        if permutation:
+            n = x.shape[dim]
+            assert srt.size == 0 or (srt.min() >= 0 and srt.max() < n), "indices out of range"
+
+
+def _check_topk(actual, expected, sample, built):
+    _check_sorted(actual, expected, sample, built, permutation=False)
+
+
+# ---- copy, creation, random -----------------------------------------------------------
+_CAST_TARGETS = (ember.bool, ember.uint8, ember.int8, ember.int16, ember.int32, ember.int64,
+                 ember.float16, ember.bfloat16, ember.float32, ember.float64)
+
+
+def _casts(x, y):
+    """``x.clone()``, ``x.contiguous()`` and ``x`` cast to every dtype (floats to uint8 only
+    when non-negative: C leaves negative floats to unsigned undefined)."""
+    out = [x.clone(), x.contiguous()]
+    for d in _CAST_TARGETS:
+        src = x.abs() if d is ember.uint8 and x.dtype.is_floating_point else x
+        out.append(src.to(d))
+    return out
+
+
+_add(OpInfo("copy", _casts, [S(T(3, 4, low=-5, high=5), T(3, 4)),
+                             S(T(2, 3, 4, low=-100, high=100), T(2, 3, 4))],
+            inplace=lambda x, y: x.copy_(y)))
+_add(OpInfo("fill", lambda x: ember.full_like(x, 3), [S(T(3, 4))],
+            inplace=lambda x: x.fill_(2.5 if x.dtype.is_floating_point else 2),
+            zero_d=True, empty=True))
+_add(OpInfo("arange", None, [
+    S(fn=lambda **k: ember.arange(0, 11, 3, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.arange(7, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.arange(-2.5, 3, 0.5, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.arange(5, -3, -2, **k), dtype=DTYPE, device=DEVICE),
+], zero_d=False, empty=[S(fn=lambda **k: ember.arange(0, **k), dtype=DTYPE, device=DEVICE)]))
+
+
+def _uniform_(x, generator):
+    return x.uniform_(-2, 3, generator=generator)
+
+
+def _normal_(x, generator):
+    return x.normal_(1.0, 2.0, generator=generator)
+
+
+# the op-level call is the in-place form on a tensor; ``rand``/``randn`` are samples
+_add(OpInfo("uniform", _uniform_, [
+    S(T(3, 4), generator=GEN(5), mutates=True),
+    S(fn=lambda **k: ember.rand(4, 5, **k), dtype=DTYPE, device=DEVICE, generator=GEN(7)),
+    S(fn=lambda **k: ember.rand(3, **k), dtype=DTYPE, device=DEVICE,
+      generator=GEN(2 ** 63 + 5)),
+    S(fn=lambda **k: (ember.rand(3, **k), ember.rand(2, 2, **k)), dtype=DTYPE, device=DEVICE,
+      generator=GEN(8)),        # the second draw continues the stream at a new offset
+], inplace=_uniform_,
+    zero_d=[S(fn=lambda **k: ember.rand((), **k), dtype=DTYPE, device=DEVICE,
+              generator=GEN(3))],
+    empty=[S(fn=lambda **k: ember.rand(0, 3, **k), dtype=DTYPE, device=DEVICE,
+             generator=GEN(3))]))
+_add(OpInfo("normal", _normal_, [
+    S(T(3, 4), generator=GEN(5), mutates=True),
+    S(fn=lambda **k: ember.randn(4, 5, **k), dtype=DTYPE, device=DEVICE, generator=GEN(11)),
+    S(fn=lambda **k: (ember.randn(3, **k), ember.randn(5, **k)), dtype=DTYPE, device=DEVICE,
+      generator=GEN(12)),
+], inplace=_normal_, zero_d=False,
+    empty=[S(fn=lambda **k: ember.randn(0, **k), dtype=DTYPE, device=DEVICE,
+             generator=GEN(1))], scale=4))
+
+# ---- elementwise: unary -----------------------------------------------------------------
+_UNARY_DOMAINS = {
+    "log": (0.1, 4), "sqrt": (0, 4), "log2": (0.1, 4), "rsqrt": (0.1, 4),
+    "log1p": (-0.9, 3), "tan": (-1.2, 1.2),
+}
+for _n in ("exp", "log", "sin", "cos", "sqrt", "erf", "expm1", "log1p", "log2", "rsqrt", "tan",
+           "tanh", "sigmoid", "reciprocal", "floor", "ceil", "round", "trunc", "abs", "sign"):
+    _lo, _hi = _UNARY_DOMAINS.get(_n, (-3, 3))
+    _add(OpInfo(_n, getattr(ember, _n),
+                [S(T(3, 4, low=_lo, high=_hi, nonzero=_n == "reciprocal"))],
+                inplace=_method(_n + "_"), out=True, special=True,
+                scale=4 if _n in ("expm1", "log1p", "tan", "erf") else 1))
+_add(OpInfo("neg", ember.neg, [S(T(3, 4))], inplace=_method("neg_"), out=True, special=True))
+_add(OpInfo("bitwise_not", ember.bitwise_not, [S(T(3, 4, low=-100, high=100))],
+            inplace=_method("bitwise_not_"), out=True))
+_add(OpInfo("logical_not", ember.logical_not, [S(T(3, 4, low=-1, high=1, zeros=0.3))],
+            inplace=_method("logical_not_"), out=True, special=True))
+for _n in ("isnan", "isinf", "isfinite"):
+    _add(OpInfo(_n, getattr(ember, _n), [S(T(3, 4))], out=True, special=True))
+
+# ---- elementwise: binary ------------------------------------------------------------------
+def _binary_samples(**kw):
+    small = dict(kw)
+    return [S(T(3, 4, **kw), T(3, 4, **kw)),
+            S(T(3, 1, **kw), T(1, 4, **kw)),            # broadcasting against each other
+            S(T(3, 4, **kw), 2),                         # a Python scalar
+            S(T(2, 3, 4, **kw), Fixed(F64, 4, **small))]  # promotion to float64
+
+
+for _n in ("add", "sub", "mul", "maximum", "minimum", "eq", "lt", "ne", "le", "gt", "ge",
+           "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
+           "logical_xor"):
+    _kw = dict(low=-100, high=100) if _n.startswith("bitwise") else {}
+    _add(OpInfo(_n, getattr(ember, _n), _binary_samples(**_kw),
+                inplace=None if _n in ("maximum", "minimum") else _method(_n + "_"),
+                out=True, special=True))
+OP_DB["add"].samples.append(S(T(3, 4), T(3, 4), alpha=2))
+OP_DB["sub"].samples.append(S(T(3, 4), T(4), alpha=3))
+OP_DB["eq"].samples.append(S(T(3, 4, low=-1, high=1), T(3, 4, low=-1, high=1)))
+_add(OpInfo("div", ember.div, [
+    S(T(3, 4), T(3, 4, nonzero=True)),
+    S(T(3, 1), T(1, 4, nonzero=True)),
+    S(T(3, 4), 3),
+    S(T(3, 4, low=-20, high=20), T(3, 4, nonzero=True), rounding_mode="trunc"),
+    S(T(3, 4, low=-20, high=20), T(3, 4, nonzero=True), rounding_mode="floor"),
+    S(T(3, 4, low=-20, high=20), -3, rounding_mode="floor"),
+], inplace=_method("div_"), out=True, special=True))
+for _n in ("fmod", "remainder"):
+    _add(OpInfo(_n, getattr(ember, _n), [
+        S(T(3, 4, low=-20, high=20), T(3, 4, nonzero=True)),
+        S(T(3, 1, low=-20, high=20), T(1, 4, nonzero=True)),
+        S(T(3, 4, low=-20, high=20), -3),
+    ], inplace=_method(_n + "_"), out=True, special=True))
+_add(OpInfo("pow", ember.pow, [
+    S(T(3, 4, low=0, high=3), T(3, 4, low=0, high=3)),
+    S(T(3, 1, low=-3, high=3), T(1, 4, low=0, high=3)),
+    S(T(3, 4, low=0.5, high=2), 2),
+    S(T(3, 4, low=0.5, high=2), -1.5, fn=lambda x, e: x ** e),
+    S(T(3, 4, low=1, high=2), T(3, 4, low=0, high=3), fn=lambda x, e: 2 ** e),
+], inplace=_method("pow_"), out=True, special=True, scale=2))
+
+# ---- elementwise: ternary -------------------------------------------------------------------
+_add(OpInfo("where", ember.where, [
+    S(Mask(3, 4), T(3, 4), T(3, 4)),
+    S(Mask(3, 1), T(1, 4), T(3, 4)),
+    S(Mask(3, 4), T(3, 4), 0),
+    S(Mask(2, 3, 4), T(4), Fixed(F64, 3, 1)),
+], out=True, special=True))
+_add(OpInfo("lerp", ember.lerp, [
+    S(T(3, 4), T(3, 4), T(3, 4, low=0, high=1)),
+    S(T(3, 4), T(4), 0.3),
+    S(T(3, 4), T(3, 4), 0.7),
+], inplace=_method("lerp_"), out=True, special=True))
+for _n in ("addcmul", "addcdiv"):
+    _add(OpInfo(_n, getattr(ember, _n), [
+        S(T(3, 4), T(3, 4), T(3, 4, nonzero=True), value=0.5),
+        S(T(3, 4), T(3, 1), T(1, 4, nonzero=True)),
+    ], inplace=_method(_n + "_"), out=True, special=True))
+_add(OpInfo("clamp", ember.clamp, [
+    S(T(3, 4), 1, 2),
+    S(T(3, 4), min=0),
+    S(T(3, 4), max=1),
+    S(T(3, 4), T(4, low=-3, high=0), T(3, 1, low=0, high=3)),
+], inplace=_method("clamp_"), out=True, special=True))
+
+# ---- reductions ---------------------------------------------------------------------------
+_REDUCE = [S(T(3, 4)), S(T(3, 4), dim=1), S(T(2, 3, 4), dim=(0, 2), keepdim=True),
+           S(T(3, 4), dim=-2, keepdim=True)]
+_add(OpInfo("sum", ember.sum, _REDUCE + [S(T(3, 4), dim=0, dtype=F64)], out=True,
+            special=True))
+_add(OpInfo("max", ember.amax, [
+    S(T(3, 4, distinct=True)), S(T(3, 4, distinct=True), dim=1),
+    S(T(2, 3, 4, distinct=True), dim=(0, 2), keepdim=True),
+    S(T(3, 4, distinct=True), fn=lambda x: ember.max(x)),
+    S(T(3, 4, distinct=True), 1, fn=lambda x, d: ember.max(x, d)),
+], out=True, special=True, empty=[S(T(0, 3), dim=1)]))
+_add(OpInfo("min", ember.amin, [
+    S(T(3, 4, distinct=True)), S(T(3, 4, distinct=True), dim=0),
+    S(T(2, 3, 4, distinct=True), dim=(1, 2), keepdim=True),
+    S(T(3, 4, distinct=True), fn=lambda x: ember.min(x)),
+    S(T(3, 4, distinct=True), 1, fn=lambda x, d: ember.min(x, d)),
+], out=True, special=True, empty=[S(T(0, 3), dim=1)]))
+for _n in ("argmax", "argmin"):
+    _add(OpInfo(_n, getattr(ember, _n), [
+        S(T(3, 4)), S(T(3, 4), dim=1), S(T(2, 3, 4), dim=0, keepdim=True),
+        S(T(3, 4, low=-1, high=1), dim=1),      # ties: the first index wins
+    ], out=True, special=True, empty=[S(T(0, 3), dim=1)]))
+_add(OpInfo("prod", ember.prod, [
+    S(T(3, 4, low=0.5, high=1.5)), S(T(3, 4, low=-2, high=2), dim=1),
+    S(T(2, 3, 4, low=0.5, high=1.5), dim=0, keepdim=True),
+], out=True, special=True))
+_add(OpInfo("mean", ember.mean, _REDUCE, out=True, special=True))
+_add(OpInfo("logsumexp", ember.logsumexp, [
+    S(T(3, 4), 1), S(T(2, 3, 4), (0, 2), keepdim=True), S(T(3, 4), -2)], special=True,
+    scale=2))
+for _n in ("var", "std"):
+    _add(OpInfo(_n, getattr(ember, _n), [
+        S(T(3, 4)), S(T(3, 4), dim=1), S(T(3, 4), dim=0, correction=0),
+        S(T(2, 3, 4), dim=(0, 2), keepdim=True),
+    ], special=True, scale=4))
+_add(OpInfo("norm", ember.norm, [
+    S(T(3, 4)), S(T(3, 4), p=1, dim=1), S(T(3, 4), p=3, dim=0),
+    S(T(3, 4), p=math.inf, dim=1, keepdim=True), S(T(3, 4), p=0),
+], special=True, scale=4))
+for _n in ("all", "any"):
+    _add(OpInfo(_n, getattr(ember, _n), [
+        S(T(3, 4, low=-1, high=1, zeros=0.2)), S(T(3, 4, low=-1, high=1, zeros=0.2), dim=1),
+        S(T(3, 4, low=-1, high=1, zeros=0.2), dim=0, keepdim=True),
+    ], special=True))
+
+# ---- scans, sort, softmax -------------------------------------------------------------------
+_add(OpInfo("cumsum", ember.cumsum, [S(T(3, 4), 1), S(T(3, 4), 0), S(T(2, 3, 4), -1)],
+            out=True, special=True, scale=2))
+_add(OpInfo("cumprod", ember.cumprod, [
+    S(T(3, 4, low=0.5, high=1.5), 1), S(T(3, 4, low=-2, high=2), 0)], out=True,
+    special=True, scale=2))
+_add(OpInfo("sort", ember.sort, [
+    S(T(3, 5, distinct=True), dim=1),
+    S(T(4, 3, distinct=True), dim=0, descending=True),
+    S(T(3, 6, low=-2, high=2), dim=1, stable=True),
+    S(T(3, 6, low=-2, high=2), dim=1, descending=True, stable=True),
+    S(T(3, 6, low=-2, high=2), dim=-1),
+], special=True, check=_check_sorted))
+_add(OpInfo("topk", ember.topk, [
+    S(T(3, 6, distinct=True), 2, dim=1),
+    S(T(5, 3, distinct=True), 3, dim=0, largest=False),
+    S(T(3, 6, low=-2, high=2), 4),
+], check=_check_topk, zero_d=[S(T(), 1)], empty=[S(T(0, 4), 2, dim=1)]))
+for _n in ("softmax", "log_softmax"):
+    _add(OpInfo(_n, getattr(ember, _n), [S(T(3, 4), 1), S(T(2, 3, 4), 0), S(T(3, 4), -1)],
+                special=True, scale=2))
+
+# ---- indexing -----------------------------------------------------------------------------
+_add(OpInfo("gather", ember.gather, [
+    S(T(3, 4), 1, Idx(3, 5, high=4)),
+    S(T(3, 4), 0, Idx(2, 3, high=3)),
+    S(T(2, 3, 4), 2, Idx(2, 3, 2, high=4)),
+], out=True, zero_d=[S(T(), 0, Idx(2, high=1))], empty=[S(T(3, 4), 1, Idx(3, 0, high=4))]))
+_add(OpInfo("scatter", ember.scatter, [
+    S(T(3, 4), 0, Idx(2, 4, high=3, distinct_dim=0), T(2, 4)),
+    S(T(3, 4), 1, Idx(3, 2, high=4, distinct_dim=1), T(3, 5)),
+    S(T(3, 4), 1, Idx(3, 2, high=4, distinct_dim=1), value=1.5),
+    S(T(3, 4), 0, Idx(5, 4, high=3), T(5, 4), fn=ember.scatter_add),
+    S(T(3, 4), 1, Idx(3, 6, high=4), T(3, 6), reduce="add"),
+], inplace=_method("scatter_"), zero_d=False,
+    empty=[S(T(3, 4), 0, Idx(0, 4, high=3), T(0, 4))]))
+_add(OpInfo("nonzero", ember.nonzero, [
+    S(T(3, 4, low=-1, high=1, zeros=0.4)),
+    S(T(2, 3, 4, low=-2, high=2, zeros=0.4)),
+    S(T(3, 4, low=-1, high=1, zeros=0.4), as_tuple=True),
+    S(T(5, low=-1, high=1, zeros=0.4), fn=ember.argwhere),
+], special=True))
+_add(OpInfo("index_select", ember.index_select, [
+    S(T(3, 4), 0, Idx(5, high=3)), S(T(3, 4), 1, Idx(2, high=4)),
+    S(T(2, 3, 4), 2, Idx(6, high=4)),
+], out=True, zero_d=[S(T(), 0, Idx(3, high=1))], empty=[S(T(3, 4), 0, Idx(0, high=3))]))
+_add(OpInfo("index_add", ember.index_add, [
+    S(T(3, 4), 0, Idx(5, high=3), T(5, 4)),
+    S(T(3, 4), 1, Idx(2, high=4), T(3, 2), alpha=2),
+], inplace=_method("index_add_"), zero_d=False,
+    empty=[S(T(3, 4), 0, Idx(0, high=3), T(0, 4))]))
+_add(OpInfo("masked_fill", ember.masked_fill, [
+    S(T(3, 4), Mask(3, 4), 1.5), S(T(3, 4), Mask(4), 0),
+    S(T(2, 3, 4), Mask(3, 1), -2),
+], inplace=_method("masked_fill_"), special=True))
+_add(OpInfo("index", lambda x, *i: x[i if len(i) > 1 else i[0]], [
+    S(T(4, 3), Idx(5, high=4)),
+    S(T(4, 3), Idx(2, 3, high=4)),
+    S(T(4, 3), Mask(4, 3)),
+    S(T(4, 3), Idx(5, high=4), Idx(5, high=3)),
+    S(T(4, 3, 2), Idx(2, 1, high=4), Idx(3, high=3)),
+    S(T(4, 3), Idx(2, high=3), fn=lambda x, i: x[1:, i]),
+    S(T(4, 3), Mask(4), fn=lambda x, m: x[m, 1]),
+], zero_d=False, empty=[S(T(4, 3), Idx(0, high=4)), S(T(0, 3), Mask(0, 3))]))
+
+
+def _setitem(x, i, v):
+    x[i] = v
+    return x
+
+
+_add(OpInfo("index_put", lambda x, i, v, **k: x.index_put((i,), v, **k), [
+    S(T(4, 3), Idx(2, high=4, distinct_dim=0), T(2, 3)),
+    S(T(4, 3), Idx(6, high=4), T(6, 3), accumulate=True),
+    S(T(4, 3), Idx(3, high=4, distinct_dim=0), T(3), fn=_setitem, mutates=True),
+    S(T(4, 3), Mask(4, 3), 2, fn=_setitem, mutates=True),
+], inplace=lambda x, i, v, **k: x.index_put_((i,), v, **k), zero_d=False, empty=False))
+_add(OpInfo("flip", ember.flip, [S(T(3, 4), (0,)), S(T(2, 3, 4), (0, 2)), S(T(3, 4), (-1,))],
+            zero_d=[S(T(), ())]))
+_add(OpInfo("roll", ember.roll, [S(T(3, 4), 1, 0), S(T(3, 4), (1, -1), (0, 1)),
+                                 S(T(3, 4), 5)]))
+_add(OpInfo("repeat", lambda x, *r: x.repeat(*r), [S(T(2, 3), 2, 1), S(T(2, 3), 2, 1, 3),
+                                                    S(T(3), 2, 2)],
+            zero_d=[S(T(), 3)], empty=[S(T(0, 3), 2, 2)]))
+for _n in ("tril", "triu"):
+    _add(OpInfo(_n, getattr(ember, _n), [S(T(3, 4)), S(T(3, 4), -1), S(T(2, 3, 4), 1)],
+                zero_d=False))
+_add(OpInfo("cat", lambda a, b, **k: ember.cat([a, b], **k), [
+    S(T(2, 3), T(4, 3)), S(T(2, 3), T(2, 1), dim=1), S(T(2, 3, 2), Fixed(F64, 2, 3, 1), dim=-1),
+], zero_d=False, out=True))
+OP_DB["cat"].samples.append(S(T(2, 3), T(0), fn=lambda a, b: ember.cat([a, b])))
+_add(OpInfo("stack", lambda a, b, **k: ember.stack([a, b], **k), [
+    S(T(2, 3), T(2, 3)), S(T(2, 3), T(2, 3), dim=1), S(T(2, 3), T(2, 3), dim=-1),
+], out=True))
+
+# ---- convolution and pooling building blocks ---------------------------------------------
+_add(OpInfo("im2col", F.unfold, [
+    S(T(2, 2, 5, 6), (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
+    S(T(1, 3, 4, 4), 2),
+    S(T(2, 5, 6), (3, 2), padding=(0, 1)),
+], zero_d=False, empty=[S(T(0, 2, 4, 4), 2)]))
+_add(OpInfo("col2im", F.fold, [
+    S(T(2, 12, 12), (5, 6), (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
+    S(T(1, 8, 9), (4, 4), 2),
+], zero_d=False, empty=[S(T(0, 8, 9), (4, 4), 2)]))
+_add(OpInfo("max_pool", F.max_pool2d, [
+    S(T(2, 2, 6, 7, distinct=True), 3, 2, padding=1, ceil_mode=True),
+    S(T(1, 3, 5, 5, distinct=True), 2, return_indices=True),
+    S(T(2, 3, 9, distinct=True), 3, 2, padding=1, return_indices=True, fn=F.max_pool1d),
+    S(T(2, 3, 9, distinct=True), 2, 1, dilation=2, fn=F.max_pool1d),
+], zero_d=False, empty=[S(T(0, 2, 4, 4), 2)], special=True,
+    dtypes=(F32, F64, ember.float16, ember.bfloat16, ember.int64, ember.int32, ember.int16)))
+
+# ---- linear algebra -------------------------------------------------------------------------
+_add(OpInfo("bmm", ember.bmm, [S(T(2, 3, 4), T(2, 4, 5)), S(T(1, 1, 3), T(1, 3, 2))],
+            out=True, zero_d=False, empty=[S(T(2, 0, 4), T(2, 4, 5)), S(T(2, 3, 0), T(2, 0, 5))]))
+_add(OpInfo("mm", ember.mm, [S(T(3, 4), T(4, 5)), S(T(1, 4), T(4, 1))], out=True,
+            zero_d=False, empty=[S(T(0, 4), T(4, 5)), S(T(3, 0), T(0, 2))]))
+_add(OpInfo("matmul", ember.matmul, [
+    S(T(2, 1, 3, 4), T(3, 4, 2)), S(T(4), T(4, 3)), S(T(2, 3, 4), T(4)), S(T(3, 4), T(4, 2)),
+    S(T(4), T(4)), S(T(2, 3, 4), T(4, 5)),
+], out=True, zero_d=False, empty=[S(T(0, 3, 4), T(4, 2))]))
+_add(OpInfo("mv", ember.mv, [S(T(3, 4), T(4))], zero_d=False, empty=[S(T(0, 4), T(4))]))
+_add(OpInfo("dot", ember.dot, [S(T(5), T(5))], zero_d=False, empty=[S(T(0), T(0))]))
+_add(OpInfo("outer", ember.outer, [S(T(3), T(4))], zero_d=False))
+_add(OpInfo("addmm", ember.addmm, [
+    S(T(3, 5), T(3, 4), T(4, 5), beta=0.5, alpha=2),
+    S(T(5), T(3, 4), T(4, 5)),
+    S(T(3, 5), T(3, 4), T(4, 5), beta=0),
+], zero_d=False, empty=[S(T(0, 5), T(0, 4), T(4, 5))]))
+_add(OpInfo("einsum", None, [
+    S(T(2, 3, 4), T(2, 4, 5), fn=lambda a, b: ember.einsum("bij,bjk->bik", a, b)),
+    S(T(3, 3), fn=lambda a: ember.einsum("ii->i", a)),
+    S(T(3, 4), fn=lambda a: ember.einsum("ij->ji", a)),
+    S(T(3), T(4), fn=lambda a, b: ember.einsum("i,j->ij", a, b)),
+    S(T(2, 3), T(3, 4), T(4), fn=lambda a, b, c: ember.einsum("ij,jk,k->i", a, b, c)),
+], zero_d=False, empty=False, scale=2))
+
+# ---- creation -------------------------------------------------------------------------------
+_add(OpInfo("linspace", None, [
+    S(fn=lambda **k: ember.linspace(-1, 2, 7, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.linspace(0, 10, 5, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.linspace(3, 3, 1, **k), dtype=DTYPE, device=DEVICE),
+], zero_d=False, empty=[S(fn=lambda **k: ember.linspace(0, 1, 0, **k), dtype=DTYPE,
+                          device=DEVICE)]))
+_add(OpInfo("eye", None, [
+    S(fn=lambda **k: ember.eye(3, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.eye(2, 4, **k), dtype=DTYPE, device=DEVICE),
+], zero_d=False, empty=[S(fn=lambda **k: ember.eye(0, 3, **k), dtype=DTYPE, device=DEVICE)]))
+_add(OpInfo("randint", None, [
+    S(fn=lambda **k: ember.randint(-5, 7, (4, 5), **k), dtype=DTYPE, device=DEVICE,
+      generator=GEN(3)),
+    S(fn=lambda **k: ember.randint(0, 2, (9,), **k), dtype=DTYPE, device=DEVICE,
+      generator=GEN(4)),
+], zero_d=False, empty=[S(fn=lambda **k: ember.randint(0, 3, (0,), **k), dtype=DTYPE,
+                          device=DEVICE, generator=GEN(1))]))
+_add(OpInfo("randperm", None, [
+    S(fn=lambda **k: ember.randperm(10, **k), dtype=DTYPE, device=DEVICE, generator=GEN(9)),
+], zero_d=False, empty=[S(fn=lambda **k: ember.randperm(0, **k), dtype=DTYPE, device=DEVICE,
+                          generator=GEN(1))]))
+
+del _n, _lo, _hi, _kw

@@ -1,0 +1,99 @@
+"""The conformance kit ``ember.testing``, as a plugin author runs it: one pytest command per
+device, in a fresh process, from outside the repository.
+
+It must pass on "cpu" (the reference checked against itself in every layout: strided
+inputs against contiguous ones) and on "example", the NumPy template plugin of
+``examples/plugin-template`` that implements only the primitives, when it is installed
+(``pip install -e examples/plugin-template``).
+"""
+import os
+import re
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import pytest
+
+from ember.dispatcher import OPS
+from ember.testing import OP_DB, forward_cases, grad_cases, pytest_args
+
+
+def _installed(plugin: str) -> bool:
+    return any(ep.name == plugin for ep in entry_points(group="ember.backends"))
+
+
+def _run_kit(device, cwd, *extra):
+    cmd = [sys.executable, "-m", "pytest", *pytest_args(device), "-q", "-p",
+           "no:cacheprovider", *extra]
+    env = dict(os.environ)
+    env.pop("EMBER_BACKENDS", None)
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def _summary(stdout):
+    m = re.search(r"(\d+) cases generated for device '([^']+)'", stdout)
+    assert m, f"no case summary in the kit's output:\n{stdout[-3000:]}"
+    return int(m.group(1)), m.group(2)
+
+
+@pytest.mark.parametrize("device", [
+    "cpu",
+    pytest.param("example", marks=pytest.mark.skipif(
+        not _installed("example"),
+        reason="the template plugin is not installed (pip install -e "
+               "examples/plugin-template)")),
+    pytest.param("opencl", marks=pytest.mark.skipif(
+        not _installed("opencl"),
+        reason="ember-opencl is not installed (pip install -e backends/opencl)")),
+])
+def test_kit_passes(device, tmp_path):
+    r = _run_kit(device, tmp_path)
+    tail = (r.stdout + r.stderr)[-6000:]
+    assert r.returncode == 0, f"the conformance kit failed on {device!r}:\n{tail}"
+    cases, dev = _summary(r.stdout)
+    assert dev == device and cases > 5000
+
+
+def test_xfail_file_is_strict(tmp_path):
+    """A listed test that fails is expected; a listed test that passes is reported."""
+    xfail = tmp_path / "xfail.txt"
+    xfail.write_text("# id, then the reason\n"
+                     "test_forward[add-float32-contiguous]  passes, so strict xfail fails\n"
+                     "test_forward[no-such-*]  matches nothing\n")
+    r = _run_kit("cpu", tmp_path, f"--ember-xfail={xfail}", "-k", "add-float32-contiguous")
+    assert r.returncode == 1
+    assert "XPASS(strict)" in r.stdout
+    assert "1 match no test: test_forward[no-such-*]" in r.stdout
+
+
+def test_op_database_covers_every_schema_op():
+    assert sorted(set(OPS) - set(OP_DB)) == []
+    assert sorted(set(OP_DB) - set(OPS)) == []
+
+
+def test_every_op_has_forward_cases_and_differentiable_ops_gradient_cases():
+    assert {c.op for c in forward_cases()} == set(OPS)
+    differentiable = {n for n, o in OPS.items() if o.differentiable}
+    assert differentiable <= {c.op for c in grad_cases()}
+
+
+def test_cases_cover_layouts_and_dtypes():
+    layouts = {c.layout for c in forward_cases()}
+    assert layouts == {"contiguous", "transposed", "sliced", "broadcast", "0-d", "empty",
+                       "special"}
+    dtypes = {c.dtype.name for c in forward_cases() if c.op == "add"}
+    assert dtypes == {"bool", "uint8", "int8", "int16", "int32", "int64", "float16",
+                      "bfloat16", "float32", "float64"}
+
+
+def test_plugin_guide_lists_every_primitive_with_its_kernel():
+    """docs/plugins.md's table of primitives is the schema's (regenerate it when the
+    schema changes)."""
+    from pathlib import Path
+
+    from ember.dispatcher import PRIMITIVES
+    text = (Path(__file__).parents[2] / "docs" / "plugins.md").read_text()
+    rows = dict(re.findall(r"^\| `(\w+)` \| \w+ \| `(\([^`]*\))` \|", text, re.M))
+    assert set(rows) == set(PRIMITIVES)
+    for name, kernel in rows.items():
+        assert kernel == OPS[name].kernel.split("#")[0].strip(), name
