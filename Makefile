@@ -57,6 +57,7 @@ conformance: $(CPU_STAMP) $(EXAMPLE_STAMP)
 bench: $(CPU_STAMP)
 	$(PY) bench/bench_ops.py
 	$(PY) bench/bench_training.py
+	$(PY) bench/bench_multiprocessing.py
 
 docs: $(VENV_STAMP)
 	$(PIP) install --quiet mkdocs

@@ -61,6 +61,10 @@ class Backend:
         return None
 
     # ---- sharing storage between processes (optional; ember.multiprocessing) -------------
+    #: the Python types of this backend's storage objects, which ember.multiprocessing
+    #: teaches multiprocessing's pickler to send as share_storage handles
+    storage_types: tuple = ()
+
     def share_storage(self, storage):
         """Move ``storage``'s bytes into memory other processes can map, in place (every
         tensor viewing this storage object sees the move; idempotent), and return a

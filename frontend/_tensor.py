@@ -199,8 +199,23 @@ class Tensor(TensorBase):
                 t.grad = grad.detach() if t.grad is None else t.grad + grad.detach()
         self.grad_fn.register_prehook(keep)
 
+    def share_memory_(self):
+        """Move the storage into shared memory, in place and once (every view of it moves
+        too), so that ``ember.multiprocessing`` sends this tensor to other processes as a
+        handle they map instead of a copy. CPU only for now; other devices raise.
+
+        >>> import ember
+        >>> ember.zeros(3).share_memory_().is_shared()
+        True
+        """
+        from ember.dispatcher.plugins import backend_for
+        backend_for(self.device.type).share_storage(self._storage)
+        return self
+
     def is_shared(self) -> bool:
-        return False
+        """Whether the storage lives in shared memory (see ``share_memory_``)."""
+        from ember.dispatcher.plugins import backend_for
+        return bool(backend_for(self.device.type).is_shared(self._storage))
 
     def __len__(self):
         if not self.shape:

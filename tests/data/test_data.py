@@ -459,12 +459,6 @@ def test_option_errors_match_torch(kind, kw):
         assert str(ours.value).replace(" ", "") == str(theirs.value).replace(" ", "")
 
 
-def test_num_workers_not_implemented():
-    with pytest.raises(NotImplementedError, match="ember.multiprocessing") as e:
-        DataLoader(_ds(), num_workers=2)
-    assert "num_workers=0" in str(e.value)
-
-
 def test_training_style_loop_sees_every_sample_once_per_epoch():
     n = 50
     x = ember.randn(n, 3)

@@ -745,6 +745,14 @@ struct StorageObject {
   int readonly;
   int has_view;
   Py_buffer view;
+  // Shared memory (ember.multiprocessing): when shm_fd >= 0, data is a MAP_SHARED mapping of
+  // map_size bytes of the anonymous shared-memory file shm_fd (memfd / unlinked shm_open),
+  // which the storage owns; the memory goes away when every process has closed its mapping.
+  int shm_fd;
+  size_t map_size;
+  Py_ssize_t exports;    // live buffer exports (memoryview, NumPy) of data
+  PyObject* retired;     // memory that exports made before share_() still point at, or NULL
+  PyObject* weakreflist;
 };
 void init_strings();
 bool init_storage_type(PyObject* module);

@@ -53,6 +53,21 @@ class CPUBackend(Backend):
     def wrap_host_buffer(self, obj):
         return _C.Storage.from_buffer(obj)
 
+    # shared memory: an anonymous shared-memory file per storage, passed as a descriptor
+    storage_types = (_C.Storage,)
+
+    def share_storage(self, storage):
+        return ("fd", storage.share_(), storage.nbytes)
+
+    def storage_from_handle(self, handle):
+        kind, fd, nbytes = handle
+        if kind != "fd":
+            raise RuntimeError(f"the CPU backend cannot open a {kind!r} shared-storage handle")
+        return _C.Storage.from_shared_fd(fd, nbytes)
+
+    def is_shared(self, storage) -> bool:
+        return storage.is_shared
+
     def set_num_threads(self, n: int) -> None:
         _C.set_num_threads(n)
 

@@ -485,7 +485,10 @@ class Module:
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     def share_memory(self) -> Module:
-        return self
+        """Move every parameter, gradient and buffer to shared memory in place
+        (``Tensor.share_memory_``), so processes given this module by
+        ``ember.multiprocessing`` update the same tensors (Hogwild! training)."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ---- state dict -------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:

@@ -1,26 +1,36 @@
 """``DataLoader``: batches from a dataset through a sampler and a collate function.
 
-Loading runs in the calling process. The option checks (which combinations are
-mutually exclusive) and the iteration rules follow ``torch.utils.data.DataLoader``.
+With ``num_workers=0`` loading runs in the calling process; with ``num_workers > 0`` worker
+processes (``_worker.py``) load batches ahead and return them through shared memory, in
+order. The option checks (which combinations are mutually exclusive), the iteration rules
+and the worker protocol follow ``torch.utils.data.DataLoader``.
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import math
+import multiprocessing
+import queue
+import signal
+import time
+import warnings
 from collections.abc import Callable, Iterable
 
 import ember
 
+from . import _worker
 from ._collate import default_collate, default_convert
+from ._worker import ExceptionWrapper, get_worker_info
 from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "get_worker_info"]
 
-
-def get_worker_info():
-    """Information about the current loader worker; ``None`` in the main process (and
-    every sample is loaded in the main process until ember.multiprocessing exists)."""
-    return None
+# how often (seconds) the main process, waiting for a batch, checks that its workers live
+_STATUS_INTERVAL = 0.1
+# how long shutting down waits for a worker to finish its current batch before killing it
+_SHUTDOWN_TIMEOUT = 5.0
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -42,7 +52,17 @@ class DataLoader:
     ``shuffle=True`` draws a new permutation each epoch from ``generator`` (ember's
     default generator when ``None``, so ``ember.manual_seed`` makes it reproducible).
     ``batch_size=None`` turns batching off: each sample passes through
-    ``default_convert`` alone. ``num_workers`` must be 0 for now.
+    ``default_convert`` alone.
+
+    ``num_workers > 0`` loads in that many worker processes (started by Python's default
+    start method, ``fork`` on Linux, unless ``multiprocessing_context`` says otherwise),
+    each keeping ``prefetch_factor`` batches in flight; batches come back through shared
+    memory in sampler order, identical to ``num_workers=0`` for the same seed. Worker ``i`` seeds
+    ``random``, NumPy and ember with ``base_seed + i`` (``base_seed`` drawn from
+    ``generator`` per epoch) and then calls ``worker_init_fn(i)``; ``get_worker_info()``
+    tells dataset code which worker it runs in. A worker's exception is re-raised here
+    with its traceback; a worker that dies raises ``RuntimeError``; ``timeout`` bounds
+    the wait for one batch. ``persistent_workers=True`` keeps the workers between epochs.
     """
 
     def __init__(self, dataset: Dataset, batch_size: int | None = 1,
@@ -57,22 +77,19 @@ class DataLoader:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 "
                              "to disable multiprocessing.")
-        if num_workers > 0:
-            raise NotImplementedError(
-                f"DataLoader(num_workers={num_workers}): loading in worker processes arrives "
-                "with ember.multiprocessing; use num_workers=0 (the default) to load in the "
-                "main process.")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
-        if prefetch_factor is not None:
+        if num_workers == 0 and prefetch_factor is not None:
             raise ValueError("prefetch_factor option could only be specified in "
                              "multiprocessing. let num_workers > 0 to enable multiprocessing, "
                              "otherwise set prefetch_factor to None.")
-        if persistent_workers:
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
-        if multiprocessing_context is not None:
-            raise ValueError("multiprocessing_context can only be used with multi-process "
-                             f"loading (num_workers > 0), but got num_workers={num_workers}")
+        multiprocessing_context = _context(multiprocessing_context, num_workers)
 
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
@@ -127,6 +144,7 @@ class DataLoader:
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
+        self._iterator = None  # the persistent workers' iterator
 
     @property
     def _auto_collation(self) -> bool:
@@ -136,8 +154,25 @@ class DataLoader:
     def _index_sampler(self):
         return self.batch_sampler if self._auto_collation else self.sampler
 
-    def __iter__(self) -> _SingleProcessIter:
-        return _SingleProcessIter(self)
+    def __iter__(self) -> _SingleProcessIter | _MultiProcessIter:
+        if self.num_workers == 0:
+            return _SingleProcessIter(self)
+        if not self.persistent_workers:
+            return _MultiProcessIter(self)
+        if self._iterator is None or self._iterator._shutdown:  # first, or after a failure
+            self._iterator = _MultiProcessIter(self)
+        else:
+            self._iterator._reset(self)
+        return self._iterator
+
+    def _base_seed(self) -> int:
+        # drawn once per epoch whatever num_workers is, so the sampler's random stream (and
+        # with it the batches) does not depend on the number of workers
+        return int(ember.randint(0, 2**63 - 1, (), generator=self.generator).item())
+
+    def _fetcher_factory(self):
+        return functools.partial(_Fetcher, iterable=self._iterable, auto=self._auto_collation,
+                                 collate_fn=self.collate_fn, drop_last=self.drop_last)
 
     def __len__(self) -> int:
         if self._iterable:
@@ -148,29 +183,42 @@ class DataLoader:
         return len(self._index_sampler)
 
 
-class _SingleProcessIter:
-    """One pass over a DataLoader, fetching and collating in the calling process."""
+def _context(ctx, num_workers):
+    if ctx is None:
+        return None
+    if num_workers == 0:
+        raise ValueError("multiprocessing_context can only be used with multi-process "
+                         f"loading (num_workers > 0), but got num_workers={num_workers}")
+    if isinstance(ctx, str):
+        methods = multiprocessing.get_all_start_methods()
+        if ctx not in methods:
+            raise ValueError("multiprocessing_context option should specify a valid start "
+                             f"method in {methods!r}, but got multiprocessing_context={ctx!r}")
+        return multiprocessing.get_context(ctx)
+    if not isinstance(ctx, multiprocessing.context.BaseContext):
+        raise TypeError("multiprocessing_context option should be a valid context object or "
+                        "a string specifying the start method, but got "
+                        f"multiprocessing_context={ctx}")
+    return ctx
 
-    def __init__(self, loader: DataLoader) -> None:
-        self._loader = loader
-        self._auto = loader._auto_collation
-        self._collate = loader.collate_fn
-        self._drop_last = loader.drop_last
-        self._index_iter = iter(loader._index_sampler)
-        self._data_iter = iter(loader.dataset) if loader._iterable else None
+
+class _Fetcher:
+    """Turns what the index sampler yields into a batch: indexing (or drawing from the
+    iterable dataset) and collating. One per process that loads."""
+
+    def __init__(self, dataset, *, iterable: bool, auto: bool, collate_fn, drop_last: bool):
+        self.dataset = dataset
+        self._auto = auto
+        self._collate = collate_fn
+        self._drop_last = drop_last
+        self._data_iter = iter(dataset) if iterable else None
         self._ended = False
 
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        return len(self._loader)
-
-    def __next__(self):
-        index = next(self._index_iter)  # StopIteration ends the epoch
+    def fetch(self, index):
+        """The batch for ``index``; ``StopIteration`` when an iterable dataset is done."""
         if self._data_iter is not None:
             return self._collate(self._next_from_stream(index))
-        ds = self._loader.dataset
+        ds = self.dataset
         if not self._auto:
             return self._collate(ds[index])
         getitems = getattr(ds, "__getitems__", None)
@@ -192,3 +240,246 @@ class _SingleProcessIter:
         if not data or (self._drop_last and len(data) < len(index)):
             raise StopIteration
         return data
+
+
+def _device_count(backend) -> int:
+    try:
+        return int(backend.device_count())
+    except Exception:
+        return 0
+
+
+def _warn_pin_memory():
+    from ember.dispatcher.plugins import BACKENDS, ensure_loaded
+    ensure_loaded()
+    accelerators = sorted(dt for dt, b in BACKENDS.items()
+                          if not b.host_accessible and _device_count(b) > 0)
+    if not accelerators:
+        msg = ("'pin_memory' argument is set as true but no accelerator is found, then device "
+               "pinned memory won't be used.")
+    else:
+        msg = (f"'pin_memory' argument is set as true, but no ember backend "
+               f"({', '.join(accelerators)}) offers pinned host memory yet, so batches stay in "
+               "ordinary pageable memory.")
+    warnings.warn(msg, stacklevel=3)
+
+
+class _SingleProcessIter:
+    """One pass over a DataLoader, fetching and collating in the calling process."""
+
+    def __init__(self, loader: DataLoader) -> None:
+        self._loader = loader
+        if loader.pin_memory:
+            _warn_pin_memory()
+        self._index_iter = iter(loader._index_sampler)
+        loader._base_seed()  # consumed as with workers: the same seed gives the same batches
+        self._fetcher = loader._fetcher_factory()(loader.dataset)
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def __next__(self):
+        index = next(self._index_iter)  # StopIteration ends the epoch
+        return self._fetcher.fetch(index)
+
+
+class _MultiProcessIter:
+    """One pass (or, with persistent workers, every pass) over a DataLoader whose batches
+    are loaded by worker processes.
+
+    Task ``k`` (the k-th item of the index sampler) goes to the next active worker's index
+    queue; at most ``prefetch_factor * num_workers`` tasks are in flight. Results arrive on
+    one shared queue in any order and are handed out in task order: ``_task_info[k]`` is
+    ``(worker,)`` while task ``k`` is pending and ``(worker, data)`` once it arrived early.
+    With an iterable dataset each worker iterates its own replica and reports its end; its
+    remaining tasks are skipped.
+    """
+
+    def __init__(self, loader: DataLoader) -> None:
+        from ember import multiprocessing as _mp  # noqa: F401  (batches via shared memory)
+        import numpy.random  # noqa: F401  (workers seed it: import once, not in each fork)
+        self._shutdown = True  # until the workers exist
+        # no reference to the loader: a persistent loader holds this iterator, and without
+        # a cycle the iterator's __del__ shuts the workers down while its queues still work
+        try:
+            self._len = len(loader)
+        except TypeError:
+            self._len = None
+        if loader.pin_memory:
+            _warn_pin_memory()
+        n = self._num_workers = loader.num_workers
+        self._prefetch = loader.prefetch_factor
+        self._timeout = loader.timeout
+        self._persistent = loader.persistent_workers
+        self._iterable = loader._iterable
+        self._index_iter = iter(loader._index_sampler)
+        base_seed = loader._base_seed()
+        ctx = loader.multiprocessing_context or multiprocessing.get_context()
+        self._result_queue = ctx.Queue()
+        self._done_event = ctx.Event()
+        self._index_queues, self._workers = [], []
+        self._shutdown = False
+        try:
+            for wid in range(n):
+                iq = ctx.Queue()
+                iq.cancel_join_thread()  # only indices: never worth waiting for at exit
+                w = ctx.Process(
+                    target=_worker._worker_loop,
+                    args=(loader._fetcher_factory(), loader.dataset, iq, self._result_queue,
+                          self._done_event, base_seed, loader.worker_init_fn, wid, n,
+                          self._iterable),
+                    daemon=True)  # so they are terminated if the main process exits
+                w.start()
+                self._index_queues.append(iq)
+                self._workers.append(w)
+            self._reset(loader, first_iter=True)
+        except BaseException:
+            self._shutdown_workers()
+            raise
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        if self._len is None:
+            raise TypeError("this DataLoader's dataset has no len()")
+        return self._len
+
+    def _reset(self, loader: DataLoader, first_iter: bool = False) -> None:
+        n = self._num_workers
+        self._send_idx = 0   # next task to hand out
+        self._rcvd_idx = 0   # next task to return
+        self._task_info: dict = {}
+        self._active = [True] * n
+        self._worker_cycle = itertools.cycle(range(n))
+        if not first_iter:
+            self._index_iter = iter(loader._index_sampler)
+            loader._base_seed()  # keeps the generator in step with num_workers=0 runs
+            # every worker acknowledges; results of an abandoned epoch come first and go
+            for q in self._index_queues:
+                q.put(_worker._ResumeIteration())
+            pending = n
+            while pending:
+                idx, _ = self._get_data()
+                if isinstance(idx, _worker._ResumeIteration):
+                    pending -= 1
+        for _ in range(self._prefetch * n):
+            self._try_put_index()
+
+    def _try_put_index(self) -> None:
+        try:
+            index = next(self._index_iter)
+        except StopIteration:
+            return
+        for _ in range(self._num_workers):
+            wid = next(self._worker_cycle)
+            if self._active[wid]:
+                break
+        else:
+            return  # every worker's replica is exhausted
+        self._index_queues[wid].put((self._send_idx, index))
+        self._task_info[self._send_idx] = (wid,)
+        self._send_idx += 1
+
+    def __next__(self):
+        while True:
+            # skip the tasks of workers whose iterable replica has ended
+            while self._rcvd_idx < self._send_idx:
+                info = self._task_info.get(self._rcvd_idx)
+                if info is not None and (len(info) == 2 or self._active[info[0]]):
+                    break
+                self._task_info.pop(self._rcvd_idx, None)
+                self._rcvd_idx += 1
+            else:
+                if not self._persistent:
+                    self._shutdown_workers()
+                raise StopIteration
+            info = self._task_info[self._rcvd_idx]
+            if len(info) == 2:  # arrived earlier, out of order
+                del self._task_info[self._rcvd_idx]
+                self._rcvd_idx += 1
+                return self._process(info[1])
+            idx, data = self._get_data()
+            if isinstance(data, _worker._IterableDatasetStopIteration):
+                self._active[data.worker_id] = False
+                self._try_put_index()
+                continue
+            if idx != self._rcvd_idx:
+                self._task_info[idx] += (data,)
+                continue
+            del self._task_info[idx]
+            self._rcvd_idx += 1
+            return self._process(data)
+
+    def _process(self, data):
+        self._try_put_index()
+        if isinstance(data, ExceptionWrapper):
+            data.reraise()
+        return data
+
+    def _get_data(self):
+        """The next ``(task, data)`` from any worker, within ``timeout``; a dead worker is
+        reported instead of waited for."""
+        deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
+        while True:
+            wait = _STATUS_INTERVAL
+            if deadline is not None:
+                wait = min(wait, max(deadline - time.monotonic(), 0))
+            try:
+                return self._result_queue.get(timeout=wait)
+            except queue.Empty:
+                pass
+            self._check_workers()
+            if deadline is not None and time.monotonic() >= deadline:
+                self._shutdown_workers()
+                raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
+
+    def _check_workers(self) -> None:
+        dead = [(wid, w) for wid, w in enumerate(self._workers)
+                if self._active[wid] and not w.is_alive()]
+        if not dead:
+            return
+        self._shutdown_workers()
+        reasons = []
+        for wid, w in dead:
+            code = w.exitcode
+            how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and
+                   code < 0 else f"exit code {code}")
+            reasons.append(f"worker {wid} (pid {w.pid}): {how}")
+        raise RuntimeError(
+            f"DataLoader worker (pid(s) {', '.join(str(w.pid) for _, w in dead)}) exited "
+            f"unexpectedly: {'; '.join(reasons)}. A worker killed by SIGKILL may have run out "
+            "of memory; an exit code comes from the dataset code calling sys.exit() or "
+            "os._exit().")
+
+    def _shutdown_workers(self) -> None:
+        if self._shutdown:
+            return
+        self._shutdown = True
+        try:
+            self._done_event.set()
+            for q in self._index_queues:
+                try:
+                    q.put(None)
+                except (OSError, ValueError):
+                    pass
+            for w in self._workers:
+                w.join(_SHUTDOWN_TIMEOUT)
+            for q in self._index_queues:
+                q.close()
+            self._result_queue.cancel_join_thread()
+            self._result_queue.close()
+        finally:
+            for w in self._workers:
+                if w.is_alive():
+                    w.kill()
+                    w.join(1)
+
+    def __del__(self):
+        try:
+            self._shutdown_workers()
+        except Exception:
+            pass
