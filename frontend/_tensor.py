@@ -5,6 +5,8 @@ the version counter, and every in-place op bumps it.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ember.dispatcher import _core as C
@@ -26,6 +28,10 @@ E = R.ew
 _EW = O.elementwise
 _s = F._s
 _PLAIN = frozenset((int, float, bool))
+
+
+#: storages made by ``Tensor.pin_memory`` (page-locked host memory)
+_PINNED = weakref.WeakSet()
 
 
 class Tensor(TensorBase):
@@ -216,6 +222,46 @@ class Tensor(TensorBase):
         """Whether the storage lives in shared memory (see ``share_memory_``)."""
         from ember.dispatcher.plugins import backend_for
         return bool(backend_for(self.device.type).is_shared(self._storage))
+
+    def pin_memory(self, device=None):
+        """A copy of this CPU tensor in page-locked host memory, from which host-to-device
+        copies (``.to(dev, non_blocking=True)``) are queued without staging. Needs an
+        accelerator plugin offering pinned memory (``device_api.pinned_buffer``)."""
+        from ember.dispatcher import _core as C
+        from ember.dispatcher.plugins import BACKENDS, backend_for, ensure_loaded
+        if self.device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors "
+                               f"can be pinned")
+        ensure_loaded()
+        api = None
+        for b in BACKENDS.values():
+            a = getattr(b, "device_api", None)
+            if a is not None and hasattr(a, "pinned_buffer") and a.is_available():
+                api = a
+                break
+        if api is None:
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        nbytes = self.numel() * self.dtype.itemsize
+        storage = backend_for("cpu").wrap_host_buffer(api.pinned_buffer(max(nbytes, 1)))
+        out = C.new_tensor(storage, self.shape, C.contiguous_strides(self.shape), 0,
+                           self.dtype, self.device, [0])
+        out.copy_(self)
+        _PINNED.add(storage)
+        return out
+
+    def is_pinned(self, device=None) -> bool:
+        """Whether this tensor lives in page-locked memory made by ``pin_memory``."""
+        return self._storage in _PINNED
+
+    def record_stream(self, stream):
+        """Mark this tensor's memory as used by ``stream`` too: when the tensor is freed, the
+        caching allocator reuses the memory only after the work queued on ``stream``."""
+        from ember.dispatcher.plugins import backend_for
+        api = getattr(backend_for(self.device.type), "device_api", None)
+        if api is None or not hasattr(api, "record_stream"):
+            raise RuntimeError(f"record_stream(): the {self.device.type!r} backend has no "
+                               f"streams")
+        api.record_stream(self, stream)
 
     def __len__(self):
         if not self.shape:

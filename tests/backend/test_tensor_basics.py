@@ -153,3 +153,18 @@ def test_size_stride_metadata():
     assert x.stride() == (12, 4, 1) and x.stride(0) == 12 and x.element_size() == 4
     assert x.permute(2, 0, 1).stride() == (1, 12, 4)
     assert ember.zeros(()).shape == () and ember.zeros(()).numel() == 1
+
+
+def test_pin_memory_without_an_accelerator_is_torchs_error():
+    import torch
+    with pytest.raises(RuntimeError) as theirs:
+        torch.ones(3).pin_memory()
+    with pytest.raises(RuntimeError) as ours:
+        ember.ones(3).pin_memory()
+    assert str(ours.value) == str(theirs.value)
+    assert ember.ones(3).is_pinned() is False
+
+
+def test_record_stream_needs_a_backend_with_streams():
+    with pytest.raises(RuntimeError, match="'cpu' backend has no streams"):
+        ember.ones(3).record_stream(None)
