@@ -72,22 +72,42 @@ void bmm_blas(const Tensor& out, const Tensor& a, const Tensor& b) {
     ldc = std::max<int64_t>(1, m);
   }
   const int64_t sa = A.stride[0], sb = Bm.stride[0], sc = O.stride[0];
-  auto one = [&](int64_t i) {
-    gemm<T>(transa, transb, (int)n, (int)m, (int)k, (const T*)A.data + i * sa, (int)lda, (const T*)Bm.data + i * sb,
-            (int)ldb, (T*)O.data + i * sc, (int)ldc);
+  const T* pa = (const T*)A.data;
+  const T* pb = (const T*)Bm.data;
+  T* pc = (T*)O.data;
+  // OpenBLAS runs single-threaded (load_blas); all parallelism is ember's pool, so no BLAS
+  // threads spin after a GEMM while the next kernels want the cores. Rows [r0, r1) and
+  // columns [c0, c1) of batch i: row-major offsets of the sub-matrices of A, B and C.
+  auto block = [&](int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const T* ai = pa + i * sa + (transa == kNoTrans ? r0 * lda : r0);
+    const T* bi = pb + i * sb + (transb == kNoTrans ? c0 : c0 * ldb);
+    T* ci = pc + i * sc + r0 * ldc + c0;
+    gemm<T>(transa, transb, (int)(r1 - r0), (int)(c1 - c0), (int)k, ai, (int)lda, bi, (int)ldb, ci, (int)ldc);
   };
   const int nt = get_num_threads();
-  if (B > 1 && nt > 1 && (B >= nt || n * m * k <= 64 * 64 * 64) && n * m * k <= (1 << 24)) {
-    // many independent GEMMs: spread the batch over our pool with OpenBLAS single-threaded
-    // (nested BLAS threads on top of the pool oversubscribe the cores and stall)
-    std::lock_guard<std::mutex> lock(g_blas_mu);
-    if (g_setnt) g_setnt(1);
+  const int64_t work = n * m * k;
+  if (nt <= 1 || B * work <= 48 * 48 * 48) {
+    for (int64_t i = 0; i < B; ++i) block(i, 0, n, 0, m);
+  } else if (B >= nt) {
+    // many independent GEMMs: the batch spread over the pool
     parallel_for(0, B, 1, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) one(i);
+      for (int64_t i = s; i < e; ++i) block(i, 0, n, 0, m);
     });
-    if (g_setnt) g_setnt(nt);
   } else {
-    for (int64_t i = 0; i < B; ++i) one(i);
+    // one (or a few) large GEMMs: each split into nt panels along the longer output side
+    // (multiples of 16 so the BLAS micro-kernels stay full)
+    const bool by_cols = m >= n;
+    const int64_t len = by_cols ? m : n;
+    int64_t chunk = (len + nt - 1) / nt;
+    chunk = std::max<int64_t>(16, (chunk + 15) / 16 * 16);
+    const int64_t parts = (len + chunk - 1) / chunk;
+    parallel_for(0, B * parts, 1, [&](int64_t s, int64_t e) {
+      for (int64_t t = s; t < e; ++t) {
+        const int64_t i = t / parts, p0 = (t % parts) * chunk, p1 = std::min(len, p0 + chunk);
+        if (by_cols) block(i, 0, n, p0, p1);
+        else block(i, p0, p1, 0, m);
+      }
+    });
   }
   if (O.data != out.data) copy_tensor(out, O);
 }
@@ -193,13 +213,14 @@ void load_blas(const std::string& path) {
   g_setnt = t;
   g_dgemm = d;
   g_sgemm = s;
-  if (g_setnt) g_setnt(get_num_threads());
+  if (g_setnt) g_setnt(1);  // single-threaded: bmm_blas splits GEMMs over ember's pool
 }
 
 bool blas_loaded() { return g_sgemm != nullptr; }
 
-void blas_set_num_threads(int n) {
-  if (g_setnt) g_setnt(n);
+// OpenBLAS stays single-threaded whatever ember's thread count (see bmm_blas).
+void blas_set_num_threads(int) {
+  if (g_setnt) g_setnt(1);
 }
 
 void register_matmul(std::vector<PyMethodDef>& defs) { defs.push_back(EMBER_DEF("bmm", k_bmm)); }

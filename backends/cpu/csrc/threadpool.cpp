@@ -1,4 +1,7 @@
 // ember's own thread pool: std::thread workers + condition variables (no OpenMP).
+// Workers spin briefly (~kSpinUs) for the next job before sleeping, and the caller spins
+// briefly for the last chunk: back-to-back kernels (a training step) then pay no futex
+// wake-up per region, while an idle pool still sleeps.
 //
 // parallel_run splits [begin, end) into at most num_threads chunks; the calling thread runs
 // chunks too.  Only one parallel region runs at a time (a second caller runs inline), and
@@ -6,6 +9,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -21,6 +25,26 @@ namespace {
 
 thread_local bool tl_in_region = false;
 
+constexpr int64_t kSpinUs = 50;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until pred() holds or ~kSpinUs pass; returns pred().
+template <class P>
+inline bool spin_until(P&& pred) {
+  if (pred()) return true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
+  for (int i = 1;; ++i) {
+    cpu_relax();
+    if (pred()) return true;
+    if ((i & 63) == 0 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
+
 struct Pool {
   explicit Pool(int nworkers) {
     for (int i = 0; i < nworkers; ++i) threads.emplace_back([this] { worker(); });
@@ -30,7 +54,7 @@ struct Pool {
   void shutdown() {
     {
       std::lock_guard<std::mutex> lk(mu);
-      stop = true;
+      stop.store(true);
     }
     cv.notify_all();
     for (auto& t : threads) t.join();
@@ -41,8 +65,8 @@ struct Pool {
   std::mutex mu;
   std::condition_variable cv, done_cv;
   std::vector<std::thread> threads;
-  uint64_t gen = 0;
-  bool stop = false;
+  std::atomic<uint64_t> gen{0};
+  std::atomic<bool> stop{false};
   int busy = 0;  // workers currently inside work() (reading job fields)
   // job
   void (*job_fn)(void*, int) = nullptr;
@@ -72,11 +96,14 @@ struct Pool {
     tl_in_region = true;
     uint64_t seen = 0;
     for (;;) {
+      spin_until([&] {
+        return stop.load(std::memory_order_acquire) || gen.load(std::memory_order_acquire) != seen;
+      });
       {
         std::unique_lock<std::mutex> lk(mu);
-        cv.wait(lk, [&] { return stop || gen != seen; });
+        cv.wait(lk, [&] { return stop.load() || gen.load() != seen; });
         if (stop) return;
-        seen = gen;
+        seen = gen.load();
         ++busy;
       }
       work();
@@ -97,13 +124,13 @@ struct Pool {
       err = nullptr;
       next.store(0, std::memory_order_relaxed);
       remaining.store(n, std::memory_order_relaxed);
-      ++gen;
+      gen.fetch_add(1, std::memory_order_release);
     }
     cv.notify_all();
     tl_in_region = true;
     work();
     tl_in_region = false;
-    {
+    if (!spin_until([&] { return remaining.load(std::memory_order_acquire) == 0; })) {
       std::unique_lock<std::mutex> lk(mu);
       done_cv.wait(lk, [&] { return remaining.load(std::memory_order_acquire) == 0; });
     }
@@ -181,7 +208,9 @@ void parallel_run(int64_t begin, int64_t end, int64_t grain, FnRef fn) {
     return;
   }
   int64_t cs = (len + nchunks - 1) / nchunks;
-  cs = (cs + 63) / 64 * 64;  // keep chunk starts cache-line friendly
+  // keep chunk starts cache-line friendly for element ranges; small task counts (GEMM
+  // panels, batches) split exactly
+  if (cs >= 1024) cs = (cs + 63) / 64 * 64;
   nchunks = (len + cs - 1) / cs;
   if (nchunks <= 1) {
     fn(begin, end);
