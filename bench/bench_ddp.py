@@ -30,7 +30,7 @@ def worker():
                           nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Flatten(), nn.Linear(64 * 14 * 14, 128), nn.ReLU(),
                           nn.Linear(128, 10))
-    ddp = DDP(model)
+    ddp = DDP(model, bucket_cap_mb=float(os.environ.get("BUCKET_MB", "25")))
     opt = ember.optim.SGD(ddp.parameters(), lr=0.01)
     per = 64 // world
     rng = np.random.default_rng(rank)
@@ -42,23 +42,24 @@ def worker():
         nn.functional.cross_entropy(ddp(x), y).backward()
         opt.step()
 
-    def timed(n=8):
-        for _ in range(2):
+    def timed(n=6):
+        dist.barrier()
+        t = time.perf_counter()
+        for _ in range(n):
             step()
         dist.barrier()
-        best = float("inf")
-        for _ in range(3):
-            t = time.perf_counter()
-            for _ in range(n):
-                step()
-            dist.barrier()
-            best = min(best, (time.perf_counter() - t) / n)
-        return best
+        return (time.perf_counter() - t) / n
 
-    on = timed()
-    ddp.overlap = False
-    off = timed()
+    for _ in range(3):
+        step()
+    on_t, off_t = [], []
+    for _ in range(6):                  # interleaved rounds: drift hits both modes alike
+        ddp.overlap = True
+        on_t.append(timed())
+        ddp.overlap = False
+        off_t.append(timed())
     ddp.overlap = True
+    on, off = float(np.median(on_t)), float(np.median(off_t))
     flats = [ember.zeros(b.numel) for b in ddp._buckets]
     dist.barrier()
     best = float("inf")

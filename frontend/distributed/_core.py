@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 import zlib
 from datetime import timedelta
@@ -250,21 +251,27 @@ class Work:
         self._group = group
         self._finish = finish
         self._done = False
+        self._lock = threading.Lock()     # a progress thread may test it concurrently
 
     def wait(self, timeout=None) -> bool:
-        if not self._done:
-            _wait(self._req, self._what, self._group)
-            if self._finish is not None:
-                self._finish()
-            self._done = True
+        with self._lock:
+            if not self._done:
+                _wait(self._req, self._what, self._group)
+                if self._finish is not None:
+                    self._finish()
+                self._done = True
         return True
 
     def is_completed(self) -> bool:
         if self._done:
             return True
-        reqs = self._req if isinstance(self._req, list) else [self._req]
-        if all(r.Test() for r in reqs):
-            self.wait()
+        with self._lock:
+            if self._done:
+                return True
+            reqs = self._req if isinstance(self._req, list) else [self._req]
+            if not all(r.Test() for r in reqs):
+                return False
+        self.wait()
         return self._done
 
     def result(self):

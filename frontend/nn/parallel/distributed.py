@@ -55,6 +55,8 @@ class DistributedDataParallel(Module):
         self.find_unused_parameters = find_unused_parameters
         self.bucket_cap_mb = bucket_cap_mb
         self.overlap = True
+        self._progress_thread = None
+        self._progress_event = None
         self._sync = True
         self._expect = False            # a backward is expected to reduce
         self._unused = set()
@@ -166,6 +168,38 @@ class DistributedDataParallel(Module):
             if all(x.ready == len(x.params) for x in self._buckets):
                 self._finish()
 
+    def _start_progress(self):
+        """A daemon thread that keeps calling MPI_Test on the pending reductions while
+        backward runs: Open MPI moves a transfer only inside MPI calls, and backward's
+        kernels release the GIL, so this is what makes the overlap real."""
+        if self._progress_thread is not None and self._progress_thread.is_alive():
+            self._progress_event.set()
+            return
+        import threading
+        import time
+
+        self._progress_event = threading.Event()
+        self._progress_event.set()
+
+        def loop():
+            while True:
+                self._progress_event.wait()
+                pending = [b.work for b in self._buckets if b.work is not None]
+                active = False
+                for w in pending:
+                    try:
+                        if not w.is_completed():
+                            active = True
+                    except Exception:      # the main thread reports errors on wait()
+                        pass
+                if not active:
+                    self._progress_event.clear()
+                time.sleep(0.0002)
+
+        self._progress_thread = threading.Thread(target=loop, name="ember-ddp-progress",
+                                                 daemon=True)
+        self._progress_thread.start()
+
     def _launch(self, b):
         grads = []
         for p in b.params:
@@ -176,6 +210,8 @@ class DistributedDataParallel(Module):
         b.flat = ember.cat(grads) if len(grads) > 1 else grads[0].clone()
         b.work = dist.all_reduce(b.flat, group=self.process_group, async_op=True)
         b.launched = True
+        if self.overlap:
+            self._start_progress()
 
     def _progress(self):
         """Let MPI move pending reductions forward (Open MPI progresses inside MPI calls)."""
