@@ -251,6 +251,15 @@ def clamp_(self, min=None, max=None):
 clip, clip_ = clamp, clamp_
 
 
+def relu(input):
+    """max(input, 0) (``torch.relu``)."""
+    return clamp(input, min=0)
+
+
+def relu_(input):
+    return clamp_(input, min=0)
+
+
 def clamp_min(input, min):
     return clamp(input, min=min)
 

@@ -43,7 +43,7 @@ class Tensor(TensorBase):
     False
     """
     __slots__ = ("requires_grad", "grad", "grad_fn", "_base", "_acc_ref", "_hooks",
-                 "_retains")
+                 "_retains", "_view_gen")
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
@@ -390,27 +390,29 @@ class Tensor(TensorBase):
     def copy_(self, src, non_blocking=False):
         return R.copy_(self, src)
 
-    def _no_grad_write(self, name):
-        if MODE.grad and self.requires_grad:
+    def _overwrite(self, name, write):
+        """An in-place write of constant values (fill_, zero_, random): in a graph (this
+        tensor, or the base it views, requires grad) it is recorded as a copy of a constant,
+        so no gradient reaches what was overwritten (PyTorch's semantics)."""
+        base = self._base
+        if MODE.grad and (self.requires_grad or (base is not None and base.requires_grad)):
             R._check_inplace(name, self)
-            raise NotImplementedError(f"{name}_() on a tensor that is part of a graph is not "
-                                      "differentiable; use it under ember.no_grad()")
+            tmp = C.empty(self.shape, self.dtype, self.device)
+            write(tmp)
+            return R.copy_(self, tmp)
+        return write(self)
 
     def fill_(self, value):
-        self._no_grad_write("fill")
-        return O.fill_(self, value)
+        return self._overwrite("fill", lambda t: O.fill_(t, value))
 
     def zero_(self):
-        self._no_grad_write("zero")
-        return O.fill_(self, 0)
+        return self._overwrite("zero", lambda t: O.fill_(t, 0))
 
     def uniform_(self, a=0.0, b=1.0, *, generator=None):
-        self._no_grad_write("uniform")
-        return O.random_(self, "uniform", a, b, generator)
+        return self._overwrite("uniform", lambda t: O.random_(t, "uniform", a, b, generator))
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
-        self._no_grad_write("normal")
-        return O.random_(self, "normal", mean, std, generator)
+        return self._overwrite("normal", lambda t: O.random_(t, "normal", mean, std, generator))
 
     def new_empty(self, *size, dtype=None, device=None, **kw):
         return K.empty(*size, dtype=dtype or self.dtype, device=device or self.device, **kw)
@@ -748,6 +750,7 @@ def _make(storage, shape, stride, offset, dtype, device, vc):
     t._acc_ref = None
     t._hooks = None
     t._retains = False
+    t._view_gen = 0
     return t
 
 
@@ -765,10 +768,10 @@ _METHODS = (F.UNARY + F.BINARY + [
     "outer", "addmm", "square", "count_nonzero", "isclose", "allclose", "equal", "take",
     "float_power", "multiply", "subtract", "divide", "true_divide", "negative", "absolute",
     "greater", "greater_equal", "less", "less_equal", "not_equal", "argwhere", "var_mean",
-    "remainder", "fmod", "broadcast_to"])
+    "remainder", "fmod", "broadcast_to", "relu"])
 _INPLACE = list(F.INPLACE) + ["add_", "sub_", "div_", "neg_", "floor_divide_", "clamp_",
                               "clip_", "lerp_", "addcmul_", "addcdiv_", "scatter_",
-                              "scatter_add_", "index_add_", "masked_fill_"]
+                              "scatter_add_", "index_add_", "masked_fill_", "relu_"]
 
 
 def _install():

@@ -431,6 +431,24 @@ def _max_pool(g, s, ctx, shapes):
     return flat.reshape(shape), None
 
 
+@formula("copy_slices")
+def _copy_slices(g, s, ctx, shapes):
+    """The base after a write through one of its views: elements inside the view came from
+    the write (gradient to the view's new value), the others from the old base."""
+    from .. import _creation as K
+    shape, stride, rel = ctx["geom"]
+    g = g.contiguous()
+    inside = g.as_strided(shape, stride, g.storage_offset() + rel)
+    mask = ctx.get("mask")
+    if mask is None or mask.device != g.device or mask.dtype is not g.dtype:
+        from ._engine import no_grad
+        with no_grad():
+            mask = K.ones(shapes[0], dtype=g.dtype, device=g.device)
+            mask.as_strided(shape, stride, rel).fill_(0)
+        ctx["mask"] = mask
+    return g * mask, inside
+
+
 @formula("scatter", save=(2,))
 def _scatter(g, s, ctx, shapes):
     F = _F()

@@ -45,6 +45,8 @@ def _attach(op, f, out, inputs, saved_from, ctx):
     shapes = []
     for a in inputs:
         if isinstance(a, TensorBase):
+            if a._base is not None and a._view_gen != a._base._view_gen:
+                _refresh_view(a)
             edges.append(a.grad_fn if a.grad_fn is not None else _edge(a))
             shapes.append(a.shape)
         else:
@@ -94,13 +96,57 @@ def _check_inplace(name, self):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            f"operation ({name}_).")
     base = self._base
-    if base is not None and (base.requires_grad or self.requires_grad):
-        if base.requires_grad and base.grad_fn is None:
-            raise RuntimeError("a view of a leaf Variable that requires grad is being used in "
-                               f"an in-place operation ({name}_).")
+    if base is not None and base.requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in "
+                           f"an in-place operation ({name}_).")
+
+
+# ---- in-place writes through views (PyTorch's CopySlices) ------------------------------------
+# Writing into a view ``v`` of ``base`` changes ``base`` too. After the write is recorded on
+# ``v``, ``base`` gets a CopySlices node: its gradient flows to the old base outside the
+# view's elements and, for the elements inside, to the node that produced the new values.
+# ``v`` (and, lazily, every older view of ``base``: ``_view_gen`` tells them apart) becomes
+# an as_strided view of the new base.
+
+def _view_geometry(v, base):
+    if not C.is_contiguous(base):
         raise NotImplementedError(
-            f"{name}_(): in-place modification of a view of a tensor that requires grad is not "
-            "supported yet; use an out-of-place op (e.g. ember.where / ember.cat) instead")
+            "in-place modification of a view of a non-contiguous tensor that requires grad "
+            "is not supported; make the base contiguous first")
+    return tuple(v.shape), tuple(v._stride), v._offset - base._offset
+
+
+def _as_strided_view(base, geom):
+    shape, stride, rel = geom
+    return view("as_view", base, fn=lambda t: V.as_strided(t, shape, stride, t._offset + rel),
+                name="AsStridedBackward0")
+
+
+def _propagate_to_base(v):
+    """After an in-place write recorded on view ``v``: rebase ``v._base`` (see above)."""
+    base = v._base
+    if base is None or not MODE.grad or not (v.requires_grad or base.requires_grad):
+        return v
+    geom = _view_geometry(v, base)
+    _attach("CopySlices", _formulas()["copy_slices"], base, (base, v), (base, v),
+            {"geom": geom})
+    base._view_gen += 1
+    fresh = _as_strided_view(base, geom)
+    v.grad_fn = fresh.grad_fn
+    v.requires_grad = True
+    v._view_gen = base._view_gen
+    return v
+
+
+def _refresh_view(t):
+    """A view made before its base was rebased by a write through another view: its graph
+    edge is regenerated from the base's current graph (PyTorch does the same)."""
+    base = t._base
+    if base.requires_grad and base.grad_fn is not None:
+        fresh = _as_strided_view(base, _view_geometry(t, base))
+        t.grad_fn = fresh.grad_fn
+        t.requires_grad = True
+    t._view_gen = base._view_gen
 
 
 def _record_elementwise(name, out, args, attrs):
@@ -148,7 +194,7 @@ def _inplace(name, args, attrs):
     node_inputs = tuple(args)
     O.elementwise(name, *args, inplace=True, **attrs)
     # edges and saved inputs come from before the write; a saved output from after it
-    return _attach(name, f, self, node_inputs, before, attrs)
+    return _propagate_to_base(_attach(name, f, self, node_inputs, before, attrs))
 
 
 def where(cond, a, b, out=None):
@@ -334,7 +380,8 @@ def index_put_(x, key, values, accumulate=False):
 
 
 def copy_(dst, src):
-    if not MODE.grad or not _requires((dst, src)):
+    base = dst._base
+    if not MODE.grad or not (_requires((dst, src)) or (base is not None and base.requires_grad)):
         return O.copy_(dst, src)
     _check_inplace("copy", dst)
     res = expand(to(src, dst.device, dst.dtype), dst.shape) if src.shape != dst.shape else \
@@ -348,7 +395,7 @@ def _rebase(dst, res):
     O.copy_(dst, res)
     dst.grad_fn = res.grad_fn
     dst.requires_grad = res.requires_grad
-    return dst
+    return _propagate_to_base(dst)
 
 
 def bmm(a, b, out=None):
@@ -388,7 +435,8 @@ def contiguous(x):
 
 # ---- views ------------------------------------------------------------------------------------
 def _mark_view(res, x):
-    res._base = x._base if x._base is not None else x
+    res._base = base = x._base if x._base is not None else x
+    res._view_gen = base._view_gen
     return res
 
 
