@@ -19,7 +19,14 @@ def _backends(args) -> int:
             for i, d in enumerate(r.devices):
                 print(f"    {r.device_type}:{i}  {d}")
             if not r.devices:
-                print("    (no devices available)")
+                status = getattr(r.backend, "status", None)
+                why = ""
+                if callable(status):
+                    try:
+                        why = f": {status()}"
+                    except Exception as e:  # a status probe must not break the listing
+                        why = f": {type(e).__name__}: {e}"
+                print(f"    (no devices available{why})")
             if args.coverage:
                 cov = coverage(r.device_type)
                 for kind in ("native", "composite", "missing"):

@@ -475,3 +475,38 @@ def test_training_style_loop_sees_every_sample_once_per_epoch():
             seen += yb.tolist()
         assert sorted(seen) == sorted(val.dataset.tensors[1][i].item() for i in train.indices)
         assert not set(seen) & set(int(val.dataset.tensors[1][i]) for i in val.indices)
+
+
+class _PinnedAPI:
+    """A stand-in accelerator API offering pinned host memory (bytearrays here)."""
+
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def pinned_buffer(nbytes):
+        return bytearray(nbytes)
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_pin_memory_pins_batches_when_an_accelerator_offers_it(num_workers):
+    from ember.dispatcher import register_backend, unregister_backend
+    from ember_cpu.plugin import CPUBackend
+
+    class PinDev(CPUBackend):
+        name = device_type = "pindev"
+        version = "test"
+        host_accessible = False
+        device_api = _PinnedAPI()
+
+    register_backend(PinDev())
+    try:
+        ds = ember.utils.data.TensorDataset(ember.arange(12.).reshape(6, 2), ember.arange(6))
+        for xb, yb in DataLoader(ds, batch_size=3, pin_memory=True, num_workers=num_workers):
+            assert xb.is_pinned() and yb.is_pinned()
+        np.testing.assert_array_equal(xb.numpy(), np.arange(6., 12.).reshape(3, 2))
+        unpinned = next(iter(DataLoader(ds, batch_size=3)))
+        assert not unpinned[0].is_pinned()
+    finally:
+        unregister_backend("pindev")

@@ -249,6 +249,43 @@ def _device_count(backend) -> int:
         return 0
 
 
+def _pinning_api():
+    """The device API of an available accelerator that offers pinned host memory."""
+    from ember.dispatcher.plugins import BACKENDS, ensure_loaded
+    ensure_loaded()
+    for b in BACKENDS.values():
+        api = getattr(b, "device_api", None)
+        if api is not None and hasattr(api, "pinned_buffer"):
+            try:
+                if api.is_available():
+                    return api
+            except Exception:
+                continue
+    return None
+
+
+def _pin(data):
+    """Batches copied into pinned memory (tensors inside tuples, lists and dicts)."""
+    if isinstance(data, ember.Tensor):
+        return data.pin_memory() if data.device.type == "cpu" else data
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(_pin(d) for d in data))
+    if isinstance(data, (list, tuple)):
+        return type(data)(_pin(d) for d in data)
+    if isinstance(data, dict):
+        return {k: _pin(v) for k, v in data.items()}
+    return data
+
+
+def _pin_memory_fn():
+    """``_pin`` when an accelerator offers pinned memory, else None after PyTorch's
+    warning."""
+    if _pinning_api() is not None:
+        return _pin
+    _warn_pin_memory()
+    return None
+
+
 def _warn_pin_memory():
     from ember.dispatcher.plugins import BACKENDS, ensure_loaded
     ensure_loaded()
@@ -269,8 +306,7 @@ class _SingleProcessIter:
 
     def __init__(self, loader: DataLoader) -> None:
         self._loader = loader
-        if loader.pin_memory:
-            _warn_pin_memory()
+        self._pin = _pin_memory_fn() if loader.pin_memory else None
         self._index_iter = iter(loader._index_sampler)
         loader._base_seed()  # consumed as with workers: the same seed gives the same batches
         self._fetcher = loader._fetcher_factory()(loader.dataset)
@@ -283,7 +319,8 @@ class _SingleProcessIter:
 
     def __next__(self):
         index = next(self._index_iter)  # StopIteration ends the epoch
-        return self._fetcher.fetch(index)
+        data = self._fetcher.fetch(index)
+        return self._pin(data) if self._pin is not None else data
 
 
 class _MultiProcessIter:
@@ -308,8 +345,7 @@ class _MultiProcessIter:
             self._len = len(loader)
         except TypeError:
             self._len = None
-        if loader.pin_memory:
-            _warn_pin_memory()
+        self._pin = _pin_memory_fn() if loader.pin_memory else None
         n = self._num_workers = loader.num_workers
         self._prefetch = loader.prefetch_factor
         self._timeout = loader.timeout
@@ -418,7 +454,7 @@ class _MultiProcessIter:
         self._try_put_index()
         if isinstance(data, ExceptionWrapper):
             data.reraise()
-        return data
+        return self._pin(data) if self._pin is not None else data
 
     def _get_data(self):
         """The next ``(task, data)`` from any worker, within ``timeout``; a dead worker is
