@@ -15,7 +15,15 @@ from . import _C
 
 
 def _load_blas() -> None:
-    import scipy_openblas32 as sob
+    """OpenBLAS from the scipy-openblas32 wheel (a dependency). Without it (an offline
+    machine that lacks the wheel) GEMMs fall back to ember's C++ loop, with a warning."""
+    try:
+        import scipy_openblas32 as sob
+    except ImportError:
+        import warnings
+        warnings.warn("ember-cpu: scipy-openblas32 is not installed; matrix products use "
+                      "ember's slow C++ loop (pip install scipy-openblas32)", RuntimeWarning)
+        return
     _C.load_blas(os.path.join(sob.get_lib_dir(), sob.get_library(True)))
 
 
