@@ -172,6 +172,12 @@ class _Buf:
                 self.t.copy_(self.host.to(self.t.device).view(self.t.shape))
 
 
+def _divide(buf, n):
+    """ReduceOp.AVG: the summed host buffer divided by the group size (an ember kernel)."""
+    with ember.no_grad():
+        buf.host.div_(n)
+
+
 def _mpi_op(op):
     MPI = _mpi()
     return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
@@ -299,7 +305,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         if op == ReduceOp.AVG:
             if not tensor.dtype.is_floating_point:
                 raise RuntimeError("all_reduce(): ReduceOp.AVG needs a floating-point tensor")
-            np.divide(b.array, g.size(), out=b.array)
+            _divide(b, g.size())
         b.finish()
     return _run(req, "all_reduce", g, async_op, finish)
 
@@ -317,7 +323,7 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     def finish():
         if root:
             if op == ReduceOp.AVG:
-                np.divide(b.array, g.size(), out=b.array)
+                _divide(b, g.size())
             b.finish()
     return _run(req, "reduce", g, async_op, finish)
 
@@ -438,7 +444,7 @@ def _reduce_scatter_block(g, send, output, op, async_op, what):
 
     def finish():
         if op == ReduceOp.AVG:
-            np.divide(dst.array, g.size(), out=dst.array)
+            _divide(dst, g.size())
         dst.finish()
     return _run(req, what, g, async_op, finish)
 
