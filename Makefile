@@ -58,6 +58,8 @@ bench: $(CPU_STAMP)
 	$(PY) bench/bench_ops.py
 	$(PY) bench/bench_training.py
 	$(PY) bench/bench_multiprocessing.py
+	$(PY) bench/bench_ddp.py
+	$(PY) bench/bench_opencl.py
 
 docs: $(VENV_STAMP)
 	$(PIP) install --quiet mkdocs
