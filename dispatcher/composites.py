@@ -828,13 +828,7 @@ def max_pool(x, kernel, dilation, padding, stride, blocks):
     """im2col padded with the lowest value, max/argmax over the window, and the argmax
     turned into a flat index of the input plane."""
     nd = len(kernel)
-    if x.dtype.is_floating_point:
-        fill = -math.inf
-    elif x.dtype is D.bool_ or x.dtype.name == "uint8":
-        fill = 0
-    else:
-        fill = -(2 ** (x.dtype.itemsize * 8 - 1))
-    cols = O.im2col(x, kernel, dilation, padding, stride, blocks, fill)
+    cols = O.im2col(x, kernel, dilation, padding, stride, blocks, O._lowest(x.dtype))
     k = C.numel(kernel)
     n, c, sp = x.shape[0], x.shape[1], x.shape[2:]
     cols = C.view_of(cols, (n, c, k) + tuple(blocks),

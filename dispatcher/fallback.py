@@ -37,7 +37,8 @@ def _is_tensor(x) -> bool:
 
 def _span(t):
     """(first element, element count) of the storage range ``t`` views."""
-    if _numel(t.shape) == 0:
+    from ._core import numel
+    if numel(t.shape) == 0:
         return t._offset, 0
     last = t._offset + sum((n - 1) * st for n, st in zip(t.shape, t._stride))
     return t._offset, last - t._offset + 1
@@ -105,13 +106,6 @@ def run_on_cpu(o, dev, outs, ins, attrs):
         r["seconds"] += dt
         r["devices"].add(str(dev))
     return outs
-
-
-def _numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def fallback_report() -> dict:

@@ -274,9 +274,12 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
     o = OPS["clamp"]
     dt = D.result_type(*[v for v in (x, min, max) if v is not None])
     if not dt.is_floating_point and dt is not D.bool_:
-        for v in (min, max):     # PyTorch: an integer bound must fit the dtype
-            if v is not None and not isinstance(v, TensorBase):
-                _wrap_int(v, dt)
+        # PyTorch: a number bound must fit the integer dtype, and converts to it (uint8: -1
+        # is 255) on every path below
+        if not isinstance(min, TensorBase):
+            min = _wrap_int(min, dt)
+        if not isinstance(max, TensorBase):
+            max = _wrap_int(max, dt)
     if o.kernels.get(x.device.type) is None:
         res = x
         if min is not None:
@@ -291,10 +294,7 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
         return res
     if (dt is x.dtype and out is None and not isinstance(min, TensorBase)
             and not isinstance(max, TensorBase)):
-        # number bounds go to the kernel as numbers: no broadcast operands to read; integer
-        # bounds wrap to the dtype first, as the scalar-tensor path does (PyTorch)
-        if not dt.is_floating_point:
-            min, max = _wrap_int(min, dt), _wrap_int(max, dt)
+        # number bounds go to the kernel as numbers: no broadcast operands to read
         dest = x if inplace else C.empty(x.shape, x.dtype, x.device)
         o.kernels[x.device.type](dest, x, min, max)
         if inplace:
@@ -597,17 +597,6 @@ def _geom(name, x, kernel, dilation, padding, stride):
     return g
 
 
-def _run_into(o, dev, ins, attrs, out):
-    """Run ``o`` into the preallocated (possibly strided) ``out``."""
-    k = o.kernels.get(dev.type)
-    if k is None:
-        res = o.composite(*ins, **attrs)
-        _copy_same_device(out, res)
-    else:
-        k(out, *ins, **attrs)
-    return out
-
-
 def im2col(x, kernel, dilation, padding, stride, blocks=None, value=0, batch_inner=False):
     """Sliding blocks of ``x`` (N, C, *sp) as (N, C, *kernel, *blocks). ``blocks`` defaults to
     PyTorch's count for symmetric ``padding``; more blocks pad on the right with ``value``.
@@ -628,7 +617,7 @@ def im2col(x, kernel, dilation, padding, stride, blocks=None, value=0, batch_inn
         out = C.empty((n, c) + kernel + blocks, x.dtype, x.device)
     attrs = {"kernel": kernel, "dilation": dilation, "padding": padding, "stride": stride,
              "blocks": blocks, "value": value}
-    return _run_into(OPS["im2col"], x.device, (x,), attrs, out)
+    return run(OPS["im2col"], x.device, (x,), attrs, out.shape, x.dtype, out)
 
 
 def col2im(cols, size, kernel, dilation, padding, stride):
@@ -647,7 +636,7 @@ def col2im(cols, size, kernel, dilation, padding, stride):
     out = C.empty(cols.shape[:2] + size, cols.dtype, cols.device)
     attrs = {"kernel": kernel, "dilation": dilation, "padding": padding, "stride": stride,
              "size": size}
-    return _run_into(OPS["col2im"], cols.device, (cols,), attrs, out)
+    return run(OPS["col2im"], cols.device, (cols,), attrs, out.shape, cols.dtype, out)
 
 
 def max_pool(x, kernel, dilation, padding, stride, blocks):

@@ -53,5 +53,20 @@ class DeviceNamespace:
         return f"<ember.{self._type} device namespace>"
 
 
+def pinning_api():
+    """The device API of an available accelerator plugin that offers pinned host memory
+    (``pinned_buffer``), or None (``Tensor.pin_memory`` and ``DataLoader(pin_memory=)``)."""
+    ensure_loaded()
+    for b in BACKENDS.values():
+        api = getattr(b, "device_api", None)
+        if api is not None and hasattr(api, "pinned_buffer"):
+            try:
+                if api.is_available():
+                    return api
+            except Exception:
+                continue
+    return None
+
+
 opencl = DeviceNamespace("opencl")
 cuda = DeviceNamespace("cuda")

@@ -227,18 +227,12 @@ class Tensor(TensorBase):
         """A copy of this CPU tensor in page-locked host memory, from which host-to-device
         copies (``.to(dev, non_blocking=True)``) are queued without staging. Needs an
         accelerator plugin offering pinned memory (``device_api.pinned_buffer``)."""
-        from ember.dispatcher import _core as C
-        from ember.dispatcher.plugins import BACKENDS, backend_for, ensure_loaded
+        from ember.dispatcher.plugins import backend_for
+        from ._device_ns import pinning_api
         if self.device.type != "cpu":
             raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors "
                                f"can be pinned")
-        ensure_loaded()
-        api = None
-        for b in BACKENDS.values():
-            a = getattr(b, "device_api", None)
-            if a is not None and hasattr(a, "pinned_buffer") and a.is_available():
-                api = a
-                break
+        api = pinning_api()
         if api is None:
             raise RuntimeError("Cannot access accelerator device when none is available.")
         nbytes = self.numel() * self.dtype.itemsize

@@ -178,6 +178,13 @@ def _divide(buf, n):
         buf.host.div_(n)
 
 
+def _unpack_rows(rows, tensors):
+    """Row r of the received host array into ``tensors[r]`` (one copy each)."""
+    with ember.no_grad():
+        for r, t in enumerate(tensors):
+            t.copy_(ember.from_numpy(rows[r]).view(t.shape))
+
+
 def _mpi_op(op):
     MPI = _mpi()
     return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
@@ -352,11 +359,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     out = np.empty((g.size(), src.array.size), src.array.dtype)
     req = g.comm.Iallgather(src.array, out)
 
-    def finish():
-        for r, t in enumerate(tensor_list):
-            with ember.no_grad():
-                t.copy_(ember.from_numpy(out[r].copy()).view(t.shape).to(t.device))
-    return _run(req, "all_gather", g, async_op, finish)
+    return _run(req, "all_gather", g, async_op, lambda: _unpack_rows(out, tensor_list))
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -384,12 +387,8 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     out = np.empty((g.size(), src.array.size), src.array.dtype) if root else None
     req = g.comm.Igather(src.array, out, root=dst)
 
-    def finish():
-        if root:
-            for r, t in enumerate(gather_list):
-                with ember.no_grad():
-                    t.copy_(ember.from_numpy(out[r].copy()).view(t.shape).to(t.device))
-    return _run(req, "gather", g, async_op, finish)
+    return _run(req, "gather", g, async_op,
+                lambda: _unpack_rows(out, gather_list) if root else None)
 
 
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):

@@ -60,11 +60,7 @@ def _tname(dtype) -> str:
     return _TORCH_NAMES.get(dtype.name, dtype.name)
 
 
-def _prod(xs) -> int:
-    p = 1
-    for x in xs:
-        p *= x
-    return p
+_prod = math.prod
 
 
 def _host_memory(t) -> bool:
@@ -762,7 +758,7 @@ def _inplace(input: Tensor, fn, inplace: bool) -> Tensor:
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)``."""
-    return _inplace(input, lambda x: x.clamp(min=0), inplace)
+    return _inplace(input, ember.relu, inplace)
 
 
 def relu_(input: Tensor) -> Tensor:

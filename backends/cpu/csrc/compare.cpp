@@ -98,11 +98,7 @@ void k_where(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
         const uint8_t* c = (const uint8_t*)p[1];
         const T* x = (const T*)p[2];
         const T* y = (const T*)p[3];
-        // branch-free select on the unsigned bit pattern so the loop vectorises
-        for (int64_t i = 0; i < n; ++i) {
-          const T msk = (T)0 - (T)(c[i] != 0);
-          o[i] = (x[i] & msk) | (y[i] & (T)~msk);
-        }
+        for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i] != 0, x[i], y[i]);
       } else if (s[0] == sz && s[1] == 1 && (s[2] == 0 || s[2] == sz) && (s[3] == 0 || s[3] == sz)) {
         // one branch a broadcast scalar (relu / threshold backward: where(mask, g, 0))
         T* o = (T*)p[0];
@@ -112,16 +108,10 @@ void k_where(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
         const int64_t sx = s[2] / sz, sy = s[3] / sz;
         if (sx == 0) {
           const T xv = x[0];
-          for (int64_t i = 0; i < n; ++i) {
-            const T msk = (T)0 - (T)(c[i] != 0);
-            o[i] = (xv & msk) | (y[i * sy] & (T)~msk);
-          }
+          for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i] != 0, xv, y[i * sy]);
         } else {
           const T yv = y[0];
-          for (int64_t i = 0; i < n; ++i) {
-            const T msk = (T)0 - (T)(c[i] != 0);
-            o[i] = (x[i] & msk) | (yv & (T)~msk);
-          }
+          for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i] != 0, x[i], yv);
         }
       } else {
         for (int64_t i = 0; i < n; ++i)

@@ -250,22 +250,6 @@ void k_col2im(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   });
 }
 
-// a ? x : y through bit masks: gcc turns a plain ?: on floats into a branch (baseline x86-64
-// has no blendv), and a mispredicted branch per window element costs more than the pooling.
-template <class T>
-inline T select_bits(bool a, T x, T y) {
-  using U = std::conditional_t<sizeof(T) == 1, uint8_t,
-            std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
-  U ux, uy;
-  std::memcpy(&ux, &x, sizeof(T));
-  std::memcpy(&uy, &y, sizeof(T));
-  const U m = (U)0 - (U)a;
-  const U r = (U)((ux & m) | (uy & (U)~m));
-  T out;
-  std::memcpy(&out, &r, sizeof(T));
-  return out;
-}
-
 template <class T>
 inline bool nan_or_greater(T v, T best) {
   if constexpr (is_fp_v<T>) {

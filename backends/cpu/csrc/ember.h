@@ -142,6 +142,23 @@ inline To cvt(From v) {
 
 // Elementwise arithmetic on one dtype T: bool as logical or / and, floating point in the
 // compute type, integers wrapping (two's complement, via unsigned arithmetic).
+// a ? x : y through bit masks: gcc turns a plain ?: on floats into a branch (baseline x86-64
+// has no blendv); on unpredictable data (where, pooling) a mispredicted branch per element
+// costs more than the work.
+template <class T>
+inline T select_bits(bool a, T x, T y) {
+  using U = std::conditional_t<sizeof(T) == 1, uint8_t,
+            std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  U ux, uy;
+  std::memcpy(&ux, &x, sizeof(T));
+  std::memcpy(&uy, &y, sizeof(T));
+  const U m = (U)0 - (U)a;
+  const U r = (U)((ux & m) | (uy & (U)~m));
+  T out;
+  std::memcpy(&out, &r, sizeof(T));
+  return out;
+}
+
 template <class T>
 inline T add_elem(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) return a || b;

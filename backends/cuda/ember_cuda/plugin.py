@@ -59,8 +59,7 @@ class CUDABackend(Backend):
     version = __version__
     device_type = "cuda"
     #: the user-facing API (Stream, Event, memory_stats...): what ``ember.cuda`` forwards to
-    api = _api
-    device_api = _api     # ember.cuda.* forwards here
+    device_api = _api
 
     def __init__(self):
         if _C is None:

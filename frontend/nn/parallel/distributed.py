@@ -164,7 +164,6 @@ class DistributedDataParallel(Module):
         if b.ready == len(b.params):
             if self.overlap:
                 self._launch(b)
-            self._progress()
             if all(x.ready == len(x.params) for x in self._buckets):
                 self._finish()
 
@@ -212,12 +211,6 @@ class DistributedDataParallel(Module):
         b.launched = True
         if self.overlap:
             self._start_progress()
-
-    def _progress(self):
-        """Let MPI move pending reductions forward (Open MPI progresses inside MPI calls)."""
-        for b in self._buckets:
-            if b.work is not None:
-                b.work.is_completed()
 
     def _finish(self):
         world = dist.get_world_size(self.process_group)

@@ -249,21 +249,6 @@ def _device_count(backend) -> int:
         return 0
 
 
-def _pinning_api():
-    """The device API of an available accelerator that offers pinned host memory."""
-    from ember.dispatcher.plugins import BACKENDS, ensure_loaded
-    ensure_loaded()
-    for b in BACKENDS.values():
-        api = getattr(b, "device_api", None)
-        if api is not None and hasattr(api, "pinned_buffer"):
-            try:
-                if api.is_available():
-                    return api
-            except Exception:
-                continue
-    return None
-
-
 def _pin(data):
     """Batches copied into pinned memory (tensors inside tuples, lists and dicts)."""
     if isinstance(data, ember.Tensor):
@@ -280,7 +265,8 @@ def _pin(data):
 def _pin_memory_fn():
     """``_pin`` when an accelerator offers pinned memory, else None after PyTorch's
     warning."""
-    if _pinning_api() is not None:
+    from ember._device_ns import pinning_api
+    if pinning_api() is not None:
         return _pin
     _warn_pin_memory()
     return None
