@@ -4,7 +4,10 @@ This package is what backends import (and the only part of ember they may import
 It never imports a backend: backends find it through the ``ember.backends`` entry
 points and register their kernels into :data:`schema.OPS`.
 """
+import os
+
 from . import dtypes, schema
+from . import defs  # noqa: F401  (registers every op definition)
 from .backend import API_VERSION, Backend
 from .device import device, to_device
 from .hookspecs import hookimpl, hookspec
@@ -15,10 +18,22 @@ from . import _core, ops, views, composites, _indexing  # noqa: F401  (composite
 from ._core import TensorBase, set_tensor_factory
 from .random import Generator, default_generator
 
+
+def get_include() -> str:
+    """The directory of ember's C++ kernel headers (``#include <ember/...>``), shared by the
+    cpu and cuda backends and by third-party C++/CUDA plugins, as ``numpy.get_include()``.
+
+    >>> import os, ember.dispatcher
+    >>> os.path.isfile(os.path.join(ember.dispatcher.get_include(), "ember", "dtype.h"))
+    True
+    """
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+
+
 __all__ = [
     "API_VERSION", "Backend", "BACKENDS", "ENTRY_POINT_GROUP", "Generator", "OPS", "OpDef",
     "PRIMITIVES", "PluginRecord", "TensorBase", "backend_for", "coverage", "default_generator",
-    "device", "dtypes", "ensure_loaded", "hookimpl", "hookspec", "ops", "plugin_records",
+    "device", "dtypes", "ensure_loaded", "get_include", "hookimpl", "hookspec", "ops", "plugin_records",
     "register_backend", "schema", "set_tensor_factory", "to_device", "unregister_backend",
     "views",
 ]

@@ -294,9 +294,11 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
         return res
     if (dt is x.dtype and out is None and not isinstance(min, TensorBase)
             and not isinstance(max, TensorBase)):
-        # number bounds go to the kernel as numbers: no broadcast operands to read
+        # number bounds: stride-0 views of cached scalars (the kernel hoists them)
         dest = x if inplace else C.empty(x.shape, x.dtype, x.device)
-        o.kernels[x.device.type](dest, x, min, max)
+        lo = C.scalar_like(_lowest(dt) if min is None else min, x)
+        hi = C.scalar_like(_highest(dt) if max is None else max, x)
+        o.kernels[x.device.type](dest, x, lo, hi)
         if inplace:
             C.bump(x)
         return dest

@@ -18,6 +18,7 @@ import os
 import threading
 
 import numpy as np
+from ember.dispatcher.codegen import opencl as gen
 
 from ._source import CTYPES, render
 
@@ -49,8 +50,9 @@ _ERRORS = {
     2: (RuntimeError, "{op}(): ZeroDivisionError: integer division by zero"),
     3: (RuntimeError, "{op}(): Integers to negative integer powers are not allowed."),
 }
-#: op ids kernels report errors with (the ``op`` argument of report_error's callers)
-ERROR_OPS = ["gather", "scatter", "div", "fmod", "remainder", "pow"]
+#: op ids kernels report errors with (the ``op`` argument of report_error's callers): the
+#: indexing kernels, then the elementwise ops whose definitions have checks
+ERROR_OPS = ["gather", "scatter"] + gen.error_ops()
 
 
 def _discover() -> list:

@@ -117,7 +117,7 @@ def _block(defines: list[tuple[str, str]], body: str) -> str:
 
 
 def render(family: str, *, fp64: bool, types=(), pairs=(), sizes=(), consts=None,
-           linear: bool = False) -> str:
+           linear: bool = False, body: str | None = None) -> str:
     """The OpenCL C source of one kernel family for one device.
 
     ``types``: dtype names to instantiate ``TYPE`` mode for; ``pairs``: (out, in) dtype
@@ -126,17 +126,18 @@ def render(family: str, *, fp64: bool, types=(), pairs=(), sizes=(), consts=None
     ``#define``s shared by every instantiation (op codes, tile sizes). ``linear``:
     instantiate everything twice, with ``EW_OFFSETS`` the general strided walk
     (``geom_offsets``) and, in kernels suffixed ``_lin``, the one-stride walk
-    (``lin_offsets``) for launches whose dims collapse to one.
+    (``lin_offsets``) for launches whose dims collapse to one. ``body``: the family's
+    template text when it is generated rather than read from ``kernels/<family>.cl``.
     """
+    body = kernel_file(family) if body is None else body
     if linear:
         walks = [("geom_offsets", ""), ("lin_offsets", "_lin")]
-        return "".join(_render(family, fp64, types, pairs, sizes, consts, w, s, i == 0)
+        return "".join(_render(body, fp64, types, pairs, sizes, consts, w, s, i == 0)
                        for i, (w, s) in enumerate(walks))
-    return _render(family, fp64, types, pairs, sizes, consts, "geom_offsets", "", True)
+    return _render(body, fp64, types, pairs, sizes, consts, "geom_offsets", "", True)
 
 
-def _render(family, fp64, types, pairs, sizes, consts, walk, suffix, head) -> str:
-    body = kernel_file(family)
+def _render(body, fp64, types, pairs, sizes, consts, walk, suffix, head) -> str:
     out = []
     walk_def = [("EW_OFFSETS", walk)]
     if not head:

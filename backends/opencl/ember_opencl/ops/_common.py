@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.dispatcher.codegen import opencl as gen
+
 from .. import _runtime as rt
 from .._geometry import buf, numel
 from .._source import CTYPES
@@ -11,23 +13,13 @@ __all__ = ["OPCODES", "CONSTS", "dev_of", "sfx", "check_same", "check_kind", "vt
            "elementwise_local", "buf", "numel", "np", "rt"]
 
 # Op codes: a family's kernel switches on them (one kernel per family and dtype, not per
-# op). Shared by every program, so one table.
-_NAMES = [
-    # unary
-    "exp", "log", "sin", "cos", "tan", "sqrt", "rsqrt", "erf", "tanh", "sigmoid",
-    "reciprocal", "log1p", "expm1", "log2", "floor", "ceil", "trunc", "round", "neg", "abs",
-    "sign", "bitwise_not", "isnan", "isinf", "isfinite", "logical_not",
-    # binary
-    "add", "sub", "mul", "div", "div_trunc", "div_floor", "maximum", "minimum", "fmod",
-    "remainder", "pow", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-    # ternary
-    "lerp", "addcmul", "addcdiv", "clamp",
-    # reductions, scans, softmax
-    "sum", "prod", "max", "min", "mean", "argmax", "argmin", "cumsum", "cumprod",
-    "softmax", "log_softmax",
-]
-OPCODES = {n: i for i, n in enumerate(_NAMES)}
+# op). The elementwise ones come from the op table (one per op and mode: "div_floor");
+# the reductions, scans and softmax follow.
+_OTHER = ["sum", "prod", "max", "min", "mean", "argmax", "argmin", "cumsum", "cumprod",
+          "softmax", "log_softmax"]
+OPCODES = {(name if mode is None else f"{name}_{mode}"): code
+           for (name, mode), code in gen.opcodes().items()}
+OPCODES.update({n: len(OPCODES) + i for i, n in enumerate(_OTHER)})
 
 #: ``#define``s every program gets: OP_<NAME> and the error-report op ids EOP_<NAME>
 CONSTS = {f"OP_{n.upper()}": i for n, i in OPCODES.items()}

@@ -1,0 +1,9 @@
+"""Code generation from the op definitions: C++ (cpu, cuda) and OpenCL C kernels.
+
+``python -m ember.dispatcher.codegen cxx OUT.h`` writes the C++ header the cpu and cuda
+backends compile (their CMake runs it); the OpenCL backend renders its sources at run
+time with :mod:`.opencl`.
+"""
+from . import cxx, opencl  # noqa: F401
+
+__all__ = ["cxx", "opencl"]

@@ -1,0 +1,279 @@
+"""Render the elementwise ops' scalar bodies as C++: one header for the cpu and cuda backends.
+
+For each op with a body the header holds a functor per mode (``gen::exp_op``,
+``gen::div_floor_op``, ...): a template over the element type ``T`` whose
+``operator()`` converts the inputs to the compute type ``C``, evaluates the body for
+``T``'s kind, and converts back. Functors are ``EMBER_HD`` (host and device), so the
+same text compiles into the cpu backend's loops and the cuda backend's grid kernels.
+
+Then one kernel entry per op (``k_exp``): it parses the Python call with the
+backend's ``ElementwiseCall`` (each backend defines that class over its own loops, with
+the interface used below), runs the checks, picks the mode and launches. Last,
+``register_generated_elementwise(defs)`` lists every entry.
+
+Run at build time by each backend's CMake through ``python -m ember.dispatcher.codegen``.
+"""
+from __future__ import annotations
+
+from .. import expr as X
+from ..schema import CHECK_MESSAGES, KIND_MASKS, elementwise_ops, table_hash
+
+__all__ = ["render_header", "functor_name"]
+
+_KIND_TEST = {
+    "float": "em::kind_v<T> == em::kFloatKind",
+    "sint": "em::kind_v<T> == em::kSIntKind",
+    "uint": "em::kind_v<T> == em::kUIntKind",
+    "bool": "em::kind_v<T> == em::kBoolKind",
+}
+
+
+def functor_name(op_name: str, mode) -> str:
+    return f"{op_name}_{mode}_op" if mode else f"{op_name}_op"
+
+
+def _ctype(t: str) -> str:
+    return "bool" if t == X.BOOL else "C"
+
+
+def _const(v, t: str, kind: str) -> str:
+    if isinstance(v, bool) or t == X.BOOL:
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if v != v:
+            return "C(NAN)"
+        if v in (float("inf"), float("-inf")):
+            return "C(INFINITY)" if v > 0 else "C(-INFINITY)"
+        if kind != "float" and v == int(v):
+            return f"C({int(v)})"
+        return f"C({v!r})"
+    return f"C({v})" if -(1 << 31) <= v < (1 << 31) else f"C(INT64_C({v}))"
+
+
+_ARITH = {"add": "em::add", "sub": "em::sub", "mul": "em::mul"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def render_body(e: X.Expr, kind: str, arg_names: dict, indent: str) -> tuple[list, str]:
+    """C++ statements computing ``e`` for a dtype of ``kind``, and the result's name.
+    ``arg_names``: input position -> the local variable holding it (compute type)."""
+    e = X.resolve_precise(e)
+    types: dict = {}
+    X.type_of(e, types)
+    lines: list = []
+    names: dict = {}
+    for i, n in enumerate(X.walk(e)):
+        t = types[id(n)]
+        a = [names[id(x)] for x in n.args]
+        at = [types[id(x)] for x in n.args]
+        if n.op == "input":
+            names[id(n)] = arg_names[n.value[0]]
+            continue
+        if n.op == "const":
+            names[id(n)] = _const(n.value, t, kind)
+            continue
+        if n.op == "attr":
+            names[id(n)] = f"{n.value}.template as<C>()"
+            continue
+        code = _node(n, a, at, kind)
+        v = f"v{i}"
+        lines.append(f"{indent}const {_ctype(t)} {v} = {code};")
+        names[id(n)] = v
+    return lines, names[id(e)]
+
+
+def _node(n, a, at, kind) -> str:
+    op = n.op
+    if op in _ARITH:
+        if kind == "bool":
+            raise TypeError(f"{op} on bool values: give the op a 'bool' body (| for +, & "
+                            f"for *)")
+        return f"{_ARITH[op]}({a[0]}, {a[1]})"
+    if op == "div":
+        if kind != "float":
+            raise TypeError("/ is true division and needs a floating type: use "
+                            "idiv_trunc / idiv_floor for integers")
+        return f"({a[0]} / {a[1]})"
+    if op == "neg":
+        if kind == "bool":
+            raise TypeError("negation of bool values")
+        return f"em::neg({a[0]})"
+    if op in _CMP:
+        return f"({a[0]} {_CMP[op]} {a[1]})"
+    if op in ("and", "or", "xor"):
+        if at[0] == X.BOOL or kind == "bool":
+            sym = {"and": "&&", "or": "||", "xor": "!="}[op]
+            return f"({a[0]} {sym} {a[1]})"
+        if kind == "float":
+            raise TypeError(f"bitwise {op} on floating values")
+        sym = {"and": "&", "or": "|", "xor": "^"}[op]
+        return f"static_cast<C>({a[0]} {sym} {a[1]})"
+    if op == "not":
+        if at[0] == X.BOOL or kind == "bool":
+            return f"(!{a[0]})"
+        if kind == "float":
+            raise TypeError("bitwise not on floating values")
+        return f"static_cast<C>(~{a[0]})"
+    if op == "where":
+        return f"em::select({a[0]}, {a[1]}, {a[2]})"
+    if op == "cast":
+        if n.value == X.BOOL:
+            return f"({a[0]} != C(0))" if at[0] != X.BOOL else a[0]
+        return f"static_cast<C>({a[0]})"
+    if op == "call":
+        return f"em::{n.value}({', '.join(a)})"
+    raise AssertionError(op)
+
+
+def _functor(o, mode, scalar: dict) -> str:
+    inputs = o.inputs()
+    out_t = X.type_of(next(iter(scalar.values())))
+    params = ", ".join(f"{'bool' if v.value[2] == X.BOOL else 'T'} in{v.value[0]}"
+                       for v in inputs)
+    ret = "bool" if out_t == X.BOOL else "T"
+    name = functor_name(o.name, mode)
+    lines = [f"// {o.name}{'' if mode is None else f' ({o.mode_attr}={mode!r})'}",
+             f"struct {name} {{"]
+    for a in o.attrs:
+        lines.append(f"  em::Scalar {a};")
+    lines += ["  template <class T>",
+              f"  EMBER_HD {ret} operator()({params}) const {{",
+              "    using C = compute_t<T>;"]
+    arg_names = {v.value[0]: f"{v.value[1]}_" for v in inputs}
+    decls = [f"      const {'bool' if v.value[2] == X.BOOL else 'C'} {v.value[1]}_ = "
+             f"static_cast<{'bool' if v.value[2] == X.BOOL else 'C'}>(in{v.value[0]});"
+             for v in inputs]
+    # one branch per distinct rendering (signed and unsigned integers often share one)
+    groups: list = []
+    for kind in X.KINDS:
+        body = X.body_for(scalar, kind)
+        if body is None:
+            continue
+        body_lines, res = render_body(body, kind, arg_names, "      ")
+        text = "\n".join(decls + body_lines + [
+            f"      return {res};" if out_t == X.BOOL else f"      return cvt<T>({res});"])
+        same = next((g for g in groups if g[1] == text), None)
+        if same is None:
+            groups.append(([kind], text))
+        else:
+            same[0].append(kind)
+    for gi, (kinds, text) in enumerate(groups):
+        test = " || ".join(_KIND_TEST[k] for k in kinds)
+        lines.append(f"    {'if' if gi == 0 else 'else if'} constexpr ({test}) {{")
+        lines += [text, "    }"]
+    lines.append(f"    else {{ return {ret}(); }}  // dtypes outside the op's mask never get here")
+    lines += ["  }", "};", ""]
+    return "\n".join(lines)
+
+
+def _check_functor(o, idx: int, check) -> str:
+    inp = o.inputs()[check.input]
+    i, vname, _vt = inp.value
+    lines = [f"struct {o.name}_check{idx} {{", "  template <class T>",
+             "  EMBER_HD bool operator()(T v) const {", "    using C = compute_t<T>;",
+             f"    const C {vname}_ = static_cast<C>(v);"]
+    body, res = render_body(check.pred, "sint", {i: f"{vname}_"}, "    ")
+    lines += body + [f"    return {res};", "  }", "};", ""]
+    return "\n".join(lines)
+
+
+def _mask(kinds) -> str:
+    parts = [m for k in kinds for m in KIND_MASKS[k]]
+    return " | ".join(parts) if parts else "0u"
+
+
+def _sig(o) -> str:
+    """The template arguments naming the output and input types (E_T / E_B)."""
+    out_t = o.out_type()
+    types = ["E_B" if out_t == X.BOOL else "E_T"]
+    types += ["E_B" if v.value[2] == X.BOOL else "E_T" for v in o.inputs()]
+    return ", ".join(types)
+
+
+def _entry(o) -> str:
+    inputs = o.inputs()
+    names = ["out"] + [v.value[1] for v in inputs]
+    mode_index = None
+    if o.mode_attr:
+        mode_index = len(names)
+        names.append(o.mode_attr)
+    attr_index = {}
+    for a in o.attrs:
+        attr_index[a] = len(names)
+        names.append(a)
+    arg_list = ", ".join(f'"{n}"' for n in names)
+    lines = [f"inline void k_{o.name}(PyObject* const* args, Py_ssize_t nargs, "
+             f"PyObject* kwnames) {{",
+             f'  ElementwiseCall call("{o.name}", args, nargs, kwnames, {{{arg_list}}}, '
+             f"{len(inputs) + 1});"]
+    sig = _sig(o)
+
+    def launch(mode, indent):
+        kinds = o.kinds(mode)
+        out = []
+        fname = functor_name(o.name, mode)
+        for ci, chk in enumerate(o.checks):
+            ck = [k for k in chk.kinds if k in kinds]
+            if ck:
+                out.append(f'{indent}call.check<{_mask(ck)}>({chk.input + 1}, '
+                           f'gen::{o.name}_check{ci}{{}}, "{CHECK_MESSAGES[chk.error]}");')
+        init = ", ".join(f"call.scalar({attr_index[a]}, {_cxx_default(o, a)})"
+                         for a in o.attrs)
+        out.append(f"{indent}call.run<{_mask(kinds)}, {sig}>(gen::{fname}{{{init}}});")
+        return out
+
+    if mode_index is None:
+        lines += launch(None, "  ")
+    else:
+        lines.append(f"  const std::string mode = call.str({mode_index});")
+        for mode in o.bodies():
+            cond = "mode.empty()" if mode is None else f'mode == "{mode}"'
+            lines.append(f"  if ({cond}) {{")
+            lines += launch(mode, "    ")
+            lines += ["    return;", "  }"]
+        lines.append(f"  call.bad_mode({mode_index}, mode);")
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def _cxx_default(o, a) -> str:
+    return repr(float(o.attrs[a]))
+
+
+def render_header() -> str:
+    """The whole generated header (deterministic text)."""
+    ops = elementwise_ops()
+    out = [
+        "// Generated by `python -m ember.dispatcher.codegen cxx` from ember.dispatcher's op",
+        "// definitions (dispatcher/defs/elementwise.py). Do not edit: change the definitions.",
+        "//",
+        "// Requires, before inclusion: <ember/scalar_ops.h> and a backend class",
+        "// `ElementwiseCall` with: a constructor (op, args, nargs, kwnames, {names...},",
+        "// nrequired); run<Mask, Out, In...>(functor); check<Mask>(input, pred, message);",
+        "// scalar(index, default) -> em::Scalar; str(index) -> std::string;",
+        "// bad_mode(index, mode).",
+        "#pragma once",
+        "",
+        f'#define EMBER_OPS_TABLE_HASH "{table_hash()}"',
+        "",
+        "namespace ember {",
+        "namespace gen {",
+        "",
+    ]
+    for o in ops:
+        for mode, scalar in o.bodies().items():
+            out.append(_functor(o, mode, scalar))
+        for ci, chk in enumerate(o.checks):
+            out.append(_check_functor(o, ci, chk))
+    out += ["}  // namespace gen", ""]
+    for o in ops:
+        out.append(_entry(o))
+    out.append("// every generated kernel, for the backend's method table")
+    out.append("inline void register_generated_elementwise(std::vector<PyMethodDef>& defs) {")
+    for o in ops:
+        out.append(f'  defs.push_back(EMBER_DEF("{o.name}", k_{o.name}));')
+    out += ["}", "", "// the op names above, for the backends' kernel tables",
+            "inline const char* const kGeneratedElementwise[] = {"]
+    out.append("    " + ", ".join(f'"{o.name}"' for o in ops) + ", nullptr};")
+    out += ["", "}  // namespace ember", ""]
+    return "\n".join(out)

@@ -1,0 +1,325 @@
+"""Render the elementwise ops' scalar bodies as OpenCL C (the opencl backend, at run time).
+
+The ops fall into *classes* by signature (``ew1``: one input, same dtype out; ``ew2b``:
+two inputs, bool out; ``ewsel``: a bool condition and two values; ...). Each class is
+one kernel family: per dtype, an inline function per op (``K(op_exp)``) guarded by the
+dtype kinds its body supports, and one kernel that switches on the op code. The source
+uses the macros of the backend's templates (``C`` the compute type, ``S`` storage,
+``UT`` unsigned wrap type, ``KIND``/``SIGNED``, ``K(name)``, ``LD``/``ST``, ``VT``), so
+the backend instantiates it per dtype like its hand-written families.
+
+Op codes are derived from the table (``OP_<NAME>[_<MODE>]``), as are the error ids the
+checks report with (``EOP_<NAME>``).
+"""
+from __future__ import annotations
+
+from .. import expr as X
+from ..schema import elementwise_ops
+
+__all__ = ["op_classes", "opcodes", "class_of", "render_class", "MAX_ATTRS", "CHECK_CODES"]
+
+#: scalar attributes a kernel takes (unused ones are passed as 0)
+MAX_ATTRS = 2
+#: check error name -> the backend's error code (kernels/common.cl)
+CHECK_CODES = {"zero_div": "ERR_ZERO_DIV", "neg_pow": "ERR_NEG_POW"}
+
+_KIND_COND = {"float": "KIND == 2", "sint": "(KIND == 1 && SIGNED)",
+              "uint": "(KIND == 1 && !SIGNED)", "bool": "KIND == 0"}
+
+
+def class_of(o) -> str:
+    """``ew<arity>`` (+``b``: bool output; ``sel``: a bool first input)."""
+    ins = o.inputs()
+    if ins and ins[0].value[2] == X.BOOL:
+        return "ewsel"
+    return f"ew{len(ins)}" + ("b" if o.out_type() == X.BOOL else "")
+
+
+def opcodes() -> dict:
+    """(op name, mode) -> code, for every body in the table (mode None: default)."""
+    out = {}
+    for o in elementwise_ops():
+        for mode in o.bodies():
+            out[(o.name, mode)] = len(out)
+    return out
+
+
+def op_classes() -> dict:
+    """class -> [op, ...] in table order."""
+    out: dict = {}
+    for o in elementwise_ops():
+        out.setdefault(class_of(o), []).append(o)
+    return out
+
+
+def macro(name: str, mode) -> str:
+    return f"OP_{name.upper()}" + (f"_{mode.upper()}" if mode else "")
+
+
+def _lit(v, t, kind) -> str:
+    if isinstance(v, bool) or t == X.BOOL:
+        return "1" if v else "0"
+    if isinstance(v, float):
+        if v != v:
+            return "((C)NAN)"
+        if v in (float("inf"), float("-inf")):
+            return "((C)INFINITY)" if v > 0 else "((C)-INFINITY)"
+        if kind != "float":
+            return f"((C){int(v)})"
+        return f"LITF({v!r})"
+    return f"((C){v}L)" if not -(1 << 31) <= v < (1 << 31) else f"((C){v})"
+
+
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_WRAP = {"add": "+", "sub": "-", "mul": "*"}
+_INTRINSICS = {"idiv_trunc", "idiv_floor", "imod", "ipow", "fdiv_floor"}
+
+
+def render_body(e: X.Expr, kind: str, arg_names: dict, attr_names: dict,
+                indent: str) -> tuple[list, str]:
+    e = X.resolve_precise(e)
+    types: dict = {}
+    X.type_of(e, types)
+    lines, names = [], {}
+    for i, n in enumerate(X.walk(e)):
+        t = types[id(n)]
+        a = [names[id(x)] for x in n.args]
+        at = [types[id(x)] for x in n.args]
+        if n.op == "input":
+            names[id(n)] = arg_names[n.value[0]]
+            continue
+        if n.op == "const":
+            names[id(n)] = _lit(n.value, t, kind)
+            continue
+        if n.op == "attr":
+            names[id(n)] = f"((C){attr_names[n.value]})"
+            continue
+        v = f"v{i}"
+        lines.append(f"{indent}const {'int' if t == X.BOOL else 'C'} {v} = "
+                     f"{_node(n, a, at, kind)};")
+        names[id(n)] = v
+    return lines, names[id(e)]
+
+
+def _node(n, a, at, kind) -> str:
+    op = n.op
+    if op in _WRAP:
+        if kind == "bool":
+            raise TypeError(f"{op} on bool values")
+        if kind == "float":
+            return f"({a[0]} {_WRAP[op]} {a[1]})"
+        return f"((C)((UT)({a[0]}) {_WRAP[op]} (UT)({a[1]})))"
+    if op == "div":
+        if kind != "float":
+            raise TypeError("/ needs a floating type")
+        return f"({a[0]} / {a[1]})"
+    if op == "neg":
+        if kind == "float":
+            return f"(-{a[0]})"
+        return f"((C)((UT)0 - (UT)({a[0]})))"
+    if op in _CMP:
+        return f"({a[0]} {_CMP[op]} {a[1]})"
+    if op in ("and", "or", "xor"):
+        if at[0] == X.BOOL or kind == "bool":
+            sym = {"and": "&&", "or": "||", "xor": "!="}[op]
+            return f"(({a[0]} != 0) {sym} ({a[1]} != 0))"
+        sym = {"and": "&", "or": "|", "xor": "^"}[op]
+        return f"((C)({a[0]} {sym} {a[1]}))"
+    if op == "not":
+        if at[0] == X.BOOL or kind == "bool":
+            return f"({a[0]} == 0)"
+        return f"((C)(~{a[0]}))"
+    if op == "where":
+        return f"({a[0]} ? {a[1]} : {a[2]})"
+    if op == "cast":
+        if n.value == X.BOOL:
+            return f"({a[0]} != (C)0)" if at[0] != X.BOOL else a[0]
+        return f"((C)({a[0]}))"
+    if op == "call":
+        name = n.value
+        if name in ("isnan", "isinf", "isfinite"):
+            if kind != "float":
+                return "1" if name == "isfinite" else "0"
+            return f"({name}({a[0]}) != 0)"
+        if name in _INTRINSICS:
+            return f"K(em_{name})({', '.join(a)})"
+        return f"{name}({', '.join(a)})"
+    raise AssertionError(op)
+
+
+# intrinsics, per dtype (they use the template's C / UT / SIGNED macros)
+_RUNTIME = r"""
+#if KIND == 1
+inline C K(em_idiv_trunc)(C a, C b) {
+  if (b == 0) return 0;
+#if SIGNED
+  if (b == -1) return (C)((UT)0 - (UT)a);
+#endif
+  return (C)(a / b);
+}
+inline C K(em_idiv_floor)(C a, C b) {
+  if (b == 0) return 0;
+#if SIGNED
+  if (b == -1) return (C)((UT)0 - (UT)a);
+  const C q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? (C)(q - 1) : q;
+#else
+  return (C)(a / b);
+#endif
+}
+inline C K(em_imod)(C a, C b) {
+  if (b == 0) return 0;
+#if SIGNED
+  if (b == -1) return 0;
+#endif
+  return (C)(a % b);
+}
+inline C K(em_ipow)(C a, C e) {
+#if SIGNED
+  if (e < 0) return a == 1 ? (C)1 : a == -1 ? ((e & 1) ? (C)-1 : (C)1) : (C)0;
+#endif
+  UT r = 1, b = (UT)a;
+  ulong k = (ulong)e;
+  while (k) {
+    if (k & 1) r *= b;
+    b *= b;
+    k >>= 1;
+  }
+  return (C)r;
+}
+#elif KIND == 2
+// PyTorch's div_floor_floating
+inline C K(em_fdiv_floor)(C a, C b) {
+  if (b == 0) return a / b;
+  const C mod = fmod(a, b);
+  C div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= (C)1;
+  if (div != 0) {
+    C f = floor(div);
+    if (div - f > (C)0.5) f += (C)1;
+    return f;
+  }
+  return copysign((C)0, a / b);
+}
+#endif
+#if HAS_FP64
+#define LITF(v) ((C)(v))
+#else
+#define LITF(v) ((C)(v##f))
+#endif
+"""
+
+
+def _guard(kinds) -> str:
+    return " || ".join(_KIND_COND[k] for k in kinds)
+
+
+def _groups(scalar, render):
+    """[(kinds, rendered)]: the kinds with a body, grouped where ``render(kind, body)``
+    gives the same text (signed and unsigned integers often share one function)."""
+    groups: list = []
+    for k in X.KINDS:
+        body = X.body_for(scalar, k)
+        if body is None:
+            continue
+        text = render(k, body)
+        same = next((g for g in groups if g[1] == text), None)
+        if same is None:
+            groups.append(([k], text))
+        else:
+            same[0].append(k)
+    return groups
+
+
+def _fn_name(o, mode) -> str:
+    return f"op_{o.name}" + (f"_{mode}" if mode else "")
+
+
+def _op_functions(o) -> list:
+    """Per mode and kind group: ``inline R K(op_x)(args, attrs)`` under its KIND guard."""
+    ins = o.inputs()
+    out_bool = o.out_type() == X.BOOL
+    params = [f"{'int' if v.value[2] == X.BOOL else 'C'} {v.value[1]}_" for v in ins]
+    attr_names = {a: f"p{i}" for i, a in enumerate(o.attrs)}
+    params += [f"VT {p}" for p in attr_names.values()]
+    arg_names = {v.value[0]: f"{v.value[1]}_" for v in ins}
+    ret = "int" if out_bool else "C"
+
+    def render(kind, body):
+        body_lines, res = render_body(body, kind, arg_names, attr_names, "  ")
+        return "\n".join(body_lines + [f"  return {res};"])
+
+    lines = []
+    for mode, scalar in o.bodies().items():
+        for kinds, text in _groups(scalar, render):
+            lines.append(f"#if {_guard(kinds)}")
+            lines.append(f"inline {ret} K({_fn_name(o, mode)})({', '.join(params)}) {{")
+            lines += [text, "}", "#endif"]
+    return lines
+
+
+def _check_lines(o, mode, kinds, eop: str) -> list:
+    """In the kernel's case: report and stop when a check's predicate holds."""
+    out = []
+    for chk in o.checks:
+        ck = [k for k in chk.kinds if k in kinds]
+        if not ck:
+            continue
+        v = o.inputs()[chk.input]
+        body, res = render_body(chk.pred, ck[0], {v.value[0]: f"x{chk.input}"}, {}, "      ")
+        out.append(f"#if {_guard(ck)}")
+        out += ["      {"] + body
+        out.append(f"      if ({res}) {{ report_error(err, {CHECK_CODES[chk.error]}, "
+                   f"{eop} << 8, 0, 0); r = 0; break; }}")
+        out += ["      }", "#endif"]
+    return out
+
+
+def render_class(cls: str, ops=None) -> str:
+    """The OpenCL C template of one class (instantiated per dtype by the backend)."""
+    ops = ops if ops is not None else op_classes()[cls]
+    codes = opcodes()
+    sample = ops[0]
+    ins = sample.inputs()
+    out_bool = sample.out_type() == X.BOOL
+    lines = ["// Generated from ember.dispatcher's op definitions by",
+             "// ember.dispatcher.codegen.opencl; instantiated once per dtype.",
+             "#if defined(TYPE)", _RUNTIME]
+    for o in ops:
+        lines += _op_functions(o)
+    n = len(ins)
+    args = [f"__global {'uchar' if out_bool else 'S'}* o"]
+    for i, v in enumerate(ins):
+        args.append(f"__global const {'uchar' if v.value[2] == X.BOOL else 'S'}* a{i}")
+    args += [f"VT p{i}" for i in range(MAX_ATTRS)] + ["__global int* err"]
+    lines += [f"__kernel void K({cls})(int op, Geom g, {', '.join(args)}) {{",
+              "  const long i = get_global_id(0);",
+              "  if (i >= g.n) return;",
+              f"  long off[{n + 1}];",
+              f"  EW_OFFSETS(&g, i, {n + 1}, off);"]
+    for i, v in enumerate(ins):
+        if v.value[2] == X.BOOL:
+            lines.append(f"  const int x{i} = a{i}[off[{i + 1}]] != 0;")
+        else:
+            lines.append(f"  const C x{i} = LD(a{i}, off[{i + 1}]);")
+    lines += [f"  {'int' if out_bool else 'C'} r = 0;", "  switch (op) {"]
+    call_args = ", ".join([f"x{i}" for i in range(n)])
+    for o in ops:
+        eop = f"EOP_{o.name.upper()}"
+        for mode, scalar in o.bodies().items():
+            kinds = [k for k in X.KINDS if X.body_for(scalar, k) is not None]
+            extra = "".join(f", p{i}" for i in range(len(o.attrs)))
+            lines.append(f"#if {_guard(kinds)}")
+            lines.append(f"    case {codes[(o.name, mode)]}: {{  // {macro(o.name, mode)}")
+            lines += _check_lines(o, mode, kinds, eop)
+            lines.append(f"      r = K({_fn_name(o, mode)})({call_args}{extra});")
+            lines += ["      break;", "    }", "#endif"]
+    lines.append("  }")
+    lines.append("  o[off[0]] = (uchar)(r != 0);" if out_bool else "  ST(o, off[0], r);")
+    lines += ["}", "#endif", ""]
+    return "\n".join(lines)
+
+
+def error_ops() -> list:
+    """The ops whose kernels report check errors, in a fixed order (EOP_<NAME> ids)."""
+    return [o.name for o in elementwise_ops() if o.checks]

@@ -1,0 +1,470 @@
+"""The scalar expression language: what one element of an elementwise op computes.
+
+An elementwise op's definition carries its scalar body as an expression over its inputs,
+written with Python operators and the functions below::
+
+    x = inputs("x")
+    exp(x) - 1                                   # expm1's meaning
+    precise("expm1", (x,), exp(x) - 1)           # ... and libm's accurate version of it
+    where(isnan(a), a, where(a >= b, a, b))      # NaN-propagating maximum
+
+The expression is data (:class:`Expr` nodes forming a DAG). Renderers turn it into
+C++ (one text for the cpu backend and, with ``EMBER_HD`` functions, CUDA; see
+``codegen/cxx.py``) and OpenCL C (``codegen/opencl.py``); :func:`evaluate` runs it with
+tensor ops, which is how an op without a kernel on some backend computes (its composite).
+
+Types. Every value is either ``T`` (the op's compute type: the dtype's own type, float
+for float16/bfloat16) or ``bool``. Inputs are ``T`` unless declared ``bool``; constants
+and scalar attributes are ``T``; comparisons, ``isnan``-style tests and logical ops give
+``bool``; ``cast(e, T)`` turns a bool into 0/1. Arithmetic on integers wraps (two's
+complement), as PyTorch's does; ``/`` is true division and exists only for floating
+types; integer division, modulo and powers are the intrinsics ``idiv_trunc``,
+``idiv_floor``, ``imod`` and ``ipow``, which give 0 for a zero divisor
+(backends that can report it do so through the op's ``checks``).
+
+Per-kind bodies. Integer and floating semantics differ (``abs`` of an unsigned integer,
+``floor`` of an integer), so an op may give one body per dtype kind: ``float``, ``sint``
+(signed integers), ``uint``, ``bool``, or the groups ``int`` (sint+uint), ``integral``
+(int+bool), ``num`` (float+int) and ``any``. :func:`body_for` picks the most specific
+one; a dtype with no body is not supported by the op.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = [
+    "Expr", "inputs", "const", "attr", "where", "cast", "precise", "call", "T", "BOOL",
+    "MATH_FUNCTIONS", "INTRINSICS", "KINDS", "kind_of", "body_for", "type_of", "walk",
+    "evaluate", "resolve_precise", "variables", "nan_max", "nan_min", "isnan", "isinf", "isfinite",
+    "logical_not",
+] + ["exp", "log", "sin", "cos", "tan", "sqrt", "rsqrt", "erf", "tanh", "expm1", "log1p",
+     "log2", "floor", "ceil", "trunc", "rint", "fabs", "fmod", "pow", "hypot", "copysign",
+     "idiv_trunc", "idiv_floor", "imod", "ipow", "fdiv_floor"]
+
+T = "T"
+BOOL = "bool"
+
+#: the dtype kinds a body may be given for, most specific first in each lookup chain
+KINDS = ("float", "sint", "uint", "bool")
+_LOOKUP = {
+    "float": ("float", "num", "any"),
+    "sint": ("sint", "int", "integral", "num", "any"),
+    "uint": ("uint", "int", "integral", "num", "any"),
+    "bool": ("bool", "integral", "any"),
+}
+_GROUPS = {"float", "sint", "uint", "bool", "int", "integral", "num", "any"}
+
+
+def kind_of(dtype) -> str:
+    """The body kind of an ember dtype: float, sint, uint or bool."""
+    if dtype.is_floating_point:
+        return "float"
+    if dtype.name == "bool":
+        return "bool"
+    return "sint" if dtype.is_signed else "uint"
+
+
+def body_for(scalar: dict, kind: str):
+    """The body a per-kind ``scalar`` mapping gives for ``kind`` (None: unsupported)."""
+    for k in _LOOKUP[kind]:
+        if k in scalar:
+            return scalar[k]
+    return None
+
+
+class Expr:
+    """One node of a scalar expression.
+
+    ``op`` is ``input`` (``value``: (position, name, type)), ``const`` (``value``: a
+    number), ``attr`` (``value``: an attribute name), ``call`` (``value``: a function
+    name from :data:`MATH_FUNCTIONS` or :data:`INTRINSICS`), ``precise`` (``value``: a
+    function name; ``args``: its arguments followed by the fallback expression), or an
+    operator: add sub mul div neg eq ne lt le gt ge and or xor not band bor bxor bnot
+    where cast (``value``: the target type).
+    """
+    __slots__ = ("op", "args", "value")
+
+    def __init__(self, op: str, args: tuple = (), value=None):
+        self.op = op
+        self.args = args
+        self.value = value
+
+    # identity semantics: == builds a node, so hashing is by object
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return f"Expr({render_text(self)})"
+
+    # arithmetic
+    def __add__(self, o): return Expr("add", (self, lift(o)))
+    def __radd__(self, o): return Expr("add", (lift(o), self))
+    def __sub__(self, o): return Expr("sub", (self, lift(o)))
+    def __rsub__(self, o): return Expr("sub", (lift(o), self))
+    def __mul__(self, o): return Expr("mul", (self, lift(o)))
+    def __rmul__(self, o): return Expr("mul", (lift(o), self))
+    def __truediv__(self, o): return Expr("div", (self, lift(o)))
+    def __rtruediv__(self, o): return Expr("div", (lift(o), self))
+    def __neg__(self): return Expr("neg", (self,))
+
+    # comparisons (bool)
+    def __eq__(self, o): return Expr("eq", (self, lift(o)))  # type: ignore[override]
+    def __ne__(self, o): return Expr("ne", (self, lift(o)))  # type: ignore[override]
+    def __lt__(self, o): return Expr("lt", (self, lift(o)))
+    def __le__(self, o): return Expr("le", (self, lift(o)))
+    def __gt__(self, o): return Expr("gt", (self, lift(o)))
+    def __ge__(self, o): return Expr("ge", (self, lift(o)))
+
+    # & | ^ ~ : logical on bool values, bitwise on integers (decided by the operand type)
+    def __and__(self, o): return Expr("and", (self, lift(o)))
+    def __rand__(self, o): return Expr("and", (lift(o), self))
+    def __or__(self, o): return Expr("or", (self, lift(o)))
+    def __ror__(self, o): return Expr("or", (lift(o), self))
+    def __xor__(self, o): return Expr("xor", (self, lift(o)))
+    def __rxor__(self, o): return Expr("xor", (lift(o), self))
+    def __invert__(self): return Expr("not", (self,))
+
+    def __bool__(self):
+        raise TypeError("a scalar expression has no truth value: use where(cond, a, b) and "
+                        "&, |, ~ instead of if/and/or/not")
+
+
+def lift(v) -> Expr:
+    if isinstance(v, Expr):
+        return v
+    if isinstance(v, (bool, int, float)):
+        return Expr("const", (), v)
+    raise TypeError(f"cannot use {type(v).__name__} in a scalar expression")
+
+
+def inputs(*names: str, types: dict | None = None):
+    """Input variables of an op's body, in the kernel's argument order.
+
+    >>> a, b = inputs("a", "b")
+    >>> cond, x, y = inputs("cond", "x", "y", types={"cond": BOOL})
+    """
+    types = types or {}
+    out = tuple(Expr("input", (), (i, n, types.get(n, T))) for i, n in enumerate(names))
+    return out[0] if len(out) == 1 else out
+
+
+def const(v) -> Expr:
+    return lift(v)
+
+
+def attr(name: str) -> Expr:
+    """A scalar attribute of the kernel call (``addcmul``'s ``value``), of type ``T``."""
+    return Expr("attr", (), name)
+
+
+def where(cond, a, b) -> Expr:
+    return Expr("where", (lift(cond), lift(a), lift(b)))
+
+
+def cast(e, to: str) -> Expr:
+    """``cast(b, T)``: a bool as 0/1 in the compute type; ``cast(x, BOOL)``: x != 0."""
+    if to not in (T, BOOL):
+        raise ValueError(f"cast(): target must be T or BOOL, got {to!r}")
+    return Expr("cast", (lift(e),), to)
+
+
+#: functions every renderer maps to the platform's math library: name -> arity.
+#: They take and give the compute type; the cpu renderer may use faster vectorisable
+#: versions of the same accuracy class (see ember/scalar_ops.h).
+MATH_FUNCTIONS = {
+    "exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "sqrt": 1, "rsqrt": 1, "erf": 1,
+    "tanh": 1, "expm1": 1, "log1p": 1, "log2": 1, "floor": 1, "ceil": 1, "trunc": 1,
+    "rint": 1, "fabs": 1, "fmod": 2, "pow": 2, "hypot": 2, "copysign": 2,
+}
+#: functions with integer or PyTorch-specific semantics, implemented once per dialect
+#: (``ember/scalar_ops.h`` for C++/CUDA, ``kernels/common.cl`` for OpenCL)
+INTRINSICS = {
+    "idiv_trunc": 2, "idiv_floor": 2, "imod": 2, "ipow": 2, "fdiv_floor": 2,
+    # tests that give bool: on integers isnan/isinf are false and isfinite true
+    "isnan": 1, "isinf": 1, "isfinite": 1,
+}
+_BOOL_CALLS = {"isnan", "isinf", "isfinite"}
+
+
+def call(name: str, *args) -> Expr:
+    n = MATH_FUNCTIONS.get(name, INTRINSICS.get(name))
+    if n is None:
+        raise ValueError(f"unknown scalar function {name!r}")
+    if len(args) != n:
+        raise TypeError(f"{name}() takes {n} argument(s), got {len(args)}")
+    return Expr("call", tuple(lift(a) for a in args), name)
+
+
+def precise(name: str, args, fallback) -> Expr:
+    """``fallback``'s value, computed by the more accurate library function ``name`` where
+    the target language has it (every renderer here does); :func:`evaluate` (composites)
+    computes the fallback."""
+    if name not in MATH_FUNCTIONS:
+        raise ValueError(f"precise(): {name!r} is not a library function")
+    return Expr("precise", tuple(lift(a) for a in args) + (lift(fallback),), name)
+
+
+def _fn(name):
+    def f(*args):
+        return call(name, *args)
+    f.__name__ = name
+    return f
+
+
+for _n in list(MATH_FUNCTIONS) + list(INTRINSICS):
+    globals()[_n] = _fn(_n)
+del _n
+
+
+def logical_not(e) -> Expr:
+    return Expr("not", (lift(e),))
+
+
+def nan_max(a, b) -> Expr:
+    """max(a, b) where a NaN operand wins (PyTorch's maximum); ties keep ``a``."""
+    return where(isnan(a), a, where(isnan(b), b, where(a >= b, a, b)))  # noqa: F821
+
+
+def nan_min(a, b) -> Expr:
+    return where(isnan(a), a, where(isnan(b), b, where(a <= b, a, b)))  # noqa: F821
+
+
+# ---------------------------------------------------------------------------------------
+# analysis
+# ---------------------------------------------------------------------------------------
+_BOOL_OPS = {"eq", "ne", "lt", "le", "gt", "ge"}
+_LOGIC = {"and", "or", "xor", "not"}
+
+
+def walk(e: Expr):
+    """Every node once, operands before the nodes using them (a topological order)."""
+    seen = set()
+    order = []
+    stack = [(e, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for a in reversed(node.args):
+            if id(a) not in seen:
+                stack.append((a, False))
+    return order
+
+
+def type_of(e: Expr, types: dict | None = None) -> str:
+    """``T`` or ``bool``; raises TypeError on ill-typed expressions."""
+    types = {} if types is None else types
+    for n in walk(e):
+        types[id(n)] = _node_type(n, [types[id(a)] for a in n.args])
+    return types[id(e)]
+
+
+def _node_type(n: Expr, at: list) -> str:
+    op = n.op
+    if op == "input":
+        return n.value[2]
+    if op == "const":
+        return BOOL if isinstance(n.value, bool) else T
+    if op == "attr":
+        return T
+    if op == "cast":
+        return n.value
+    if op in _BOOL_OPS:
+        if at[0] != at[1]:
+            raise TypeError(f"{op}: operands of different types ({at[0]}, {at[1]})")
+        return BOOL
+    if op in _LOGIC:
+        return at[0] if all(t == at[0] for t in at) else _mismatch(op, at)
+    if op == "where":
+        if at[0] != BOOL:
+            raise TypeError("where: the condition must be bool")
+        if at[1] != at[2]:
+            raise TypeError(f"where: branches of different types ({at[1]}, {at[2]})")
+        return at[1]
+    if op == "call" and n.value in _BOOL_CALLS:
+        return BOOL
+    if op in ("call", "precise"):
+        return T
+    if any(t != T for t in at):
+        raise TypeError(f"{op}: arithmetic on bool values (cast them to T first)")
+    return T
+
+
+def _mismatch(op, at):
+    raise TypeError(f"{op}: operands of different types {at}")
+
+
+def variables(e: Expr) -> list:
+    """The input nodes an expression reads, by position."""
+    return sorted((n for n in walk(e) if n.op == "input"), key=lambda n: n.value[0])
+
+
+def render_text(e: Expr) -> str:
+    """A readable one-line form (docs, reprs)."""
+    names = {}
+    for n in walk(e):
+        names[id(n)] = _text(n, [names[id(a)] for a in n.args])
+    return names[id(e)]
+
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
+          "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|", "xor": "^"}
+
+
+def _text(n, a):
+    if n.op == "input":
+        return n.value[1]
+    if n.op == "const":
+        return repr(n.value)
+    if n.op == "attr":
+        return n.value
+    if n.op in _INFIX:
+        return f"({a[0]} {_INFIX[n.op]} {a[1]})"
+    if n.op == "neg":
+        return f"-{a[0]}"
+    if n.op == "not":
+        return f"~{a[0]}"
+    if n.op == "cast":
+        return f"{n.value}({a[0]})"
+    if n.op == "precise":
+        return f"{n.value}({', '.join(a[:-1])})"
+    if n.op == "call":
+        return f"{n.value}({', '.join(a)})"
+    return f"{n.op}({', '.join(a)})"
+
+
+# ---------------------------------------------------------------------------------------
+# evaluation with tensor ops (the composite of an op that has a body)
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TensorOps:
+    """The operations :func:`evaluate` needs, supplied by the caller (the dispatcher passes
+    its elementwise entry points): ``ew(name, *args, **attrs)`` runs a schema
+    elementwise op on tensors and numbers, ``where(c, a, b)``, ``cast(x, dtype)`` and
+    ``full(like, value, is_bool)`` (a tensor of ``like``'s shape holding a constant)."""
+    ew: object
+    where: object
+    cast: object
+    full: object
+
+
+# expression operator -> schema op (and attributes)
+_EVAL_OPS = {
+    "add": ("add", {}), "sub": ("sub", {}), "mul": ("mul", {}), "div": ("div", {}),
+    "eq": ("eq", {}), "ne": ("ne", {}), "lt": ("lt", {}), "le": ("le", {}), "gt": ("gt", {}),
+    "ge": ("ge", {}),
+}
+# Only functions that are themselves primitive ops (or decompose into them) evaluate; a
+# body using another library function must wrap it in precise() with a fallback, so a
+# backend with only the primitives can still compute it.
+_EVAL_CALLS = {
+    "exp": ("exp", {}), "log": ("log", {}), "sin": ("sin", {}), "cos": ("cos", {}),
+    "sqrt": ("sqrt", {}), "erf": ("erf", {}), "floor": ("floor", {}), "fmod": ("fmod", {}),
+    "pow": ("pow", {}),
+    "idiv_trunc": ("div", {"rounding_mode": "trunc"}),
+    "idiv_floor": ("div", {"rounding_mode": "floor"}),
+    "fdiv_floor": ("div", {"rounding_mode": "floor"}),
+    "imod": ("fmod", {}), "ipow": ("pow", {}),
+}
+
+
+def evaluate(e: Expr, args: tuple, attrs: dict, ops: TensorOps):
+    """Compute ``e`` elementwise over tensors (``args``, by input position; all of one
+    dtype and shape, as a kernel receives them) with ``ops``. ``precise`` nodes compute
+    their fallback, so the result uses only the ops the fallback names."""
+    vals = {}
+    dtype = next((a.dtype for a in args if hasattr(a, "dtype") and a.dtype.name != "bool"),
+                 None)
+    body = _strip_precise(e)
+    for n in walk(body):
+        a = [vals[id(x)] for x in n.args]
+        vals[id(n)] = _eval_node(n, a, args, attrs, ops, dtype)
+    res = vals[id(body)]
+    if not hasattr(res, "dtype"):  # a constant body (isfinite of an integer tensor)
+        res = ops.full(args[0], res, type_of(body) == BOOL)
+    return res
+
+
+_STRIPPED: dict = {}
+
+
+def _strip_precise(e: Expr) -> Expr:
+    """``e`` with every ``precise`` node replaced by its fallback (memoised per node)."""
+    hit = _STRIPPED.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    res = _rewrite(e, lambda n, args: args[-1])
+    _STRIPPED[id(e)] = (e, res)
+    return res
+
+
+def resolve_precise(e: Expr) -> Expr:
+    """``e`` with every ``precise`` node turned into a call of its library function (what
+    the renderers emit; the fallback is dropped)."""
+    return _rewrite(e, lambda n, args: Expr("call", args[:-1], n.value))
+
+
+def _rewrite(e: Expr, on_precise) -> Expr:
+    """A copy of ``e`` with each ``precise`` node replaced by ``on_precise(node, args)``
+    (args already rewritten); untouched subtrees are shared, not copied."""
+    memo = {}
+    for n in walk(e):
+        if n.op == "precise":
+            memo[id(n)] = on_precise(n, tuple(memo[id(a)] for a in n.args))
+        elif n.args:
+            new = tuple(memo[id(a)] for a in n.args)
+            memo[id(n)] = n if all(x is y for x, y in zip(new, n.args)) else \
+                Expr(n.op, new, n.value)
+        else:
+            memo[id(n)] = n
+    return memo[id(e)]
+
+
+def _eval_node(n, a, args, attrs, ops, dtype):
+    op = n.op
+    if op == "input":
+        return args[n.value[0]]
+    if op == "const":
+        return n.value
+    if op == "attr":
+        return attrs[n.value]
+    if op == "neg":  # x * -1: keeps -0.0, wraps integers, never recurses into neg itself
+        return ops.ew("mul", a[0], -1)
+    if op == "where":
+        return ops.where(a[0], a[1], a[2])
+    if op == "cast":
+        if n.value == BOOL:
+            return ops.ew("ne", a[0], 0)
+        return ops.cast(a[0], dtype) if hasattr(a[0], "dtype") else (1 if a[0] else 0)
+    if op in ("and", "or", "xor", "not"):
+        name = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+                "not": "bitwise_not"}[op]
+        return ops.ew(name, *a)
+    if op in _EVAL_OPS:
+        name, at = _EVAL_OPS[op]
+        return ops.ew(name, *a, **at)
+    if op == "call":
+        if n.value == "isnan":
+            return ops.ew("ne", a[0], a[0])
+        if n.value == "isfinite":
+            return ops.ew("eq", ops.ew("sub", a[0], a[0]), 0)
+        if n.value == "isinf":  # x - x is NaN for ±inf and NaN; x == x drops NaN
+            d = ops.ew("sub", a[0], a[0])
+            return ops.ew("bitwise_and", ops.ew("ne", d, d), ops.ew("eq", a[0], a[0]))
+        hit = _EVAL_CALLS.get(n.value)
+        if hit is None:
+            raise NotImplementedError(
+                f"{n.value}() has no tensor-op form: wrap it in precise({n.value!r}, args, "
+                f"fallback) so backends without a kernel can compute the fallback")
+        name, at = hit
+        return ops.ew(name, *a, **at)
+    raise AssertionError(op)
+
+
+def is_constant_nan(e: Expr) -> bool:
+    return e.op == "const" and isinstance(e.value, float) and math.isnan(e.value)

@@ -1,0 +1,270 @@
+// The scalar runtime of the generated elementwise kernels.
+//
+// ember.dispatcher.codegen.cxx renders every op's scalar body (dispatcher/defs) as C++
+// that calls em::NAME for arithmetic, selects, library functions and the integer
+// intrinsics of the expression language. This header implements them once, for host
+// code (the cpu backend) and device code (the cuda backend, under __CUDA_ARCH__), so the
+// generated text is the same for both.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "dtype.h"
+
+namespace ember {
+namespace em {
+
+// ---- dtype kinds (the expression language's float / sint / uint / bool bodies) ----------
+enum Kind : int { kFloatKind, kSIntKind, kUIntKind, kBoolKind };
+template <class T>
+constexpr Kind kind_v = is_fp_v<T> ? kFloatKind
+                        : std::is_same_v<T, bool> ? kBoolKind
+                        : std::is_signed_v<T> ? kSIntKind
+                                              : kUIntKind;
+
+// unsigned type for wrapping integer arithmetic (at least 32 bits: no int promotion traps)
+template <class C>
+using uwrap_t = std::conditional_t<(sizeof(C) < 4), uint32_t, std::make_unsigned_t<C>>;
+template <class C>
+constexpr bool is_wrapping_v = std::is_integral_v<C> && !std::is_same_v<C, bool>;
+
+// ---- arithmetic: integers wrap (two's complement), as PyTorch's ----------------------------
+template <class C>
+EMBER_HD inline C add(C a, C b) {
+  if constexpr (is_wrapping_v<C>) return static_cast<C>(static_cast<uwrap_t<C>>(a) + static_cast<uwrap_t<C>>(b));
+  else return a + b;
+}
+template <class C>
+EMBER_HD inline C sub(C a, C b) {
+  if constexpr (is_wrapping_v<C>) return static_cast<C>(static_cast<uwrap_t<C>>(a) - static_cast<uwrap_t<C>>(b));
+  else return a - b;
+}
+template <class C>
+EMBER_HD inline C mul(C a, C b) {
+  if constexpr (is_wrapping_v<C>) return static_cast<C>(static_cast<uwrap_t<C>>(a) * static_cast<uwrap_t<C>>(b));
+  else return a * b;
+}
+template <class C>
+EMBER_HD inline C neg(C a) {
+  if constexpr (is_wrapping_v<C>) return static_cast<C>(uwrap_t<C>(0) - static_cast<uwrap_t<C>>(a));
+  else return -a;
+}
+
+// c ? a : b. On the host through bit masks: gcc turns ?: on floats into a branch (baseline
+// x86-64 has no blend), and on unpredictable data (where, masks) a mispredicted branch per
+// element costs more than the work.
+template <class C>
+EMBER_HD inline C select(bool c, C a, C b) {
+#if defined(__CUDA_ARCH__)
+  return c ? a : b;
+#else
+  using U = std::conditional_t<sizeof(C) == 1, uint8_t,
+            std::conditional_t<sizeof(C) == 2, uint16_t, std::conditional_t<sizeof(C) == 4, uint32_t, uint64_t>>>;
+  U ua, ub;
+  std::memcpy(&ua, &a, sizeof(C));
+  std::memcpy(&ub, &b, sizeof(C));
+  const U m = static_cast<U>(U(0) - static_cast<U>(c));
+  const U r = static_cast<U>((ua & m) | (ub & static_cast<U>(~m)));
+  C out;
+  std::memcpy(&out, &r, sizeof(C));
+  return out;
+#endif
+}
+
+// ---- float32 exp / tanh for the host, written so that gcc vectorises loops calling them ----
+// (Cephes polynomials, <= 2 ulp; libm's scalar expf / tanhf do not vectorise without
+// -ffast-math.) The cuda backend uses the device's expf / tanhf.
+inline float fast_expf(float x) {
+  const float xc = std::min(std::max(x, -104.0f), 89.0f);
+  const float z = xc * 1.44269504088896341f;
+  const float n = (z + 12582912.0f) - 12582912.0f;  // round to nearest (|z| < 2^22)
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500E-4f;
+  p = p * r + 1.3981999507E-3f;
+  p = p * r + 8.3334519073E-3f;
+  p = p * r + 4.1665795894E-2f;
+  p = p * r + 1.6666665459E-1f;
+  p = p * r + 5.0000001201E-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t ni = (int32_t)(n == n ? n : 0.0f);  // |n| <= 150 (NaN handled below)
+  const int32_t n1 = ni >> 1, n2 = ni - n1;
+  uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &b1, 4);
+  std::memcpy(&s2, &b2, 4);
+  float res = (p * s1) * s2;
+  res = x < -103.97f ? 0.0f : res;
+  return x != x ? x : res;
+}
+inline float fast_tanhf(float x) {
+  const float ax = std::fabs(x);
+  // |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1)
+  const float e = fast_expf(std::min(ax + ax, 88.0f));
+  const float big = 1.0f - 2.0f / (e + 1.0f);
+  // |x| < 0.625: odd polynomial
+  const float s = x * x;
+  const float small =
+      ((((-5.70498872745E-3f * s + 2.06390887954E-2f) * s - 5.37397155531E-2f) * s + 1.33314422036E-1f) * s -
+       3.33332819422E-1f) * s * ax + ax;
+  const float r = ax >= 0.625f ? big : small;
+  const float sr = std::copysign(r, x);
+  return x != x ? x : sr;
+}
+
+// ---- library functions on the compute types (float, double) -----------------------------
+#if defined(__CUDA_ARCH__)
+#define EMBER_MATH1(NAME, F, D) \
+  EMBER_HD inline float NAME(float x) { return ::F(x); } \
+  EMBER_HD inline double NAME(double x) { return ::D(x); }
+#define EMBER_MATH2(NAME, F, D) \
+  EMBER_HD inline float NAME(float x, float y) { return ::F(x, y); } \
+  EMBER_HD inline double NAME(double x, double y) { return ::D(x, y); }
+#else
+#define EMBER_MATH1(NAME, F, D) \
+  EMBER_HD inline float NAME(float x) { return std::D(x); } \
+  EMBER_HD inline double NAME(double x) { return std::D(x); }
+#define EMBER_MATH2(NAME, F, D) \
+  EMBER_HD inline float NAME(float x, float y) { return std::D(x, y); } \
+  EMBER_HD inline double NAME(double x, double y) { return std::D(x, y); }
+#endif
+
+EMBER_MATH1(log, logf, log)
+EMBER_MATH1(sin, sinf, sin)
+EMBER_MATH1(cos, cosf, cos)
+EMBER_MATH1(tan, tanf, tan)
+EMBER_MATH1(sqrt, sqrtf, sqrt)
+EMBER_MATH1(erf, erff, erf)
+EMBER_MATH1(expm1, expm1f, expm1)
+EMBER_MATH1(log1p, log1pf, log1p)
+EMBER_MATH1(log2, log2f, log2)
+EMBER_MATH1(floor, floorf, floor)
+EMBER_MATH1(ceil, ceilf, ceil)
+EMBER_MATH1(trunc, truncf, trunc)
+EMBER_MATH1(fabs, fabsf, fabs)
+EMBER_MATH2(fmod, fmodf, fmod)
+EMBER_MATH2(pow, powf, pow)
+EMBER_MATH2(hypot, hypotf, hypot)
+EMBER_MATH2(copysign, copysignf, copysign)
+#undef EMBER_MATH1
+#undef EMBER_MATH2
+
+#if defined(__CUDA_ARCH__)
+EMBER_HD inline float exp(float x) { return ::expf(x); }
+EMBER_HD inline double exp(double x) { return ::exp(x); }
+EMBER_HD inline float tanh(float x) { return ::tanhf(x); }
+EMBER_HD inline double tanh(double x) { return ::tanh(x); }
+EMBER_HD inline float rsqrt(float x) { return ::rsqrtf(x); }
+EMBER_HD inline double rsqrt(double x) { return ::rsqrt(x); }
+EMBER_HD inline float rint(float x) { return ::rintf(x); }
+EMBER_HD inline double rint(double x) { return ::rint(x); }
+#else
+EMBER_HD inline float exp(float x) { return fast_expf(x); }
+EMBER_HD inline double exp(double x) { return std::exp(x); }
+EMBER_HD inline float tanh(float x) { return fast_tanhf(x); }
+EMBER_HD inline double tanh(double x) { return std::tanh(x); }
+EMBER_HD inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
+EMBER_HD inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+// half to even under the default rounding mode, without raising FE_INEXACT
+EMBER_HD inline float rint(float x) { return std::nearbyint(x); }
+EMBER_HD inline double rint(double x) { return std::nearbyint(x); }
+#endif
+
+// ---- classification (integers are never NaN or infinite) ---------------------------------
+template <class C>
+EMBER_HD inline bool isnan(C x) {
+  if constexpr (std::is_floating_point_v<C>) return x != x;
+  else return false;
+}
+template <class C>
+EMBER_HD inline bool isinf(C x) {
+  if constexpr (std::is_floating_point_v<C>) return x == x && (x - x) != (x - x);
+  else return false;
+}
+template <class C>
+EMBER_HD inline bool isfinite(C x) {
+  if constexpr (std::is_floating_point_v<C>) return (x - x) == (x - x);
+  else return true;
+}
+
+// ---- integer division, modulo and powers (a zero divisor gives 0: backends that can
+// report it check the operands before the launch) -------------------------------------------
+template <class C>
+EMBER_HD inline C idiv_trunc(C a, C b) {
+  if (b == C(0)) return C(0);
+  if constexpr (std::is_signed_v<C>) {
+    if (b == C(-1)) return neg(a);  // no overflow trap on MIN / -1
+  }
+  return static_cast<C>(a / b);
+}
+template <class C>
+EMBER_HD inline C idiv_floor(C a, C b) {
+  if (b == C(0)) return C(0);
+  if constexpr (std::is_signed_v<C>) {
+    if (b == C(-1)) return neg(a);
+    C q = static_cast<C>(a / b);
+    const C r = static_cast<C>(a % b);
+    if (r != 0 && ((r < 0) != (b < 0))) q = static_cast<C>(q - 1);
+    return q;
+  } else {
+    return static_cast<C>(a / b);
+  }
+}
+// C's %: the result takes the dividend's sign
+template <class C>
+EMBER_HD inline C imod(C a, C b) {
+  if (b == C(0)) return C(0);
+  if constexpr (std::is_signed_v<C>) {
+    if (b == C(-1)) return C(0);
+  }
+  return static_cast<C>(a % b);
+}
+// a ** e by squaring, wrapping; a negative exponent (rejected by the op's check where the
+// backend can raise) gives the truncated value: 1 / a is 0 unless a is 1 or -1
+template <class C>
+EMBER_HD inline C ipow(C a, C e) {
+  if constexpr (std::is_signed_v<C>) {
+    if (e < 0) return a == C(1) ? C(1) : a == C(-1) ? ((e & 1) ? C(-1) : C(1)) : C(0);
+  }
+  uwrap_t<C> r = 1, base = static_cast<uwrap_t<C>>(a);
+  uint64_t k = static_cast<uint64_t>(e);
+  while (k) {
+    if (k & 1) r *= base;
+    base *= base;
+    k >>= 1;
+  }
+  return static_cast<C>(r);
+}
+// floor(a / b) for floating types, exactly as PyTorch's div_floor_floating
+template <class C>
+EMBER_HD inline C fdiv_floor(C a, C b) {
+  if (b == C(0)) return a / b;
+  const C mod = fmod(a, b);
+  C div = (a - mod) / b;
+  if ((mod != C(0)) && ((b < C(0)) != (mod < C(0)))) div -= C(1);
+  if (div != C(0)) {
+    C fl = floor(div);
+    if (div - fl > C(0.5)) fl += C(1);
+    return fl;
+  }
+  return copysign(C(0), a / b);
+}
+
+// ---- scalar attributes of a kernel call (addcmul's value) -------------------------------------
+struct Scalar {
+  bool is_int = true;
+  int64_t i = 0;
+  double d = 0.0;
+  template <class C>
+  EMBER_HD C as() const {
+    if constexpr (std::is_floating_point_v<C>) return static_cast<C>(is_int ? static_cast<double>(i) : d);
+    else if constexpr (std::is_same_v<C, bool>) return is_int ? i != 0 : d != 0.0;
+    else return static_cast<C>(static_cast<uwrap_t<C>>(i));  // integer dtypes wrap the value
+  }
+};
+
+}  // namespace em
+}  // namespace ember
