@@ -7,14 +7,13 @@ points and register their kernels into :data:`schema.OPS`.
 import os
 
 from . import dtypes, schema
-from . import defs  # noqa: F401  (registers every op definition)
 from .backend import API_VERSION, Backend
 from .device import device, to_device
 from .hookspecs import hookimpl, hookspec
 from .plugins import (BACKENDS, ENTRY_POINT_GROUP, PluginRecord, backend_for, ensure_loaded,
                       plugin_records, register_backend, unregister_backend)
 from .schema import OPS, PRIMITIVES, OpDef, coverage
-from . import _core, ops, views, composites, _indexing  # noqa: F401  (composites register)
+from . import _core, ops, views, defs  # noqa: F401  (defs register every op)
 from ._core import TensorBase, set_tensor_factory
 from .random import Generator, default_generator
 
@@ -33,7 +32,7 @@ def get_include() -> str:
 __all__ = [
     "API_VERSION", "Backend", "BACKENDS", "ENTRY_POINT_GROUP", "Generator", "OPS", "OpDef",
     "PRIMITIVES", "PluginRecord", "TensorBase", "backend_for", "coverage", "default_generator",
-    "device", "dtypes", "ensure_loaded", "get_include", "hookimpl", "hookspec", "ops", "plugin_records",
-    "register_backend", "schema", "set_tensor_factory", "to_device", "unregister_backend",
-    "views",
+    "device", "dtypes", "ensure_loaded", "get_include", "hookimpl", "hookspec", "ops",
+    "plugin_records", "register_backend", "schema", "set_tensor_factory", "to_device",
+    "unregister_backend", "views",
 ]

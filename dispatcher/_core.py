@@ -25,9 +25,14 @@ __all__ = [
 
 
 class TensorBase:
-    """The data-carrying part of a tensor (the frontend's ``Tensor`` extends it)."""
+    """The data-carrying part of a tensor (the frontend's ``Tensor`` extends it).
+
+    Besides the data fields, what the dispatcher's autograd hook and views need:
+    ``requires_grad``, ``_base`` (the tensor a view was made from) and ``_view_gen`` (which
+    rebase of the base a view has seen; see ``ember.autograd``'s in-place writes).
+    """
     __slots__ = ("_storage", "shape", "_stride", "_offset", "dtype", "device", "_vc",
-                 "__weakref__")
+                 "requires_grad", "_base", "_view_gen", "__weakref__")
 
 
 def _default_factory(storage, shape, stride, offset, dtype, device, vc):
@@ -39,6 +44,9 @@ def _default_factory(storage, shape, stride, offset, dtype, device, vc):
     t.dtype = dtype
     t.device = device
     t._vc = vc
+    t.requires_grad = False
+    t._base = None
+    t._view_gen = 0
     return t
 
 

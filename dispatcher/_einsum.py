@@ -1,14 +1,15 @@
 """einsum as a chain of pairwise contractions, each one permute + reshape + bmm.
 
-The ops it composes come from a namespace (``ops``): the dispatcher's own by default, or
-the frontend's recorded ones, so the same code is differentiable when autograd needs it.
+Written in views and ops that record themselves for autograd, so einsum is differentiated
+through them.
 """
 from __future__ import annotations
 
 import string
 
 from . import _core as C
-from ._nsops import DispatcherOps
+from . import ops as O
+from . import views as V
 
 
 def _parse(equation: str, operands):
@@ -53,7 +54,7 @@ def _parse(equation: str, operands):
     return out_terms, rhs
 
 
-def _diag(t, term, ops):
+def _diag(t, term):
     """Collapse repeated letters within one operand (``ii->i``) to a diagonal view."""
     while True:
         dup = next((c for c in term if term.count(c) > 1), None)
@@ -61,19 +62,19 @@ def _diag(t, term, ops):
             return t, term
         i = term.index(dup)
         j = term.index(dup, i + 1)
-        t = ops.diagonal(t, 0, i, j)
+        t = V.diagonal(t, 0, i, j)
         term = "".join(c for k, c in enumerate(term) if k not in (i, j)) + dup
 
 
-def _sum_out(t, term, keep, ops):
+def _sum_out(t, term, keep):
     dims = [i for i, c in enumerate(term) if c not in keep]
     if not dims:
         return t, term
-    t = ops.sum(t, tuple(dims))
+    t = O.reduce("sum", t, tuple(dims))
     return t, "".join(c for c in term if c in keep)
 
 
-def _contract(a, ta, b, tb, keep, ops):
+def _contract(a, ta, b, tb, keep):
     sizes = {}
     for t, term in ((a, ta), (b, tb)):
         for c, n in zip(term, t.shape):
@@ -87,8 +88,8 @@ def _contract(a, ta, b, tb, keep, ops):
     right = [c for c in tb if c not in ta]
 
     def arrange(t, term, order):
-        t = ops.permute(t, [term.index(c) for c in order])
-        return ops.expand(t, tuple(sizes[c] for c in order))
+        t = V.permute(t, [term.index(c) for c in order])
+        return V.expand(t, tuple(sizes[c] for c in order))
 
     A = arrange(a, ta, batch + left + contr)
     B = arrange(b, tb, batch + contr + right)
@@ -96,17 +97,16 @@ def _contract(a, ta, b, tb, keep, ops):
     nl = C.numel([sizes[c] for c in left])
     nc = C.numel([sizes[c] for c in contr])
     nr = C.numel([sizes[c] for c in right])
-    R = ops.bmm(ops.reshape(A, (nb, nl, nc)), ops.reshape(B, (nb, nc, nr)))
-    R = ops.reshape(R, tuple(sizes[c] for c in batch + left + right))
+    R = O.bmm(V.reshape(A, (nb, nl, nc)), V.reshape(B, (nb, nc, nr)))
+    R = V.reshape(R, tuple(sizes[c] for c in batch + left + right))
     return R, "".join(batch + left + right)
 
 
-def einsum(equation, *operands, ops=None):
-    ops = ops or DispatcherOps
+def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     terms, rhs = _parse(equation, operands)
-    items = [_diag(t, term, ops) for t, term in zip(operands, terms)]
+    items = [_diag(t, term) for t, term in zip(operands, terms)]
     dt = items[0][0].dtype
     for t, _ in items[1:]:
         if t.dtype is not dt:
@@ -115,15 +115,15 @@ def einsum(equation, *operands, ops=None):
     # sum out letters used by one operand only and absent from the output
     for i, (t, term) in enumerate(items):
         others = set(rhs).union(*(set(tt) for j, (_, tt) in enumerate(items) if j != i))
-        items[i] = _sum_out(t, term, others, ops)
+        items[i] = _sum_out(t, term, others)
     t, term = items[0]
     for k in range(1, len(items)):
         b, tb = items[k]
         later = set(rhs).union(*(set(tt) for _, tt in items[k + 1:]))
-        t, term = _contract(t, term, b, tb, later, ops)
-    t, term = _sum_out(t, term, set(rhs), ops)
+        t, term = _contract(t, term, b, tb, later)
+    t, term = _sum_out(t, term, set(rhs))
     for c in rhs:
         if c not in term:
             raise ValueError(f"einsum(): output subscript {c} does not appear in the equation "
                              "for any input operand")
-    return ops.contiguous(ops.permute(t, [term.index(c) for c in rhs])) if rhs else t
+    return O.contiguous(V.permute(t, [term.index(c) for c in rhs])) if rhs else t

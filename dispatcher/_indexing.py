@@ -7,11 +7,15 @@ the whole storage, writes scatter into it — so no contiguous copy is ever need
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import _core as C
 from . import dtypes as D
 from . import ops as O
 from . import views as V
-from .composites import composite
+from .plugins import backend_for
+
+__all__ = ["index", "index_put_"]
 
 E = O.elementwise
 
@@ -19,7 +23,6 @@ E = O.elementwise
 def _to_index_tensor(k, dev):
     if O._is_t(k):
         return k
-    import numpy as np
     arr = np.asarray(k)
     if arr.dtype == np.bool_:
         dt = D.bool_
@@ -32,7 +35,6 @@ def _to_index_tensor(k, dev):
     t = C.empty(arr.shape, dt, to_cpu := C.to_device("cpu"))
     raw = np.require(arr, requirements="C").tobytes()
     if raw:
-        from .plugins import backend_for
         backend_for("cpu").copy_from_host(t._storage, 0, raw)
     return t if dev == to_cpu else O.to(t, dev)
 
@@ -170,8 +172,8 @@ def _storage_1d(v):
     return C.view_of(v, (cap,), (1,), 0)
 
 
-@composite("index")
 def index(x, key):
+    """``x[key]`` for a key with index tensors (advanced indexing), as a gather."""
     v, adv = _split_key(x, key)
     if not adv:
         return v
@@ -186,8 +188,8 @@ def index(x, key):
     return V.view(res, shape)
 
 
-@composite("index_put")
 def index_put_(x, key, values, accumulate=False):
+    """``x[key] = values`` (``+=`` with ``accumulate``) in place, as a scatter."""
     v, adv = _split_key(x, key)
     if not adv:
         O.copy_(v, values)

@@ -208,12 +208,19 @@ def _fn(name):
     def f(*args):
         return call(name, *args)
     f.__name__ = name
+    f.__doc__ = f"``{name}(...)`` as a scalar expression node."
     return f
 
 
-for _n in list(MATH_FUNCTIONS) + list(INTRINSICS):
-    globals()[_n] = _fn(_n)
-del _n
+exp, log, sin, cos, tan = _fn("exp"), _fn("log"), _fn("sin"), _fn("cos"), _fn("tan")
+sqrt, rsqrt, erf, tanh = _fn("sqrt"), _fn("rsqrt"), _fn("erf"), _fn("tanh")
+expm1, log1p, log2 = _fn("expm1"), _fn("log1p"), _fn("log2")
+floor, ceil, trunc, rint, fabs = _fn("floor"), _fn("ceil"), _fn("trunc"), _fn("rint"), _fn("fabs")
+fmod, pow, hypot, copysign = _fn("fmod"), _fn("pow"), _fn("hypot"), _fn("copysign")
+idiv_trunc, idiv_floor, imod, ipow = (_fn("idiv_trunc"), _fn("idiv_floor"), _fn("imod"),
+                                      _fn("ipow"))
+fdiv_floor = _fn("fdiv_floor")
+isnan, isinf, isfinite = _fn("isnan"), _fn("isinf"), _fn("isfinite")
 
 
 def logical_not(e) -> Expr:
@@ -222,11 +229,11 @@ def logical_not(e) -> Expr:
 
 def nan_max(a, b) -> Expr:
     """max(a, b) where a NaN operand wins (PyTorch's maximum); ties keep ``a``."""
-    return where(isnan(a), a, where(isnan(b), b, where(a >= b, a, b)))  # noqa: F821
+    return where(isnan(a), a, where(isnan(b), b, where(a >= b, a, b)))
 
 
 def nan_min(a, b) -> Expr:
-    return where(isnan(a), a, where(isnan(b), b, where(a <= b, a, b)))  # noqa: F821
+    return where(isnan(a), a, where(isnan(b), b, where(a <= b, a, b)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -353,12 +360,9 @@ class TensorOps:
     full: object
 
 
-# expression operator -> schema op (and attributes)
-_EVAL_OPS = {
-    "add": ("add", {}), "sub": ("sub", {}), "mul": ("mul", {}), "div": ("div", {}),
-    "eq": ("eq", {}), "ne": ("ne", {}), "lt": ("lt", {}), "le": ("le", {}), "gt": ("gt", {}),
-    "ge": ("ge", {}),
-}
+# expression operator -> primitive schema op (the others decompose into these below, so
+# a backend with only the primitives evaluates every body without recursing)
+_EVAL_OPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "eq": "eq", "lt": "lt"}
 # Only functions that are themselves primitive ops (or decompose into them) evaluate; a
 # body using another library function must wrap it in precise() with a fallback, so a
 # backend with only the primitives can still compute it.
@@ -436,19 +440,41 @@ def _eval_node(n, a, args, attrs, ops, dtype):
     if op == "neg":  # x * -1: keeps -0.0, wraps integers, never recurses into neg itself
         return ops.ew("mul", a[0], -1)
     if op == "where":
+        if isinstance(a[0], bool):  # folded: an integer input is never NaN
+            return a[1] if a[0] else a[2]
         return ops.where(a[0], a[1], a[2])
     if op == "cast":
         if n.value == BOOL:
             return ops.ew("ne", a[0], 0)
         return ops.cast(a[0], dtype) if hasattr(a[0], "dtype") else (1 if a[0] else 0)
-    if op in ("and", "or", "xor", "not"):
-        name = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
-                "not": "bitwise_not"}[op]
-        return ops.ew(name, *a)
+    if op == "not":
+        return (not a[0]) if isinstance(a[0], bool) else ops.ew("bitwise_not", a[0])
+    if op in ("and", "or", "xor"):
+        x, y = a
+        if isinstance(x, bool) and isinstance(y, bool):
+            return {"and": x and y, "or": x or y, "xor": x != y}[op]
+        if isinstance(x, bool):
+            x, y = y, x
+        if isinstance(y, bool):  # folded: a constant operand (isnan of an integer)
+            if op == "and":
+                return x if y else False
+            if op == "or":
+                return True if y else x
+            return ops.ew("bitwise_not", x) if y else x
+        return ops.ew({"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor"}[op],
+                      x, y)
     if op in _EVAL_OPS:
-        name, at = _EVAL_OPS[op]
-        return ops.ew(name, *a, **at)
+        return ops.ew(_EVAL_OPS[op], *a)
+    if op == "ne":
+        return ops.ew("bitwise_not", ops.ew("eq", a[0], a[1]))
+    if op in ("le", "ge"):
+        x, y = (a[0], a[1]) if op == "le" else (a[1], a[0])
+        return ops.ew("bitwise_or", ops.ew("lt", x, y), ops.ew("eq", x, y))
+    if op == "gt":
+        return ops.ew("lt", a[1], a[0])
     if op == "call":
+        if n.value in ("isnan", "isinf", "isfinite") and not a[0].dtype.is_floating_point:
+            return n.value == "isfinite"
         if n.value == "isnan":
             return ops.ew("ne", a[0], a[0])
         if n.value == "isfinite":

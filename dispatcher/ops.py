@@ -3,21 +3,96 @@
 Every function here works on tensors of any device. The hot path for a schema op is:
 promote/broadcast (meta) → ``op.kernels.get(device_type)`` (one dict lookup) →
 allocate ``out`` through the backend → ``kernel(out, *inputs, **attrs)``. When the
-backend has no kernel, the op's composite (``composites.py``) runs instead.
+backend has no kernel, the op's composite (``defs/``) runs instead.
 
-The frontend wraps these with autograd; composites call them directly.
+Autograd enters here, in one way for every op: an entry of a differentiable op whose
+input requires grad (in grad mode) hands the call to the recorder the autograd engine
+installed (``grad_mode.HOOKS.op``), which runs the entry again below autograd and records
+one node from the op's formula. An op without a formula is differentiated through its
+composite, whose ops record themselves. The frontend, composites and gradient formulas all
+call these entries, so they all record the same way.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+import struct
+import warnings
 
 from . import _core as C
 from . import dtypes as D
 from . import fallback as FB
 from ._core import TensorBase, shape_str
 from .device import to_device
+from .grad_mode import HOOKS, MODE
 from .plugins import BACKENDS, backend_for
+from .random import default_generator
 from .schema import OPS
+
+
+def requires_grad(args) -> bool:
+    """Whether autograd must see a call with these arguments (tensors or lists of them)."""
+    for a in args:
+        if isinstance(a, TensorBase):
+            if a.requires_grad:
+                return True
+        elif isinstance(a, (list, tuple)) and requires_grad(a):
+            return True
+    return False
+
+
+def record(o, run, inputs, attrs, inplace=False, out=None):
+    """Hand a call of ``o`` to the autograd recorder (see the module docstring)."""
+    if out is not None:
+        raise RuntimeError(f"{o.name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    return HOOKS.op(o, run, inputs, attrs, inplace)
+
+
+def recorded(name: str):
+    """Decorator for the entry of a composite-only op that has a gradient formula: a call
+    whose inputs (``OpDef.inputs``, by parameter name) require grad is recorded as one
+    node instead of the ops the composite is made of."""
+    o = OPS[name]
+
+    def deco(fn):
+        params = list(inspect.signature(fn).parameters)
+        where = [params.index(n) for n in o.inputs]
+
+        @functools.wraps(fn)
+        def entry(*args, **kwargs):
+            if MODE.grad and o.grad is not None:
+                ins = tuple(args[i] if i < len(args) else kwargs.get(params[i])
+                            for i in where)
+                if requires_grad(ins):
+                    attrs = dict(zip(params, args))
+                    attrs.update(kwargs)
+                    return record(o, lambda: fn(*args, **kwargs), ins, attrs)
+            return fn(*args, **kwargs)
+        return entry
+    return deco
+
+
+# TensorBase's operators route to the elementwise ops (the frontend's Tensor overrides them
+# with PyTorch's argument handling); gradient formulas use them on any tensor.
+def _binop(name, reflected=False):
+    if reflected:
+        return lambda a, b: elementwise(name, b, a)
+    return lambda a, b: elementwise(name, a, b)
+
+
+for _name, _op in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
+                   ("pow", "pow"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge"),
+                   ("eq", "eq"), ("ne", "ne"), ("and", "bitwise_and"), ("or", "bitwise_or"),
+                   ("xor", "bitwise_xor")):
+    setattr(TensorBase, f"__{_name}__", _binop(_op))
+    if _name in ("add", "sub", "mul", "truediv", "pow", "and", "or", "xor"):
+        setattr(TensorBase, f"__r{_name}__", _binop(_op, reflected=True))
+TensorBase.__neg__ = lambda a: elementwise("neg", a)
+TensorBase.__invert__ = lambda a: elementwise("bitwise_not", a)
+TensorBase.__hash__ = object.__hash__
+del _name, _op
 
 
 
@@ -125,7 +200,6 @@ def _resize_out(name, out, shape):
     if out.shape == shape:
         return out
     if C.numel(out.shape) != 0:
-        import warnings
         warnings.warn(f"{name}(): an output with one or more elements was resized since it had "
                       f"shape {shape_str(out.shape)}, which does not match the required output "
                       f"shape {shape_str(shape)}.", UserWarning, stacklevel=4)
@@ -182,6 +256,11 @@ _SCALAR_KIND = {bool: 0, int: 1, float: 2}
 def elementwise(name, *args, out=None, inplace=False, **attrs):
     """Run a schema elementwise op on tensors and Python scalars with broadcasting."""
     o = OPS[name]
+    if MODE.grad and o.differentiable and requires_grad(args):
+        if o.grad is not None:
+            return record(o, lambda: elementwise(name, *args, out=out, inplace=inplace,
+                                                 **attrs), args, attrs, inplace, out)
+        return _differentiate_body(o, args, attrs, out, inplace)
     a0 = args[0]
     # fast path: same-dtype, same-shape, same-device tensors
     if len(args) == 2 and out is None and not inplace and isinstance(a0, TensorBase):
@@ -239,8 +318,22 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
     return run(o, dev, ins, attrs, shape, out_dtype)
 
 
+def _differentiate_body(o, args, attrs, out, inplace):
+    """An elementwise op without a gradient formula, on inputs that require grad: its
+    composite (given, or its scalar body computed with tensor ops) runs on the promoted
+    inputs, and the ops it is made of record themselves."""
+    if out is not None:
+        record(o, None, args, attrs, out=out)  # raises: no out= with autograd
+    compute, _ = _promote(o, o.name, args)
+    ins = tuple(to(a, dtype=compute) if _is_t(a) else a for a in args)
+    res = o.composite(*ins, **attrs)
+    return copy_(args[0], res) if inplace else res
+
+
 def where(cond, a, b, out=None):
     o = OPS["where"]
+    if MODE.grad and requires_grad((a, b)):
+        return record(o, lambda: where(cond, a, b, out=out), (cond, a, b), {}, out=out)
     tensors = [t for t in (cond, a, b) if _is_t(t)]
     if not _is_t(cond):
         raise TypeError("where(): argument 'condition' must be a Tensor")
@@ -272,6 +365,9 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     o = OPS["clamp"]
+    if MODE.grad and requires_grad((x, min, max)):
+        return record(o, lambda: clamp(x, min, max, out=out, inplace=inplace), (x, min, max),
+                      {}, inplace, out)
     dt = D.result_type(*[v for v in (x, min, max) if v is not None])
     if not dt.is_floating_point and dt is not D.bool_:
         # PyTorch: a number bound must fit the integer dtype, and converts to it (uint8: -1
@@ -280,20 +376,8 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
             min = _wrap_int(min, dt)
         if not isinstance(max, TensorBase):
             max = _wrap_int(max, dt)
-    if o.kernels.get(x.device.type) is None:
-        res = x
-        if min is not None:
-            res = elementwise("maximum", res, min)
-        if max is not None:
-            res = elementwise("minimum", res, max)
-        if inplace:
-            return copy_(x, res)
-        if out is not None:
-            _resize_out("clamp", out, res.shape)
-            return copy_(out, res)
-        return res
     if (dt is x.dtype and out is None and not isinstance(min, TensorBase)
-            and not isinstance(max, TensorBase)):
+            and not isinstance(max, TensorBase) and x.device.type in o.kernels):
         # number bounds: stride-0 views of cached scalars (the kernel hoists them)
         dest = x if inplace else C.empty(x.shape, x.dtype, x.device)
         lo = C.scalar_like(_lowest(dt) if min is None else min, x)
@@ -345,6 +429,8 @@ def copy_(dst, src, non_blocking=False):
     """Copy ``src`` (broadcast to ``dst``'s shape, any dtype, any device) into ``dst``."""
     if not _is_t(src):
         return fill_(dst, src)
+    if MODE.grad and (requires_grad((dst, src)) or _base_requires_grad(dst)):
+        return record(OPS["copy"], lambda: copy_(dst, src), (dst, src), {}, inplace=True)
     if src.device != dst.device:
         src = to(src, dst.device)
     if src.shape != dst.shape:
@@ -368,7 +454,14 @@ def fill_(dst, value):
     return dst
 
 
+def _base_requires_grad(t) -> bool:
+    base = t._base
+    return base is not None and base.requires_grad
+
+
 def clone(x):
+    if MODE.grad and x.requires_grad:
+        return record(OPS["clone"], lambda: clone(x), (x,), {})
     out = C.empty(x.shape, x.dtype, x.device)
     run(OPS["copy"], x.device, (x,), {}, x.shape, x.dtype, out)
     return out
@@ -382,6 +475,9 @@ def to(x, device=None, dtype=None, copy=False):
     """Move and/or cast. Returns ``x`` itself when nothing changes (unless ``copy``)."""
     dev = x.device if device is None else to_device(device)
     dtype = x.dtype if dtype is None else D.to_dtype(dtype)
+    if MODE.grad and x.requires_grad and dtype.is_floating_point and (
+            copy or dev != x.device or dtype is not x.dtype):
+        return record(OPS["to"], lambda: to(x, dev, dtype, copy), (x,), {})
     if dev == x.device:
         if dtype is x.dtype:
             return clone(x) if copy else x
@@ -410,7 +506,6 @@ def item(x):
 
 
 def decode_scalar(raw: bytes, dtype):
-    import struct
     fmt = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
            "float16": "e", "float32": "f", "float64": "d"}.get(dtype.name)
     if fmt is None:  # bfloat16: the high half of a float32
@@ -444,6 +539,9 @@ def reduce(name, x, dim=None, keepdim=False, dtype=None, out=None, **attrs):
     o = OPS[name]
     if not _is_t(x):
         raise TypeError(f"{name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
+    if MODE.grad and x.requires_grad and o.grad is not None:
+        return record(o, lambda: reduce(name, x, dim, keepdim, dtype, out, **attrs), (x,),
+                      dict(attrs, dim=dim, keepdim=keepdim, dtype=dtype), out=out)
     nd = len(x.shape)
     dims = C.normalize_dims(dim, nd, name)
     rdt = _reduce_dtype(name, o.promotion, x, dtype)
@@ -517,12 +615,16 @@ def arg_reduce(name, x, dim=None, keepdim=False, out=None):
 
 
 def reshape_flat(x):
-    from .views import reshape
-    return reshape(x, -1)
+    """``x`` as a 1-D tensor (a view of it when contiguous; not recorded)."""
+    y = x if C.is_contiguous(x) else clone(x)
+    return C.view_of(y, (C.numel(y.shape),), (1,), y._offset)
 
 
 def scan(name, x, dim, dtype=None, out=None):
     o = OPS[name]
+    if MODE.grad and x.requires_grad:
+        return record(o, lambda: scan(name, x, dim, dtype, out), (x,),
+                      {"dim": dim, "dtype": dtype}, out=out)
     nd = len(x.shape)
     d = C.normalize_dim(dim, nd, name)
     rdt = _reduce_dtype(name, o.promotion, x, dtype)
@@ -539,6 +641,9 @@ def scan(name, x, dim, dtype=None, out=None):
 
 def softmax_op(name, x, dim, dtype=None):
     o = OPS[name]
+    if MODE.grad and x.requires_grad:
+        return record(o, lambda: softmax_op(name, x, dim, dtype), (x,),
+                      {"dim": dim, "dtype": dtype})
     if dtype is not None:
         x = cast(x, D.to_dtype(dtype))
     if not x.dtype.is_floating_point:
@@ -558,6 +663,9 @@ def _softmax0d(name, x, o):
 
 def sort(x, dim=-1, descending=False, stable=False):
     o = OPS["sort"]
+    if MODE.grad and x.requires_grad and x.shape:
+        return record(o, lambda: sort(x, dim, descending, stable), (x,),
+                      {"dim": dim, "descending": descending, "stable": stable})
     nd = len(x.shape)
     if nd == 0:
         return clone(x), zeros((), D.int64, x.device)
@@ -604,6 +712,11 @@ def im2col(x, kernel, dilation, padding, stride, blocks=None, value=0, batch_inn
     PyTorch's count for symmetric ``padding``; more blocks pad on the right with ``value``.
     ``batch_inner`` lays the result out as (C, *kernel, N, *blocks) in memory, so that
     ``.permute`` + ``.reshape`` to (C * K, N * L) — one GEMM for a batch — is free."""
+    if MODE.grad and x.requires_grad:
+        return record(OPS["im2col"], lambda: im2col(x, kernel, dilation, padding, stride,
+                                                    blocks, value, batch_inner), (x,),
+                      {"kernel_size": kernel, "dilation": dilation, "padding": padding,
+                       "stride": stride})
     kernel, dilation, padding, stride = _geom("im2col", x, kernel, dilation, padding, stride)
     if blocks is None:
         blocks = conv_blocks(x.shape[2:], kernel, dilation, padding, stride)
@@ -625,6 +738,11 @@ def im2col(x, kernel, dilation, padding, stride, blocks=None, value=0, batch_inn
 def col2im(cols, size, kernel, dilation, padding, stride):
     """The adjoint of im2col: blocks (N, C, *kernel, *blocks) summed into (N, C, *size);
     positions that fall in the padding are dropped."""
+    if MODE.grad and cols.requires_grad:
+        return record(OPS["col2im"], lambda: col2im(cols, size, kernel, dilation, padding,
+                                                    stride), (cols,),
+                      {"kernel_size": kernel, "dilation": dilation, "padding": padding,
+                       "stride": stride})
     nd = len(kernel)
     if len(cols.shape) != 2 + 2 * nd:
         raise ValueError(f"col2im(): expected cols (N, C, *kernel, *blocks) with {nd} spatial "
@@ -643,6 +761,9 @@ def col2im(cols, size, kernel, dilation, padding, stride):
 
 def max_pool(x, kernel, dilation, padding, stride, blocks):
     """Window maxima of ``x`` (N, C, *sp) and their flat indices into each (*sp) plane."""
+    if MODE.grad and x.requires_grad:
+        return record(OPS["max_pool"], lambda: max_pool(x, kernel, dilation, padding, stride,
+                                                        blocks), (x,), {})
     kernel, dilation, padding, stride = _geom("max_pool", x, kernel, dilation, padding, stride)
     blocks = tuple(int(b) for b in blocks)
     shape = x.shape[:2] + blocks
@@ -675,6 +796,9 @@ def _check_index(name, index):
 
 
 def gather(x, dim, index, out=None):
+    if MODE.grad and x.requires_grad:
+        return record(OPS["gather"], lambda: gather(x, dim, index, out), (x,),
+                      {"dim": dim, "index": index}, out=out)
     index = _check_index("gather", index)
     nd = len(x.shape)
     d = C.normalize_dim(dim, nd, "gather")
@@ -701,8 +825,19 @@ def gather(x, dim, index, out=None):
     return res
 
 
+def scatter(x, dim, index, src, reduce=None):
+    """Out-of-place scatter (a copy of ``x`` with ``src`` scattered into it)."""
+    if MODE.grad and requires_grad((x, src)):
+        return record(OPS["scatter"], lambda: scatter(x, dim, index, src, reduce), (x, src),
+                      {"dim": dim, "index": index, "reduce": reduce})
+    return scatter_(clone(x), dim, index, src, reduce)
+
+
 def scatter_(x, dim, index, src, reduce=None):
     """In-place scatter; ``src`` is a tensor or a scalar; ``reduce`` None or 'add'."""
+    if MODE.grad and (requires_grad((x, src)) or _base_requires_grad(x)):
+        return record(OPS["scatter"], lambda: scatter_(x, dim, index, src, reduce), (x, src),
+                      {"dim": dim, "index": index, "reduce": reduce}, inplace=True)
     index = _check_index("scatter", index)
     nd = len(x.shape)
     d = C.normalize_dim(dim, nd, "scatter")
@@ -767,6 +902,8 @@ def nonzero(x):
 # ---------------------------------------------------------------------------------
 
 def bmm(a, b, out=None):
+    if MODE.grad and requires_grad((a, b)):
+        return record(OPS["bmm"], lambda: bmm(a, b, out), (a, b), {}, out=out)
     if len(a.shape) != 3 or len(b.shape) != 3:
         raise RuntimeError(f"bmm(): batch1 must be a 3D tensor (got {len(a.shape)}D) and batch2 "
                            f"must be a 3D tensor (got {len(b.shape)}D)")
@@ -834,7 +971,6 @@ def arange(start, end, step, dtype, device):
 
 def random_(t, kind, a, b, generator=None):
     """Fill ``t`` in place from the uniform or normal distribution."""
-    from .random import default_generator
     if not t.dtype.is_floating_point:
         raise NotImplementedError(f"{kind}_(): \"{kind}_kernel\" not implemented for "
                                   f"'{_tn(t.dtype)}'; use randint for integers")

@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from . import expr as X
 from . import fallback
 
-__all__ = ["OpDef", "Check", "OPS", "PRIMITIVES", "op", "defop", "validate_kernels",
-           "install_kernels", "uninstall_kernels", "coverage", "elementwise_ops",
-           "table_hash", "KIND_MASKS"]
+__all__ = ["OpDef", "Check", "Formula", "OPS", "PRIMITIVES", "op", "defop", "gradient",
+           "composite", "validate_kernels", "install_kernels", "uninstall_kernels",
+           "coverage", "elementwise_ops", "table_hash", "KIND_MASKS", "parse_signature"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,22 @@ CHECK_MESSAGES = {
 }
 
 
+@dataclass(frozen=True)
+class Formula:
+    """A gradient formula (PyTorch's derivatives.yaml entry, as a function).
+
+    ``fn(g, *named)`` returns one gradient per differentiable input of the op (``None``
+    where there is none; a list for a ``Tensor[]`` input). The names after ``g`` say what
+    the formula needs, and so what autograd saves: an input's name (the tensor, checked
+    against in-place changes), ``<input>_shape`` / ``_dtype`` / ``_device`` (only that
+    metadata), ``result`` (the output; ``result1``... for further outputs), or an
+    attribute of the call (``dim``, ``keepdim``). A parameter with a default may be
+    absent from a call."""
+    fn: object
+    names: tuple
+    defaults: dict
+
+
 @dataclass
 class OpDef:
     name: str
@@ -82,6 +98,17 @@ class OpDef:
     checks: tuple = ()
     domain: tuple | None = None
     doc: str = ""
+    #: the differentiable inputs, by name, in the order the entry point passes them
+    inputs: tuple = ("self",)
+    #: the gradient formula (``gradient``); None: not differentiable, or differentiated
+    #: through its composite
+    grad: Formula | None = None
+    #: the autograd node's name, when not ``<Name>Backward0`` of the signature's name: a
+    #: string or ``fn(inputs) -> str`` (pow's node depends on which operands are tensors)
+    node: object = None
+    #: the public forms the frontend generates for an elementwise op: ``ember.<name>``
+    #: (function), ``Tensor.<name>`` (method), ``Tensor.<name>_`` (inplace), ``out=``
+    variants: tuple = ("function", "method", "inplace", "out")
     #: device_type -> kernel; the dispatch table for this op (one dict lookup per call).
     kernels: dict = field(default_factory=dict)
 
@@ -104,7 +131,7 @@ class OpDef:
     def mode_attr(self) -> str | None:
         return next(iter(self.modes)) if self.modes else None
 
-    def inputs(self) -> list:
+    def body_inputs(self) -> list:
         """The body's input nodes (kernel arguments after ``out``), by position."""
         seen = {}
         for scalar in self.bodies().values():
@@ -132,6 +159,45 @@ KIND_MASKS = {"float": ("M_FLOAT",), "sint": ("M_I8", "M_I16", "M_I32", "M_I64")
               "uint": ("M_U8",), "bool": ("M_BOOL",)}
 
 
+def parse_signature(signature: str) -> tuple:
+    """``(name, [(type, param, default or None, keyword_only)])`` of a PyTorch-style
+    signature such as ``"sum(Tensor self, int[]? dim=None, *, dtype=None) -> Tensor"``."""
+    head, _, rest = signature.partition("(")
+    depth, cur, parts = 0, "", []
+    for ch in rest:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            if depth == 0:
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    params, kwonly = [], False
+    for p in (x.strip() for x in parts):
+        if not p:
+            continue
+        if p == "*":
+            kwonly = True
+            continue
+        decl, _, default = p.partition("=")
+        words = decl.split()
+        ptype, pname = (" ".join(words[:-1]), words[-1]) if len(words) > 1 else ("", words[0])
+        params.append((ptype, pname, default.strip() or None, kwonly))
+    return head.strip(), params
+
+
+def _default_inputs(kind, signature) -> tuple:
+    """Elementwise ops: every positional parameter; others: the first one."""
+    _, params = parse_signature(signature)
+    positional = tuple(p[1] for p in params if not p[3])
+    return positional if kind == "elementwise" else positional[:1]
+
+
 def _kernel_convention(inputs, attrs: dict, mode_attr) -> str:
     parts = ["out"] + [v.value[1] for v in inputs]
     if mode_attr:
@@ -143,7 +209,8 @@ def _kernel_convention(inputs, attrs: dict, mode_attr) -> str:
 def defop(name: str, kind: str, signature: str, kernel: str | None = None, *,
           promotion: str = "default", primitive: bool = False, differentiable: bool = True,
           scalar=None, modes: dict | None = None, attrs: dict | None = None,
-          checks=(), domain=None, doc: str = "") -> OpDef:
+          checks=(), domain=None, doc: str = "", inputs: tuple | None = None,
+          node=None, variants: tuple | None = None) -> OpDef:
     """Register one op. ``scalar`` is an expression (every dtype kind) or a mapping from
     kind (float, sint, uint, bool, int, integral, num, any) to expression; ``attrs`` maps
     the body's scalar attributes to their defaults."""
@@ -160,17 +227,47 @@ def defop(name: str, kind: str, signature: str, kernel: str | None = None, *,
     attrs = dict(attrs or {})
     o = OpDef(name, kind, signature, kernel or "", promotion, primitive, differentiable,
               scalar=scalar, modes=modes, attrs=attrs, checks=tuple(checks),
-              domain=domain, doc=doc)
+              domain=domain, doc=doc,
+              inputs=tuple(inputs) if inputs is not None else _default_inputs(kind,
+                                                                               signature),
+              node=node)
+    if variants is not None:
+        o.variants = tuple(variants)
     if scalar is not None:
         for scal in o.bodies().values():
             for e in scal.values():
                 X.type_of(e)  # reject ill-typed bodies at definition time
         if not kernel:
-            o.kernel = _kernel_convention(o.inputs(), attrs, o.mode_attr)
+            o.kernel = _kernel_convention(o.body_inputs(), attrs, o.mode_attr)
     OPS[name] = o
     if primitive:
         PRIMITIVES.add(name)
     return o
+
+
+def gradient(*names: str):
+    """Decorator: ``fn`` is the gradient formula of the ops ``names`` (see
+    :class:`Formula`)."""
+    def deco(fn):
+        params = list(inspect.signature(fn).parameters.values())[1:]
+        f = Formula(fn, tuple(p.name for p in params),
+                    {p.name: p.default for p in params if p.default is not p.empty})
+        for n in names:
+            o = op(n)
+            if not o.differentiable:
+                raise ValueError(f"op {n!r} is not differentiable but has a gradient formula")
+            o.grad = f
+        return fn
+    return deco
+
+
+def composite(name: str):
+    """Decorator: ``fn`` computes op ``name`` from other ops (used where a backend has no
+    kernel for it; for composite-only ops, always)."""
+    def deco(fn):
+        op(name).composite = fn
+        return fn
+    return deco
 
 
 def op(name: str) -> OpDef:

@@ -1,19 +1,51 @@
 """View ops: metadata-only, no kernel, shared by every backend.
 
 Each returns a tensor sharing the input's storage and version counter; only shape,
-strides and offset change.
+strides and offset change, and ``_base`` names the tensor the view was made from.
+
+The public views are recorded for autograd through the dispatcher's hook
+(``grad_mode.HOOKS.view``) when their input requires grad, whoever calls them (the
+frontend, composites, gradient formulas). Their kind tells the engine how the gradient
+goes back: ``view`` (a reshape), ``permute`` (the inverse permutation), ``expand`` (a
+sum) or ``as_view`` (any other view: replayed on an index map and scattered).
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 from . import _core as C
+from . import dtypes as D
 from . import ops as _ops
 from ._core import normalize_dim, shape_str, view_of
+from .grad_mode import HOOKS, MODE
+
+
+def _view_op(kind: str, name=None, perm=None):
+    """Record ``fn`` for autograd when its input requires grad; mark its result's base.
+    ``name``: the node's name (default: the function's), or ``name(*args)`` choosing it;
+    ``perm(x, *args)`` gives the permutation of ``permute``-kind views."""
+    def deco(fn):
+        node = name or fn.__name__
+
+        @functools.wraps(fn)
+        def op(x, *args, **kwargs):
+            if MODE.grad and x.requires_grad and HOOKS.view is not None:
+                ctx = {"perm": perm(x, *args, **kwargs)} if perm is not None else {}
+                return HOOKS.view(kind, fn, x, args, kwargs,
+                                  node(*args) if callable(node) else node, ctx)
+            res = fn(x, *args, **kwargs)
+            if res is not None and res._storage is x._storage:
+                res._base = x if x._base is None else x._base
+            return res
+        op.raw = fn
+        return op
+    return deco
 
 __all__ = ["view", "reshape", "transpose", "permute", "expand", "squeeze", "unsqueeze",
            "flatten", "narrow", "select", "unfold", "as_strided", "movedim", "diagonal",
-           "unflatten", "infer_shape", "basic_index", "t", "split", "chunk", "unbind"]
+           "unflatten", "infer_shape", "basic_index", "t", "split", "chunk", "unbind",
+           "sum_to", "GRADIENTS"]
 
 
 def _ints(shape, op) -> tuple:
@@ -86,6 +118,7 @@ def _view_strides(old_shape, old_stride, new_shape):
     return tuple(new_stride)
 
 
+@_view_op("view")
 def view(x, *shape):
     shape = infer_shape(_ints(shape, "view"), C.numel(x.shape))
     if shape == x.shape:
@@ -99,6 +132,7 @@ def view(x, *shape):
     return view_of(x, shape, stride, x._offset)
 
 
+@_view_op("view", "view")
 def reshape(x, *shape):
     shape = infer_shape(_ints(shape, "reshape"), C.numel(x.shape), "reshape")
     stride = (C.contiguous_strides(shape) if C.is_contiguous(x)
@@ -109,6 +143,7 @@ def reshape(x, *shape):
     return view_of(x, shape, stride, x._offset)
 
 
+@_view_op("as_view", "as_strided")
 def as_strided(x, size, stride, storage_offset=None):
     size = tuple(int(s) for s in size)
     stride = tuple(int(s) for s in stride)
@@ -128,6 +163,20 @@ def as_strided(x, size, stride, storage_offset=None):
     return view_of(x, size, stride, off)
 
 
+def _swap(nd, d0, d1):
+    perm = list(range(nd))
+    if nd:
+        a, b = normalize_dim(d0, nd), normalize_dim(d1, nd)
+        perm[a], perm[b] = perm[b], perm[a]
+    return tuple(perm)
+
+
+def _perm(x, dims):
+    nd = len(x.shape)
+    return tuple(normalize_dim(d, nd, "permute") for d in _ints(dims, "permute")) if nd else ()
+
+
+@_view_op("permute", "transpose", perm=lambda x, d0, d1: _swap(len(x.shape), d0, d1))
 def transpose(x, dim0, dim1):
     nd = len(x.shape)
     a, b = normalize_dim(dim0, nd), normalize_dim(dim1, nd)
@@ -143,10 +192,10 @@ def t(x):
     if len(x.shape) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{len(x.shape)}D")
-    return transpose(x, 0, 1) if len(x.shape) == 2 else view_of(x, x.shape, x._stride,
-                                                                 x._offset)
+    return transpose(x, 0, 1) if len(x.shape) == 2 else view(x, x.shape)
 
 
+@_view_op("permute", perm=lambda x, *dims: _perm(x, dims))
 def permute(x, *dims):
     dims = _ints(dims, "permute")
     nd = len(x.shape)
@@ -175,6 +224,7 @@ def movedim(x, source, destination):
     return permute(x, order)
 
 
+@_view_op("expand")
 def expand(x, *sizes):
     sizes = _ints(sizes, "expand")
     nd = len(sizes)
@@ -190,6 +240,7 @@ def expand(x, *sizes):
     return C.expand_to(x, target)
 
 
+@_view_op("view", "squeeze")
 def squeeze(x, dim=None):
     nd = len(x.shape)
     if dim is None:
@@ -202,6 +253,7 @@ def squeeze(x, dim=None):
                    x._offset)
 
 
+@_view_op("view", "unsqueeze")
 def unsqueeze(x, dim):
     nd = len(x.shape)
     d = normalize_dim(dim, nd + 1)
@@ -212,6 +264,7 @@ def unsqueeze(x, dim):
     return view_of(x, tuple(shape), tuple(stride), x._offset)
 
 
+@_view_op("view", "view")
 def flatten(x, start_dim=0, end_dim=-1):
     nd = len(x.shape)
     if nd == 0:
@@ -225,6 +278,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     return reshape(x, shape)
 
 
+@_view_op("view", "view")
 def unflatten(x, dim, sizes):
     nd = len(x.shape)
     d = normalize_dim(dim, nd)
@@ -232,6 +286,7 @@ def unflatten(x, dim, sizes):
     return view(x, x.shape[:d] + sizes + x.shape[d + 1:])
 
 
+@_view_op("as_view", "slice")
 def narrow(x, dim, start, length):
     nd = len(x.shape)
     if nd == 0:
@@ -251,6 +306,7 @@ def narrow(x, dim, start, length):
     return view_of(x, shape, x._stride, x._offset + start * x._stride[d])
 
 
+@_view_op("as_view", "select")
 def select(x, dim, index):
     nd = len(x.shape)
     if nd == 0:
@@ -266,6 +322,7 @@ def select(x, dim, index):
                    x._offset + i * x._stride[d])
 
 
+@_view_op("as_view")
 def unfold(x, dimension, size, step):
     nd = len(x.shape)
     d = normalize_dim(dimension, nd) if nd else 0
@@ -281,6 +338,7 @@ def unfold(x, dimension, size, step):
     return view_of(x, shape, stride, x._offset)
 
 
+@_view_op("as_view")
 def diagonal(x, offset=0, dim1=0, dim2=1):
     nd = len(x.shape)
     a, b = normalize_dim(dim1, nd), normalize_dim(dim2, nd)
@@ -339,6 +397,8 @@ def unbind(x, dim=0):
     return tuple(select(x, d, i) for i in range(x.shape[d]))
 
 
+@_view_op("as_view", lambda key: "select" if isinstance(key, int) and not isinstance(
+    key, bool) else "slice")
 def basic_index(x, key):
     """ints, slices (with steps), None and Ellipsis → a view; returns None if ``key``
     holds anything else (advanced indexing)."""
@@ -386,3 +446,53 @@ def basic_index(x, key):
     shape.extend(x.shape[d:])
     stride.extend(x._stride[d:])
     return view_of(x, tuple(shape), tuple(stride), off)
+
+
+def sum_to(g, shape):
+    """Sum a broadcast gradient back to ``shape`` (recorded, for higher-order gradients)."""
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    lead = len(g.shape) - len(shape)
+    dims = list(range(lead))
+    for i, n in enumerate(shape):
+        if n == 1 and g.shape[lead + i] != 1:
+            dims.append(lead + i)
+    if dims:
+        g = _ops.reduce("sum", g, tuple(dims), True)
+    return g if g.shape == shape else view(g, shape)
+
+
+# ---- how each kind of view sends its gradient back (``g``: the view's gradient, ``shape``:
+# the input's shape) -------------------------------------------------------------------------
+def _grad_view(g, ctx, shape):
+    return reshape(g, shape)
+
+
+def _grad_permute(g, ctx, shape):
+    perm = ctx["perm"]
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return permute(g, inv)
+
+
+def _grad_expand(g, ctx, shape):
+    return sum_to(g, shape)
+
+
+def _grad_as_view(g, ctx, shape):
+    """Slices, select, narrow, unfold, diagonal, as_strided: replay the view on the map of
+    element positions, then scatter-add the gradient to the positions it selected."""
+    n = C.numel(shape)
+    index = _ops.arange(0, n, 1, D.int64, g.device)
+    positions = ctx["replay"](view_of(index, tuple(shape), C.contiguous_strides(tuple(shape)),
+                                      0))
+    flat = reshape(g, -1)
+    dest = _ops.zeros((n,), g.dtype, g.device)
+    return view(_ops.scatter(dest, 0, reshape(positions, -1), flat, reduce="add"), shape)
+
+
+#: view kind -> gradient (the autograd recorder looks views up here)
+GRADIENTS = {"view": _grad_view, "permute": _grad_permute, "expand": _grad_expand,
+             "as_view": _grad_as_view}

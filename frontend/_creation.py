@@ -6,10 +6,11 @@ import operator
 import numpy as np
 
 from ember.dispatcher import _core as C
-from ember.dispatcher import composites as CP
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
 from ember.dispatcher._core import TensorBase
+from ember.dispatcher.defs import copy as CP
+from ember.dispatcher.grad_mode import below_autograd
 from ember.dispatcher.device import to_device
 from ember.dispatcher.plugins import backend_for
 from ember.dispatcher.random import default_generator
@@ -199,7 +200,8 @@ def _from_host_array(arr, dtype, device):
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Build a tensor from (nested) Python numbers, a NumPy array or a tensor (copied)."""
     if isinstance(data, TensorBase):
-        res = O.to(data, device or data.device, dtype or data.dtype, copy=True)
+        with below_autograd():  # a new leaf, as PyTorch's (which warns)
+            res = O.to(data, device or data.device, dtype or data.dtype, copy=True)
         return _finish(res, requires_grad)
     arr, inferred = _infer(data)
     dt = D.to_dtype(dtype) if dtype is not None else inferred
@@ -250,7 +252,8 @@ def numpy_of(t, force=False):
         if not force:
             raise TypeError(f"can't convert {t.device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
-        t = O.to(t, "cpu")
+        with below_autograd():
+            t = O.to(t, "cpu")
     npdt = t.dtype.to_numpy()
     base = np.frombuffer(t._storage, dtype=np.uint8)
     item = t.dtype.itemsize

@@ -1,27 +1,33 @@
 """ember's functional API (``ember.add``, ``ember.sum``, ...), PyTorch's names and signatures.
 
-Each function normalises PyTorch-style arguments and calls the dispatcher. Autograd
-wraps this layer (see the Autograd issue); the dispatcher below it knows nothing of
-gradients.
+Each function normalises PyTorch-style arguments and calls the dispatcher, whose entry
+points record autograd themselves. The elementwise ops are generated from the op table
+(``ember.dispatcher.schema``): for each one, ``ember.<name>`` with PyTorch's parameter
+names and ``out=``, and the ``Tensor.<name>_`` in-place form (``INPLACE``), as the
+definition's ``variants`` say. The few with extra argument handling (``add``'s
+``alpha``, true ``div``, ``where``'s one-argument form, ``clamp``) are written below.
 """
 from __future__ import annotations
 
-import math
+import warnings
 from collections import namedtuple
 
 import numpy as np
 
 from ember.dispatcher import _core as C
-from ember.dispatcher import composites as CP
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher._core import TensorBase
+from ember.dispatcher.defs import index as IX
+from ember.dispatcher.defs import linalg as LA
+from ember.dispatcher.defs import reduction as RD
+from ember.dispatcher.grad_mode import MODE
+from ember.dispatcher.schema import elementwise_ops, parse_signature
 
 from . import _views as VW
-from .autograd import _record as R
 
-E = R.ew
+E = O.elementwise
 
 values_indices = namedtuple("return_types", ["values", "indices"])
 max_ret = namedtuple("max", ["values", "indices"])
@@ -48,87 +54,52 @@ def _t(x, op):
     return x
 
 
-# ---- elementwise ------------------------------------------------------------------
-def _unary(name):
-    def fn(input, *, out=None):
-        return E(name, _t(input, name), out=out)
+# ---- elementwise: generated from the op table ------------------------------------------------
+#: ops whose public forms are written by hand below
+_HANDWRITTEN = {"add", "sub", "div", "neg", "where", "clamp"}
+INPLACE: dict = {}
+ELEMENTWISE: list = []
 
-    def fn_(self):
-        return E(name, self, inplace=True)
-    fn.__name__ = name
-    fn.__doc__ = f"``ember.{name}(input)``: elementwise {name} (see PyTorch)."
-    fn_.__name__ = name + "_"
+
+def _generate(o):
+    """``ember.<name>`` and ``Tensor.<name>_`` for one elementwise op, as Python source
+    compiled once (no per-call argument binding)."""
+    _, params = parse_signature(o.signature)
+    pos = [p[1] for p in params if not p[3]]
+    kws = [(p[1], p[2]) for p in params if p[3]]
+    first = f"_t(input, {o.name!r})" if len(pos) == 1 else "_s(input)"
+    rest = [f"_s({n})" for n in pos[1:]]
+    kw_decl = "".join(f", {n}={d}" for n, d in kws)
+    kw_pass = "".join(f", {n}={n}" for n, _ in kws)
+    src = [f"def {o.name}({', '.join(['input'] + pos[1:])}, *{kw_decl}, out=None):",
+           f"    return _ew({o.name!r}, {', '.join([first] + rest)}, out=out{kw_pass})"]
+    star = f", *{kw_decl}" if kws else ""
+    src += [f"def {o.name}_({', '.join(['self'] + pos[1:])}{star}):",
+            f"    return _ew({o.name!r}, {', '.join(['self'] + rest)}, inplace=True"
+            f"{kw_pass})"]
+    env = {"_ew": E, "_s": _s, "_t": _t}
+    exec("\n".join(src), env)  # noqa: S102 - source built from the op table above
+    fn, fn_ = env[o.name], env[o.name + "_"]
+    fn.__doc__ = (f"``ember.{o.signature.split(' ->')[0].replace('self', 'input')}``: "
+                  f"elementwise {o.name} (see PyTorch's ``torch.{o.name}``)."
+                  + (f" {o.doc}." if o.doc else ""))
     return fn, fn_
 
 
-def _binary(name):
-    def fn(input, other, *, out=None):
-        return E(name, _s(input), _s(other), out=out)
-
-    def fn_(self, other):
-        return E(name, self, _s(other), inplace=True)
-    fn.__name__ = name
-    fn.__doc__ = f"``ember.{name}(input, other)``: elementwise {name} with broadcasting."
-    fn_.__name__ = name + "_"
-    return fn, fn_
-
-
-UNARY = ["exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-         "sigmoid", "erf", "floor", "ceil", "round", "trunc", "abs", "sign", "reciprocal",
-         "bitwise_not", "logical_not", "isnan", "isinf", "isfinite"]
-BINARY = ["mul", "maximum", "minimum", "fmod", "remainder", "pow", "eq", "ne", "lt", "le",
-          "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
-          "logical_xor"]
-
-exp, exp_ = _unary("exp")
-expm1, expm1_ = _unary("expm1")
-log, log_ = _unary("log")
-log1p, log1p_ = _unary("log1p")
-log2, log2_ = _unary("log2")
-sqrt, sqrt_ = _unary("sqrt")
-rsqrt, rsqrt_ = _unary("rsqrt")
-sin, sin_ = _unary("sin")
-cos, cos_ = _unary("cos")
-tan, tan_ = _unary("tan")
-tanh, tanh_ = _unary("tanh")
-sigmoid, sigmoid_ = _unary("sigmoid")
-erf, erf_ = _unary("erf")
-floor, floor_ = _unary("floor")
-ceil, ceil_ = _unary("ceil")
-round, round_ = _unary("round")
-trunc, trunc_ = _unary("trunc")
-abs, abs_ = _unary("abs")
-sign, sign_ = _unary("sign")
-reciprocal, reciprocal_ = _unary("reciprocal")
-bitwise_not, bitwise_not_ = _unary("bitwise_not")
-logical_not, logical_not_ = _unary("logical_not")
-isnan, _ = _unary("isnan")
-isinf, _ = _unary("isinf")
-isfinite, _ = _unary("isfinite")
-mul, mul_ = _binary("mul")
-maximum, _ = _binary("maximum")
-minimum, _ = _binary("minimum")
-fmod, fmod_ = _binary("fmod")
-remainder, remainder_ = _binary("remainder")
-pow, pow_ = _binary("pow")
-eq, eq_ = _binary("eq")
-ne, ne_ = _binary("ne")
-lt, lt_ = _binary("lt")
-le, le_ = _binary("le")
-gt, gt_ = _binary("gt")
-ge, ge_ = _binary("ge")
-bitwise_and, bitwise_and_ = _binary("bitwise_and")
-bitwise_or, bitwise_or_ = _binary("bitwise_or")
-bitwise_xor, bitwise_xor_ = _binary("bitwise_xor")
-logical_and, logical_and_ = _binary("logical_and")
-logical_or, logical_or_ = _binary("logical_or")
-logical_xor, logical_xor_ = _binary("logical_xor")
-INPLACE = {n + "_": globals()[n + "_"] for n in UNARY + BINARY
-           if n not in ("isnan", "isinf", "isfinite", "maximum", "minimum")}
+for _o in elementwise_ops():
+    if _o.name in _HANDWRITTEN:
+        continue
+    _fn, _fn_ = _generate(_o)
+    if "function" in _o.variants:
+        globals()[_o.name] = _fn
+        ELEMENTWISE.append(_o.name)
+    if "inplace" in _o.variants:
+        INPLACE[_o.name + "_"] = _fn_
+del _o, _fn, _fn_
 
 # PyTorch aliases
-multiply, greater, greater_equal, less, less_equal, not_equal = mul, gt, ge, lt, le, ne
-absolute = abs
+multiply, greater, greater_equal, less, less_equal, not_equal = mul, gt, ge, lt, le, ne  # noqa: F821
+absolute = abs  # noqa: F821
 
 
 def neg(input, *, out=None):
@@ -221,12 +192,12 @@ def sub_(self, other, *, alpha=1):
 
 
 def div_(self, other, *, rounding_mode=None):
-    src = R.clone(self) if _grad(self, other) else self  # keep the pre-write value for backward
+    src = O.clone(self) if _grad(self, other) else self  # keep the pre-write value for backward
     res = div(src, other, rounding_mode=rounding_mode)
     if not O.can_cast(res.dtype, self.dtype):
         raise RuntimeError(f"result type {D.torch_name(res.dtype)} can't be cast to the desired "
                            f"output type {D.torch_name(self.dtype)}")
-    return R.copy_(self, res)
+    return O.copy_(self, res)
 
 
 def floor_divide_(self, other):
@@ -236,16 +207,16 @@ def floor_divide_(self, other):
 def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
-    return R.where(condition, _s(input), _s(other), out=out)
+    return O.where(condition, _s(input), _s(other), out=out)
 
 
 def clamp(input, min=None, max=None, *, out=None):
-    return R.clamp(input, _s(min) if min is not None else None,
+    return O.clamp(input, _s(min) if min is not None else None,
                    _s(max) if max is not None else None, out=out)
 
 
 def clamp_(self, min=None, max=None):
-    return R.clamp(self, min, max, inplace=True)
+    return O.clamp(self, min, max, inplace=True)
 
 
 clip, clip_ = clamp, clamp_
@@ -268,33 +239,9 @@ def clamp_max(input, max):
     return clamp(input, max=max)
 
 
-def lerp(input, end, weight, *, out=None):
-    return E("lerp", input, end, _s(weight), out=out)
-
-
-def lerp_(self, end, weight):
-    return E("lerp", self, end, _s(weight), inplace=True)
-
-
-def addcmul(input, tensor1, tensor2, *, value=1, out=None):
-    return E("addcmul", input, tensor1, tensor2, out=out, value=value)
-
-
-def addcmul_(self, tensor1, tensor2, *, value=1):
-    return E("addcmul", self, tensor1, tensor2, inplace=True, value=value)
-
-
-def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
-    return E("addcdiv", input, tensor1, tensor2, out=out, value=value)
-
-
-def addcdiv_(self, tensor1, tensor2, *, value=1):
-    return E("addcdiv", self, tensor1, tensor2, inplace=True, value=value)
-
-
 def float_power(input, exponent):
-    a = O.cast(input, D.float64) if isinstance(input, TensorBase) else float(input)
-    b = O.cast(exponent, D.float64) if isinstance(exponent, TensorBase) else float(exponent)
+    a = O.to(input, None, D.float64) if isinstance(input, TensorBase) else float(input)
+    b = O.to(exponent, None, D.float64) if isinstance(exponent, TensorBase) else float(exponent)
     return E("pow", a, b)
 
 
@@ -304,25 +251,25 @@ def square(input):
 
 # ---- reductions ---------------------------------------------------------------------
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    return R.reduce("sum", _t(input, "sum"), dim, keepdim, dtype, out)
+    return O.reduce("sum", _t(input, "sum"), dim, keepdim, dtype, out)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    return R.reduce("mean", _t(input, "mean"), dim, keepdim, dtype, out)
+    return O.reduce("mean", _t(input, "mean"), dim, keepdim, dtype, out)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, (list, tuple)):
         raise TypeError("prod(): argument 'dim' must be int, not tuple")
-    return R.reduce("prod", _t(input, "prod"), dim, keepdim, dtype, out)
+    return O.reduce("prod", _t(input, "prod"), dim, keepdim, dtype, out)
 
 
 def amax(input, dim=(), keepdim=False, *, out=None):
-    return R.reduce("max", _t(input, "amax"), dim, keepdim, None, out)
+    return O.reduce("max", _t(input, "amax"), dim, keepdim, None, out)
 
 
 def amin(input, dim=(), keepdim=False, *, out=None):
-    return R.reduce("min", _t(input, "amin"), dim, keepdim, None, out)
+    return O.reduce("min", _t(input, "amin"), dim, keepdim, None, out)
 
 
 def argmax(input, dim=None, keepdim=False, *, out=None):
@@ -342,15 +289,15 @@ def _max_min(name, input, dim, keepdim, other):
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
                                "argument.")
-        return R.reduce(name, input, None, False)
+        return O.reduce(name, input, None, False)
     indices = O.arg_reduce("argmax" if name == "max" else "argmin", input, dim, keepdim)
-    if input.requires_grad and R.MODE.grad:
+    if input.requires_grad and MODE.grad:
         # the gradient flows to the selected element only, as in PyTorch
         d = C.normalize_dim(dim, len(input.shape), name)
-        idx = indices if keepdim else VW.unsqueeze(indices, d)
-        values = R.gather(input, d, idx) if input.shape else R.clone(input)
+        idx = indices if keepdim else V.unsqueeze(indices, d)
+        values = O.gather(input, d, idx) if input.shape else O.clone(input)
         if not keepdim and input.shape:
-            values = VW.squeeze(values, d)
+            values = V.squeeze(values, d)
     else:
         values = O.reduce(name, input, dim, keepdim)
     return (max_ret if name == "max" else min_ret)(values, indices)
@@ -376,12 +323,12 @@ def _correction(name, dim, unbiased, correction):
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, correction = _correction("var", dim, unbiased, correction)
-    return R.reduce("var", _t(input, "var"), dim, keepdim, correction=correction)
+    return O.reduce("var", _t(input, "var"), dim, keepdim, correction=correction)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, correction = _correction("std", dim, unbiased, correction)
-    return R.std(_t(input, "std"), dim, keepdim, correction)
+    return RD.std(_t(input, "std"), dim, correction, keepdim)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -389,23 +336,23 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def logsumexp(input, dim, keepdim=False):
-    return R.reduce("logsumexp", _t(input, "logsumexp"), dim, keepdim)
+    return O.reduce("logsumexp", _t(input, "logsumexp"), dim, keepdim)
 
 
 def cumsum(input, dim, *, dtype=None, out=None):
-    return R.scan("cumsum", input, dim, dtype, out)
+    return O.scan("cumsum", input, dim, dtype, out)
 
 
 def cumprod(input, dim, *, dtype=None, out=None):
-    return R.scan("cumprod", input, dim, dtype, out)
+    return O.scan("cumprod", input, dim, dtype, out)
 
 
 def all(input, dim=None, keepdim=False):
-    return CP.all_(input, dim, keepdim)
+    return RD.all_(input, dim, keepdim)
 
 
 def any(input, dim=None, keepdim=False):
-    return CP.any_(input, dim, keepdim)
+    return RD.any_(input, dim, keepdim)
 
 
 def count_nonzero(input, dim=None):
@@ -416,33 +363,21 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p == "fro" or p is None:
         p = 2
     if dtype is not None:
-        input = R.to(input, None, D.to_dtype(dtype))
-    if not _grad(input):
-        return CP.norm(input, p, dim, keepdim)
-    a = abs(input)
-    if p == math.inf:
-        return amax(a, dim if dim is not None else (), keepdim)
-    if p == -math.inf:
-        return amin(a, dim if dim is not None else (), keepdim)
-    if p == 1:
-        return sum(a, dim, keepdim)
-    if p == 2:
-        return sqrt(sum(E("mul", input, input), dim, keepdim))
-    return E("pow", sum(E("pow", a, p), dim, keepdim), 1.0 / p)
+        input = O.to(input, None, D.to_dtype(dtype))
+    return RD.norm(input, p, dim, keepdim)
 
 
 def softmax(input, dim=None, dtype=None):
-    return R.softmax_op("softmax", input, _implicit_dim("softmax", input, dim), dtype)
+    return O.softmax_op("softmax", input, _implicit_dim("softmax", input, dim), dtype)
 
 
 def log_softmax(input, dim=None, dtype=None):
-    return R.softmax_op("log_softmax", input, _implicit_dim("log_softmax", input, dim), dtype)
+    return O.softmax_op("log_softmax", input, _implicit_dim("log_softmax", input, dim), dtype)
 
 
 def _implicit_dim(name, x, dim):
     if dim is not None:
         return dim
-    import warnings
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
                   "to include dim=X as an argument.", UserWarning, stacklevel=3)
     nd = len(x.shape)
@@ -450,38 +385,29 @@ def _implicit_dim(name, x, dim):
 
 
 def sort(input, dim=-1, descending=False, stable=False):
-    v, i = O.sort(input, dim, descending, stable)
-    if input.requires_grad and R.MODE.grad and input.shape:
-        v = R.gather(input, C.normalize_dim(dim, len(input.shape)), i)
-    return sort_ret(v, i)
+    return sort_ret(*O.sort(input, dim, descending, stable))
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
-    return O.sort(input, dim, descending, stable)[1]
+    return O.sort(input.detach() if input.requires_grad else input, dim, descending,
+                  stable)[1]
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
-    v, i = CP.topk(input, k, dim, largest, sorted)
-    if input.requires_grad and R.MODE.grad and input.shape:
-        v = R.gather(input, C.normalize_dim(dim, len(input.shape)), i)
-    return topk_ret(v, i)
+    return topk_ret(*RD.topk(input, k, dim, largest, sorted))
 
 
 # ---- indexing -------------------------------------------------------------------------
 def gather(input, dim, index, *, out=None):
-    return R.gather(input, dim, index, out=out)
+    return O.gather(input, dim, index, out=out)
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
-    return R.scatter(input, dim, index, _src(src, value), reduce=reduce)
+    return O.scatter(input, dim, index, _src(src, value), reduce=reduce)
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
-    src = _src(src, value)
-    if R.MODE.grad and R._requires((self, src)):
-        R._check_inplace("scatter", self)
-        return R._rebase(self, R.scatter(self, dim, index, src, reduce=reduce))
-    return O.scatter_(self, dim, index, src, reduce=reduce)
+    return O.scatter_(self, dim, index, _src(src, value), reduce=reduce)
 
 
 def _src(src, value):
@@ -492,7 +418,7 @@ def _src(src, value):
 
 
 def scatter_add(input, dim, index, src):
-    return R.scatter(input, dim, index, src, reduce="add")
+    return O.scatter(input, dim, index, src, reduce="add")
 
 
 def scatter_add_(self, dim, index, src):
@@ -500,38 +426,21 @@ def scatter_add_(self, dim, index, src):
 
 
 def index_select(input, dim, index, *, out=None):
-    res = _index_select(input, dim, index)
+    res = IX.index_select(input, dim, index)
     return O.copy_(O._resize_out("index_select", out, res.shape), res) if out is not None \
         else res
 
 
-def _index_select(x, dim, index):
-    return CP.index_select(x, dim, index, ops=_ops(x))
-
-
 def index_add(input, dim, index, source, *, alpha=1):
-    if not (R.MODE.grad and R._requires((input, source))):
-        return CP.index_add(input, dim, index, source, alpha)
-    d = C.normalize_dim(dim, len(input.shape), "index_add")
-    index = O._check_index("index_add", index)
-    src = source * alpha if alpha != 1 else source
-    shape = tuple(index.shape[0] if i == d else 1 for i in range(len(input.shape)))
-    idx = C.expand_to(V.reshape(index, shape), src.shape)
-    return R.scatter(input, d, idx, src, reduce="add")
+    return IX.index_add(input, dim, index, source, alpha)
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
-    return R.copy_(self, index_add(self, dim, index, source, alpha=alpha))
+    return O.copy_(self, index_add(self, dim, index, source, alpha=alpha))
 
 
 def masked_fill(input, mask, value):
-    value = _s(value)
-    if not (R.MODE.grad and R._requires((input, value))):
-        return CP.masked_fill(input, mask, value)
-    if mask.dtype is not D.bool_:
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{D.torch_name(mask.dtype)}")
-    return R.where(mask, value, input)
+    return IX.masked_fill(input, mask, _s(value))
 
 
 def masked_fill_(self, mask, value):
@@ -539,12 +448,12 @@ def masked_fill_(self, mask, value):
     if shape != self.shape:
         raise RuntimeError(f"masked_fill_(): output with shape {C.shape_str(self.shape)} "
                            f"doesn't match the broadcast shape {C.shape_str(shape)}")
-    return R.copy_(self, masked_fill(self, mask, value))
+    return O.copy_(self, masked_fill(self, mask, value))
 
 
 def masked_select(input, mask):
     shape = C.broadcast_shapes(input.shape, mask.shape)
-    return R.index(VW.expand(input, shape), C.expand_to(mask, shape))
+    return IX.index(V.expand(input, shape), C.expand_to(mask, shape))
 
 
 def nonzero(input, *, as_tuple=False):
@@ -562,12 +471,12 @@ def argwhere(input):
 
 
 def take(input, index):
-    return R.index(VW.reshape(input, -1), index)
+    return IX.index(V.reshape(input, -1), index)
 
 
 # ---- joining, reshaping copies --------------------------------------------------------
 def cat(tensors, dim=0, *, out=None):
-    res = R.cat(tensors, dim)
+    res = IX.cat(tensors, dim)
     return O.copy_(O._resize_out("cat", out, res.shape), res) if out is not None else res
 
 
@@ -576,7 +485,7 @@ concat = concatenate = cat
 
 def stack(tensors, dim=0, *, out=None):
     tensors = list(tensors)
-    res = CP.stack(tensors, dim, ops=_ops(*tensors))
+    res = IX.stack(tensors, dim)
     return O.copy_(O._resize_out("stack", out, res.shape), res) if out is not None else res
 
 
@@ -594,11 +503,11 @@ def atleast_1d(t):
 
 
 def _grad(*ts):
-    return R.MODE.grad and R._requires(ts)
+    return MODE.grad and O.requires_grad(ts)
 
 
 def flip(input, dims):
-    return CP.flip(input, dims, ops=_ops(input))
+    return IX.flip(input, dims)
 
 
 def fliplr(input):
@@ -610,23 +519,23 @@ def flipud(input):
 
 
 def roll(input, shifts, dims=None):
-    return CP.roll(input, shifts, dims, ops=_ops(input))
+    return IX.roll(input, shifts, dims)
 
 
 def repeat(input, repeats):
-    return CP.repeat(input, repeats, ops=_ops(input))
+    return IX.repeat(input, repeats)
 
 
 def tril(input, diagonal=0):
-    return CP.tril(input, diagonal, ops=_ops(input))
+    return IX.tril(input, diagonal)
 
 
 def triu(input, diagonal=0):
-    return CP.triu(input, diagonal, ops=_ops(input))
+    return IX.triu(input, diagonal)
 
 
 def clone(input, *, memory_format=None):
-    return R.clone(input)
+    return O.clone(input)
 
 
 # ---- linear algebra -------------------------------------------------------------------
@@ -640,31 +549,31 @@ def _tensors(op, *args):
 
 def matmul(input, other, *, out=None):
     _tensors("matmul", input, other)
-    res = CP.matmul(input, other, ops=_ops(input, other))
+    res = LA.matmul(input, other)
     return O.copy_(O._resize_out("matmul", out, res.shape), res) if out is not None else res
 
 
 def mm(input, mat2, *, out=None):
     _tensors("mm", input, mat2)
-    res = R.mm(input, mat2)
+    res = LA.mm(input, mat2)
     return O.copy_(O._resize_out("mm", out, res.shape), res) if out is not None else res
 
 
 def bmm(input, mat2, *, out=None):
     _tensors("bmm", input, mat2)
-    return R.bmm(input, mat2, out=out)
+    return O.bmm(input, mat2, out=out)
 
 
 def mv(input, vec):
     _tensors("mv", input, vec)
-    CP.mv_check(input, vec)
-    return CP.matmul(input, vec, ops=_ops(input, vec))
+    LA.mv_check(input, vec)
+    return LA.matmul(input, vec)
 
 
 def dot(input, other):
     _tensors("dot", input, other)
-    CP.dot_check(input, other)
-    return CP.matmul(input, other, ops=_ops(input, other))
+    LA.dot_check(input, other)
+    return LA.matmul(input, other)
 
 
 inner_product = dot
@@ -672,9 +581,7 @@ inner_product = dot
 
 def outer(input, vec2):
     _tensors("outer", input, vec2)
-    if len(input.shape) != 1 or len(vec2.shape) != 1:
-        raise RuntimeError("outer: expected 1D tensors")
-    return E("mul", VW.unsqueeze(input, 1), VW.unsqueeze(vec2, 0))
+    return LA.outer(input, vec2)
 
 
 ger = outer
@@ -682,44 +589,7 @@ ger = outer
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     _tensors("addmm", input, mat1, mat2)
-    if not _grad(input, mat1, mat2):
-        return CP.addmm(input, mat1, mat2, beta, alpha)
-    prod_ = mm(mat1, mat2)
-    if alpha != 1:
-        prod_ = E("mul", prod_, alpha)
-    if beta == 0:
-        return E("add", prod_, E("mul", R.to(input, None, None), 0))
-    return E("add", prod_, input if beta == 1 else E("mul", input, beta))
-
-
-class _RecordedOps:
-    """The op namespace of the dispatcher's composites (``ember.dispatcher._nsops``),
-    with autograd: composites run through it record their graph."""
-    diagonal = staticmethod(VW.diagonal)
-    permute = staticmethod(VW.permute)
-    reshape = staticmethod(VW.reshape)
-    view = staticmethod(VW.view)
-    expand = staticmethod(R.expand)
-    unsqueeze = staticmethod(VW.unsqueeze)
-    squeeze = staticmethod(VW.squeeze)
-    narrow = staticmethod(VW.narrow)
-    flatten = staticmethod(VW.flatten)
-    bmm = staticmethod(R.bmm)
-    mm = staticmethod(R.mm)
-    contiguous = staticmethod(R.contiguous)
-    clone = staticmethod(R.clone)
-    where = staticmethod(R.where)
-    gather = staticmethod(R.gather)
-    cat = staticmethod(R.cat)
-
-    @staticmethod
-    def sum(t, dims):
-        return R.reduce("sum", t, dims)
-
-
-def _ops(*tensors):
-    """The recorded namespace when autograd must see the composite's steps."""
-    return _RecordedOps if _grad(*tensors) else None
+    return LA.addmm(input, mat1, mat2, beta, alpha)
 
 
 def einsum(equation, *operands):
@@ -731,8 +601,7 @@ def einsum(equation, *operands):
     for i, t_ in enumerate(flat):
         if not isinstance(t_, TensorBase):
             raise TypeError(f"einsum(): operand {i} must be a Tensor, not {type(t_).__name__}")
-    from ember.dispatcher._einsum import einsum as _impl
-    return _impl(equation, *flat, ops=_ops(*flat))
+    return LA.einsum(equation, *flat)
 
 
 # ---- views (functional forms) ---------------------------------------------------------
@@ -758,7 +627,7 @@ broadcast_to = VW.broadcast_to
 
 def broadcast_tensors(*tensors):
     shape = C.broadcast_shapes(*[x.shape for x in tensors])
-    return tuple(R.expand(x, shape) for x in tensors)
+    return tuple(V.expand(x, shape) for x in tensors)
 
 
 def broadcast_shapes(*shapes):
@@ -778,12 +647,11 @@ def numel(input):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    diff = abs(sub(input, other))
-    tol = add(mul(abs(other), rtol), atol)
-    close = E("le", diff, tol)
-    close = logical_or(close, E("eq", input, other))
+    tol = E("add", E("mul", E("abs", other), rtol), atol)
+    close = E("le", E("abs", sub(input, other)), tol)
+    close = E("logical_or", close, E("eq", input, other))
     if equal_nan:
-        close = logical_or(close, logical_and(isnan(input), isnan(other)))
+        close = E("logical_or", close, E("logical_and", E("isnan", input), E("isnan", other)))
     return close
 
 
@@ -798,9 +666,10 @@ def equal(input, other):
 
 
 
-_NOT_API = {"math", "namedtuple", "np", "C", "CP", "D", "O", "V", "IX", "E", "TensorBase",
-            "annotations", "values_indices", "max_ret", "min_ret", "sort_ret", "topk_ret",
-            "UNARY", "BINARY", "INPLACE"}
+_NOT_API = {"math", "namedtuple", "np", "C", "D", "O", "V", "IX", "LA", "RD", "E", "VW",
+            "TensorBase", "MODE", "warnings", "annotations", "values_indices", "max_ret",
+            "min_ret", "sort_ret", "topk_ret", "INPLACE", "ELEMENTWISE",
+            "elementwise_ops", "parse_signature"}
 # in-place variants (``exp_``) are Tensor methods only, as in PyTorch
 __all__ = [n for n in list(globals())
            if not n.startswith("_") and not n.endswith("_") and n not in _NOT_API]

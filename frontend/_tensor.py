@@ -10,22 +10,23 @@ import weakref
 import numpy as np
 
 from ember.dispatcher import _core as C
-from ember.dispatcher import _indexing as IX
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher._core import TensorBase
+from ember.dispatcher.defs import index as IX
 from ember.dispatcher.device import device as Device, to_device
+from ember.dispatcher.grad_mode import MODE
+from ember.dispatcher.plugins import backend_for
 
 from . import _creation as K
+from . import _device_ns
 from . import _functions as F
+from . import autograd
 from . import _views as VW
-from .autograd import _record as R
-from .autograd._engine import MODE
 from ._repr import tensor_repr
 
-E = R.ew
-_EW = O.elementwise
+E = O.elementwise
 _s = F._s
 _PLAIN = frozenset((int, float, bool))
 
@@ -42,8 +43,7 @@ class Tensor(TensorBase):
     >>> x.t().is_contiguous()
     False
     """
-    __slots__ = ("requires_grad", "grad", "grad_fn", "_base", "_acc_ref", "_hooks",
-                 "_retains", "_view_gen")
+    __slots__ = ("grad", "grad_fn", "_acc_ref", "_hooks", "_retains")
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
@@ -151,7 +151,6 @@ class Tensor(TensorBase):
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``autograd.backward``)."""
-        from . import autograd
         autograd.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def register_hook(self, hook):
@@ -165,8 +164,7 @@ class Tensor(TensorBase):
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(hook)
-        from .autograd._engine import _Handle
-        return _Handle(self._hooks, hook)
+        return autograd._engine._Handle(self._hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call ``hook(tensor)`` on a leaf after its ``.grad`` has been accumulated in a
@@ -177,12 +175,11 @@ class Tensor(TensorBase):
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
                                "tensors")
-        from .autograd._engine import PostAccumulateHook, _Handle
         if self._hooks is None:
             self._hooks = []
-        wrapped = PostAccumulateHook(hook)
+        wrapped = autograd._engine.PostAccumulateHook(hook)
         self._hooks.append(wrapped)
-        return _Handle(self._hooks, wrapped)
+        return autograd._engine._Handle(self._hooks, wrapped)
 
     def _hooks_list(self):
         return self._hooks or ()
@@ -196,7 +193,6 @@ class Tensor(TensorBase):
         if self.grad_fn is None or self._retains:
             return
         self._retains = True
-        import weakref
         ref = weakref.ref(self)
 
         def keep(grad):
@@ -214,25 +210,21 @@ class Tensor(TensorBase):
         >>> ember.zeros(3).share_memory_().is_shared()
         True
         """
-        from ember.dispatcher.plugins import backend_for
         backend_for(self.device.type).share_storage(self._storage)
         return self
 
     def is_shared(self) -> bool:
         """Whether the storage lives in shared memory (see ``share_memory_``)."""
-        from ember.dispatcher.plugins import backend_for
         return bool(backend_for(self.device.type).is_shared(self._storage))
 
     def pin_memory(self, device=None):
         """A copy of this CPU tensor in page-locked host memory, from which host-to-device
         copies (``.to(dev, non_blocking=True)``) are queued without staging. Needs an
         accelerator plugin offering pinned memory (``device_api.pinned_buffer``)."""
-        from ember.dispatcher.plugins import backend_for
-        from ._device_ns import pinning_api
         if self.device.type != "cpu":
             raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors "
                                f"can be pinned")
-        api = pinning_api()
+        api = _device_ns.pinning_api()
         if api is None:
             raise RuntimeError("Cannot access accelerator device when none is available.")
         nbytes = self.numel() * self.dtype.itemsize
@@ -250,7 +242,6 @@ class Tensor(TensorBase):
     def record_stream(self, stream):
         """Mark this tensor's memory as used by ``stream`` too: when the tensor is freed, the
         caching allocator reuses the memory only after the work queued on ``stream``."""
-        from ember.dispatcher.plugins import backend_for
         api = getattr(backend_for(self.device.type), "device_api", None)
         if api is None or not hasattr(api, "record_stream"):
             raise RuntimeError(f"record_stream(): the {self.device.type!r} backend has no "
@@ -332,57 +323,57 @@ class Tensor(TensorBase):
     def to(self, *args, **kwargs):
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``."""
         device, dtype, copy = parse_to_args(args, kwargs)
-        return R.to(self, to_device(device) if device is not None else None, dtype, copy)
+        return O.to(self, to_device(device) if device is not None else None, dtype, copy)
 
     def cpu(self):
-        return R.to(self, "cpu")
+        return O.to(self, "cpu")
 
     def cuda(self, device=None):
-        return R.to(self, to_device(device if device is not None else "cuda"))
+        return O.to(self, to_device(device if device is not None else "cuda"))
 
     def type(self, dtype=None):
         if dtype is None:
             return f"ember.{D.torch_name(self.dtype)}Tensor"
-        return R.to(self, None, dtype)
+        return O.to(self, None, dtype)
 
     def float(self):
-        return R.to(self, None, D.float32)
+        return O.to(self, None, D.float32)
 
     def double(self):
-        return R.to(self, None, D.float64)
+        return O.to(self, None, D.float64)
 
     def half(self):
-        return R.to(self, None, D.float16)
+        return O.to(self, None, D.float16)
 
     def bfloat16(self):
-        return R.to(self, None, D.bfloat16)
+        return O.to(self, None, D.bfloat16)
 
     def int(self):
-        return R.to(self, None, D.int32)
+        return O.to(self, None, D.int32)
 
     def long(self):
-        return R.to(self, None, D.int64)
+        return O.to(self, None, D.int64)
 
     def short(self):
-        return R.to(self, None, D.int16)
+        return O.to(self, None, D.int16)
 
     def char(self):
-        return R.to(self, None, D.int8)
+        return O.to(self, None, D.int8)
 
     def byte(self):
-        return R.to(self, None, D.uint8)
+        return O.to(self, None, D.uint8)
 
     def bool(self):
-        return R.to(self, None, D.bool_)
+        return O.to(self, None, D.bool_)
 
     def contiguous(self, memory_format=None):
-        return R.contiguous(self)
+        return O.contiguous(self)
 
     def clone(self, *, memory_format=None):
-        return R.clone(self)
+        return O.clone(self)
 
     def copy_(self, src, non_blocking=False):
-        return R.copy_(self, src)
+        return O.copy_(self, src)
 
     def _overwrite(self, name, write):
         """An in-place write of constant values (fill_, zero_, random): in a graph (this
@@ -390,10 +381,9 @@ class Tensor(TensorBase):
         so no gradient reaches what was overwritten (PyTorch's semantics)."""
         base = self._base
         if MODE.grad and (self.requires_grad or (base is not None and base.requires_grad)):
-            R._check_inplace(name, self)
             tmp = C.empty(self.shape, self.dtype, self.device)
             write(tmp)
-            return R.copy_(self, tmp)
+            return O.copy_(self, tmp)
         return write(self)
 
     def fill_(self, value):
@@ -488,21 +478,14 @@ class Tensor(TensorBase):
 
     # ---- indexing ----------------------------------------------------------------------
     def __getitem__(self, key):
-        if not (MODE.grad and self.requires_grad):
-            v = V.basic_index(self, key)
-            if v is not None:
-                v._base = self._base if self._base is not None else self
-                return v
-            return IX.index(self, key)
-        if V.basic_index(self, key) is not None:
-            return VW.basic_index(self, key)
-        return R.index(self, key)
+        v = V.basic_index(self, key)
+        return v if v is not None else IX.index(self, key)
 
     def __setitem__(self, key, value):
         value = _s(value)
         if MODE.grad and (self.requires_grad or (isinstance(value, TensorBase)
                                                  and value.requires_grad)):
-            R.index_put_(self, key if isinstance(key, tuple) else (key,), value)
+            IX.index_put_(self, key if isinstance(key, tuple) else (key,), value)
             return
         v = V.basic_index(self, key)
         if v is None:
@@ -514,22 +497,19 @@ class Tensor(TensorBase):
             O.fill_(v, value)
 
     def where(self, condition, other):
-        return R.where(condition, self, _s(other))
+        return O.where(condition, self, _s(other))
 
     def index_put_(self, indices, values, accumulate=False):
-        return R.index_put_(self, _key(indices), _s(values), accumulate)
+        return IX.index_put_(self, _key(indices), _s(values), accumulate)
 
     def index_put(self, indices, values, accumulate=False):
-        return R.index_put(self, _key(indices), _s(values), accumulate)
+        return IX.index_put(self, _key(indices), _s(values), accumulate)
 
     # ---- operators -------------------------------------------------------------------------
-    # the hottest operators skip the autograd layer when nothing requires grad
     def __add__(self, other):
         if type(other) is not Tensor and type(other) not in _PLAIN:
             other = _s(other)
-        if self.requires_grad or getattr(other, "requires_grad", False):
-            return E("add", self, other)
-        return _EW("add", self, other)
+        return E("add", self, other)
 
     def __radd__(self, other):
         return E("add", _s(other), self)
@@ -549,9 +529,7 @@ class Tensor(TensorBase):
     def __mul__(self, other):
         if type(other) is not Tensor and type(other) not in _PLAIN:
             other = _s(other)
-        if self.requires_grad or getattr(other, "requires_grad", False):
-            return E("mul", self, other)
-        return _EW("mul", self, other)
+        return E("mul", self, other)
 
     def __rmul__(self, other):
         return E("mul", _s(other), self)
@@ -752,7 +730,7 @@ _new = object.__new__
 C.set_tensor_factory(_make, Tensor)
 
 # ---- methods that forward to the functional API -------------------------------------------
-_METHODS = (F.UNARY + F.BINARY + [
+_METHODS = (F.ELEMENTWISE + [
     "add", "sub", "div", "floor_divide", "neg", "where", "clamp", "clip", "clamp_min",
     "clamp_max", "lerp", "addcmul", "addcdiv", "sum", "mean", "prod", "amax", "amin",
     "argmax", "argmin", "max", "min", "var", "std", "logsumexp", "cumsum", "cumprod", "all",

@@ -126,7 +126,7 @@ def _node(n, a, at, kind) -> str:
 
 
 def _functor(o, mode, scalar: dict) -> str:
-    inputs = o.inputs()
+    inputs = o.body_inputs()
     out_t = X.type_of(next(iter(scalar.values())))
     params = ", ".join(f"{'bool' if v.value[2] == X.BOOL else 'T'} in{v.value[0]}"
                        for v in inputs)
@@ -167,7 +167,7 @@ def _functor(o, mode, scalar: dict) -> str:
 
 
 def _check_functor(o, idx: int, check) -> str:
-    inp = o.inputs()[check.input]
+    inp = o.body_inputs()[check.input]
     i, vname, _vt = inp.value
     lines = [f"struct {o.name}_check{idx} {{", "  template <class T>",
              "  EMBER_HD bool operator()(T v) const {", "    using C = compute_t<T>;",
@@ -186,12 +186,12 @@ def _sig(o) -> str:
     """The template arguments naming the output and input types (E_T / E_B)."""
     out_t = o.out_type()
     types = ["E_B" if out_t == X.BOOL else "E_T"]
-    types += ["E_B" if v.value[2] == X.BOOL else "E_T" for v in o.inputs()]
+    types += ["E_B" if v.value[2] == X.BOOL else "E_T" for v in o.body_inputs()]
     return ", ".join(types)
 
 
 def _entry(o) -> str:
-    inputs = o.inputs()
+    inputs = o.body_inputs()
     names = ["out"] + [v.value[1] for v in inputs]
     mode_index = None
     if o.mode_attr:

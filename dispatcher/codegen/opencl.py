@@ -29,7 +29,7 @@ _KIND_COND = {"float": "KIND == 2", "sint": "(KIND == 1 && SIGNED)",
 
 def class_of(o) -> str:
     """``ew<arity>`` (+``b``: bool output; ``sel``: a bool first input)."""
-    ins = o.inputs()
+    ins = o.body_inputs()
     if ins and ins[0].value[2] == X.BOOL:
         return "ewsel"
     return f"ew{len(ins)}" + ("b" if o.out_type() == X.BOOL else "")
@@ -237,7 +237,7 @@ def _fn_name(o, mode) -> str:
 
 def _op_functions(o) -> list:
     """Per mode and kind group: ``inline R K(op_x)(args, attrs)`` under its KIND guard."""
-    ins = o.inputs()
+    ins = o.body_inputs()
     out_bool = o.out_type() == X.BOOL
     params = [f"{'int' if v.value[2] == X.BOOL else 'C'} {v.value[1]}_" for v in ins]
     attr_names = {a: f"p{i}" for i, a in enumerate(o.attrs)}
@@ -265,7 +265,7 @@ def _check_lines(o, mode, kinds, eop: str) -> list:
         ck = [k for k in chk.kinds if k in kinds]
         if not ck:
             continue
-        v = o.inputs()[chk.input]
+        v = o.body_inputs()[chk.input]
         body, res = render_body(chk.pred, ck[0], {v.value[0]: f"x{chk.input}"}, {}, "      ")
         out.append(f"#if {_guard(ck)}")
         out += ["      {"] + body
@@ -280,7 +280,7 @@ def render_class(cls: str, ops=None) -> str:
     ops = ops if ops is not None else op_classes()[cls]
     codes = opcodes()
     sample = ops[0]
-    ins = sample.inputs()
+    ins = sample.body_inputs()
     out_bool = sample.out_type() == X.BOOL
     lines = ["// Generated from ember.dispatcher's op definitions by",
              "// ember.dispatcher.codegen.opencl; instantiated once per dtype.",

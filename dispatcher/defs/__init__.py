@@ -1,2 +1,8 @@
-"""Every op's definition, one module per op family (see ``schema.py`` for the fields)."""
-from . import elementwise, tensor  # noqa: F401  (importing registers the definitions)
+"""Every op's definition — signature, promotion, scalar body or kernel convention, composite
+and gradient formula — one module per op family (see ``schema.py`` for the fields).
+
+Importing this package registers them all in ``schema.OPS``.
+"""
+from . import elementwise, copy, index, reduction, linalg, conv  # noqa: F401
+
+__all__ = ["elementwise", "copy", "index", "reduction", "linalg", "conv"]

@@ -13,37 +13,41 @@ from __future__ import annotations
 
 import math
 
-from ..expr import (BOOL, T, attr, call, cast, inputs, nan_max, nan_min, precise, where)
-from ..schema import Check, defop
+from .. import _core as C
+from .. import dtypes as D
+from .. import expr as X
+from .. import ops as O
+from ..expr import (BOOL, T, attr, call, cast, erf, exp, floor, fmod, inputs, log, nan_max,
+                    nan_min, precise, sin, cos, sqrt, where)
+from ..schema import OPS, Check, composite, defop, gradient
 
 __all__ = ["unary", "binary", "ternary"]
 
-exp, log, sin, cos, sqrt, erf, floor, fmod, pow_ = (
-    lambda v: call("exp", v), lambda v: call("log", v), lambda v: call("sin", v),
-    lambda v: call("cos", v), lambda v: call("sqrt", v), lambda v: call("erf", v),
-    lambda v: call("floor", v), lambda a_, b_: call("fmod", a_, b_),
-    lambda a_, b_: call("pow", a_, b_))
+_NO_INPLACE = ("function", "method", "out")
 
 
 def unary(name, scalar, *, promotion="int_to_float", primitive=False, differentiable=True,
-          domain=None, doc=""):
+          domain=None, doc="", variants=None):
     return defop(name, "elementwise", f"{name}(Tensor self) -> Tensor", promotion=promotion,
                  primitive=primitive, differentiable=differentiable, scalar=scalar,
-                 domain=domain, doc=doc)
+                 domain=domain, doc=doc, variants=variants)
 
 
 def binary(name, scalar, *, promotion="default", primitive=False, differentiable=True,
-           checks=(), modes=None, signature=None, domain=None, doc=""):
+           checks=(), modes=None, signature=None, domain=None, doc="", node=None,
+           variants=None):
     return defop(name, "elementwise",
                  signature or f"{name}(Tensor self, Tensor other) -> Tensor",
                  promotion=promotion, primitive=primitive, differentiable=differentiable,
-                 scalar=scalar, checks=checks, modes=modes, domain=domain, doc=doc)
+                 scalar=scalar, checks=checks, modes=modes, domain=domain, doc=doc, node=node,
+                 variants=variants)
 
 
 def ternary(name, signature, scalar, *, promotion="default", primitive=False, attrs=None,
-            differentiable=True, doc=""):
+            differentiable=True, doc="", variants=None):
     return defop(name, "elementwise", signature, promotion=promotion, primitive=primitive,
-                 differentiable=differentiable, scalar=scalar, attrs=attrs, doc=doc)
+                 differentiable=differentiable, scalar=scalar, attrs=attrs, doc=doc,
+                 variants=variants)
 
 
 def absolute(v):
@@ -96,7 +100,8 @@ unary("sign", {"num": cast(x > 0, T) - cast(x < 0, T), "uint": cast(x > 0, T),
 unary("bitwise_not", {"integral": ~x}, promotion="integral", primitive=True,
       differentiable=False)
 for _n in ("isnan", "isinf", "isfinite"):
-    unary(_n, {"any": call(_n, x)}, promotion="bool_out", differentiable=False)
+    unary(_n, {"any": call(_n, x)}, promotion="bool_out", differentiable=False,
+          variants=_NO_INPLACE)
 unary("logical_not", {"bool": ~x}, promotion="logical", differentiable=False)
 
 # ---- binary arithmetic (integers wrap; bool: + is or, * is and) -----------------------------
@@ -109,12 +114,14 @@ binary("div", {"float": a / b}, primitive=True, checks=(_ZERO_DIV,),
        modes={"rounding_mode": {
            "trunc": {"float": call("trunc", a / b), "int": call("idiv_trunc", a, b)},
            "floor": {"float": call("fdiv_floor", a, b), "int": call("idiv_floor", a, b)}}})
-binary("maximum", {"any": nan_max(a, b)}, primitive=True)
-binary("minimum", {"any": nan_min(a, b)}, primitive=True)
+binary("maximum", {"any": nan_max(a, b)}, primitive=True, variants=_NO_INPLACE)
+binary("minimum", {"any": nan_min(a, b)}, primitive=True, variants=_NO_INPLACE)
 binary("fmod", {"float": fmod(a, b), "int": call("imod", a, b)}, primitive=True,
        checks=(_ZERO_DIV,), doc="C's fmod: the result takes the dividend's sign")
-binary("pow", {"float": pow_(a, b), "int": call("ipow", a, b)}, primitive=True,
-       checks=(Check(1, b < 0, ("sint",), "neg_pow"),))
+binary("pow", {"float": call("pow", a, b), "int": call("ipow", a, b)}, primitive=True,
+       checks=(Check(1, b < 0, ("sint",), "neg_pow"),), node=lambda ins: (
+           "PowBackward1" if all(isinstance(v, C.TensorBase) for v in ins) else
+           "PowBackward0" if isinstance(ins[0], C.TensorBase) else "PowBackward2"))
 
 
 def _remainder(m):  # Python's %: the result takes the divisor's sign
@@ -137,7 +144,7 @@ for _n, _e in (("logical_and", a & b), ("logical_or", a | b), ("logical_xor", a 
 # ---- ternary -----------------------------------------------------------------------------------
 _c, _p, _q = inputs("cond", "a", "b", types={"cond": BOOL})
 ternary("where", "where(Tensor condition, Tensor self, Tensor other) -> Tensor",
-        {"any": where(_c, _p, _q)}, promotion="none", primitive=True)
+        {"any": where(_c, _p, _q)}, promotion="none", primitive=True, variants=_NO_INPLACE)
 _s, _e, _w = inputs("a", "b", "w")
 _d = _e - _s
 ternary("lerp", "lerp(Tensor self, Tensor end, Tensor weight) -> Tensor",
@@ -153,3 +160,249 @@ ternary("addcdiv",
 _v, _lo, _hi = inputs("x", "lo", "hi")
 ternary("clamp", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
         {"num": nan_min(nan_max(_v, _lo), _hi)}, doc="a NaN input or bound gives NaN")
+
+
+# ---- composites: a body computed with tensor ops, unless given here -----------------------------
+@composite("expm1")
+def _expm1(x):
+    """Kahan: (u - 1) * x / log(u) with u = exp(x) cancels the rounding error of u."""
+    E = O.elementwise
+    u = E("exp", x)
+    um1 = E("sub", u, 1)
+    accurate = E("div", E("mul", um1, x), E("log", u))
+    res = O.where(E("eq", u, 1), x, accurate)
+    return O.where(E("eq", um1, -1), um1, O.where(E("eq", u, math.inf), u, res))
+
+
+@composite("log1p")
+def _log1p(x):
+    """Kahan: log(u) * x / (u - 1) with u = 1 + x."""
+    E = O.elementwise
+    u = E("add", x, 1)
+    accurate = E("div", E("mul", E("log", u), x), E("sub", u, 1))
+    return O.where(E("eq", u, 1), x, O.where(E("eq", u, math.inf), u, accurate))
+
+
+_TENSOR_OPS = X.TensorOps(
+    ew=O.elementwise, where=O.where, cast=O.cast,
+    full=lambda like, v, is_bool: O.full(like.shape, v, D.bool_ if is_bool else like.dtype,
+                                         like.device))
+
+
+def _body_composite(o):
+    """The op computed from its body with tensor ops (for backends without its kernel)."""
+    bodies = o.bodies()
+    mode_attr = o.mode_attr
+    value_inputs = [v.value[0] for v in o.body_inputs() if v.value[2] != BOOL]
+
+    def run(*ins, **attrs):
+        mode = attrs.pop(mode_attr, None) if mode_attr else None
+        ref = next(ins[i] for i in value_inputs if isinstance(ins[i], C.TensorBase))
+        body = X.body_for(bodies[mode], X.kind_of(ref.dtype))
+        if body is None:
+            raise TypeError(f"{o.name}(): not implemented for dtype {ref.dtype.name}")
+        return X.evaluate(body, ins, attrs, _TENSOR_OPS)
+    run.__name__ = o.name
+    return run
+
+
+for _o in OPS.values():
+    if _o.scalar is not None and not _o.primitive and _o.composite is None:
+        _o.composite = _body_composite(_o)
+
+
+# ---- gradient formulas (one vector-Jacobian product per op; see schema.Formula) --------------
+E = O.elementwise
+_LN2 = math.log(2.0)
+
+
+@gradient("add")
+def _(g):
+    return g, g
+
+
+@gradient("sub")
+def _(g):
+    return g, -g
+
+
+@gradient("mul")
+def _(g, self, other):
+    return g * other, g * self
+
+
+@gradient("div")
+def _(g, self, other, rounding_mode=None):
+    if rounding_mode is not None:  # piecewise constant
+        return None, None
+    ga = g / other
+    return ga, -ga * self / other
+
+
+def _requires(v) -> bool:
+    return getattr(v, "requires_grad", False) is True
+
+
+@gradient("pow")
+def _(g, self, other, result):
+    ga = gb = None
+    if _requires(self):
+        ga = g * other * E("pow", self, other - 1)
+        if isinstance(other, (int, float)):
+            if other == 0:
+                ga = g * 0
+        else:
+            ga = O.where((self == 0) & (other == 0), 0.0, ga)
+    if _requires(other):
+        if isinstance(self, (int, float)):
+            gb = g * result * math.log(self) if self > 0 else g * 0
+        else:
+            pos = self > 0
+            gb = g * O.where(pos, result * E("log", O.where(pos, self, 1.0)), 0.0)
+    return ga, gb
+
+
+def _max_min(g, a, b, pick_a):
+    tie = a == b
+    half = g / 2
+    return (O.where(tie, half, O.where(pick_a, g, 0.0)),
+            O.where(tie, half, O.where(pick_a, 0.0, g)))
+
+
+@gradient("maximum")
+def _(g, self, other):
+    return _max_min(g, self, other, self > other)
+
+
+@gradient("minimum")
+def _(g, self, other):
+    return _max_min(g, self, other, self < other)
+
+
+@gradient("fmod")
+def _(g, self, other):
+    return g, -g * E("trunc", self / other)
+
+
+@gradient("remainder")
+def _(g, self, other):
+    return g, -g * E("floor", self / other)
+
+
+@gradient("neg")
+def _(g):
+    return (-g,)
+
+
+@gradient("exp")
+def _(g, result):
+    return (g * result,)
+
+
+@gradient("expm1")
+def _(g, result):
+    return (g * (result + 1),)
+
+
+@gradient("log")
+def _(g, self):
+    return (g / self,)
+
+
+@gradient("log1p")
+def _(g, self):
+    return (g / (self + 1),)
+
+
+@gradient("log2")
+def _(g, self):
+    return (g / (self * _LN2),)
+
+
+@gradient("sqrt")
+def _(g, result):
+    return (g / (2 * result),)
+
+
+@gradient("rsqrt")
+def _(g, result):
+    return (-0.5 * g * result * result * result,)
+
+
+@gradient("sin")
+def _(g, self):
+    return (g * E("cos", self),)
+
+
+@gradient("cos")
+def _(g, self):
+    return (-g * E("sin", self),)
+
+
+@gradient("tan")
+def _(g, result):
+    return (g * (1 + result * result),)
+
+
+@gradient("tanh")
+def _(g, result):
+    return (g * (1 - result * result),)
+
+
+@gradient("sigmoid")
+def _(g, result):
+    return (g * result * (1 - result),)
+
+
+@gradient("erf")
+def _(g, self):
+    return (g * (2.0 / math.sqrt(math.pi)) * E("exp", -self * self),)
+
+
+@gradient("reciprocal")
+def _(g, result):
+    return (-g * result * result,)
+
+
+@gradient("abs")
+def _(g, self):
+    return (g * E("sign", self),)
+
+
+@gradient("floor", "ceil", "round", "trunc", "sign")
+def _(g):  # piecewise constant
+    return (g * 0,)
+
+
+@gradient("where")
+def _(g, condition):
+    return None, O.where(condition, g, 0.0), O.where(condition, 0.0, g)
+
+
+@gradient("lerp")
+def _(g, self, end, weight):
+    return g * (1 - weight), g * weight, g * (end - self)
+
+
+@gradient("addcmul")
+def _(g, tensor1, tensor2, value=1):
+    return g, g * tensor2 * value, g * tensor1 * value
+
+
+@gradient("addcdiv")
+def _(g, tensor1, tensor2, value=1):
+    return g, g * value / tensor2, -g * value * tensor1 / (tensor2 * tensor2)
+
+
+@gradient("clamp")
+def _(g, self, min, max):
+    inside = None
+    if min is not None:
+        inside = self >= min
+    if max is not None:
+        below = self <= max
+        inside = below if inside is None else inside & below
+    gx = O.where(inside, g, 0.0)
+    glo = O.where(self < min, g, 0.0) if _requires(min) else None
+    ghi = O.where(self > max, g, 0.0) if _requires(max) else None
+    return gx, glo, ghi

@@ -1,10 +1,10 @@
 """Reverse-mode autograd: graph nodes, saved tensors, grad modes, and the backward walk.
 
 Every differentiable op run while grad mode is on, with an input that requires grad,
-records a :class:`Node` holding its vector–Jacobian product (from ``_formulas.py``), the
-tensors that product needs (as :class:`SavedTensor`, which remembers the version it
-saw), and one edge per input: the input's own ``grad_fn``, an :class:`AccumulateGrad`
-for a leaf, or None. Every node has exactly one output tensor.
+records a :class:`Node` (``_record.py``) holding its vector–Jacobian product (the formula
+in the op's definition), the tensors that product needs (as :class:`SavedTensor`, which
+remembers the version it saw), and one edge per input: the input's own ``grad_fn``, an
+:class:`AccumulateGrad` for a leaf, or None. Every node has exactly one output tensor.
 
 ``backward`` counts dependencies, then runs nodes in reverse topological order with a
 ready queue (no Python recursion), summing gradients per node and freeing saved tensors
@@ -12,24 +12,24 @@ as each node finishes unless ``retain_graph``.
 """
 from __future__ import annotations
 
-import threading
+import functools
 from collections import deque
 from weakref import ref as _weakref
 
 from ember.dispatcher import _core as C
+from ember.dispatcher._core import TensorBase
+from ember.dispatcher import grad_mode
+from ember.dispatcher import ops as O
+from ember.dispatcher import views as V
+from ember.dispatcher.dtypes import torch_name
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "is_grad_enabled", "set_grad_enabled",
            "no_grad", "enable_grad", "inference_mode", "is_inference_mode_enabled",
-           "run_backward"]
+           "run_backward", "backward", "grad"]
 
 
-class _Mode(threading.local):
-    def __init__(self):
-        self.grad = True
-        self.inference = False
-
-
-MODE = _Mode()
+# grad mode lives in the dispatcher, whose entry points test it on every call
+MODE = grad_mode.MODE
 
 
 def is_grad_enabled() -> bool:
@@ -45,8 +45,6 @@ class _ModeContext:
     without parentheses (``@ember.no_grad`` and ``@ember.no_grad()``)."""
 
     def __call__(self, fn):
-        import functools
-
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.__class__(*self._args):
@@ -167,7 +165,6 @@ class SavedTensor:
 
 
 def _type_str(t) -> str:
-    from ember.dispatcher.dtypes import torch_name
     return f"ember.{torch_name(t.dtype)}Tensor"
 
 
@@ -270,14 +267,6 @@ class _Handle:
 
 
 _NODE_TYPES: dict = {}
-_R = []
-
-
-def _record():
-    if not _R:
-        from . import _record as R
-        _R.append(R)
-    return _R[0]
 
 
 def node_type(op: str):
@@ -440,11 +429,11 @@ def _accumulate(buffers, nodes, node, g):
         lst = buffers.get(k)
         if lst is None:
             lst = buffers[k] = [None] * g.n
-        lst[g.i] = g.g if lst[g.i] is None else _record().add(lst[g.i], g.g)
+        lst[g.i] = g.g if lst[g.i] is None else O.elementwise("add", lst[g.i], g.g)
         nodes[k] = node
         return
     cur = buffers.get(k)
-    buffers[k] = g if cur is None else _record().add(cur, g)
+    buffers[k] = g if cur is None else O.elementwise("add", cur, g)
     nodes[k] = node
 
 
@@ -471,7 +460,6 @@ def _accumulate_leaf(v, grad, create_graph, handed, hooks=True):
 
 
 def _accumulate_leaf_grad(v, grad, create_graph, handed, hooks):
-    R = _record()
     for h in (v._hooks_list() if hooks else ()):
         if type(h) is PostAccumulateHook:
             continue
@@ -481,7 +469,7 @@ def _accumulate_leaf_grad(v, grad, create_graph, handed, hooks):
     if not create_graph:
         grad = grad.detach() if grad.requires_grad else grad
     if grad.shape != v.shape:
-        grad = R.sum_to(grad, v.shape)
+        grad = V.sum_to(grad, v.shape)
     if grad.dtype is not v.dtype:
         grad = grad.to(v.dtype)
     if v.grad is None:
@@ -490,6 +478,78 @@ def _accumulate_leaf_grad(v, grad, create_graph, handed, hooks):
         handed.add(id(grad._storage))
         v.grad = grad
     elif create_graph:
-        v.grad = R.add(v.grad, grad)
+        v.grad = O.elementwise("add", v.grad, grad)
     else:
         v.grad.add_(grad)
+
+
+# ---- the public entry points (ember.autograd.backward / grad) -----------------------------
+def _as_tuple(x):
+    if x is None:
+        return None
+    if isinstance(x, TensorBase):
+        return (x,)
+    return tuple(x)
+
+
+def _root_grads(tensors, grad_tensors, create_graph):
+    grads = []
+    for i, t in enumerate(tensors):
+        g = grad_tensors[i] if grad_tensors is not None else None
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not t.dtype.is_floating_point:
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs"
+                                   f" but got {t.dtype}")
+            g = O.full(t.shape, 1, t.dtype, t.device)
+        elif isinstance(g, TensorBase):
+            if g.shape != t.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"{tuple(g.shape)} and output[{i}] has a shape of "
+                                   f"{tuple(t.shape)}.")
+        else:
+            g = O.full(t.shape, g, t.dtype, t.device)
+        grads.append(g)
+    return grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves they depend on."""
+    tensors = _as_tuple(tensors)
+    grad_tensors = _as_tuple(grad_tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    for t in tensors:
+        if not t.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                               "grad_fn")
+    inputs = _as_tuple(inputs)
+    if inputs is not None and not inputs:
+        raise RuntimeError("backward() received an empty list of inputs")
+    run_backward(tensors, _root_grads(tensors, grad_tensors, create_graph), retain_graph,
+                 create_graph, inputs=inputs)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs`` (nothing is accumulated)."""
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    for t in inputs:
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    for t in outputs:
+        if not t.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                               "grad_fn")
+    res = run_backward(outputs, _root_grads(outputs, grad_outputs, create_graph), retain_graph,
+                       create_graph, inputs=inputs, capture=True,
+                       allow_unused=allow_unused or materialize_grads)
+    if materialize_grads:
+        res = tuple(O.zeros(t.shape, t.dtype, t.device) if g is None else g
+                    for g, t in zip(res, inputs))
+    return res

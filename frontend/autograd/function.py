@@ -13,9 +13,10 @@
 """
 from __future__ import annotations
 
+from ember.dispatcher import ops as O
 from ember.dispatcher._core import TensorBase
 
-from ._engine import MODE, Node, SavedTensor, Slot, _edge, no_grad
+from ._engine import _FREED, MODE, Node, SavedTensor, Slot, _edge, no_grad
 
 
 class FunctionCtx:
@@ -35,7 +36,6 @@ class FunctionCtx:
     @property
     def saved_tensors(self):
         if self._node is not None and self._node._freed:
-            from ._engine import _FREED
             raise RuntimeError(_FREED)
         return tuple(s.unpack(self._node) if isinstance(s, SavedTensor) else s
                      for s in self._saved)
@@ -119,8 +119,7 @@ class Function:
 
 
 def _zeros_like(o):
-    from .. import _creation as K
-    return K.zeros_like(o) if isinstance(o, TensorBase) else None
+    return O.zeros(o.shape, o.dtype, o.device) if isinstance(o, TensorBase) else None
 
 
 def _output_node(cls, hub, i, n):

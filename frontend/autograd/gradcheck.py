@@ -1,9 +1,14 @@
 """Finite-difference checks of analytical gradients (float64), as ``torch.autograd``'s."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ember.dispatcher._core import TensorBase
+
+from .. import _creation as K
+from ._engine import grad as autograd_grad
 
 
 def _inputs(inputs):
@@ -17,7 +22,6 @@ def _flat_outputs(out):
 
 def _numerical_jacobian(fn, inputs, i, eps):
     """d out / d inputs[i] by central differences, as an (n_in, n_out) array."""
-    from .. import _creation as K
     x = inputs[i]
     base = x.detach().clone()
     flat = base.numpy().reshape(-1).copy()
@@ -37,8 +41,6 @@ def _numerical_jacobian(fn, inputs, i, eps):
 
 
 def _analytical_jacobian(fn, inputs, i):
-    from .. import _creation as K
-    from . import grad as autograd_grad
     outs = _flat_outputs(fn(*inputs))
     sizes = [o.numel() for o in outs]
     total = sum(sizes)
@@ -67,7 +69,6 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         if not (isinstance(x, TensorBase) and x.requires_grad):
             continue
         if x.dtype.name != "float64":
-            import warnings
             warnings.warn(f"Input #{i} requires gradient and is not a double precision "
                           "floating point. gradcheck is only reliable for float64.")
         num = _numerical_jacobian(func, inputs, i, eps)
@@ -83,8 +84,6 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
                   raise_exception=True, **_ignored) -> bool:
     """gradcheck of the gradient itself (second order)."""
-    from .. import _creation as K
-    from . import grad as autograd_grad
     inputs = _inputs(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, TensorBase) and x.requires_grad]
     outs = _flat_outputs(func(*inputs))

@@ -19,7 +19,8 @@ import warnings
 
 import ember
 from ember import Tensor
-from ember.autograd import _record
+from ember.dispatcher import ops as _ops
+from ember.dispatcher.defs import linalg as _linalg
 
 from .modules.utils import _no_grad, _ntuple, _pair
 
@@ -89,7 +90,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.dim() == 2 and input.dim() >= 1 and input.shape[-1] == weight.shape[1] and (
             bias is None or bias.shape == (weight.shape[0],)):
         x = input if input.dim() > 1 else input.unsqueeze(0)
-        out = _record.linear(x, weight, bias)   # one graph node, contiguous weight grads
+        out = _linalg.linear(x, weight, bias)   # one graph node, contiguous weight grads
         return out if input.dim() > 1 else out.squeeze(0)
     out = ember.matmul(input, weight.t()) if weight.dim() == 2 else ember.matmul(input, weight)
     return out + bias if bias is not None else out
@@ -232,7 +233,7 @@ def _convnd(name, input, weight, bias, stride, padding, dilation, groups, nd):
     L = _prod(out_sp)
     # one GEMM per group over the whole batch: (G, O/G, Cg*K) @ (G, Cg*K, N*L); im2col lays
     # its (N, C, *K, *L) result out as (C, *K, N, *L), so this permute + reshape is a view
-    cols = _record.im2col(x, kernel, dilation, tuple(lo for lo, _ in pads), stride,
+    cols = _ops.im2col(x, kernel, dilation, tuple(lo for lo, _ in pads), stride,
                           out_sp, batch_inner=True)
     cols = cols.permute(1, *range(2, 2 + nd), 0, *range(2 + nd, 2 + 2 * nd)).reshape(
         groups, cg * k, n * L)
@@ -264,7 +265,7 @@ def _fold_nd(cols: Tensor, channels, out_sp, kernel, dilation, padding, stride) 
     blocks = [(out_sp[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
               for i in range(len(kernel))]
     cols = cols.reshape(n, channels, *kernel, *blocks)
-    return _record.col2im(cols, tuple(out_sp), tuple(kernel), tuple(dilation), tuple(padding),
+    return _ops.col2im(cols, tuple(out_sp), tuple(kernel), tuple(dilation), tuple(padding),
                           tuple(stride))
 
 
@@ -302,7 +303,7 @@ def _conv_transposend(name, input, weight, bias, stride, padding, output_padding
     # col2im straight into the output: ``padding`` crops the left, positions past the last
     # block (``output_padding``) stay zero
     cols = cols.permute(1 + nd, 0, *range(1, 1 + nd), *range(2 + nd, 2 + 2 * nd))
-    out = _record.col2im(cols, tuple(out_sp), kernel, dilation, padding, stride)
+    out = _ops.col2im(cols, tuple(out_sp), kernel, dilation, padding, stride)
     if bias is not None:
         out = out + bias.reshape((1, groups * cout_g) + (1,) * nd)
     return out if batched else out.squeeze(0)
@@ -337,7 +338,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
                            f"the array of sliding blocks as ({blocks[0]}, {blocks[1]}), but its "
                            "components must be at least one.")
     n, c = x.shape[0], x.shape[1]
-    out = _record.im2col(x, k, d, p, s, tuple(blocks)).reshape(
+    out = _ops.im2col(x, k, d, p, s, tuple(blocks)).reshape(
         n, c * k[0] * k[1], blocks[0] * blocks[1])
     return out if batched else out.squeeze(0)
 
@@ -399,7 +400,7 @@ def _pool_args(name, input, kernel_size, stride, padding, dilation, nd):
 def _pool_cols(x, k, s, p, d, out_sp, fill):
     """The pooling windows of ``x`` as (N, C, K, *out_sp), positions outside the input (the
     padding and what a ceil_mode window reaches past it) reading ``fill``."""
-    cols = _record.im2col(x, tuple(k), tuple(d), tuple(p), tuple(s), tuple(out_sp), fill)
+    cols = _ops.im2col(x, tuple(k), tuple(d), tuple(p), tuple(s), tuple(out_sp), fill)
     return cols.reshape(x.shape[0], x.shape[1], _prod(k), *out_sp)
 
 
@@ -415,7 +416,7 @@ def _max_poolnd(name, input, kernel_size, stride, padding, dilation, ceil_mode,
                            f"Calculated output size: "
                            f"({'x'.join(map(str, [x.shape[1]] + out_sp))}). Output size is too "
                            "small")
-    out, index = _record.max_pool(x, tuple(k), tuple(d), tuple(p), tuple(s), tuple(out_sp))
+    out, index = _ops.max_pool(x, tuple(k), tuple(d), tuple(p), tuple(s), tuple(out_sp))
     if not return_indices:
         return out if batched else out.squeeze(0)
     if not batched:

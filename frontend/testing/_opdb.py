@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import ember
 import ember.nn.functional as F
 from ember.dispatcher import OPS
+from ember.dispatcher.schema import elementwise_ops
 
 from ._samples import DEVICE, DTYPE, GEN, Fixed, Idx, Mask, Sample as S, T
 
@@ -131,6 +132,9 @@ def _casts(x, y):
 _add(OpInfo("copy", _casts, [S(T(3, 4, low=-5, high=5), T(3, 4)),
                              S(T(2, 3, 4, low=-100, high=100), T(2, 3, 4))],
             inplace=lambda x, y: x.copy_(y)))
+_add(OpInfo("to", lambda x, **k: x.to(**k), [S(T(3, 4), dtype=F64), S(T(3, 4), dtype=F32),
+                                              S(T(2, 3), fn=lambda x: x.double())]))
+_add(OpInfo("clone", lambda x: x.clone(), [S(T(3, 4)), S(T(2, 3, 4))]))
 _add(OpInfo("fill", lambda x: ember.full_like(x, 3), [S(T(3, 4))],
             inplace=lambda x: x.fill_(2.5 if x.dtype.is_floating_point else 2),
             zero_d=True, empty=True))
@@ -172,27 +176,18 @@ _add(OpInfo("normal", _normal_, [
     empty=[S(fn=lambda **k: ember.randn(0, **k), dtype=DTYPE, device=DEVICE,
              generator=GEN(1))], scale=4))
 
-# ---- elementwise: unary -----------------------------------------------------------------
-_UNARY_DOMAINS = {
-    "log": (0.1, 4), "sqrt": (0, 4), "log2": (0.1, 4), "rsqrt": (0.1, 4),
-    "log1p": (-0.9, 3), "tan": (-1.2, 1.2),
-}
-for _n in ("exp", "log", "sin", "cos", "sqrt", "erf", "expm1", "log1p", "log2", "rsqrt", "tan",
-           "tanh", "sigmoid", "reciprocal", "floor", "ceil", "round", "trunc", "abs", "sign"):
-    _lo, _hi = _UNARY_DOMAINS.get(_n, (-3, 3))
-    _add(OpInfo(_n, getattr(ember, _n),
-                [S(T(3, 4, low=_lo, high=_hi, nonzero=_n == "reciprocal"))],
-                inplace=_method(_n + "_"), out=True, special=True,
-                scale=4 if _n in ("expm1", "log1p", "tan", "erf") else 1))
-_add(OpInfo("neg", ember.neg, [S(T(3, 4))], inplace=_method("neg_"), out=True, special=True))
+# ---- elementwise -------------------------------------------------------------------------
+# Every op with a scalar body gets generic samples from its definition (arity, domain,
+# variants) at the end of this section; the entries here are the ones that need more.
+_SCALE = {"expm1": 4, "log1p": 4, "tan": 4, "erf": 4}     # long libm chains round more
+_add(OpInfo("reciprocal", ember.reciprocal, [S(T(3, 4, nonzero=True))],
+            inplace=_method("reciprocal_"), out=True, special=True))
 _add(OpInfo("bitwise_not", ember.bitwise_not, [S(T(3, 4, low=-100, high=100))],
             inplace=_method("bitwise_not_"), out=True))
 _add(OpInfo("logical_not", ember.logical_not, [S(T(3, 4, low=-1, high=1, zeros=0.3))],
             inplace=_method("logical_not_"), out=True, special=True))
-for _n in ("isnan", "isinf", "isfinite"):
-    _add(OpInfo(_n, getattr(ember, _n), [S(T(3, 4))], out=True, special=True))
 
-# ---- elementwise: binary ------------------------------------------------------------------
+
 def _binary_samples(**kw):
     small = dict(kw)
     return [S(T(3, 4, **kw), T(3, 4, **kw)),
@@ -201,12 +196,11 @@ def _binary_samples(**kw):
             S(T(2, 3, 4, **kw), Fixed(F64, 4, **small))]  # promotion to float64
 
 
-for _n in ("add", "sub", "mul", "maximum", "minimum", "eq", "lt", "ne", "le", "gt", "ge",
-           "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
-           "logical_xor"):
-    _kw = dict(low=-100, high=100) if _n.startswith("bitwise") else {}
-    _add(OpInfo(_n, getattr(ember, _n), _binary_samples(**_kw),
-                inplace=None if _n in ("maximum", "minimum") else _method(_n + "_"),
+for _n in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    _add(OpInfo(_n, getattr(ember, _n), _binary_samples(low=-100, high=100),
+                inplace=_method(_n + "_"), out=True, special=True))
+for _n in ("add", "sub", "eq"):
+    _add(OpInfo(_n, getattr(ember, _n), _binary_samples(), inplace=_method(_n + "_"),
                 out=True, special=True))
 OP_DB["add"].samples.append(S(T(3, 4), T(3, 4), alpha=2))
 OP_DB["sub"].samples.append(S(T(3, 4), T(4), alpha=3))
@@ -256,6 +250,28 @@ _add(OpInfo("clamp", ember.clamp, [
     S(T(3, 4), max=1),
     S(T(3, 4), T(4, low=-3, high=0), T(3, 1, low=0, high=3)),
 ], inplace=_method("clamp_"), out=True, special=True))
+
+
+
+def _generic_elementwise(o):
+    """Samples for an op from its definition alone: its arity, domain and variants."""
+    lo, hi = o.domain or (-3, 3)
+    n = len(o.inputs)
+    if n == 1:
+        samples = [S(T(3, 4, low=lo, high=hi))]
+    elif n == 2:
+        samples = _binary_samples(low=lo, high=hi)
+    else:
+        samples = [S(*[T(3, 4, low=lo, high=hi) for _ in range(n)]),
+                   S(T(3, 4, low=lo, high=hi), *[T(4, low=lo, high=hi) for _ in range(n - 1)])]
+    return OpInfo(o.name, getattr(ember, o.name), samples,
+                  inplace=_method(o.name + "_") if "inplace" in o.variants else None,
+                  out="out" in o.variants, special=True, scale=_SCALE.get(o.name, 1))
+
+
+for _o in elementwise_ops():
+    if _o.name not in OP_DB:
+        _add(_generic_elementwise(_o))
 
 # ---- reductions ---------------------------------------------------------------------------
 _REDUCE = [S(T(3, 4)), S(T(3, 4), dim=1), S(T(2, 3, 4), dim=(0, 2), keepdim=True),
@@ -432,6 +448,8 @@ _add(OpInfo("addmm", ember.addmm, [
     S(T(5), T(3, 4), T(4, 5)),
     S(T(3, 5), T(3, 4), T(4, 5), beta=0),
 ], zero_d=False, empty=[S(T(0, 5), T(0, 4), T(4, 5))]))
+_add(OpInfo("linear", F.linear, [S(T(2, 3, 4), T(5, 4), T(5)), S(T(3, 4), T(2, 4))],
+            zero_d=False, empty=[S(T(0, 4), T(2, 4), T(2))]))
 _add(OpInfo("einsum", None, [
     S(T(2, 3, 4), T(2, 4, 5), fn=lambda a, b: ember.einsum("bij,bjk->bik", a, b)),
     S(T(3, 3), fn=lambda a: ember.einsum("ii->i", a)),
@@ -463,4 +481,4 @@ _add(OpInfo("randperm", None, [
 ], zero_d=False, empty=[S(fn=lambda **k: ember.randperm(0, **k), dtype=DTYPE, device=DEVICE,
                           generator=GEN(1))]))
 
-del _n, _lo, _hi, _kw
+del _n, _o

@@ -51,7 +51,7 @@ _KIND_NAMES = {"float": "floating-point", "sint": "signed integer",
 def _make(o):
     cls = gen.class_of(o)
     codes = gen.opcodes()
-    ins = o.inputs()
+    ins = o.body_inputs()
     value_args = [i for i, v in enumerate(ins) if v.value[2] != X.BOOL]
     bool_args = [i for i, v in enumerate(ins) if v.value[2] == X.BOOL]
     out_bool = o.out_type() == X.BOOL

@@ -1,0 +1,120 @@
+"""Convolution and pooling building blocks (1 to 3 spatial dims): im2col, col2im, max_pool."""
+from __future__ import annotations
+
+import itertools
+import math
+
+from .. import _core as C
+from .. import dtypes as D
+from .. import ops as O
+from .. import views as V
+from ..schema import composite, defop, gradient
+
+__all__ = []
+
+E = O.elementwise
+
+defop("im2col", "index",
+      "im2col(Tensor self, int[] kernel_size, int[] dilation, int[] padding, int[] stride, "
+      "int[] blocks, *, Scalar value=0) -> Tensor  # (N, C, *kernel_size, *blocks)",
+      "(out, x, kernel, dilation, padding, stride, blocks, value=0)  # out: any strides",
+      promotion="none")
+defop("col2im", "index",
+      "col2im(Tensor cols, int[] kernel_size, int[] dilation, int[] padding, int[] stride, "
+      "int[] size) -> Tensor  # (N, C, *k, *blocks) summed into (N, C, *size)",
+      "(out, cols, kernel, dilation, padding, stride, size)", promotion="none")
+defop("max_pool", "index",
+      "max_pool(Tensor self, int[] kernel_size, int[] dilation, int[] padding, int[] stride, "
+      "int[] blocks) -> (Tensor values, Tensor indices)",
+      "(values, indices, x, kernel, dilation, padding, stride, blocks)", promotion="none")
+
+
+def _extent(sp, blocks, kernel, dilation, padding, stride):
+    """Per spatial dim, a padded extent holding both the input and every block."""
+    return tuple(max(padding[i] + sp[i], (blocks[i] - 1) * stride[i]
+                     + dilation[i] * (kernel[i] - 1) + 1) for i in range(len(kernel)))
+
+
+@composite("im2col")
+def _im2col(x, kernel, dilation, padding, stride, blocks, value=0):
+    """Pad into a buffer filled with ``value``, then copy one strided view of it."""
+    nd = len(kernel)
+    n, c, sp = x.shape[0], x.shape[1], x.shape[2:]
+    ext = _extent(sp, blocks, kernel, dilation, padding, stride)
+    buf = O.full((n, c) + ext, value, x.dtype, x.device)
+    bs = buf._stride
+    inner = C.view_of(buf, x.shape, bs, sum(padding[i] * bs[2 + i] for i in range(nd)))
+    O.copy_(inner, x)
+    patches = C.view_of(buf, (n, c) + tuple(kernel) + tuple(blocks),
+                        bs[:2] + tuple(dilation[i] * bs[2 + i] for i in range(nd))
+                        + tuple(stride[i] * bs[2 + i] for i in range(nd)), 0)
+    return O.contiguous(patches)
+
+
+@composite("col2im")
+def _col2im(cols, kernel, dilation, padding, stride, size):
+    """One strided in-place add per kernel offset (a loop over the kernel, not the pixels)."""
+    nd = len(kernel)
+    n, c = cols.shape[0], cols.shape[1]
+    blocks = cols.shape[2 + nd:]
+    ext = _extent(size, blocks, kernel, dilation, padding, stride)
+    buf = O.zeros((n, c) + ext, cols.dtype, cols.device)
+    bs, cs = buf._stride, cols._stride
+    win_strides = bs[:2] + tuple(stride[i] * bs[2 + i] for i in range(nd))
+    src_strides = cs[:2] + cs[2 + nd:]
+    for offs in itertools.product(*[range(k) for k in kernel]):
+        win = C.view_of(buf, (n, c) + tuple(blocks), win_strides,
+                        sum(offs[i] * dilation[i] * bs[2 + i] for i in range(nd)))
+        src = C.view_of(cols, (n, c) + tuple(blocks), src_strides,
+                        cols._offset + sum(offs[i] * cs[2 + i] for i in range(nd)))
+        E("add", win, src, inplace=True)
+    crop = C.view_of(buf, (n, c) + tuple(size), bs,
+                     sum(padding[i] * bs[2 + i] for i in range(nd)))
+    return O.contiguous(crop)
+
+
+@composite("max_pool")
+def _max_pool(x, kernel, dilation, padding, stride, blocks):
+    """im2col padded with the lowest value, max/argmax over the window, and the argmax
+    turned into a flat index of the input plane."""
+    nd = len(kernel)
+    cols = O.im2col(x, kernel, dilation, padding, stride, blocks, O._lowest(x.dtype))
+    k = C.numel(kernel)
+    n, c, sp = x.shape[0], x.shape[1], x.shape[2:]
+    cols = C.view_of(cols, (n, c, k) + tuple(blocks),
+                     C.contiguous_strides((n, c, k) + tuple(blocks)), cols._offset)
+    values = O.reduce("max", cols, 2)
+    rem = O.arg_reduce("argmax", cols, 2)
+    index, mult = None, 1
+    for i in reversed(range(nd)):
+        coord = E("remainder", rem, kernel[i])
+        rem = E("div", rem, kernel[i], rounding_mode="floor")
+        shape = [1] * (2 + nd)
+        shape[2 + i] = blocks[i]
+        start = E("sub", E("mul", O.arange(0, blocks[i], 1, D.int64, x.device), stride[i]),
+                  padding[i])
+        pos = E("add", V.reshape(start, tuple(shape)), E("mul", coord, dilation[i]))
+        index = E("mul", pos, mult) if index is None else E("add", index, E("mul", pos, mult))
+        mult *= sp[i]
+    return values, index
+
+
+@gradient("im2col")
+def _(g, self_shape, kernel_size, dilation, padding, stride):
+    return (O.col2im(g, tuple(self_shape[2:]), kernel_size, dilation, padding, stride),)
+
+
+@gradient("col2im")
+def _(g, cols_shape, kernel_size, dilation, padding, stride):
+    blocks = tuple(cols_shape[2 + len(kernel_size):])
+    return (O.im2col(g, kernel_size, dilation, padding, stride, blocks),)
+
+
+@gradient("max_pool")
+def _(g, self_shape, result1):
+    """Scatter-add the gradient to the input positions the indices name."""
+    n, c = self_shape[0], self_shape[1]
+    base = O.zeros((n, c, math.prod(self_shape[2:])), g.dtype, g.device)
+    flat = O.scatter(base, 2, V.reshape(result1, (n, c, -1)), V.reshape(g, (n, c, -1)),
+                     reduce="add")
+    return (V.reshape(flat, self_shape),)
