@@ -74,6 +74,30 @@ def recorded(name: str):
     return deco
 
 
+def composite_op(name, ins, attrs, outs, dev):
+    """Run an op that has a composite and that backends may replace with a native kernel
+    (convolution, norms, attention): ``ins`` are its tensor arguments (None allowed),
+    ``attrs`` the rest, ``outs`` the (shape, dtype) of each output, computed by the caller
+    (the op's meta step). Under autograd the op's formula records one node or, without
+    one, its composite runs so that the ops it is made of record themselves (a native
+    kernel has no backward of its own then); otherwise the device's kernel writes into
+    freshly allocated outputs, or the composite runs where there is none."""
+    o = OPS[name]
+    if MODE.grad and requires_grad(ins):
+        if o.grad is not None:
+            return record(o, lambda: composite_op(name, ins, attrs, outs, dev), ins, attrs)
+        return o.composite(*ins, **attrs)
+    k = o.kernels.get(dev.type)
+    if k is None:
+        backend_for(dev.type)  # kernels are installed when the plugin loads
+        k = o.kernels.get(dev.type)
+        if k is None:
+            return o.composite(*ins, **attrs)
+    res = tuple(C.empty(tuple(shape), dtype, dev) for shape, dtype in outs)
+    k(*res, *ins, **attrs)
+    return res[0] if len(res) == 1 else res
+
+
 # TensorBase's operators route to the elementwise ops (the frontend's Tensor overrides them
 # with PyTorch's argument handling); gradient formulas use them on any tensor.
 def _binop(name, reflected=False):

@@ -21,6 +21,7 @@ import ember
 from ember import Tensor
 from ember.dispatcher import ops as _ops
 from ember.dispatcher.defs import linalg as _linalg
+from ember.dispatcher.defs import nn as _nn
 
 from .modules.utils import _no_grad, _ntuple, _pair
 
@@ -225,22 +226,12 @@ def _convnd(name, input, weight, bias, stride, padding, dilation, groups, nd):
                            f"({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            "actual input size")
-    n, c = x.shape[0], x.shape[1]
-    o = weight.shape[0]
-    out_sp = _blocks(padded, kernel, stride, dilation)
-    k = _prod(kernel)
-    cg = c // groups
-    L = _prod(out_sp)
-    # one GEMM per group over the whole batch: (G, O/G, Cg*K) @ (G, Cg*K, N*L); im2col lays
-    # its (N, C, *K, *L) result out as (C, *K, N, *L), so this permute + reshape is a view
-    cols = _ops.im2col(x, kernel, dilation, tuple(lo for lo, _ in pads), stride,
-                          out_sp, batch_inner=True)
-    cols = cols.permute(1, *range(2, 2 + nd), 0, *range(2 + nd, 2 + 2 * nd)).reshape(
-        groups, cg * k, n * L)
-    w = weight.reshape(groups, o // groups, cg * k)
-    out = ember.matmul(w, cols).reshape(o, n, *out_sp).transpose(0, 1)
-    # the output is (N, O, *out) in memory like PyTorch's (contiguous), so .view() works
-    out = out + bias.reshape((1, o) + (1,) * nd) if bias is not None else out.contiguous()
+    if any(lo != hi for lo, hi in pads):  # asymmetric ('same' with an even kernel)
+        for i, (lo, hi) in enumerate(pads):
+            if hi != lo:
+                x = _pad_dim(x, 2 + i, 0, hi - lo, 0)
+    out = _nn.convolution(x, weight, bias, stride, tuple(lo for lo, _ in pads), dilation,
+                          False, (0,) * nd, groups)
     return out if batched else out.squeeze(0)
 
 
@@ -283,29 +274,15 @@ def _conv_transposend(name, input, weight, bias, stride, padding, output_padding
                  + [f"dilation_{a}: {v}" for a, v in zip(axes, dilation)])
         raise RuntimeError("output padding must be smaller than either stride or dilation, "
                            "but got " + " ".join(parts))
-    n, cin = x.shape[0], x.shape[1]
     in_sp = x.shape[2:]
-    kernel = tuple(weight.shape[2:])
-    cout_g = weight.shape[1]
-    k = _prod(kernel)
-    out_sp = [(in_sp[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1)
-              + output_padding[i] + 1 for i in range(nd)]
+    out_sp = _nn.conv_output_size(in_sp, weight, stride, padding, dilation, True,
+                                  output_padding, groups)[1:]
     if any(s <= 0 for s in out_sp):
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, in_sp))}). "
                            f"Calculated output size per channel: "
                            f"({' x '.join(map(str, out_sp))}). Output size is too small")
-    cin_g = cin // groups
-    L = _prod(in_sp)
-    # (G, Cout_g*K, Cin_g) @ (G, Cin_g, N*L): one GEMM per group, then col2im
-    xs = x.reshape(n, cin, L).transpose(0, 1).reshape(groups, cin_g, n * L)
-    w = weight.reshape(groups, cin_g, cout_g * k).transpose(1, 2)
-    cols = ember.matmul(w, xs).reshape(groups * cout_g, *kernel, n, *in_sp)
-    # col2im straight into the output: ``padding`` crops the left, positions past the last
-    # block (``output_padding``) stay zero
-    cols = cols.permute(1 + nd, 0, *range(1, 1 + nd), *range(2 + nd, 2 + 2 * nd))
-    out = _ops.col2im(cols, tuple(out_sp), kernel, dilation, padding, stride)
-    if bias is not None:
-        out = out + bias.reshape((1, groups * cout_g) + (1,) * nd)
+    out = _nn.convolution(x, weight, bias, stride, padding, dilation, True, output_padding,
+                          groups)
     return out if batched else out.squeeze(0)
 
 

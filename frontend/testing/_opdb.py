@@ -431,6 +431,16 @@ _add(OpInfo("max_pool", F.max_pool2d, [
 ], zero_d=False, empty=[S(T(0, 2, 4, 4), 2)], special=True,
     dtypes=(F32, F64, ember.float16, ember.bfloat16, ember.int64, ember.int32, ember.int16)))
 
+# ---- neural-network ops ------------------------------------------------------------------
+_add(OpInfo("convolution", F.conv2d, [
+    S(T(2, 3, 6, 7), T(4, 3, 3, 2), T(4), stride=(2, 1), padding=1),
+    S(T(2, 4, 5, 5), T(4, 2, 3, 3), groups=2, dilation=(1, 2)),
+    S(T(3, 6, 6), T(2, 3, 2, 2), padding="same"),
+    S(T(2, 4, 9), T(6, 2, 3), T(6), padding=1, groups=2, fn=F.conv1d),
+    S(T(1, 2, 4, 4), T(2, 3, 3, 3), T(3), stride=2, padding=1, output_padding=1,
+      fn=F.conv_transpose2d),
+], zero_d=False, empty=False, scale=2, dtypes=(F32, F64, ember.float16, ember.bfloat16)))
+
 # ---- linear algebra -------------------------------------------------------------------------
 _add(OpInfo("bmm", ember.bmm, [S(T(2, 3, 4), T(2, 4, 5)), S(T(1, 1, 3), T(1, 3, 2))],
             out=True, zero_d=False, empty=[S(T(2, 0, 4), T(2, 4, 5)), S(T(2, 3, 0), T(2, 0, 5))]))

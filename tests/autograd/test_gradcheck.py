@@ -111,6 +111,10 @@ RECIPES = {
                                                   padding=1, stride=(2, 1)), [X(2, 12, 12)]),
     "max_pool": (lambda x: ember.nn.functional.max_pool2d(x, 3, 2, padding=1, ceil_mode=True),
                  [away_from_ties(2, 2, 6, 7)]),
+    "convolution": (lambda x, w, b, wt: ember.nn.functional.conv2d(x, w, b, stride=(2, 1),
+                                                                   padding=1, groups=2)
+                    + ember.nn.functional.conv_transpose2d(x, wt, stride=2)[:, :, :2, :5],
+                    [X(2, 4, 3, 4), X(6, 2, 3, 2), X(6), X(4, 6, 2, 2)]),
 }
 
 def _generic_recipe(o):
