@@ -13,14 +13,17 @@ from __future__ import annotations
 import math
 import operator
 
+import struct
+
 from . import dtypes as _dt
 from .device import device as _device_cls, to_device
-from .plugins import BACKENDS, backend_for
+from .plugins import BACKENDS, backend_for, on_unregister
 
 __all__ = [
     "TensorBase", "set_tensor_factory", "new_tensor", "empty", "contiguous_strides",
     "numel", "view_of", "is_contiguous", "broadcast_shapes", "expand_to", "scalar_tensor",
-    "same_device", "bump", "normalize_dim", "normalize_dims", "shape_str",
+    "same_device", "bump", "normalize_dim", "normalize_dims", "shape_str", "encode_scalar",
+    "decode_scalar",
 ]
 
 
@@ -95,6 +98,14 @@ def _allocator(device):
     backend = BACKENDS.get(device.type) or backend_for(device.type)
     alloc = _ALLOCATORS[device] = backend.allocator(device.index or 0)
     return alloc
+
+
+def _forget_allocators(device_type: str) -> None:
+    for d in [d for d in _ALLOCATORS if d.type == device_type]:
+        del _ALLOCATORS[d]
+
+
+on_unregister(_forget_allocators)
 
 
 def empty(shape: tuple, dtype, device):
@@ -215,9 +226,9 @@ def scalar_tensor(value, dtype, device):
             key = None
         t = empty((), dtype, device)
         fill = BACKENDS[device.type].kernels.get("fill")
-        if fill is None:  # a backend without it (EMBER_FALLBACK=cpu): the general path
-            from .ops import fill_
-            fill_(t, value)
+        if fill is None:  # a backend without it (EMBER_FALLBACK=cpu): write the bytes
+            BACKENDS[device.type].copy_from_host(t._storage, 0,
+                                                 encode_scalar(value, dtype))
         else:
             fill(t, _coerce_scalar(value, dtype))
         if key is not None:
@@ -244,6 +255,28 @@ def scalar_like(value, t):
 
 
 _SCALARS_VIEWS_GET = _SCALAR_VIEWS.get
+
+
+_FORMATS = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
+            "float16": "e", "float32": "f", "float64": "d"}
+
+
+def encode_scalar(value, dtype) -> bytes:
+    """``value`` as one element of ``dtype`` in memory (little-endian)."""
+    v = _coerce_scalar(value, dtype)
+    fmt = _FORMATS.get(dtype.name)
+    if fmt is None:  # bfloat16: the high half of a float32
+        return struct.pack("<f", v)[2:]
+    return struct.pack("<" + fmt, v)
+
+
+def decode_scalar(raw: bytes, dtype):
+    """The Python number one element of ``dtype`` holds."""
+    fmt = _FORMATS.get(dtype.name)
+    if fmt is None:
+        return struct.unpack("<f", b"\x00\x00" + bytes(raw))[0]
+    v = struct.unpack("<" + fmt, bytes(raw))[0]
+    return float(v) if dtype.is_floating_point else v
 
 
 def _coerce_scalar(value, dtype):

@@ -9,35 +9,28 @@ backend under construction runs whole models while its kernels are written one b
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 import warnings
 
-__all__ = ["enabled", "run_on_cpu", "fallback_report", "reset_fallback_report"]
+from . import _core as C
+from ._core import TensorBase, numel
+from .device import to_device
+from .plugins import backend_for, fallback_enabled as enabled, fallback_hint as hint
+
+__all__ = ["enabled", "hint", "run_on_cpu", "fallback_report", "reset_fallback_report"]
 
 _lock = threading.Lock()
 _REPORT: dict = {}          # op name -> {"calls", "bytes", "seconds", "devices"}
 _WARNED: set = set()
 
 
-def enabled() -> bool:
-    return os.environ.get("EMBER_FALLBACK", "").strip().lower() == "cpu"
-
-
-def hint() -> str:
-    return ("Set EMBER_FALLBACK=cpu to run ops a backend lacks on the CPU (inputs copied "
-            "there and results copied back).")
-
-
 def _is_tensor(x) -> bool:
-    from ._core import TensorBase
     return isinstance(x, TensorBase)
 
 
 def _span(t):
     """(first element, element count) of the storage range ``t`` views."""
-    from ._core import numel
     if numel(t.shape) == 0:
         return t._offset, 0
     last = t._offset + sum((n - 1) * st for n, st in zip(t.shape, t._stride))
@@ -47,8 +40,6 @@ def _span(t):
 def _host_copy(t, cpu_backend, cpu):
     """A CPU tensor with ``t``'s shape and strides over a host copy of its storage span.
     Raw storage copies only: no kernel of the failing device is needed."""
-    from . import _core as C
-    from .plugins import backend_for
     start, n = _span(t)
     isz = t.dtype.itemsize
     storage = cpu_backend.allocate(n * isz, 0)
@@ -61,9 +52,6 @@ def _host_copy(t, cpu_backend, cpu):
 def run_on_cpu(o, dev, outs, ins, attrs):
     """Run op ``o`` for device ``dev`` on the CPU: ``outs`` are the device tensors to fill,
     ``ins``/``attrs`` the kernel's inputs (tensors among them are copied)."""
-    from .device import to_device
-    from .plugins import backend_for
-
     cpu = to_device("cpu")
     cpu_b = backend_for("cpu")
     k = o.kernels.get("cpu")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import struct
 import warnings
 
 from . import _core as C
@@ -529,13 +528,7 @@ def item(x):
     return decode_scalar(raw, x.dtype)
 
 
-def decode_scalar(raw: bytes, dtype):
-    fmt = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
-           "float16": "e", "float32": "f", "float64": "d"}.get(dtype.name)
-    if fmt is None:  # bfloat16: the high half of a float32
-        return struct.unpack("<f", b"\x00\x00" + raw)[0]
-    v = struct.unpack("<" + fmt, raw)[0]
-    return float(v) if dtype.is_floating_point else v
+decode_scalar = C.decode_scalar
 
 
 # ---------------------------------------------------------------------------------

@@ -7,16 +7,19 @@ validation is recorded with its error and skipped; the others keep working.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import threading
 import traceback
+import warnings
 from dataclasses import dataclass, field
 
 import pluggy
 
 from . import hookspecs
 from .backend import API_VERSION, Backend
+from .schema import OPS, PRIMITIVES, install_kernels, uninstall_kernels
 
 if sys.version_info >= (3, 10):
     from importlib.metadata import entry_points
@@ -24,7 +27,9 @@ else:  # pragma: no cover
     from importlib_metadata import entry_points
 
 __all__ = ["PluginRecord", "plugin_records", "ensure_loaded", "register_backend",
-           "backend_for", "BACKENDS", "ENTRY_POINT_GROUP", "unregister_backend"]
+           "backend_for", "BACKENDS", "ENTRY_POINT_GROUP", "unregister_backend",
+           "validate_kernels", "fallback_enabled", "fallback_hint", "on_unregister",
+           "on_install"]
 
 ENTRY_POINT_GROUP = "ember.backends"
 
@@ -49,6 +54,36 @@ _loaded = False
 _lock = threading.RLock()
 _pm = pluggy.PluginManager("ember")
 _pm.add_hookspecs(hookspecs)
+
+
+def fallback_enabled() -> bool:
+    """``EMBER_FALLBACK=cpu``: ops a backend lacks run on the CPU (see ``fallback.py``)."""
+    return os.environ.get("EMBER_FALLBACK", "").strip().lower() == "cpu"
+
+
+def fallback_hint() -> str:
+    return ("Set EMBER_FALLBACK=cpu to run ops a backend lacks on the CPU (inputs copied "
+            "there and results copied back).")
+
+
+#: functions called with a device type when its backend is unregistered (caches keyed by
+#: device drop their entries; the allocator cache in core.py registers one)
+_ON_UNREGISTER: list = []
+
+
+def on_unregister(fn) -> None:
+    _ON_UNREGISTER.append(fn)
+
+
+#: functions called with each backend as it is installed (and at once for those already
+#: installed): what must know every backend's types without loading plugins early
+_ON_INSTALL: list = []
+
+
+def on_install(fn) -> None:
+    _ON_INSTALL.append(fn)
+    for backend in list(BACKENDS.values()):
+        fn(backend)
 
 
 def _allowed() -> set[str] | None:
@@ -114,7 +149,6 @@ def _register_module(name: str, module, dist: str = "") -> PluginRecord:
 
 
 def _install(name: str, backend, dist: str = "") -> PluginRecord:
-    from .schema import validate_kernels  # schema imports this module's tables lazily
     if not isinstance(backend, Backend):
         raise TypeError(f"ember_backend() returned {type(backend).__name__}, expected an "
                         "ember.dispatcher.Backend instance")
@@ -131,8 +165,9 @@ def _install(name: str, backend, dist: str = "") -> PluginRecord:
                            f"plugin {other!r}")
     validate_kernels(name, backend.kernels)
     BACKENDS[dt] = backend
-    from .schema import install_kernels
     install_kernels(dt, backend.kernels)
+    for fn in _ON_INSTALL:
+        fn(backend)
     try:
         count = int(backend.device_count())
     except Exception as e:  # device_count must not raise; report instead
@@ -157,16 +192,54 @@ def register_backend(backend: Backend, name: str | None = None) -> PluginRecord:
 
 def unregister_backend(device_type: str) -> None:
     """Remove a backend and its kernels (tests)."""
-    from .schema import uninstall_kernels
     with _lock:
         backend = BACKENDS.pop(device_type, None)
         uninstall_kernels(device_type)
-        from . import _core
-        for d in [d for d in _core._ALLOCATORS if d.type == device_type]:
-            del _core._ALLOCATORS[d]
+        for fn in _ON_UNREGISTER:
+            fn(device_type)
         for k, r in list(_RECORDS.items()):
             if r.backend is backend and backend is not None:
                 del _RECORDS[k]
+
+
+def validate_kernels(plugin: str, kernels) -> None:
+    """Reject unknown op names, non-callables, wrong arity and missing primitives."""
+    if not hasattr(kernels, "items"):
+        raise TypeError(f"plugin {plugin!r}: kernels must be a mapping of op name to kernel")
+    unknown = sorted(k for k in kernels if k not in OPS)
+    if unknown:
+        raise ValueError(f"plugin {plugin!r} registers kernels for unknown ops: "
+                         f"{', '.join(unknown)} (see ember.dispatcher.schema.OPS)")
+    for name, k in kernels.items():
+        if not callable(k):
+            raise TypeError(f"plugin {plugin!r}: kernel for {name!r} is not callable")
+        _check_arity(plugin, name, k)
+    missing = sorted(PRIMITIVES - set(kernels))
+    if missing:
+        if fallback_enabled():
+            warnings.warn(f"plugin {plugin!r} is missing required primitives "
+                          f"({', '.join(missing)}); they run on the CPU (EMBER_FALLBACK=cpu)",
+                          RuntimeWarning, stacklevel=2)
+            return
+        raise ValueError(f"plugin {plugin!r} is missing required primitives: "
+                         f"{', '.join(missing)}. {fallback_hint()}")
+
+
+def _check_arity(plugin, name, k):
+    try:
+        sig = inspect.signature(k)
+    except (TypeError, ValueError):  # builtins (pybind11) carry no signature
+        return
+    spec = OPS[name].kernel.split("#")[0].strip()
+    if spec.startswith("(composite"):
+        return
+    params = [p.strip() for p in spec.strip("()").split(",") if p.strip()]
+    positional = [p for p in params if "=" not in p]
+    try:
+        sig.bind(*range(len(positional)))
+    except TypeError:
+        raise TypeError(f"plugin {plugin!r}: kernel for {name!r} has signature {sig}, "
+                        f"expected {spec}") from None
 
 
 def plugin_records() -> list[PluginRecord]:

@@ -4,8 +4,7 @@ An :class:`OpDef` holds everything about one op:
 
 - ``name``: the key in every backend's ``kernels`` mapping.
 - ``signature``: the user-facing signature (PyTorch's), for docs and error messages.
-- ``kind``: ``elementwise``, ``reduction``, ``scan``, ``index``, ``matmul``, ``creation``,
-  ``copy``, ``random``, ``sort``, ``softmax``.
+- ``kind``: one of :data:`KINDS` (``elementwise``, ``reduction``, ``matmul``, ``conv``, ...).
 - ``promotion``: how the compute dtype and output dtype follow from the inputs:
   ``default`` (``result_type`` of the inputs; output the same), ``int_to_float``
   (integers and bool compute in the default float dtype), ``bool_out`` (compute in
@@ -37,15 +36,14 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import warnings
 from dataclasses import dataclass, field
 
 from . import expr as X
-from . import fallback
 
 __all__ = ["OpDef", "Check", "Formula", "OPS", "PRIMITIVES", "op", "defop", "gradient",
-           "composite", "validate_kernels", "install_kernels", "uninstall_kernels",
-           "coverage", "elementwise_ops", "table_hash", "KIND_MASKS", "parse_signature"]
+           "composite", "install_kernels", "uninstall_kernels",
+           "coverage", "elementwise_ops", "table_hash", "KIND_MASKS", "KINDS",
+           "parse_signature"]
 
 
 @dataclass(frozen=True)
@@ -150,6 +148,10 @@ class OpDef:
         return tuple(k for k in X.KINDS if X.body_for(scalar, k) is not None)
 
 
+#: the op kinds (what kind of meta step and kernel an op has)
+KINDS = ("elementwise", "reduction", "scan", "index", "matmul", "creation", "copy", "random",
+         "sort", "softmax", "conv", "pool", "norm", "embedding", "loss", "attention")
+
 OPS: dict[str, OpDef] = {}
 #: the primitives every backend implements (filled as definitions register)
 PRIMITIVES: set = set()
@@ -216,6 +218,8 @@ def defop(name: str, kind: str, signature: str, kernel: str | None = None, *,
     the body's scalar attributes to their defaults."""
     if name in OPS:
         raise ValueError(f"op {name!r} defined twice")
+    if kind not in KINDS:
+        raise ValueError(f"op {name!r}: unknown kind {kind!r} (one of {', '.join(KINDS)})")
     if scalar is not None and not isinstance(scalar, dict):
         scalar = {"any": scalar}
     for group in (scalar or {}):
@@ -295,46 +299,6 @@ def table_hash() -> str:
         h.update(repr((sorted(o.attrs.items()), [(c.input, X.render_text(c.pred), c.kinds, c.error)
                                  for c in o.checks])).encode())
     return h.hexdigest()[:16]
-
-
-def validate_kernels(plugin: str, kernels) -> None:
-    """Reject unknown op names, non-callables, wrong arity and missing primitives."""
-    if not hasattr(kernels, "items"):
-        raise TypeError(f"plugin {plugin!r}: kernels must be a mapping of op name to kernel")
-    unknown = sorted(k for k in kernels if k not in OPS)
-    if unknown:
-        raise ValueError(f"plugin {plugin!r} registers kernels for unknown ops: "
-                         f"{', '.join(unknown)} (see ember.dispatcher.schema.OPS)")
-    for name, k in kernels.items():
-        if not callable(k):
-            raise TypeError(f"plugin {plugin!r}: kernel for {name!r} is not callable")
-        _check_arity(plugin, name, k)
-    missing = sorted(PRIMITIVES - set(kernels))
-    if missing:
-        if fallback.enabled():
-            warnings.warn(f"plugin {plugin!r} is missing required primitives "
-                          f"({', '.join(missing)}); they run on the CPU (EMBER_FALLBACK=cpu)",
-                          RuntimeWarning, stacklevel=2)
-            return
-        raise ValueError(f"plugin {plugin!r} is missing required primitives: "
-                         f"{', '.join(missing)}. {fallback.hint()}")
-
-
-def _check_arity(plugin, name, k):
-    try:
-        sig = inspect.signature(k)
-    except (TypeError, ValueError):  # builtins (pybind11) carry no signature
-        return
-    spec = OPS[name].kernel.split("#")[0].strip()
-    if spec.startswith("(composite"):
-        return
-    params = [p.strip() for p in spec.strip("()").split(",") if p.strip()]
-    positional = [p for p in params if "=" not in p]
-    try:
-        sig.bind(*range(len(positional)))
-    except TypeError:
-        raise TypeError(f"plugin {plugin!r}: kernel for {name!r} has signature {sig}, "
-                        f"expected {spec}") from None
 
 
 def install_kernels(device_type: str, kernels) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ember.dispatcher import API_VERSION, PRIMITIVES, coverage, plugin_records
+
 
 def _backends(args) -> int:
-    from ember.dispatcher import API_VERSION, PRIMITIVES, coverage, plugin_records
     records = plugin_records()
     print(f"ember backend API version {API_VERSION}; {len(PRIMITIVES)} primitives")
     if not records:

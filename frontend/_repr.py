@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ember.dispatcher import dtypes as D
+from ember.dispatcher import ops as O
 
 PRECISION = 4
 THRESHOLD = 1000
@@ -90,7 +91,6 @@ def _body(a, fmt, indent, summarize):
 
 
 def tensor_repr(t, numpy_of) -> str:
-    from ember.dispatcher import ops as O
     n = 1
     for s in t.shape:
         n *= s

@@ -46,6 +46,7 @@ import numpy as np
 
 import ember
 from ember.dispatcher import dtypes as D
+from ember.nn.parameter import Parameter
 
 __all__ = ["save", "load"]
 
@@ -371,12 +372,7 @@ class _Decoder:
             t = ember.from_numpy(arr)
         t = self._place(t, e["device"])
         if e.get("parameter"):
-            try:
-                from ember.nn.parameter import Parameter
-            except ImportError:
-                pass
-            else:
-                return Parameter(t, requires_grad=e["requires_grad"])
+            return Parameter(t, requires_grad=e["requires_grad"])
         if e["requires_grad"]:
             t.requires_grad_(True)
         return t

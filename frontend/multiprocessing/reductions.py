@@ -22,13 +22,17 @@ import os
 import threading
 import time
 import weakref
-from multiprocessing import util
+from multiprocessing import resource_sharer, util
+from multiprocessing.queues import Queue
 from multiprocessing.reduction import DupFd, ForkingPickler
 
 from ember.dispatcher import _core as C
 from ember.dispatcher import dtypes as D
 from ember.dispatcher.device import to_device
-from ember.dispatcher.plugins import BACKENDS, backend_for, ensure_loaded
+from ember.dispatcher.plugins import backend_for, on_install
+
+from .._tensor import Tensor
+from ..nn import Parameter
 
 __all__ = ["init_reductions", "reduce_tensor", "rebuild_tensor", "reduce_storage",
            "rebuild_storage"]
@@ -134,7 +138,6 @@ def rebuild_tensor(cls, storage, shape, stride, offset, dtype, device, requires_
     t = C.new_tensor(storage, tuple(shape), tuple(stride), offset, D.to_dtype(dtype),
                      to_device(device), [0])
     if cls is not type(t):
-        from ember.nn import Parameter
         if issubclass(cls, Parameter):
             t = Parameter(t, requires_grad)
         else:
@@ -168,20 +171,26 @@ def _register_storage_type(storage_type: type, device_type: str) -> None:
         ForkingPickler.register(storage_type, reduce)
 
 
+_INITIALISED: list = []
+
+
 def init_reductions() -> None:
     """Teach ``multiprocessing``'s pickler (``ForkingPickler``, used by every ``Queue``,
     ``Pipe``, ``Pool`` and spawned ``Process``) to send tensors through shared memory.
     Called on import of ``ember.multiprocessing``; idempotent."""
-    import ember
-    from ember.nn import Parameter
-    for cls in (ember.Tensor, Parameter):
+    if _INITIALISED:
+        return
+    _INITIALISED.append(True)
+    for cls in (Tensor, Parameter):
         ForkingPickler.register(cls, reduce_tensor)
-    # a pickler copies the registry when it is made, so storage types are registered now
-    # rather than at their first tensor (a backend loaded later registers on first use)
-    ensure_loaded()
-    for device_type, backend in list(BACKENDS.items()):
-        for st in getattr(backend, "storage_types", ()):
-            _register_storage_type(st, device_type)
+    # a pickler copies the registry when it is made, so every backend's storage types are
+    # registered as the backend loads (without loading plugins early)
+    on_install(_register_backend_storage)
+
+
+def _register_backend_storage(backend) -> None:
+    for st in getattr(backend, "storage_types", ()):
+        _register_storage_type(st, backend.device_type)
 
 
 # ---- sender lifetime ------------------------------------------------------------------------
@@ -194,7 +203,6 @@ def init_reductions() -> None:
 # at exit (not those of queues with cancel_join_thread()). It is registered up front in
 # every process (forked children clear the inherited registry).
 def _joined_feeders() -> list:
-    from multiprocessing.queues import Queue
     threads = []
     for f in list(getattr(util, "_finalizer_registry", {}).values()):
         if getattr(f, "_callback", None) is Queue._finalize_join:
@@ -210,7 +218,6 @@ def _drain_pending_descriptors() -> None:
     deadline = time.monotonic() + exit_wait_s
     for t in _joined_feeders():
         t.join(max(deadline - time.monotonic(), 0))
-    from multiprocessing import resource_sharer
     cache = getattr(resource_sharer._resource_sharer, "_cache", None)
     if not cache:
         return

@@ -7,6 +7,8 @@ True
 """
 from __future__ import annotations
 
+import weakref
+
 import ember
 from ember import Tensor
 
@@ -85,7 +87,6 @@ class Buffer(metaclass=_BufferMeta):
     """
 
     def __new__(cls, data=None, *, persistent=True):
-        import weakref
         if data is None:
             data = ember.empty(0)
         t = data.detach()

@@ -21,6 +21,7 @@ from typing import Any
 
 from ember.dispatcher import dtypes as D
 
+from .._creation import tensor
 from .._tensor import Tensor
 from ..autograd import enable_grad, no_grad
 
@@ -130,7 +131,6 @@ class Optimizer:
             for p in group["params"]:
                 p_state = self.state.get(p)
                 if p_state and "step" in p_state and not isinstance(p_state["step"], Tensor):
-                    from .._creation import tensor
                     p_state["step"] = tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
 
     def __repr__(self) -> str:

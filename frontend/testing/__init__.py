@@ -17,6 +17,9 @@ allocator's statistics. See ``docs/plugins.md``.
 >>> OP_DB["add"].fn is __import__("ember").add
 True
 """
+import argparse
+from importlib.metadata import entry_points
+
 from ._cases import Case, all_cases, forward_cases, grad_cases, inplace_cases, out_cases
 from ._compare import TOLERANCES, assert_close
 from ._opdb import OP_DB, OpInfo
@@ -39,16 +42,14 @@ def pytest_args(device: str, xfail: str | None = None) -> list:
 
 
 def _plugin_registered() -> bool:
-    from importlib.metadata import entry_points
     return any(ep.value.split(":")[0] == "ember.testing.plugin"
                for ep in entry_points(group="pytest11"))
 
 
 def main(argv=None) -> int:
     """``python -m ember.testing DEVICE [--xfail FILE] [pytest options]``."""
-    import argparse
-
-    import pytest
+    # pytest is the kit's runner, an optional dependency (ember[testing]): imported only here
+    import pytest  # noqa: PLC0415
     p = argparse.ArgumentParser(prog="python -m ember.testing",
                                 description="Run ember's conformance kit on a device.")
     p.add_argument("device", nargs="?", default="cpu", help="device to test (default: cpu)")

@@ -9,6 +9,7 @@ reference call gets the logical values, contiguous, on the CPU.
 """
 from __future__ import annotations
 
+import copy
 import zlib
 from dataclasses import dataclass, field
 
@@ -208,7 +209,6 @@ class Sample:
 
     def reshaped(self, shape_fn) -> "Sample | None":
         """A copy whose tensor specs have ``shape_fn(spec)`` shapes (None: not applicable)."""
-        import copy
         new_args = []
         changed = False
         for a in self.args:

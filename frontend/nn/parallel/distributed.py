@@ -19,6 +19,8 @@ An ember extension: ``ddp.overlap = False`` launches every bucket after backward
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 
 import ember
 import ember.distributed as dist
@@ -174,9 +176,6 @@ class DistributedDataParallel(Module):
         if self._progress_thread is not None and self._progress_thread.is_alive():
             self._progress_event.set()
             return
-        import threading
-        import time
-
         self._progress_event = threading.Event()
         self._progress_event.set()
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import ember
+from ember.multiprocessing import reductions
 
 __all__ = ["WorkerInfo", "get_worker_info", "ExceptionWrapper"]
 
@@ -133,7 +134,6 @@ def _worker_loop(fetcher_factory, dataset, index_queue, data_queue, done_event, 
                  init_fn, worker_id, num_workers, iterable):
     global _worker_info
     try:
-        from ember.multiprocessing import reductions
         # unread batches are dropped at shutdown: do not wait for them at exit
         reductions.exit_wait_s = 0
         reductions.inline_below_bytes = INLINE_BELOW_BYTES

@@ -17,7 +17,12 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 
+import numpy.random  # noqa: F401  (workers seed it: imported once, not in each fork)
+
 import ember
+from ember._device_ns import pinning_api
+from ember.dispatcher.plugins import BACKENDS, ensure_loaded
+from ember.multiprocessing import reductions
 
 from . import _worker
 from ._collate import default_collate, default_convert
@@ -265,7 +270,6 @@ def _pin(data):
 def _pin_memory_fn():
     """``_pin`` when an accelerator offers pinned memory, else None after PyTorch's
     warning."""
-    from ember._device_ns import pinning_api
     if pinning_api() is not None:
         return _pin
     _warn_pin_memory()
@@ -273,7 +277,6 @@ def _pin_memory_fn():
 
 
 def _warn_pin_memory():
-    from ember.dispatcher.plugins import BACKENDS, ensure_loaded
     ensure_loaded()
     accelerators = sorted(dt for dt, b in BACKENDS.items()
                           if not b.host_accessible and _device_count(b) > 0)
@@ -322,8 +325,7 @@ class _MultiProcessIter:
     """
 
     def __init__(self, loader: DataLoader) -> None:
-        from ember import multiprocessing as _mp  # noqa: F401  (batches via shared memory)
-        import numpy.random  # noqa: F401  (workers seed it: import once, not in each fork)
+        reductions.init_reductions()  # batches travel through shared memory
         self._shutdown = True  # until the workers exist
         # no reference to the loader: a persistent loader holds this iterator, and without
         # a cycle the iterator's __del__ shuts the workers down while its queues still work

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterator
 
 import ember
+import ember.distributed as dist
 
 from .sampler import Sampler
 
@@ -19,7 +20,6 @@ class DistributedSampler(Sampler[int]):
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
-            import ember.distributed as dist
             if not dist.is_initialized():
                 raise RuntimeError("Requires distributed package to be available")
             num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
