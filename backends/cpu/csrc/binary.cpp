@@ -212,10 +212,8 @@ void k_remainder(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
 
 }  // namespace
 
-void register_binary(std::vector<PyMethodDef>& defs) {
-#define R(NAME) defs.push_back(EMBER_DEF(#NAME, k_##NAME))
-  R(add); R(sub); R(mul); R(div); R(pow); R(maximum); R(minimum); R(fmod); R(remainder);
+#define R(NAME) EMBER_KERNEL(#NAME, k_##NAME)
+R(add); R(sub); R(mul); R(div); R(pow); R(maximum); R(minimum); R(fmod); R(remainder);
 #undef R
-}
 
 }  // namespace ember

@@ -124,13 +124,11 @@ void k_where(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
 
 }  // namespace
 
-void register_compare(std::vector<PyMethodDef>& defs) {
-#define R(NAME) defs.push_back(EMBER_DEF(#NAME, k_##NAME))
-  R(eq); R(ne); R(lt); R(le); R(gt); R(ge);
-  R(logical_and); R(logical_or); R(logical_xor);
-  R(bitwise_and); R(bitwise_or); R(bitwise_xor);
-  R(where);
+#define R(NAME) EMBER_KERNEL(#NAME, k_##NAME)
+R(eq); R(ne); R(lt); R(le); R(gt); R(ge);
+R(logical_and); R(logical_or); R(logical_xor);
+R(bitwise_and); R(bitwise_or); R(bitwise_xor);
+R(where);
 #undef R
-}
 
 }  // namespace ember

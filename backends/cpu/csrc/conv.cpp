@@ -1,93 +1,17 @@
 // Convolution and pooling building blocks: im2col, col2im (its adjoint) and max pooling with
-// indices. 1 to 3 spatial dims; shorter geometries are padded to 3 with size-1 leading dims.
-//
-//   im2col(out, x, kernel, dilation, padding, stride, blocks, value)
-//       x (N, C, *sp) -> out (N, C, *kernel, *blocks), any strides of out (the dispatcher
-//       passes a permuted view to get the (C*K, N*L) layout one GEMM wants). Positions outside
-//       the input (left padding, or the right padding that `blocks` implies) read `value`.
-//   col2im(out, cols, kernel, dilation, padding, stride, size)
-//       cols (N, C, *kernel, *blocks) summed into out (N, C, *size); positions outside dropped.
-//   max_pool(values, indices, x, kernel, dilation, padding, stride, blocks)
-//       window maxima (NaN wins, as PyTorch) and flat indices into each input plane.
+// indices; their arguments and geometry (1 to 3 spatial dims, padded to 3) are ember's shared
+// calling convention (<ember/ops.h>).
 #include <cmath>
 #include <cstring>
 #include <limits>
+
+#include <ember/ops.h>
 
 #include "ember.h"
 
 namespace ember {
 
 namespace {
-
-void get_ints(const Args& args, int i, int nd, int64_t* v) {
-  PyObject* o = args.v[i];
-  if (!o || o == Py_None) raise(PyExc_TypeError, "%s(): argument '%s' is required", args.op, args.names[i]);
-  PyObject* seq = PySequence_Fast(o, "expected a sequence of ints");
-  if (!seq) {
-    PyErr_Clear();
-    raise(PyExc_TypeError, "%s(): argument '%s' must be a sequence of ints", args.op, args.names[i]);
-  }
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  if (n != nd) {
-    Py_DECREF(seq);
-    raise(PyExc_ValueError, "%s(): argument '%s' must have %d values (one per spatial dim), got %zd", args.op,
-          args.names[i], nd, n);
-  }
-  for (Py_ssize_t k = 0; k < n; ++k) {
-    PyObject* item = PySequence_Fast_GET_ITEM(seq, k);
-    const long long x = PyLong_AsLongLong(item);
-    if (x == -1 && PyErr_Occurred()) {
-      PyErr_Clear();
-      Py_DECREF(seq);
-      raise(PyExc_TypeError, "%s(): argument '%s' must be a sequence of ints", args.op, args.names[i]);
-    }
-    v[k] = x;
-  }
-  Py_DECREF(seq);
-}
-
-// Geometry padded to 3 spatial dims (index 0 = depth, 1 = height, 2 = width).
-struct Geom {
-  int64_t N = 1, C = 1;
-  int64_t I[3] = {1, 1, 1}, K[3] = {1, 1, 1}, D[3] = {1, 1, 1}, P[3] = {0, 0, 0}, S[3] = {1, 1, 1},
-          B[3] = {1, 1, 1};
-};
-
-// Reads kernel/dilation/padding/stride at args[first..first+3] for `nd` spatial dims.
-Geom read_geom(const Args& args, int first, int nd) {
-  Geom g;
-  int64_t k[3], d[3], p[3], s[3];
-  get_ints(args, first, nd, k);
-  get_ints(args, first + 1, nd, d);
-  get_ints(args, first + 2, nd, p);
-  get_ints(args, first + 3, nd, s);
-  for (int i = 0; i < nd; ++i) {
-    const int j = 3 - nd + i;
-    if (k[i] <= 0 || d[i] <= 0 || s[i] <= 0 || p[i] < 0)
-      raise(PyExc_ValueError, "%s(): kernel, dilation and stride must be positive and padding non-negative", args.op);
-    g.K[j] = k[i];
-    g.D[j] = d[i];
-    g.P[j] = p[i];
-    g.S[j] = s[i];
-  }
-  return g;
-}
-
-void spatial_dims(const char* op, const Tensor& t, int extra, int& nd) {
-  nd = t.ndim - 2 - extra;
-  if (nd < 1 || nd > 3)
-    raise(PyExc_ValueError, "%s(): expected a tensor with 1 to 3 spatial dims, got %s", op, shape_str(t).c_str());
-}
-
-// Strides of an (N, C, *sp) tensor padded to 3 spatial dims.
-void strides3(const Tensor& t, int first, int nd, int64_t* st) {
-  for (int j = 0; j < 3; ++j) st[j] = 0;
-  for (int i = 0; i < nd; ++i) st[3 - nd + i] = t.stride[first + i];
-}
-void shape3(const Tensor& t, int first, int nd, int64_t* sh) {
-  for (int j = 0; j < 3; ++j) sh[j] = 1;
-  for (int i = 0; i < nd; ++i) sh[3 - nd + i] = t.shape[first + i];
-}
 
 // The output positions b in [0, B) whose input coordinate b * S + off lies in [0, I).
 inline void valid_range(int64_t off, int64_t S, int64_t I, int64_t B, int64_t& lo, int64_t& hi) {
@@ -110,25 +34,11 @@ T fill_value(double v) {
 }
 
 void k_im2col(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("im2col", a, n, kw, {"out", "x", "kernel", "dilation", "padding", "stride", "blocks", "value"}, 7);
-  Tensor out = args.out(0);
-  Tensor x = args.tensor(1);
-  check_same_dtype("im2col", out, x);
-  int nd;
-  spatial_dims("im2col", x, 0, nd);
-  Geom g = read_geom(args, 2, nd);
-  int64_t blocks[3];
-  get_ints(args, 6, nd, blocks);
-  const double value = args.has(7) ? args.get_double(7) : 0.0;
-  if (out.ndim != 2 + 2 * nd || out.shape[0] != x.shape[0] || out.shape[1] != x.shape[1])
-    raise(PyExc_ValueError, "im2col(): out %s does not match input %s", shape_str(out).c_str(), shape_str(x).c_str());
-  for (int i = 0; i < nd; ++i)
-    if (out.shape[2 + i] != g.K[3 - nd + i] || out.shape[2 + nd + i] != blocks[i])
-      raise(PyExc_ValueError, "im2col(): out %s must be (N, C, *kernel, *blocks)", shape_str(out).c_str());
-  g.N = x.shape[0];
-  g.C = x.shape[1];
-  shape3(x, 2, nd, g.I);
-  for (int i = 0; i < nd; ++i) g.B[3 - nd + i] = blocks[i];
+  const Im2colArgs<MAXD> args = parse_im2col<MAXD>(a, n, kw);
+  const Tensor &out = args.out, &x = args.x;
+  const int nd = args.nd;
+  const ConvGeom& g = args.g;
+  const double value = args.value;
   if (out.numel == 0) return;
   int64_t xs[3], ok[3], ob[3];
   strides3(x, 2, nd, xs);
@@ -146,23 +56,16 @@ void k_im2col(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     const int64_t ow = ob[2], xw = xs[2], SW = g.S[2];
     parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, W)), [&](int64_t s, int64_t e) {
       for (int64_t r = s; r < e; ++r) {
-        int64_t q = r;
-        const int64_t b1 = q % g.B[1]; q /= g.B[1];
-        const int64_t b0 = q % g.B[0]; q /= g.B[0];
-        const int64_t k2 = q % g.K[2]; q /= g.K[2];
-        const int64_t k1 = q % g.K[1]; q /= g.K[1];
-        const int64_t k0 = q % g.K[0]; q /= g.K[0];
-        const int64_t c = q % g.C;
-        const int64_t nn = q / g.C;
-        T* o = po + nn * on + c * oc + k0 * ok[0] + k1 * ok[1] + k2 * ok[2] + b0 * ob[0] + b1 * ob[1];
-        const int64_t i0 = b0 * g.S[0] - g.P[0] + k0 * g.D[0];
-        const int64_t i1 = b1 * g.S[1] - g.P[1] + k1 * g.D[1];
+        const ConvPos q = conv_pos<true, false>(g, r);  // row r: the width is walked below
+        T* o = po + q.n * on + q.c * oc + q.k[0] * ok[0] + q.k[1] * ok[1] + q.k[2] * ok[2] + q.b[0] * ob[0] +
+               q.b[1] * ob[1];
+        const int64_t i0 = conv_in(g, 0, q.b[0], q.k[0]), i1 = conv_in(g, 1, q.b[1], q.k[1]);
         int64_t lo = 0, hi = 0;
-        const int64_t off = k2 * g.D[2] - g.P[2];
+        const int64_t off = conv_in(g, 2, 0, q.k[2]);  // the input column of block 0
         if (i0 >= 0 && i0 < g.I[0] && i1 >= 0 && i1 < g.I[1]) valid_range(off, SW, g.I[2], W, lo, hi);
         for (int64_t b = 0; b < lo; ++b) o[b * ow] = fill;
         if (hi > lo) {
-          const T* xr = px + nn * xn + c * xc + i0 * xs[0] + i1 * xs[1] + off * xw;
+          const T* xr = px + q.n * xn + q.c * xc + i0 * xs[0] + i1 * xs[1] + off * xw;
           const int64_t step = SW * xw;
           if (ow == 1 && step == 1) {
             for (int64_t b = lo; b < hi; ++b) o[b] = xr[b];
@@ -175,28 +78,13 @@ void k_im2col(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     });
   });
 }
+EMBER_KERNEL("im2col", k_im2col);
 
 void k_col2im(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("col2im", a, n, kw, {"out", "cols", "kernel", "dilation", "padding", "stride", "size"}, 7);
-  Tensor out = args.out(0);
-  Tensor cols = args.tensor(1);
-  check_same_dtype("col2im", out, cols);
-  int nd;
-  spatial_dims("col2im", out, 0, nd);
-  Geom g = read_geom(args, 2, nd);
-  int64_t size[3];
-  get_ints(args, 6, nd, size);
-  if (cols.ndim != 2 + 2 * nd || cols.shape[0] != out.shape[0] || cols.shape[1] != out.shape[1])
-    raise(PyExc_ValueError, "col2im(): cols %s must be (N, C, *kernel, *blocks) for out %s", shape_str(cols).c_str(),
-          shape_str(out).c_str());
-  for (int i = 0; i < nd; ++i)
-    if (cols.shape[2 + i] != g.K[3 - nd + i] || out.shape[2 + i] != size[i])
-      raise(PyExc_ValueError, "col2im(): cols %s / out %s do not match the kernel and size", shape_str(cols).c_str(),
-            shape_str(out).c_str());
-  g.N = out.shape[0];
-  g.C = out.shape[1];
-  shape3(out, 2, nd, g.I);
-  shape3(cols, 2 + nd, nd, g.B);
+  const Col2imArgs<MAXD> args = parse_col2im<MAXD>(a, n, kw);
+  const Tensor &out = args.out, &cols = args.cols;
+  const int nd = args.nd;
+  const ConvGeom& g = args.g;
   if (out.numel == 0) return;
   int64_t os[3], ck[3], cb[3];
   strides3(out, 2, nd, os);
@@ -249,6 +137,7 @@ void k_col2im(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     });
   });
 }
+EMBER_KERNEL("col2im", k_col2im);
 
 template <class T>
 inline bool nan_or_greater(T v, T best) {
@@ -261,28 +150,10 @@ inline bool nan_or_greater(T v, T best) {
 }
 
 void k_max_pool(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("max_pool", a, n, kw, {"values", "indices", "x", "kernel", "dilation", "padding", "stride", "blocks"}, 8);
-  Tensor values = args.out(0);
-  Tensor indices = args.out(1);
-  Tensor x = args.tensor(2);
-  check_same_dtype("max_pool", values, x);
-  check_dtype("max_pool", indices, kInt64, "indices");
-  check_same_shape("max_pool", values, indices);
-  int nd;
-  spatial_dims("max_pool", x, 0, nd);
-  Geom g = read_geom(args, 3, nd);
-  int64_t blocks[3];
-  get_ints(args, 7, nd, blocks);
-  if (values.ndim != 2 + nd || values.shape[0] != x.shape[0] || values.shape[1] != x.shape[1])
-    raise(PyExc_ValueError, "max_pool(): values %s do not match input %s", shape_str(values).c_str(),
-          shape_str(x).c_str());
-  for (int i = 0; i < nd; ++i)
-    if (values.shape[2 + i] != blocks[i])
-      raise(PyExc_ValueError, "max_pool(): values %s must be (N, C, *blocks)", shape_str(values).c_str());
-  g.N = x.shape[0];
-  g.C = x.shape[1];
-  shape3(x, 2, nd, g.I);
-  shape3(values, 2, nd, g.B);
+  const MaxPoolArgs<MAXD> args = parse_max_pool<MAXD>(a, n, kw);
+  const Tensor &values = args.values, &indices = args.indices, &x = args.x;
+  const int nd = args.nd;
+  const ConvGeom& g = args.g;
   if (values.numel == 0) return;
   int64_t xs[3], vs[3], is[3];
   strides3(x, 2, nd, xs);
@@ -299,15 +170,11 @@ void k_max_pool(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, W * g.K[0] * g.K[1] * g.K[2])),
                  [&](int64_t s, int64_t e) {
       for (int64_t r = s; r < e; ++r) {
-        int64_t q = r;
-        const int64_t b1 = q % g.B[1]; q /= g.B[1];
-        const int64_t b0 = q % g.B[0]; q /= g.B[0];
-        const int64_t c = q % g.C;
-        const int64_t nn = q / g.C;
-        const T* xp = (const T*)x.data + nn * x.stride[0] + c * x.stride[1];
-        T* vp = (T*)values.data + nn * values.stride[0] + c * values.stride[1] + b0 * vs[0] + b1 * vs[1];
-        int64_t* ip = (int64_t*)indices.data + nn * indices.stride[0] + c * indices.stride[1] + b0 * is[0] + b1 * is[1];
-        const int64_t s0 = b0 * g.S[0] - g.P[0], s1 = b1 * g.S[1] - g.P[1];
+        const ConvPos q = conv_pos<false, false>(g, r);  // row r: the width is walked below
+        const T* xp = (const T*)x.data + q.n * x.stride[0] + q.c * x.stride[1];
+        T* vp = (T*)values.data + q.n * values.stride[0] + q.c * values.stride[1] + q.b[0] * vs[0] + q.b[1] * vs[1];
+        int64_t* ip =
+            (int64_t*)indices.data + q.n * indices.stride[0] + q.c * indices.stride[1] + q.b[0] * is[0] + q.b[1] * is[1];
         // outputs of the row in chunks; the window loop is outside the output loop so each
         // output's running max is independent of its neighbours' (no serial dependency chain)
         constexpr int64_t kChunk = 256;
@@ -319,30 +186,24 @@ void k_max_pool(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
             best[j] = lowest;
             bi[j] = -1;
           }
-          for (int64_t k0 = 0; k0 < g.K[0]; ++k0) {
-            const int64_t i0 = s0 + k0 * g.D[0];
-            if (i0 < 0 || i0 >= g.I[0]) continue;
-            for (int64_t k1 = 0; k1 < g.K[1]; ++k1) {
-              const int64_t i1 = s1 + k1 * g.D[1];
-              if (i1 < 0 || i1 >= g.I[1]) continue;
-              const T* xr = xp + i0 * xs[0] + i1 * xs[1];
-              const int64_t flat = (i0 * g.I[1] + i1) * g.I[2];
-              for (int64_t k2 = 0; k2 < g.K[2]; ++k2) {
-                const int64_t off = k2 * g.D[2] - g.P[2] + c0 * g.S[2];
-                int64_t lo, hi;
-                valid_range(off, g.S[2], g.I[2], cn, lo, hi);
-                for (int64_t j = lo; j < hi; ++j) {
-                  const int64_t i2 = j * g.S[2] + off;
-                  const T v = xr[i2 * xs[2]];
-                  // PyTorch: the first valid position is the default index; then strictly
-                  // greater (or NaN) wins. Selects, not branches (unpredictable on real data).
-                  const bool take = nan_or_greater(v, best[j]) | (bi[j] < 0);
-                  best[j] = select_bits(take, v, best[j]);
-                  bi[j] = select_bits(take, flat + i2, bi[j]);
-                }
+          for_window_rows(g, q.b[0], q.b[1], [&](int64_t i0, int64_t i1) {
+            const T* xr = xp + i0 * xs[0] + i1 * xs[1];
+            const int64_t flat = (i0 * g.I[1] + i1) * g.I[2];
+            for (int64_t k2 = 0; k2 < g.K[2]; ++k2) {
+              const int64_t off = conv_in(g, 2, c0, k2);  // the input column of output c0
+              int64_t lo, hi;
+              valid_range(off, g.S[2], g.I[2], cn, lo, hi);
+              for (int64_t j = lo; j < hi; ++j) {
+                const int64_t i2 = j * g.S[2] + off;
+                const T v = xr[i2 * xs[2]];
+                // PyTorch: the first valid position is the default index; then strictly
+                // greater (or NaN) wins. Selects, not branches (unpredictable on real data).
+                const bool take = nan_or_greater(v, best[j]) | (bi[j] < 0);
+                best[j] = select_bits(take, v, best[j]);
+                bi[j] = select_bits(take, flat + i2, bi[j]);
               }
             }
-          }
+          });
           for (int64_t j = 0; j < cn; ++j) {
             vp[(c0 + j) * vs[2]] = best[j];
             ip[(c0 + j) * is[2]] = bi[j] < 0 ? 0 : bi[j];
@@ -352,13 +213,8 @@ void k_max_pool(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     });
   });
 }
+EMBER_KERNEL("max_pool", k_max_pool);
 
 }  // namespace
-
-void register_conv(std::vector<PyMethodDef>& defs) {
-  defs.push_back(EMBER_DEF("im2col", k_im2col));
-  defs.push_back(EMBER_DEF("col2im", k_col2im));
-  defs.push_back(EMBER_DEF("max_pool", k_max_pool));
-}
 
 }  // namespace ember

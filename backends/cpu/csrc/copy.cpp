@@ -49,6 +49,7 @@ void k_copy(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Tensor src = args.tensor(1);
   copy_impl("copy", out, src);
 }
+EMBER_KERNEL("copy", k_copy);
 
 // A Python scalar converted to a C++ value of type T.
 struct Scalar {
@@ -133,6 +134,7 @@ void k_fill(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     });
   });
 }
+EMBER_KERNEL("fill", k_fill);
 
 void k_arange(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Args args("arange", a, n, kw, {"out", "start", "step"}, 3);
@@ -161,6 +163,7 @@ void k_arange(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     }
   });
 }
+EMBER_KERNEL("arange", k_arange);
 
 StorageObject* as_storage(PyObject* o, const char* what) {
   if (!o || !PyObject_TypeCheck(o, &StorageType))
@@ -192,16 +195,10 @@ void k_storage_copy(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     parallel_for(0, nb, 1 << 20, [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, (size_t)(e - b)); });
   }
 }
+EMBER_KERNEL("storage_copy", k_storage_copy);
 
 }  // namespace
 
 void copy_tensor(const Tensor& dst, const Tensor& src) { copy_impl("copy", dst, src); }
-
-void register_copy(std::vector<PyMethodDef>& defs) {
-  defs.push_back(EMBER_DEF("copy", k_copy));
-  defs.push_back(EMBER_DEF("fill", k_fill));
-  defs.push_back(EMBER_DEF("arange", k_arange));
-  defs.push_back(EMBER_DEF("storage_copy", k_storage_copy));
-}
 
 }  // namespace ember

@@ -1,164 +1,43 @@
-// ember CPU backend: shared infrastructure for all kernel files.
+// ember CPU backend: what every kernel file uses beyond ember's shared kernel library
+// (<ember/dtype.h>, <ember/python.h>: dtypes, errors, kernel tensors, Args, registration;
+// <ember/scalar_ops.h>: the scalar functions of the generated kernels).
 //
-//  * dtypes (codes, names, Half / BFloat16 structs, conversions)
-//  * errors (C++ exceptions carrying a Python exception type, converted at the
-//    Python boundary by py_wrap)
-//  * Tensor: a parsed "kernel tensor" (data pointer, shape, element strides, dtype)
-//  * Args: fast vectorcall argument parsing (positional or keyword)
-//  * thread pool front end (parallel_for)
+//  * elementwise arithmetic on one dtype (bool / floats / wrapping integers), selects
+//  * exp / tanh on the compute types, vectorisable for float
+//  * thread pool front end (parallel_for) and GIL release
 //  * ElemIter: the elementwise iterator (drop size-1 dims, coalesce, chunked ranges)
+//  * the Storage type (storage.cpp)
 #pragma once
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
 #include <emmintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <initializer_list>
 #include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include <ember/dtype.h>
+#include <ember/python.h>
+#include <ember/scalar_ops.h>
+
 namespace ember {
 
 constexpr int MAXD = 32;                // max tensor rank
+using Tensor = TensorT<MAXD>;
+using Args = ArgsT<MAXD>;
 constexpr int64_t kGrain = 32768;       // elementwise grain size for parallel_for
 constexpr int64_t kGilThreshold = 2048; // release the GIL only for work at least this big
 extern int64_t g_stream_bytes;           // outputs this big use non-temporal stores (default 8 MiB)
 
-enum : int {
-  kBool = 0, kUInt8 = 1, kInt8 = 2, kInt16 = 3, kInt32 = 4, kInt64 = 5,
-  kFloat16 = 6, kBFloat16 = 7, kFloat32 = 8, kFloat64 = 9, kNumDTypes = 10
-};
-extern const char* const kDTypeNames[kNumDTypes];
-extern const int kDTypeSizes[kNumDTypes];
-inline const char* dtype_name(int code) {
-  return (code >= 0 && code < kNumDTypes) ? kDTypeNames[code] : "<invalid dtype>";
-}
-inline bool is_floating_code(int c) { return c >= kFloat16 && c <= kFloat64; }
-inline bool is_integral_code(int c) { return c >= kUInt8 && c <= kInt64; }
-
-// ---------------------------------------------------------------------------------------------
-// errors
-struct Error {
-  PyObject* type;
-  std::string msg;
-};
-struct PyErrAlreadySet {};  // a Python error is already set
-[[noreturn]] void raise(PyObject* type, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-[[noreturn]] void raise_dtype(const char* op, int code);
-
-// ---------------------------------------------------------------------------------------------
-// float16 / bfloat16 (round to nearest even, NaN preserved as a quiet NaN)
-inline uint32_t f32_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-inline float f32_from(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-
-// Branch-free conversions (after Maratyszcza's FP16 library) so loops can vectorise.
-inline float half_to_float(uint16_t h) {
-  const uint32_t w = (uint32_t)h << 16;
-  const uint32_t sign = w & 0x80000000u;
-  const uint32_t two_w = w + w;
-  const uint32_t exp_offset = 0xE0u << 23;
-  const float exp_scale = 0x1.0p-112f;
-  const float normalized = f32_from((two_w >> 4) + exp_offset) * exp_scale;
-  const uint32_t magic_mask = 126u << 23;
-  const float magic_bias = 0.5f;
-  const float denormalized = f32_from((two_w >> 17) | magic_mask) - magic_bias;
-  const uint32_t cutoff = 1u << 27;
-  const uint32_t r = sign | (two_w < cutoff ? f32_bits(denormalized) : f32_bits(normalized));
-  return f32_from(r);
-}
-inline uint16_t float_to_half(float f) {
-  const float scale_to_inf = 0x1.0p+112f;
-  const float scale_to_zero = 0x1.0p-110f;
-  float base = (std::fabs(f) * scale_to_inf) * scale_to_zero;
-  const uint32_t w = f32_bits(f);
-  const uint32_t shl1_w = w + w;
-  const uint32_t sign = w & 0x80000000u;
-  uint32_t bias = shl1_w & 0xFF000000u;
-  if (bias < 0x71000000u) bias = 0x71000000u;
-  base = f32_from((bias >> 1) + 0x07800000u) + base;
-  const uint32_t bits = f32_bits(base);
-  const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
-  const uint32_t mantissa_bits = bits & 0x00000FFFu;
-  const uint32_t nonsign = exp_bits + mantissa_bits;
-  return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
-}
-inline float bf16_to_float(uint16_t b) { return f32_from((uint32_t)b << 16); }
-inline uint16_t float_to_bf16(float f) {
-  uint32_t u = f32_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-struct Half {
-  uint16_t x;
-  Half() = default;
-  explicit Half(float f) : x(float_to_half(f)) {}
-  operator float() const { return half_to_float(x); }
-};
-struct BFloat16 {
-  uint16_t x;
-  BFloat16() = default;
-  explicit BFloat16(float f) : x(float_to_bf16(f)) {}
-  operator float() const { return bf16_to_float(x); }
-};
-
-template <class T> constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-template <class T> constexpr bool is_fp_v = std::is_floating_point_v<T> || is_half_v<T>;
-template <class T> constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
-// type arithmetic is done in
-template <class T> using compute_t = std::conditional_t<is_half_v<T>, float, T>;
-// unsigned type used for wrapping integer arithmetic
+// a ? x : y through bit masks, branch-free (em::select says why)
 template <class T>
-using wrap_t = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>>>;
-
-template <class To, class From>
-inline To cvt(From v) {
-  if constexpr (std::is_same_v<To, From>) {
-    return v;
-  } else {
-    using C = compute_t<From>;
-    C c = static_cast<C>(v);
-    if constexpr (std::is_same_v<To, bool>) {
-      return c != C(0);
-    } else if constexpr (is_half_v<To>) {
-      return To(static_cast<float>(c));
-    } else if constexpr (std::is_floating_point_v<To>) {
-      return static_cast<To>(c);
-    } else if constexpr (std::is_floating_point_v<C>) {  // float -> integer: truncate
-      if constexpr (sizeof(To) == 8) return static_cast<To>(c);
-      else return static_cast<To>(static_cast<int64_t>(c));
-    } else {
-      return static_cast<To>(c);  // integer -> integer: wraps (two's complement)
-    }
-  }
-}
+inline T select_bits(bool a, T x, T y) { return em::select(a, x, y); }
 
 // Elementwise arithmetic on one dtype T: bool as logical or / and, floating point in the
 // compute type, integers wrapping (two's complement, via unsigned arithmetic).
-// a ? x : y through bit masks: gcc turns a plain ?: on floats into a branch (baseline x86-64
-// has no blendv); on unpredictable data (where, pooling) a mispredicted branch per element
-// costs more than the work.
-template <class T>
-inline T select_bits(bool a, T x, T y) {
-  using U = std::conditional_t<sizeof(T) == 1, uint8_t,
-            std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
-  U ux, uy;
-  std::memcpy(&ux, &x, sizeof(T));
-  std::memcpy(&uy, &y, sizeof(T));
-  const U m = (U)0 - (U)a;
-  const U r = (U)((ux & m) | (uy & (U)~m));
-  T out;
-  std::memcpy(&out, &r, sizeof(T));
-  return out;
-}
-
 template <class T>
 inline T add_elem(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) return a || b;
@@ -196,153 +75,13 @@ inline void store_as(int code, char* o, A v) {
   }
 }
 
-template <class T> struct Tag { using type = T; };
-#define EMBER_T(tag) typename decltype(tag)::type
-
-enum : unsigned {
-  M_BOOL = 1u << kBool, M_U8 = 1u << kUInt8, M_I8 = 1u << kInt8, M_I16 = 1u << kInt16,
-  M_I32 = 1u << kInt32, M_I64 = 1u << kInt64, M_F16 = 1u << kFloat16, M_BF16 = 1u << kBFloat16,
-  M_F32 = 1u << kFloat32, M_F64 = 1u << kFloat64,
-  M_INT = M_U8 | M_I8 | M_I16 | M_I32 | M_I64,
-  M_FLOAT = M_F16 | M_BF16 | M_F32 | M_F64,
-  M_NUM = M_INT | M_FLOAT,
-  M_ALL = M_NUM | M_BOOL,
-  M_BOOLINT = M_INT | M_BOOL,
-};
-
-// Calls f(Tag<T>{}) for the C++ type of dtype `code` if it is in Mask, else raises TypeError.
-template <unsigned Mask, class F>
-inline void dispatch(int code, const char* op, F&& f) {
-  switch (code) {
-#define EMBER_CASE(CODE, MASK, TYPE) \
-  case CODE:                         \
-    if constexpr ((Mask & MASK) != 0) { f(Tag<TYPE>{}); return; } \
-    break;
-    EMBER_CASE(kBool, M_BOOL, bool)
-    EMBER_CASE(kUInt8, M_U8, uint8_t)
-    EMBER_CASE(kInt8, M_I8, int8_t)
-    EMBER_CASE(kInt16, M_I16, int16_t)
-    EMBER_CASE(kInt32, M_I32, int32_t)
-    EMBER_CASE(kInt64, M_I64, int64_t)
-    EMBER_CASE(kFloat16, M_F16, Half)
-    EMBER_CASE(kBFloat16, M_BF16, BFloat16)
-    EMBER_CASE(kFloat32, M_F32, float)
-    EMBER_CASE(kFloat64, M_F64, double)
-#undef EMBER_CASE
-    default: break;
-  }
-  raise_dtype(op, code);
-}
-
-// Dispatch on element size only (pure data movement kernels).
-template <class F>
-inline void dispatch_size(int itemsize, const char* op, F&& f) {
-  switch (itemsize) {
-    case 1: f(Tag<uint8_t>{}); return;
-    case 2: f(Tag<uint16_t>{}); return;
-    case 4: f(Tag<uint32_t>{}); return;
-    case 8: f(Tag<uint64_t>{}); return;
-    default: raise(PyExc_TypeError, "%s(): unsupported element size %d", op, itemsize);
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
-// Branch-free float32 exp / tanh (Cephes polynomials, <= 2 ulp) written so that gcc vectorises
-// loops calling them (libm's scalar expf / tanhf do not vectorise without -ffast-math).
-inline float fast_expf(float x) {
-  const float xc = std::min(std::max(x, -104.0f), 89.0f);
-  const float z = xc * 1.44269504088896341f;
-  const float n = (z + 12582912.0f) - 12582912.0f;  // round to nearest (|z| < 2^22)
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500E-4f;
-  p = p * r + 1.3981999507E-3f;
-  p = p * r + 8.3334519073E-3f;
-  p = p * r + 4.1665795894E-2f;
-  p = p * r + 1.6666665459E-1f;
-  p = p * r + 5.0000001201E-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t ni = (int32_t)(n == n ? n : 0.0f);  // |n| <= 150 (NaN handled below)
-  const int32_t n1 = ni >> 1, n2 = ni - n1;
-  const float s1 = f32_from((uint32_t)(n1 + 127) << 23), s2 = f32_from((uint32_t)(n2 + 127) << 23);
-  float res = (p * s1) * s2;
-  res = x < -103.97f ? 0.0f : res;
-  return x != x ? x : res;
-}
-inline float fast_tanhf(float x) {
-  const float ax = std::fabs(x);
-  // |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1)
-  const float e = fast_expf(std::min(ax + ax, 88.0f));
-  const float big = 1.0f - 2.0f / (e + 1.0f);
-  // |x| < 0.625: odd polynomial
-  const float s = x * x;
-  const float small =
-      ((((-5.70498872745E-3f * s + 2.06390887954E-2f) * s - 5.37397155531E-2f) * s + 1.33314422036E-1f) * s -
-       3.33332819422E-1f) * s * ax + ax;
-  const float r = ax >= 0.625f ? big : small;
-  const float sr = std::copysign(r, x);
-  return x != x ? x : sr;
-}
-// exp / tanh on a compute type: float uses the vectorisable fast_expf / fast_tanhf, double libm.
-template <class C> inline C exp_c(C x) {
-  if constexpr (std::is_same_v<C, float>) return fast_expf(x);
-  else return std::exp(x);
-}
-template <class C> inline C tanh_c(C x) {
-  if constexpr (std::is_same_v<C, float>) return fast_tanhf(x);
-  else return std::tanh(x);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Tensor
-struct Tensor {
-  char* data = nullptr;  // address of element [0,...,0]
-  int ndim = 0;
-  int dtype = 0;
-  int itemsize = 0;
-  bool readonly = false;
-  int64_t numel = 1;
-  PyObject* storage = nullptr;  // borrowed
-  int64_t shape[MAXD];
-  int64_t stride[MAXD];  // in elements
-  bool is_contiguous() const {
-    int64_t expect = 1;
-    for (int d = ndim - 1; d >= 0; --d) {
-      if (shape[d] != 1 && stride[d] != expect) return false;
-      expect *= shape[d];
-    }
-    return true;
-  }
-};
-std::string shape_str(const Tensor& t);
-bool is_tensor_like(PyObject* o);  // has a _storage attribute
-void check_same_shape(const char* op, const Tensor& a, const Tensor& b);
-void check_dtype(const char* op, const Tensor& t, int code, const char* what);
-void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
-
-// ---------------------------------------------------------------------------------------------
-// Args: arguments of a vectorcall kernel, by position; keywords are matched against names.
-struct Args {
-  static constexpr int kMax = 12;
-  const char* op;
-  const char* names[kMax];
-  int n;
-  PyObject* v[kMax];
-  Args(const char* op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
-       std::initializer_list<const char*> names, int nrequired);
-  bool has(int i) const { return v[i] != nullptr && v[i] != Py_None; }
-  Tensor tensor(int i) const;
-  Tensor out(int i) const;  // writable
-  int64_t get_int(int i) const;
-  int64_t get_int(int i, int64_t def) const { return has(i) ? get_int(i) : def; }
-  double get_double(int i) const;
-  bool get_bool(int i, bool def) const;
-  // dims: int or sequence of ints, normalised; sets mask[d] for each.
-  void get_dims(int i, int ndim, bool* mask) const;
-  int get_dim(int i, int ndim) const;
-  // string or None -> "" ; returns std::string
-  std::string get_str(int i) const;
-};
+// exp / tanh on a compute type: float through the branch-free em::fast_expf / fast_tanhf
+// (<ember/scalar_ops.h>) that loops vectorise, double through libm.
+using em::fast_expf;
+using em::fast_tanhf;
+template <class C> inline C exp_c(C x) { return em::exp(x); }
+template <class C> inline C tanh_c(C x) { return em::tanh(x); }
 
 // RAII GIL release (optional; nested / worker-thread uses are no-ops)
 bool in_parallel_region();
@@ -712,46 +451,6 @@ struct DimWalk {
 
 // copy between two tensors of the same shape, any dtypes (used by random / matmul etc.)
 void copy_tensor(const Tensor& dst, const Tensor& src);
-// A contiguous tensor header over raw memory.
-Tensor make_contiguous_header(char* data, int dtype, int ndim, const int64_t* shape);
-
-// ---------------------------------------------------------------------------------------------
-// registration
-using KernelFn = void (*)(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
-template <KernelFn F>
-PyObject* py_wrap(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  try {
-    F(args, nargs, kwnames);
-  } catch (const Error& e) {
-    PyErr_SetString(e.type, e.msg.c_str());
-    return nullptr;
-  } catch (const PyErrAlreadySet&) {
-    return nullptr;
-  } catch (const std::bad_alloc&) {
-    PyErr_NoMemory();
-    return nullptr;
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-    return nullptr;
-  }
-  Py_RETURN_NONE;
-}
-#define EMBER_DEF(NAME, FN) \
-  PyMethodDef { NAME, (PyCFunction)(void (*)(void)) & ::ember::py_wrap<FN>, METH_FASTCALL | METH_KEYWORDS, nullptr }
-
-void register_copy(std::vector<PyMethodDef>& defs);
-void register_unary(std::vector<PyMethodDef>& defs);
-void register_binary(std::vector<PyMethodDef>& defs);
-void register_compare(std::vector<PyMethodDef>& defs);
-void register_reduce(std::vector<PyMethodDef>& defs);
-void register_scan(std::vector<PyMethodDef>& defs);
-void register_softmax(std::vector<PyMethodDef>& defs);
-void register_index(std::vector<PyMethodDef>& defs);
-void register_sort(std::vector<PyMethodDef>& defs);
-void register_matmul(std::vector<PyMethodDef>& defs);
-void register_random(std::vector<PyMethodDef>& defs);
-void register_ternary(std::vector<PyMethodDef>& defs);
-void register_conv(std::vector<PyMethodDef>& defs);
 
 // storage.cpp
 extern PyTypeObject StorageType;
@@ -771,7 +470,6 @@ struct StorageObject {
   PyObject* retired;     // memory that exports made before share_() still point at, or NULL
   PyObject* weakreflist;
 };
-void init_strings();
 bool init_storage_type(PyObject* module);
 
 // matmul.cpp

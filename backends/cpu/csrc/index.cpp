@@ -1,6 +1,8 @@
 // Indexing: gather, scatter (index tensors are int64), nonzero.
 #include <cstring>
 
+#include <ember/ops.h>
+
 #include "ember.h"
 
 namespace ember {
@@ -35,27 +37,9 @@ __attribute__((noinline)) void check_index_bounds(const char* op, const Tensor& 
 inline int64_t dim_size(const Tensor& t, int d) { return t.ndim ? t.shape[d] : 1; }
 
 void k_gather(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  // contract: gather(out, x, dim, index); also accepted: gather(out, x, index, dim=d)
-  const bool index_third = n >= 3 && is_tensor_like(a[2]);
-  Args args("gather", a, n, kw,
-            index_third ? std::initializer_list<const char*>{"out", "x", "index", "dim"}
-                        : std::initializer_list<const char*>{"out", "x", "dim", "index"},
-            4);
-  const int di = index_third ? 3 : 2, ii = index_third ? 2 : 3;
-  Tensor out = args.out(0);
-  Tensor x = args.tensor(1);
-  Tensor index = args.tensor(ii);
-  int dim = args.get_dim(di, x.ndim);
-  check_dtype("gather", index, kInt64, "index");
-  check_same_dtype("gather", out, x);
-  check_same_shape("gather", out, index);
-  if (index.ndim != x.ndim)
-    raise(PyExc_ValueError, "gather(): index %s and input %s must have the same number of dimensions",
-          shape_str(index).c_str(), shape_str(x).c_str());
-  for (int d = 0; d < x.ndim; ++d)
-    if (d != dim && index.shape[d] > x.shape[d])
-      raise(PyExc_ValueError, "gather(): size of index %s must not exceed the input %s in dimension %d",
-            shape_str(index).c_str(), shape_str(x).c_str(), d);
+  const GatherArgs<MAXD> args = parse_gather<MAXD>(a, n, kw);
+  const Tensor &out = args.out, &x = args.x, &index = args.index;
+  const int dim = args.dim;
   if (index.numel == 0) return;
   check_index_bounds("gather", index, dim, dim_size(x, dim));
   // index_select pattern (embedding lookups): whole rows of a contiguous x chosen by an index
@@ -89,32 +73,13 @@ void k_gather(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         std::max<int64_t>(1, kGrain / std::max<int64_t>(1, L)));
   });
 }
+EMBER_KERNEL("gather", k_gather);
 
 void k_scatter(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("scatter", a, n, kw, {"out", "dim", "index", "src", "reduce"}, 4);
-  Tensor out = args.out(0);
-  Tensor index = args.tensor(2);
-  Tensor src = args.tensor(3);
-  int dim = args.get_dim(1, out.ndim);
-  std::string reduce = args.get_str(4);
-  int mode;  // 0 assign, 1 add, 2 multiply
-  if (reduce.empty()) mode = 0;
-  else if (reduce == "add" || reduce == "sum") mode = 1;
-  else if (reduce == "multiply" || reduce == "prod") mode = 2;
-  else raise(PyExc_ValueError, "scatter(): reduce argument must be None, 'add' or 'multiply', got '%s'", reduce.c_str());
-  check_dtype("scatter", index, kInt64, "index");
-  check_same_dtype("scatter", out, src);
-  if (index.ndim != out.ndim || src.ndim != out.ndim)
-    raise(PyExc_ValueError, "scatter(): index %s, src %s and self %s must have the same number of dimensions",
-          shape_str(index).c_str(), shape_str(src).c_str(), shape_str(out).c_str());
-  for (int d = 0; d < out.ndim; ++d) {
-    if (d != dim && index.shape[d] > out.shape[d])
-      raise(PyExc_ValueError, "scatter(): size of index %s must not exceed self %s in dimension %d",
-            shape_str(index).c_str(), shape_str(out).c_str(), d);
-    if (index.shape[d] > src.shape[d])
-      raise(PyExc_ValueError, "scatter(): size of index %s must not exceed src %s in dimension %d",
-            shape_str(index).c_str(), shape_str(src).c_str(), d);
-  }
+  const ScatterArgs<MAXD> args = parse_scatter<MAXD>(a, n, kw);
+  const Tensor &out = args.out, &index = args.index, &src = args.src;
+  const int dim = args.dim;
+  const ScatterMode mode = args.mode;
   if (index.numel == 0) return;
   check_index_bounds("scatter", index, dim, dim_size(out, dim));
   const DimWalk w(out, index, src, dim);
@@ -132,14 +97,15 @@ void k_scatter(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         },
         grain);
   };
-  if (mode == 0) {
+  if (mode == kScatterAssign) {
     dispatch_size(out.itemsize, "scatter", [&](auto tag) { walk(tag, [](auto& d, auto v) { d = v; }); });
     return;
   }
   dispatch<M_ALL>(out.dtype, "scatter", [&](auto tag) {
-    walk(tag, [mode](auto& d, auto v) { d = mode == 1 ? add_elem(d, v) : mul_elem(d, v); });
+    walk(tag, [mode](auto& d, auto v) { d = mode == kScatterAdd ? add_elem(d, v) : mul_elem(d, v); });
   });
 }
+EMBER_KERNEL("scatter", k_scatter);
 
 // Walk x in row-major (logical) order over linear indices [b, e): f(const char* p, const int64_t* idx)
 template <class F>
@@ -210,13 +176,8 @@ void k_nonzero(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     });
   });
 }
+EMBER_KERNEL("nonzero", k_nonzero);
 
 }  // namespace
-
-void register_index(std::vector<PyMethodDef>& defs) {
-  defs.push_back(EMBER_DEF("gather", k_gather));
-  defs.push_back(EMBER_DEF("scatter", k_scatter));
-  defs.push_back(EMBER_DEF("nonzero", k_nonzero));
-}
 
 }  // namespace ember

@@ -5,6 +5,8 @@
 
 #include <mutex>
 
+#include <ember/ops.h>
+
 #include "ember.h"
 
 namespace ember {
@@ -30,19 +32,6 @@ void gemm(int ta, int tb, int m, int n, int k, const T* a, int lda, const T* b, 
     g_dgemm(kRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
-// Can a [rows, cols] matrix with element strides (sr, sc) go to BLAS directly?
-bool blas_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, int& trans, int64_t& ld) {
-  if (sc == 1 || cols == 1) {
-    ld = rows == 1 ? std::max<int64_t>(1, cols) : sr;
-    if (ld >= std::max<int64_t>(1, cols)) { trans = kNoTrans; return true; }
-  }
-  if (sr == 1 || rows == 1) {
-    ld = cols == 1 ? std::max<int64_t>(1, rows) : sc;
-    if (ld >= std::max<int64_t>(1, rows)) { trans = kTrans; return true; }
-  }
-  return false;
-}
-
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 
 template <class T>
@@ -50,27 +39,28 @@ void bmm_blas(const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t B = a.shape[0], n = a.shape[1], k = a.shape[2], m = b.shape[2];
   std::vector<T> ta_buf, tb_buf, tc_buf;
   Tensor A = a, Bm = b, O = out;
-  int transa, transb, transc;
+  bool acol, bcol, ocol;  // column-major (transposed) layouts: see blas_layout
   int64_t lda, ldb, ldc;
-  if (!blas_layout(n, k, a.stride[1], a.stride[2], transa, lda)) {
+  if (!blas_layout(n, k, a.stride[1], a.stride[2], acol, lda)) {
     ta_buf.resize((size_t)(B * n * k));
-    A = make_contiguous_header((char*)ta_buf.data(), a.dtype, 3, a.shape);
+    A = Tensor::contiguous((char*)ta_buf.data(), a.dtype, 3, a.shape);
     copy_tensor(A, a);
-    transa = kNoTrans;
+    acol = false;
     lda = std::max<int64_t>(1, k);
   }
-  if (!blas_layout(k, m, b.stride[1], b.stride[2], transb, ldb)) {
+  if (!blas_layout(k, m, b.stride[1], b.stride[2], bcol, ldb)) {
     tb_buf.resize((size_t)(B * k * m));
-    Bm = make_contiguous_header((char*)tb_buf.data(), b.dtype, 3, b.shape);
+    Bm = Tensor::contiguous((char*)tb_buf.data(), b.dtype, 3, b.shape);
     copy_tensor(Bm, b);
-    transb = kNoTrans;
+    bcol = false;
     ldb = std::max<int64_t>(1, m);
   }
-  if (!blas_layout(n, m, out.stride[1], out.stride[2], transc, ldc) || transc != kNoTrans) {
+  if (!blas_layout(n, m, out.stride[1], out.stride[2], ocol, ldc) || ocol) {
     tc_buf.resize((size_t)(B * n * m));
-    O = make_contiguous_header((char*)tc_buf.data(), out.dtype, 3, out.shape);
+    O = Tensor::contiguous((char*)tc_buf.data(), out.dtype, 3, out.shape);
     ldc = std::max<int64_t>(1, m);
   }
+  const int transa = acol ? kTrans : kNoTrans, transb = bcol ? kTrans : kNoTrans;
   const int64_t sa = A.stride[0], sb = Bm.stride[0], sc = O.stride[0];
   const T* pa = (const T*)A.data;
   const T* pb = (const T*)Bm.data;
@@ -145,19 +135,9 @@ void bmm_loop(const Tensor& out, const Tensor& a, const Tensor& b) {
 }
 
 void k_bmm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
-  Args args("bmm", a_, n_, kw_, {"out", "a", "b"}, 3);
-  Tensor out = args.out(0);
-  Tensor a = args.tensor(1);
-  Tensor b = args.tensor(2);
-  check_same_dtype("bmm", out, a);
-  check_same_dtype("bmm", out, b);
-  if (a.ndim != 3 || b.ndim != 3 || out.ndim != 3)
-    raise(PyExc_ValueError, "bmm(): expected 3-D tensors, got %s, %s and out %s", shape_str(a).c_str(),
-          shape_str(b).c_str(), shape_str(out).c_str());
+  const BmmArgs<MAXD> args = parse_bmm<MAXD>(a_, n_, kw_);
+  const Tensor &out = args.out, &a = args.a, &b = args.b;
   const int64_t B = a.shape[0], n = a.shape[1], k = a.shape[2], m = b.shape[2];
-  if (b.shape[0] != B || b.shape[1] != k || out.shape[0] != B || out.shape[1] != n || out.shape[2] != m)
-    raise(PyExc_ValueError, "bmm(): shape mismatch: a %s, b %s, out %s", shape_str(a).c_str(), shape_str(b).c_str(),
-          shape_str(out).c_str());
   dispatch<M_ALL>(out.dtype, "bmm", [](auto) {});
   if (B * n * m == 0) return;
   NoGil g(B * n * m * std::max<int64_t>(k, 1) >= kGilThreshold);
@@ -185,9 +165,9 @@ void k_bmm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
     case kBFloat16: {
       // widen to float32, sgemm, narrow
       std::vector<float> fa((size_t)(B * n * k)), fb((size_t)(B * k * m)), fo((size_t)(B * n * m));
-      Tensor A = make_contiguous_header((char*)fa.data(), kFloat32, 3, a.shape);
-      Tensor Bt = make_contiguous_header((char*)fb.data(), kFloat32, 3, b.shape);
-      Tensor O = make_contiguous_header((char*)fo.data(), kFloat32, 3, out.shape);
+      Tensor A = Tensor::contiguous((char*)fa.data(), kFloat32, 3, a.shape);
+      Tensor Bt = Tensor::contiguous((char*)fb.data(), kFloat32, 3, b.shape);
+      Tensor O = Tensor::contiguous((char*)fo.data(), kFloat32, 3, out.shape);
       copy_tensor(A, a);
       copy_tensor(Bt, b);
       bmm_blas<float>(O, A, Bt);
@@ -198,6 +178,7 @@ void k_bmm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
       dispatch<M_ALL>(out.dtype, "bmm", [&](auto tag) { bmm_loop<EMBER_T(tag)>(out, a, b); });
   }
 }
+EMBER_KERNEL("bmm", k_bmm);
 
 }  // namespace
 
@@ -222,7 +203,5 @@ bool blas_loaded() { return g_sgemm != nullptr; }
 void blas_set_num_threads(int) {
   if (g_setnt) g_setnt(1);
 }
-
-void register_matmul(std::vector<PyMethodDef>& defs) { defs.push_back(EMBER_DEF("bmm", k_bmm)); }
 
 }  // namespace ember

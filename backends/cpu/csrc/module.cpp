@@ -1,5 +1,5 @@
-// ember_cpu._C module definition: Storage type, kernels (vectorcall functions registered by
-// each op-family file), thread and BLAS control.
+// ember_cpu._C module definition: Storage type, kernels (vectorcall functions each op-family
+// file registers with EMBER_KERNEL), thread and BLAS control.
 #include <pybind11/pybind11.h>
 
 #include "ember.h"
@@ -13,35 +13,10 @@ bool blas_loaded();
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "ember CPU backend kernels";
-  ember::init_strings();
   if (!ember::init_storage_type(m.ptr())) throw py::error_already_set();
-
-  static std::vector<PyMethodDef> defs;
-  if (defs.empty()) {
-    ember::register_copy(defs);
-    ember::register_unary(defs);
-    ember::register_binary(defs);
-    ember::register_compare(defs);
-    ember::register_reduce(defs);
-    ember::register_scan(defs);
-    ember::register_softmax(defs);
-    ember::register_index(defs);
-    ember::register_sort(defs);
-    ember::register_matmul(defs);
-    ember::register_random(defs);
-    ember::register_ternary(defs);
-    ember::register_conv(defs);
-    defs.push_back(PyMethodDef{nullptr, nullptr, 0, nullptr});
-  }
-  if (PyModule_AddFunctions(m.ptr(), defs.data()) < 0) throw py::error_already_set();
-
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const ember::Error& e) {
-      PyErr_SetString(e.type, e.msg.c_str());
-    }
-  });
+  // the kernels each op-family file registered (EMBER_KERNEL), and their names as KERNELS
+  if (!ember::add_kernels(m.ptr())) throw py::error_already_set();
+  py::register_exception_translator(&ember::translate_exception);
 
   m.def("set_num_threads", [](int n) { ember::set_num_threads(n); }, py::arg("n"),
         "Set the number of threads used by ember's pool (and OpenBLAS).");
@@ -54,8 +29,4 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_stream_threshold", [](int64_t b) { ember::g_stream_bytes = b; },
         "Output size (bytes) from which elementwise kernels use non-temporal stores (tuning).");
   m.def("blas_loaded", []() { return ember::blas_loaded(); });
-  py::list names;
-  for (const auto& d : defs)
-    if (d.ml_name) names.append(d.ml_name);
-  m.attr("KERNELS") = py::tuple(names);
 }

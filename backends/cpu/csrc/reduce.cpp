@@ -260,23 +260,29 @@ template <class T> using MinOf = MaxOp<T, false>;
 void k_sum(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   reduce_dims<M_ALL, SumOp>("sum", a, n, kw, /*same_dtype=*/false, /*mean=*/false, /*empty_ok=*/true);
 }
+EMBER_KERNEL("sum", k_sum);
 void k_mean(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   reduce_dims<M_FLOAT, SumOp>("mean", a, n, kw, /*same_dtype=*/false, /*mean=*/true, /*empty_ok=*/true);
 }
+EMBER_KERNEL("mean", k_mean);
 void k_prod(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   reduce_dims<M_ALL, ProdOp>("prod", a, n, kw, /*same_dtype=*/false, /*mean=*/false, /*empty_ok=*/true);
 }
+EMBER_KERNEL("prod", k_prod);
 void k_max(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   reduce_dims<M_ALL, MaxOf>("max", a, n, kw, /*same_dtype=*/true, /*mean=*/false, /*empty_ok=*/false);
 }
+EMBER_KERNEL("max", k_max);
 void k_min(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   reduce_dims<M_ALL, MinOf>("min", a, n, kw, /*same_dtype=*/true, /*mean=*/false, /*empty_ok=*/false);
 }
+EMBER_KERNEL("min", k_min);
 
 // ------------------------------------------------------------------------------------------------
 // argmax / argmin: first occurrence; NaN counts as the extreme value (first NaN wins).
 template <bool IsMax>
-void arg_reduce(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+void arg_reduce(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* const op = IsMax ? "argmax" : "argmin";
   Args args(op, a, n, kw, {"out", "x", "dim"}, 3);
   Tensor out = args.out(0);
   Tensor x = args.tensor(1);
@@ -310,8 +316,8 @@ void arg_reduce(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) 
     });
   });
 }
-void k_argmax(PyObject* const* a, Py_ssize_t n, PyObject* kw) { arg_reduce<true>("argmax", a, n, kw); }
-void k_argmin(PyObject* const* a, Py_ssize_t n, PyObject* kw) { arg_reduce<false>("argmin", a, n, kw); }
+EMBER_KERNEL("argmax", arg_reduce<true>);
+EMBER_KERNEL("argmin", arg_reduce<false>);
 
 // ------------------------------------------------------------------------------------------------
 // var(out, x, dims, correction=1): two passes (mean, then squared deviations), in double.
@@ -389,13 +395,8 @@ void k_var(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     });
   });
 }
+EMBER_KERNEL("var", k_var);
 
 }  // namespace
-
-void register_reduce(std::vector<PyMethodDef>& defs) {
-#define R(NAME) defs.push_back(EMBER_DEF(#NAME, k_##NAME))
-  R(sum); R(mean); R(prod); R(max); R(min); R(argmax); R(argmin); R(var);
-#undef R
-}
 
 }  // namespace ember

@@ -6,7 +6,8 @@ namespace ember {
 namespace {
 
 template <bool IsProd>
-void scan_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+void scan_op(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* const op = IsProd ? "cumprod" : "cumsum";
   Args args(op, a, n, kw, {"out", "x", "dim"}, 3);
   Tensor out = args.out(0);
   Tensor x = args.tensor(1);
@@ -72,14 +73,9 @@ void scan_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   });
 }
 
-void k_cumsum(PyObject* const* a, Py_ssize_t n, PyObject* kw) { scan_op<false>("cumsum", a, n, kw); }
-void k_cumprod(PyObject* const* a, Py_ssize_t n, PyObject* kw) { scan_op<true>("cumprod", a, n, kw); }
+EMBER_KERNEL("cumsum", scan_op<false>);
+EMBER_KERNEL("cumprod", scan_op<true>);
 
 }  // namespace
-
-void register_scan(std::vector<PyMethodDef>& defs) {
-  defs.push_back(EMBER_DEF("cumsum", k_cumsum));
-  defs.push_back(EMBER_DEF("cumprod", k_cumprod));
-}
 
 }  // namespace ember

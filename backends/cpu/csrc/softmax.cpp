@@ -8,7 +8,8 @@ namespace ember {
 namespace {
 
 template <bool Log>
-void softmax_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+void softmax_op(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* const op = Log ? "log_softmax" : "softmax";
   Args args(op, a, n, kw, {"out", "x", "dim"}, 3);
   Tensor out = args.out(0);
   Tensor x = args.tensor(1);
@@ -88,8 +89,8 @@ void softmax_op(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw) 
     });
   });
 }
-void k_softmax(PyObject* const* a, Py_ssize_t n, PyObject* kw) { softmax_op<false>("softmax", a, n, kw); }
-void k_log_softmax(PyObject* const* a, Py_ssize_t n, PyObject* kw) { softmax_op<true>("log_softmax", a, n, kw); }
+EMBER_KERNEL("softmax", softmax_op<false>);
+EMBER_KERNEL("log_softmax", softmax_op<true>);
 
 void k_logsumexp(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Args args("logsumexp", a, n, kw, {"out", "x", "dims"}, 2);
@@ -132,13 +133,8 @@ void k_logsumexp(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     });
   });
 }
+EMBER_KERNEL("logsumexp", k_logsumexp);
 
 }  // namespace
-
-void register_softmax(std::vector<PyMethodDef>& defs) {
-  defs.push_back(EMBER_DEF("softmax", k_softmax));
-  defs.push_back(EMBER_DEF("log_softmax", k_log_softmax));
-  defs.push_back(EMBER_DEF("logsumexp", k_logsumexp));
-}
 
 }  // namespace ember

@@ -1,5 +1,7 @@
 // sort along one dim: stable for ties; NaN sorts above every number (last ascending,
 // first descending).
+#include <ember/ops.h>
+
 #include "ember.h"
 
 namespace ember {
@@ -7,19 +9,11 @@ namespace ember {
 namespace {
 
 void k_sort(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("sort", a, n, kw, {"values", "indices", "x", "dim", "descending", "stable"}, 3);
-  Tensor values = args.out(0);
-  Tensor indices = args.out(1);
-  Tensor x = args.tensor(2);
-  int dim = args.has(3) ? args.get_dim(3, x.ndim) : (x.ndim ? x.ndim - 1 : 0);
-  const bool desc = args.get_bool(4, false);
-  (void)args.get_bool(5, true);  // always stable
-  check_same_dtype("sort", values, x);
-  check_dtype("sort", indices, kInt64, "indices");
-  check_same_shape("sort", values, x);
-  check_same_shape("sort", indices, x);
+  const SortArgs<MAXD> args = parse_sort<MAXD>(a, n, kw);
+  const Tensor& x = args.x;
   if (x.numel == 0) return;
-  const DimWalk w(values, indices, x, dim);
+  const bool desc = args.descending;
+  const DimWalk w(args.values, args.indices, x, args.dim);
   const int64_t L = w.len, vsd = w.sd[0], isd = w.sd[1], xsd = w.sd[2];
   NoGil g(x.numel >= kGilThreshold);
   dispatch<M_ALL>(x.dtype, "sort", [&](auto tag) {
@@ -55,9 +49,8 @@ void k_sort(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         std::max<int64_t>(1, kGrain / (8 * L)));
   });
 }
+EMBER_KERNEL("sort", k_sort);
 
 }  // namespace
-
-void register_sort(std::vector<PyMethodDef>& defs) { defs.push_back(EMBER_DEF("sort", k_sort)); }
 
 }  // namespace ember

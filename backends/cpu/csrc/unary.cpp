@@ -194,14 +194,12 @@ void k_logical_not(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
 
 }  // namespace
 
-void register_unary(std::vector<PyMethodDef>& defs) {
-#define R(NAME) defs.push_back(EMBER_DEF(#NAME, k_##NAME))
-  R(exp); R(log); R(sin); R(cos); R(tan); R(sqrt); R(rsqrt); R(erf); R(tanh); R(sigmoid);
-  R(reciprocal); R(log1p); R(expm1); R(log2);
-  R(floor); R(ceil); R(trunc); R(round);
-  R(neg); R(abs); R(sign); R(bitwise_not);
-  R(isnan); R(isinf); R(isfinite); R(logical_not);
+#define R(NAME) EMBER_KERNEL(#NAME, k_##NAME)
+R(exp); R(log); R(sin); R(cos); R(tan); R(sqrt); R(rsqrt); R(erf); R(tanh); R(sigmoid);
+R(reciprocal); R(log1p); R(expm1); R(log2);
+R(floor); R(ceil); R(trunc); R(round);
+R(neg); R(abs); R(sign); R(bitwise_not);
+R(isnan); R(isinf); R(isfinite); R(logical_not);
 #undef R
-}
 
 }  // namespace ember

@@ -28,6 +28,8 @@ def _load_blas() -> None:
 
 
 class CPUBackend(Backend):
+    """Host memory (``_C.Storage``, shared with NumPy and between processes) and the
+    kernels of ``_C``: every schema op it implements; the others run as composites."""
     name = "cpu"
     version = __version__
     device_type = "cpu"
@@ -35,7 +37,6 @@ class CPUBackend(Backend):
 
     def __init__(self):
         _load_blas()
-        # every op _C implements becomes a kernel; the rest run as composites
         self.kernels = {name: getattr(_C, name) for name in OPS if hasattr(_C, name)}
 
     def device_count(self) -> int:

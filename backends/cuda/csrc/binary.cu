@@ -7,8 +7,6 @@ namespace ember {
 
 namespace {
 
-template <class T> using wrap_t = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
-
 #define EMBER_C(v) static_cast<compute_t<T>>(v)
 
 struct Op_add {
@@ -237,11 +235,9 @@ EMBER_CMP(logical_xor)
 
 }  // namespace
 
-void register_binary(std::vector<PyMethodDef>& defs) {
-#define R(NAME) defs.push_back(EMBER_DEF(#NAME, k_##NAME));
-  R(add) R(sub) R(mul) R(div) R(maximum) R(minimum) R(fmod) R(remainder) R(pow) R(bitwise_and) R(bitwise_or)
-  R(bitwise_xor) R(eq) R(ne) R(lt) R(le) R(gt) R(ge) R(logical_and) R(logical_or) R(logical_xor)
+#define R(NAME) EMBER_KERNEL(#NAME, k_##NAME);
+R(add) R(sub) R(mul) R(div) R(maximum) R(minimum) R(fmod) R(remainder) R(pow) R(bitwise_and) R(bitwise_or)
+R(bitwise_xor) R(eq) R(ne) R(lt) R(le) R(gt) R(ge) R(logical_and) R(logical_or) R(logical_xor)
 #undef R
-}
 
 }  // namespace ember

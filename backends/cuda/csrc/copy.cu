@@ -56,6 +56,7 @@ void k_copy(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   }
   copy_tensor(out, src);
 }
+EMBER_KERNEL("copy", k_copy);
 
 template <class T>
 T scalar_as(PyObject* v, const char* op) {
@@ -92,6 +93,7 @@ void k_fill(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     launch_elementwise<1>("fill", g, cnt, out.device, FillF<T>{v});
   });
 }
+EMBER_KERNEL("fill", k_fill);
 
 template <class T, class S>
 __global__ void arange_kernel(int64_t n, T* out, int64_t stride, S start, S step) {
@@ -117,14 +119,9 @@ void k_arange(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     check_launch("arange");
   });
 }
+EMBER_KERNEL("arange", k_arange);
 
 }  // namespace
-
-void register_copy(std::vector<PyMethodDef>& defs) {
-  defs.push_back(EMBER_DEF("copy", k_copy));
-  defs.push_back(EMBER_DEF("fill", k_fill));
-  defs.push_back(EMBER_DEF("arange", k_arange));
-}
 
 }  // namespace ember
 

@@ -1,6 +1,8 @@
 // gather / scatter (int64 indices) along one dim; embedding lookups and index_select reach
 // gather through their composites. Out-of-range indices cannot raise without a host sync:
 // gather writes 0 for them and scatter skips them.
+#include <ember/ops.h>
+
 #include "kernels.cuh"
 
 namespace ember {
@@ -35,15 +37,9 @@ struct ScatterF {
 };
 
 void k_gather(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("gather", a, n, kw, {"out", "x", "dim", "index"}, 4);
-  Tensor out = args.out(0), x = args.tensor(1), index = args.tensor(3);
-  const int dim = args.get_dim(2, x.ndim);
-  check_dtype("gather", index, kInt64, "index");
-  check_same_dtype("gather", out, x);
-  check_same_shape("gather", out, index);
-  if (index.ndim != x.ndim)
-    raise(PyExc_ValueError, "gather(): index %s and input %s must have the same number of dimensions",
-          shape_str(index).c_str(), shape_str(x).c_str());
+  const GatherArgs<MAXD> args = parse_gather<MAXD>(a, n, kw);
+  const Tensor &out = args.out, &x = args.x, &index = args.index;
+  const int dim = args.dim;
   if (index.numel == 0) return;
   const Tensor xv = along(x, index, dim);
   const Tensor* ts[3] = {&out, &index, &xv};
@@ -56,10 +52,14 @@ void k_gather(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     launch_elementwise<3>("gather", g, cnt, out.device, GatherF<T>{size, sd});
   });
 }
+EMBER_KERNEL("gather", k_gather);
 
 template <class T>
 __device__ inline void atomic_add(T* p, T v) {
+  // ember's 16-bit float types are the bits of CUDA's, whose atomics they borrow
   if constexpr (std::is_same_v<T, int64_t>) atomicAdd((unsigned long long*)p, (unsigned long long)v);
+  else if constexpr (std::is_same_v<T, Half>) atomicAdd((__half*)p, __ushort_as_half(v.x));
+  else if constexpr (std::is_same_v<T, BFloat16>) atomicAdd((__nv_bfloat16*)p, __ushort_as_bfloat16(v.x));
   else atomicAdd(p, v);
 }
 
@@ -73,15 +73,9 @@ struct ScatterAddF {
 };
 
 void k_scatter(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("scatter", a, n, kw, {"out", "dim", "index", "src", "reduce"}, 4);
-  Tensor out = args.out(0), index = args.tensor(2), src = args.tensor(3);
-  const int dim = args.get_dim(1, out.ndim);
-  const std::string reduce = args.get_str(4);
-  check_dtype("scatter", index, kInt64, "index");
-  check_same_dtype("scatter", out, src);
-  if (index.ndim != out.ndim || src.ndim != out.ndim)
-    raise(PyExc_ValueError, "scatter(): index %s, src %s and self %s must have the same number of dimensions",
-          shape_str(index).c_str(), shape_str(src).c_str(), shape_str(out).c_str());
+  const ScatterArgs<MAXD> args = parse_scatter<MAXD>(a, n, kw);
+  const Tensor &out = args.out, &index = args.index, &src = args.src;
+  const int dim = args.dim;
   if (index.numel == 0) return;
   const Tensor ov = along(out, index, dim);
   Tensor sv = src;
@@ -92,26 +86,22 @@ void k_scatter(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const int64_t cnt = make_geom<3>(g, ts, "scatter");
   const int64_t size = out.ndim ? out.shape[dim] : 1;
   const int64_t sd = (out.ndim ? out.stride[dim] : 0) * out.itemsize;
-  if (reduce.empty()) {
+  if (args.mode == kScatterAssign) {
     dispatch_size(out.itemsize, "scatter", [&](auto tag) {
       using T = EMBER_T(tag);
       launch_elementwise<3>("scatter", g, cnt, out.device, ScatterF<T>{size, sd});
     });
-  } else if (reduce == "add" || reduce == "sum") {
+  } else if (args.mode == kScatterAdd) {
     dispatch<M_FLOAT | M_I32 | M_I64>(out.dtype, "scatter(reduce='add')", [&](auto tag) {
       using T = EMBER_T(tag);
       launch_elementwise<3>("scatter", g, cnt, out.device, ScatterAddF<T>{size, sd});
     });
   } else {
-    raise(PyExc_ValueError, "scatter(): reduce must be None or 'add' on cuda, got '%s'", reduce.c_str());
+    raise(PyExc_ValueError, "scatter(): reduce must be None or 'add' on cuda, got '%s'", args.reduce.c_str());
   }
 }
+EMBER_KERNEL("scatter", k_scatter);
 
 }  // namespace
-
-void register_index(std::vector<PyMethodDef>& defs) {
-  defs.push_back(EMBER_DEF("gather", k_gather));
-  defs.push_back(EMBER_DEF("scatter", k_scatter));
-}
 
 }  // namespace ember

@@ -1,10 +1,8 @@
-// Device-side infrastructure for the .cu files: element types, conversions, dtype dispatch,
-// and the elementwise launcher (one templated kernel family over strided / broadcast
+// Device-side infrastructure for the .cu files (the element types, conversions and dtype
+// dispatch are ember's shared <ember/dtype.h>, through common.h): the accumulator type, and
+// the elementwise launcher (one templated kernel family over strided / broadcast
 // operands, with 128-bit vector loads when every operand is contiguous and aligned).
 #pragma once
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cstdint>
 #include <type_traits>
 
@@ -12,86 +10,9 @@
 
 namespace ember {
 
-using half = __half;
-using bf16 = __nv_bfloat16;
-
-template <class T> constexpr bool is_half_v = std::is_same_v<T, half> || std::is_same_v<T, bf16>;
-template <class T> constexpr bool is_fp_v = std::is_floating_point_v<T> || is_half_v<T>;
-template <class T> using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 // accumulator of sums: float for 16-bit floats and float32, double, int64 for integers
 template <class T>
-using acc_t = std::conditional_t<is_fp_v<T>, std::conditional_t<std::is_same_v<T, double>, double, float>,
-                                 std::conditional_t<std::is_same_v<T, bool>, int64_t, int64_t>>;
-
-template <class To, class From>
-__host__ __device__ inline To cvt(From v) {
-  if constexpr (std::is_same_v<To, From>) {
-    return v;
-  } else if constexpr (is_half_v<From>) {
-    return cvt<To>(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_same_v<To, half>) {
-    return __float2half_rn(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<To, bf16>) {
-    return __float2bfloat16_rn(static_cast<float>(v));
-  } else if constexpr (std::is_floating_point_v<To>) {
-    return static_cast<To>(v);
-  } else if constexpr (std::is_floating_point_v<From>) {  // float -> integer: truncate
-    if constexpr (sizeof(To) == 8) return static_cast<To>(v);
-    else return static_cast<To>(static_cast<int64_t>(v));
-  } else {
-    return static_cast<To>(v);  // integer -> integer wraps
-  }
-}
-
-template <class T> struct Tag { using type = T; };
-#define EMBER_T(tag) typename decltype(tag)::type
-
-enum : unsigned {
-  M_BOOL = 1u << kBool, M_U8 = 1u << kUInt8, M_I8 = 1u << kInt8, M_I16 = 1u << kInt16,
-  M_I32 = 1u << kInt32, M_I64 = 1u << kInt64, M_F16 = 1u << kFloat16, M_BF16 = 1u << kBFloat16,
-  M_F32 = 1u << kFloat32, M_F64 = 1u << kFloat64,
-  M_INT = M_U8 | M_I8 | M_I16 | M_I32 | M_I64,
-  M_FLOAT = M_F16 | M_BF16 | M_F32 | M_F64,
-  M_NUM = M_INT | M_FLOAT,
-  M_ALL = M_NUM | M_BOOL,
-  M_BOOLINT = M_INT | M_BOOL,
-};
-
-template <unsigned Mask, class F>
-inline void dispatch(int code, const char* op, F&& f) {
-  switch (code) {
-#define EMBER_CASE(CODE, MASK, TYPE) \
-  case CODE:                         \
-    if constexpr ((Mask & MASK) != 0) { f(Tag<TYPE>{}); return; } \
-    break;
-    EMBER_CASE(kBool, M_BOOL, bool)
-    EMBER_CASE(kUInt8, M_U8, uint8_t)
-    EMBER_CASE(kInt8, M_I8, int8_t)
-    EMBER_CASE(kInt16, M_I16, int16_t)
-    EMBER_CASE(kInt32, M_I32, int32_t)
-    EMBER_CASE(kInt64, M_I64, int64_t)
-    EMBER_CASE(kFloat16, M_F16, half)
-    EMBER_CASE(kBFloat16, M_BF16, bf16)
-    EMBER_CASE(kFloat32, M_F32, float)
-    EMBER_CASE(kFloat64, M_F64, double)
-#undef EMBER_CASE
-    default: break;
-  }
-  raise_dtype(op, code);
-}
-
-template <class F>
-inline void dispatch_size(int itemsize, const char* op, F&& f) {
-  switch (itemsize) {
-    case 1: f(Tag<uint8_t>{}); return;
-    case 2: f(Tag<uint16_t>{}); return;
-    case 4: f(Tag<uint32_t>{}); return;
-    case 8: f(Tag<uint64_t>{}); return;
-    default: raise(PyExc_TypeError, "%s(): unsupported element size %d", op, itemsize);
-  }
-}
+using acc_t = std::conditional_t<is_fp_v<T>, std::conditional_t<std::is_same_v<T, double>, double, float>, int64_t>;
 
 constexpr int kThreads = 256;
 inline unsigned grid_for(int64_t n, int per_thread = 1) {

@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include <ember/ops.h>
+
 #include "kernels.cuh"
 
 namespace ember {
@@ -45,31 +47,9 @@ __global__ void gemm_tiled(int64_t n, int64_t m, int64_t k, const T* a, int64_t 
   if (row < n && col < m) c[batch * sc0 + row * sc1 + col * sc2] = cvt<T>(acc);
 }
 
-// A [rows, cols] matrix with element strides (sr, sc): usable by BLAS as row-major (ld, !trans)
-// or column-major (ld, trans)?
-bool blas_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, bool& colmajor, int64_t& ld) {
-  if (sc == 1 || cols == 1) {
-    ld = rows == 1 ? std::max<int64_t>(1, cols) : sr;
-    if (ld >= std::max<int64_t>(1, cols)) { colmajor = false; return true; }
-  }
-  if (sr == 1 || rows == 1) {
-    ld = cols == 1 ? std::max<int64_t>(1, rows) : sc;
-    if (ld >= std::max<int64_t>(1, rows)) { colmajor = true; return true; }
-  }
-  return false;
-}
-
 void k_bmm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
-  Args args("bmm", a_, n_, kw_, {"out", "a", "b"}, 3);
-  Tensor out = args.out(0), a = args.tensor(1), b = args.tensor(2);
-  check_same_dtype("bmm", out, a);
-  check_same_dtype("bmm", out, b);
-  check_same_device("bmm", out, a);
-  check_same_device("bmm", out, b);
-  if (a.ndim != 3 || b.ndim != 3 || out.ndim != 3 || a.shape[0] != b.shape[0] || a.shape[2] != b.shape[1] ||
-      out.shape[0] != a.shape[0] || out.shape[1] != a.shape[1] || out.shape[2] != b.shape[2])
-    raise(PyExc_ValueError, "bmm(): shapes %s @ %s -> %s do not match", shape_str(a).c_str(), shape_str(b).c_str(),
-          shape_str(out).c_str());
+  const BmmArgs<MAXD> args = parse_bmm<MAXD>(a_, n_, kw_);
+  const Tensor &out = args.out, &a = args.a, &b = args.b;
   const int64_t B = a.shape[0], n = a.shape[1], k = a.shape[2], m = b.shape[2];
   if (out.numel == 0) return;
   const int dev = out.device;
@@ -93,21 +73,21 @@ void k_bmm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
     std::unique_ptr<Scratch> sa, sb, so;
     if (!blas_layout(n, k, a.stride[1], a.stride[2], acol, lda)) {
       sa = std::make_unique<Scratch>(dev, (size_t)(a.numel * a.itemsize));
-      A = contiguous_header((char*)sa->ptr, a.dtype, dev, 3, a.shape);
+      A = Tensor::contiguous((char*)sa->ptr, a.dtype, 3, a.shape, dev);
       copy_tensor(A, a);
       acol = false;
       lda = std::max<int64_t>(1, k);
     }
     if (!blas_layout(k, m, b.stride[1], b.stride[2], bcol, ldb)) {
       sb = std::make_unique<Scratch>(dev, (size_t)(b.numel * b.itemsize));
-      Bm = contiguous_header((char*)sb->ptr, b.dtype, dev, 3, b.shape);
+      Bm = Tensor::contiguous((char*)sb->ptr, b.dtype, 3, b.shape, dev);
       copy_tensor(Bm, b);
       bcol = false;
       ldb = std::max<int64_t>(1, m);
     }
     if (!blas_layout(n, m, out.stride[1], out.stride[2], ocol, ldc) || ocol) {
       so = std::make_unique<Scratch>(dev, (size_t)(out.numel * out.itemsize));
-      O = contiguous_header((char*)so->ptr, out.dtype, dev, 3, out.shape);
+      O = Tensor::contiguous((char*)so->ptr, out.dtype, 3, out.shape, dev);
       ldc = std::max<int64_t>(1, m);
     }
     // row-major C = A B  <=>  column-major C^T = B^T A^T: a row-major operand is its own
@@ -128,9 +108,8 @@ void k_bmm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
     check_launch("bmm");
   });
 }
+EMBER_KERNEL("bmm", k_bmm);
 
 }  // namespace
-
-void register_matmul(std::vector<PyMethodDef>& defs) { defs.push_back(EMBER_DEF("bmm", k_bmm)); }
 
 }  // namespace ember

@@ -1,6 +1,6 @@
-// ember_cuda._C: the Storage type, the kernels (vectorcall functions registered by each
-// op-family .cu file), devices, streams, events, copies, the caching allocator's statistics
-// and cuBLAS loading.
+// ember_cuda._C: the Storage type, the kernels (vectorcall functions each op-family .cu
+// file registers with EMBER_KERNEL), devices, streams, events, copies, the caching
+// allocator's statistics and cuBLAS loading.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -63,38 +63,17 @@ void poll_pending() {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "ember CUDA backend kernels and runtime";
-  init_strings();
   if (!init_runtime(m.ptr())) throw py::error_already_set();
+  // the kernels each op-family file registered (EMBER_KERNEL), and their names as KERNELS
+  if (!add_kernels(m.ptr())) throw py::error_already_set();
+  py::register_exception_translator(&translate_exception);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const Error& e) {
-      PyErr_SetString(e.type, e.msg.c_str());
     } catch (const ember_cuda::OutOfMemory& e) {
       set_oom_error(e);
     }
   });
-
-  static std::vector<PyMethodDef> defs;
-  if (defs.empty()) {
-    register_copy(defs);
-    register_unary(defs);
-    register_binary(defs);
-    register_ternary(defs);
-    register_reduce(defs);
-    register_softmax(defs);
-    register_index(defs);
-    register_conv(defs);
-    register_random(defs);
-    register_sort(defs);
-    register_matmul(defs);
-    defs.push_back(PyMethodDef{nullptr, nullptr, 0, nullptr});
-  }
-  if (PyModule_AddFunctions(m.ptr(), defs.data()) < 0) throw py::error_already_set();
-  py::list names;
-  for (const auto& d : defs)
-    if (d.ml_name) names.append(d.ml_name);
-  m.attr("KERNELS") = py::tuple(names);
 
   // ---- devices
   m.def("device_count", []() { return device_count(); }, "Number of usable CUDA devices (0, never raises).");

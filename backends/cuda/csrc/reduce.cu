@@ -215,13 +215,19 @@ template <class T> using MaxR = ExtR<T, true>;
 template <class T> using MinR = ExtR<T, false>;
 
 void k_sum(PyObject* const* a, Py_ssize_t n, PyObject* kw) { reduce_kernel<SumR, M_ALL>("sum", a, n, kw); }
+EMBER_KERNEL("sum", k_sum);
 void k_prod(PyObject* const* a, Py_ssize_t n, PyObject* kw) { reduce_kernel<ProdR, M_ALL>("prod", a, n, kw); }
+EMBER_KERNEL("prod", k_prod);
 void k_mean(PyObject* const* a, Py_ssize_t n, PyObject* kw) { reduce_kernel<MeanR, M_FLOAT>("mean", a, n, kw); }
+EMBER_KERNEL("mean", k_mean);
 void k_max(PyObject* const* a, Py_ssize_t n, PyObject* kw) { reduce_kernel<MaxR, M_ALL>("max", a, n, kw); }
+EMBER_KERNEL("max", k_max);
 void k_min(PyObject* const* a, Py_ssize_t n, PyObject* kw) { reduce_kernel<MinR, M_ALL>("min", a, n, kw); }
+EMBER_KERNEL("min", k_min);
 
 template <bool Max>
-void arg_kernel(const char* name, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+void arg_kernel(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* const name = Max ? "argmax" : "argmin";
   Args args(name, a, n, kw, {"out", "x", "dim"}, 3);
   Tensor out = args.out(0), x = args.tensor(1);
   check_dtype(name, out, kInt64, "out");
@@ -234,19 +240,9 @@ void arg_kernel(const char* name, PyObject* const* a, Py_ssize_t n, PyObject* kw
     run_reduce<T, int64_t>(name, out, x, mask, ArgR<T, Max>{});
   });
 }
-void k_argmax(PyObject* const* a, Py_ssize_t n, PyObject* kw) { arg_kernel<true>("argmax", a, n, kw); }
-void k_argmin(PyObject* const* a, Py_ssize_t n, PyObject* kw) { arg_kernel<false>("argmin", a, n, kw); }
+EMBER_KERNEL("argmax", arg_kernel<true>);
+EMBER_KERNEL("argmin", arg_kernel<false>);
 
 }  // namespace
-
-void register_reduce(std::vector<PyMethodDef>& defs) {
-  defs.push_back(EMBER_DEF("sum", k_sum));
-  defs.push_back(EMBER_DEF("prod", k_prod));
-  defs.push_back(EMBER_DEF("mean", k_mean));
-  defs.push_back(EMBER_DEF("max", k_max));
-  defs.push_back(EMBER_DEF("min", k_min));
-  defs.push_back(EMBER_DEF("argmax", k_argmax));
-  defs.push_back(EMBER_DEF("argmin", k_argmin));
-}
 
 }  // namespace ember

@@ -1,6 +1,7 @@
-// The CUDA runtime side of the backend: devices, current streams, the caching allocator's
-// real device (cudaMalloc / cudaFree / events), the Storage type, host<->device copies
-// through pinned staging buffers, and the counter of host synchronisations.
+// The CUDA runtime side of the backend: CUDA error checks, devices, current streams, the
+// caching allocator's real device (cudaMalloc / cudaFree / events), the Storage type (and
+// what <ember/python.h> asks of a backend: storage_ref), host<->device copies through
+// pinned staging buffers, and the counter of host synchronisations.
 #include <cstring>
 #include <mutex>
 #include <memory>
@@ -16,6 +17,21 @@ using ember_cuda::EventId;
 using ember_cuda::StreamId;
 
 int64_t g_host_syncs = 0;
+
+void check_cuda(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear a non-sticky error
+    raise(PyExc_RuntimeError, "%s: CUDA error %d (%s): %s", what, (int)err, cudaGetErrorName(err),
+          cudaGetErrorString(err));
+  }
+}
+
+void check_launch(const char* op) {
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    raise(PyExc_RuntimeError, "%s(): CUDA kernel launch failed: %s (%s)", op, cudaGetErrorName(err),
+          cudaGetErrorString(err));
+}
 
 // ---- devices --------------------------------------------------------------------------
 
@@ -142,7 +158,12 @@ CachingAllocator& allocator(int index) {
 }
 
 Scratch::Scratch(int dev, size_t nbytes) : device(dev) {
-  block = allocator(dev).malloc(nbytes, (StreamId)current_stream(dev));
+  try {
+    block = allocator(dev).malloc(nbytes, (StreamId)current_stream(dev));
+  } catch (const ember_cuda::OutOfMemory& e) {
+    set_oom_error(e);  // the kernel's caller (py_wrap) knows only ember's errors
+    throw PyErrAlreadySet{};
+  }
   ptr = block ? block->ptr() : nullptr;
 }
 Scratch::~Scratch() {
@@ -227,6 +248,20 @@ PyMethodDef storage_methods[] = {
 }  // namespace
 
 PyTypeObject StorageType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+const char* const kDeviceType = "cuda";
+
+// A tensor's _storage must be an ember_cuda Storage; reading a tensor makes its device current
+// (kernels launch on the current device).
+StorageRef storage_ref(PyObject* storage, const char* op, const char* arg) {
+  if (!PyObject_TypeCheck(storage, &StorageType))
+    raise(PyExc_TypeError,
+          "%s(): argument '%s' is not a cuda tensor (its storage is %s); move it with .to('cuda')", op, arg,
+          Py_TYPE(storage)->tp_name);
+  const StorageObject* so = (const StorageObject*)storage;
+  set_device(so->device);
+  return {so->data, so->nbytes, false, so->device};
+}
 
 // alloc(nbytes) for the device in `self` (an int): the dispatcher's allocation hot path.
 static PyObject* storage_alloc(PyObject* self, PyObject* arg) {

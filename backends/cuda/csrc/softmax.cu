@@ -68,7 +68,8 @@ __global__ void softmax_kernel(RowGeom g, const T* __restrict__ x, T* out) {
 }
 
 template <bool Log>
-void softmax_op(const char* name, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+void softmax_op(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* const name = Log ? "log_softmax" : "softmax";
   Args args(name, a, n, kw, {"out", "x", "dim"}, 3);
   Tensor out = args.out(0), x = args.tensor(1);
   check_same_dtype(name, out, x);
@@ -98,14 +99,9 @@ void softmax_op(const char* name, PyObject* const* a, Py_ssize_t n, PyObject* kw
   });
 }
 
-void k_softmax(PyObject* const* a, Py_ssize_t n, PyObject* kw) { softmax_op<false>("softmax", a, n, kw); }
-void k_log_softmax(PyObject* const* a, Py_ssize_t n, PyObject* kw) { softmax_op<true>("log_softmax", a, n, kw); }
+EMBER_KERNEL("softmax", softmax_op<false>);
+EMBER_KERNEL("log_softmax", softmax_op<true>);
 
 }  // namespace
-
-void register_softmax(std::vector<PyMethodDef>& defs) {
-  defs.push_back(EMBER_DEF("softmax", k_softmax));
-  defs.push_back(EMBER_DEF("log_softmax", k_log_softmax));
-}
 
 }  // namespace ember

@@ -2,6 +2,8 @@
 // ascending, first descending), as the CPU backend. Rows of up to 2048 elements: a bitonic
 // sort of (value, index) pairs in shared memory, one block per row; longer rows: a merge
 // sort per row in scratch memory.
+#include <ember/ops.h>
+
 #include "kernels.cuh"
 
 namespace ember {
@@ -118,16 +120,10 @@ __global__ void merge_kernel(SortGeom g, const T* __restrict__ x, T* values, int
 }
 
 void k_sort(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("sort", a, n, kw, {"values", "indices", "x", "dim", "descending", "stable"}, 3);
-  Tensor values = args.out(0), indices = args.out(1), x = args.tensor(2);
-  const int dim = args.has(3) ? args.get_dim(3, x.ndim) : (x.ndim ? x.ndim - 1 : 0);
-  const bool desc = args.get_bool(4, false);
-  (void)args.get_bool(5, true);  // always stable
-  check_same_dtype("sort", values, x);
-  check_dtype("sort", indices, kInt64, "indices");
-  check_same_shape("sort", values, x);
-  check_same_shape("sort", indices, x);
+  const SortArgs<MAXD> args = parse_sort<MAXD>(a, n, kw);
+  const Tensor &values = args.values, &indices = args.indices, &x = args.x;
   if (x.numel == 0) return;
+  const int dim = args.dim;
   SortGeom g{};
   g.rows = 1;
   for (int d = x.ndim - 1; d >= 0; --d) {
@@ -154,21 +150,20 @@ void k_sort(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
       const size_t shm = ((P * sizeof(C) + 15) / 16) * 16 + P * sizeof(int64_t);
       const int threads = P < 512 ? (P < 32 ? 32 : P) : 512;
       bitonic_kernel<T><<<(unsigned)std::min<int64_t>(g.rows, 1 << 20), threads, shm, s>>>(
-          g, P, (const T*)x.data, (T*)values.data, (int64_t*)indices.data, desc);
+          g, P, (const T*)x.data, (T*)values.data, (int64_t*)indices.data, args.descending);
     } else {
       const size_t per = (size_t)(g.rows * g.L);
       Scratch va(x.device, per * sizeof(C)), vb(x.device, per * sizeof(C));
       Scratch ia(x.device, per * 8), ib(x.device, per * 8);
       merge_kernel<T><<<grid_for(g.rows), 64, 0, s>>>(g, (const T*)x.data, (T*)values.data, (int64_t*)indices.data,
-                                                      desc, (C*)va.ptr, (int64_t*)ia.ptr, (C*)vb.ptr,
+                                                      args.descending, (C*)va.ptr, (int64_t*)ia.ptr, (C*)vb.ptr,
                                                       (int64_t*)ib.ptr);
     }
     check_launch("sort");
   });
 }
+EMBER_KERNEL("sort", k_sort);
 
 }  // namespace
-
-void register_sort(std::vector<PyMethodDef>& defs) { defs.push_back(EMBER_DEF("sort", k_sort)); }
 
 }  // namespace ember

@@ -144,12 +144,8 @@ void k_clamp(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
 
 }  // namespace
 
-void register_ternary(std::vector<PyMethodDef>& defs) {
-  defs.push_back(EMBER_DEF("where", k_where));
-  defs.push_back(EMBER_DEF("lerp", k_lerp));
-  defs.push_back(EMBER_DEF("addcmul", k_addcmul));
-  defs.push_back(EMBER_DEF("addcdiv", k_addcdiv));
-  defs.push_back(EMBER_DEF("clamp", k_clamp));
-}
+#define R(NAME) EMBER_KERNEL(#NAME, k_##NAME);
+R(where) R(lerp) R(addcmul) R(addcdiv) R(clamp)
+#undef R
 
 }  // namespace ember

@@ -137,11 +137,9 @@ EMBER_UNARY(bitwise_not, M_BOOLINT)
 
 }  // namespace
 
-void register_unary(std::vector<PyMethodDef>& defs) {
-#define R(NAME) defs.push_back(EMBER_DEF(#NAME, k_##NAME));
-  R(exp) R(log) R(sin) R(cos) R(tan) R(sqrt) R(rsqrt) R(erf) R(expm1) R(log1p) R(log2) R(tanh) R(sigmoid)
-  R(reciprocal) R(floor) R(ceil) R(trunc) R(round) R(neg) R(abs) R(sign) R(bitwise_not)
+#define R(NAME) EMBER_KERNEL(#NAME, k_##NAME);
+R(exp) R(log) R(sin) R(cos) R(tan) R(sqrt) R(rsqrt) R(erf) R(expm1) R(log1p) R(log2) R(tanh) R(sigmoid)
+R(reciprocal) R(floor) R(ceil) R(trunc) R(round) R(neg) R(abs) R(sign) R(bitwise_not)
 #undef R
-}
 
 }  // namespace ember
