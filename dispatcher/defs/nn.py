@@ -1,25 +1,40 @@
-"""Neural-network ops a backend may run natively: convolution (and later pooling, norms,
-embedding, losses, attention).
+"""Neural-network ops a backend may run natively: convolution, pooling (average, adaptive
+average, adaptive max), batch/layer/group norm, embedding, the negative log likelihood and
+cross-entropy losses, and scaled dot-product attention.
 
 Each has a composite written in other ops (what runs where a backend has no kernel, and
 what autograd differentiates) and a structured kernel convention, so a backend registers
 a fused kernel under the op's name (see ``docs/plugins.md``). The entry points take
 PyTorch's batched forms with every argument normalised (tuples per spatial dim, symmetric
-padding); ``ember.nn.functional`` turns user calls into these.
+padding, ``padding_idx=-1`` for none); each computes its output's shape and dtype (the
+meta step) and calls :func:`ops.composite_op`. ``ember.nn.functional`` checks user calls
+(PyTorch's errors) and turns them into these.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from .. import _core as C
+from .. import dtypes as D
 from .. import ops as O
 from .. import views as V
-from ..schema import composite, defop
+from ..grad_mode import MODE, below_autograd
+from ..plugins import BACKENDS, backend_for
+from ..schema import OPS, composite, defop
+from .index import index, index_add, index_select, masked_fill, tril
 from .linalg import matmul
+from .reduction import any_
 
-__all__ = ["convolution", "conv_output_size"]
+__all__ = ["convolution", "conv_output_size", "avg_pool", "adaptive_avg_pool",
+           "adaptive_max_pool", "pool_output_size", "batch_norm", "layer_norm", "group_norm",
+           "embedding", "nll_loss", "cross_entropy", "scaled_dot_product_attention",
+           "dropout_mask"]
 
 E = O.elementwise
 
+# ---- convolution -----------------------------------------------------------------------
 defop("convolution", "conv",
       "convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
       "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor",
@@ -108,3 +123,542 @@ def _conv_transposed(x, weight, stride, padding, dilation, output_padding, group
     cols = V.reshape(matmul(w, xs), (groups * cout_g, *kernel, n, *in_sp))
     cols = V.permute(cols, (1 + nd, 0, *range(1, 1 + nd), *range(2 + nd, 2 + 2 * nd)))
     return O.col2im(cols, tuple(out_sp), kernel, dilation, padding, stride)
+
+
+# ---- helpers shared by the composites below ----------------------------------------------
+def _host_tensor(values, dtype, device):
+    """Nested lists of Python numbers as a tensor of ``dtype`` on ``device``, built on the
+    host as ``ember.tensor`` builds one (small tables: window sizes, gather indices)."""
+    arr = np.require(np.array(values), requirements="C")
+    if arr.dtype.kind in "iu":
+        arr = arr.astype(np.int64)
+    cpu = C.to_device("cpu")
+    t = C.empty(arr.shape, D.from_numpy_dtype(arr.dtype), cpu)
+    if arr.size:
+        backend_for("cpu").copy_from_host(t._storage, 0, arr.reshape(-1).view(np.uint8))
+    t = O.cast(t, dtype)
+    return O.to(t, device) if device != cpu else t
+
+
+def _true_div(a, b):
+    """``a / b`` as the frontend's ``/``: integer operands divide as default floats."""
+    if not D.result_type(a, b).is_floating_point:
+        f = D.get_default_dtype()
+        a = O.cast(a, f) if O._is_t(a) else float(a)
+        b = O.cast(b, f) if O._is_t(b) else float(b)
+    return E("div", a, b)
+
+
+def _detached(t):
+    """``t`` sharing storage and version counter, outside the graph (``Tensor.detach``)."""
+    return C.view_of(t, t.shape, t._stride, t._offset)
+
+
+def _host_memory(t) -> bool:
+    """Whether ``t``'s device is host memory (reading it back costs no stall)."""
+    b = BACKENDS.get(t.device.type)
+    return b is None or bool(b.host_accessible) or t.device.type.endswith("cpu")
+
+
+def _float_dtype(dtype):
+    return dtype if dtype.is_floating_point else D.get_default_dtype()
+
+
+# ---- pooling ---------------------------------------------------------------------------
+defop("avg_pool", "pool",
+      "avg_pool(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, "
+      "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) "
+      "-> Tensor  # avg_pool1d/2d/3d",
+      "(out, self, kernel_size, stride, padding, ceil_mode, count_include_pad, "
+      "divisor_override)  # self (N, C, *sp); integers average in the default float dtype",
+      promotion="none")
+defop("adaptive_avg_pool", "pool",
+      "adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor  "
+      "# adaptive_avg_pool1d/2d",
+      "(out, self, output_size)  # self (N, C, *sp), 1 or 2 spatial dims; windows "
+      "[floor(i*n/out), ceil((i+1)*n/out))", promotion="none")
+defop("adaptive_max_pool", "pool",
+      "adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor values, Tensor indices)"
+      "  # adaptive_max_pool1d/2d",
+      "(values, indices, self, output_size)  # self (N, C, *sp), 1 or 2 spatial dims; "
+      "indices int64, flat into each (*sp) plane", promotion="none")
+
+
+def pool_output_size(size, kernel, stride, padding, dilation, ceil_mode) -> int:
+    """Windows along one dim of a pooling (PyTorch's formula, ``ceil_mode`` included)."""
+    num = size + 2 * padding - dilation * (kernel - 1) - 1
+    o = (num + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (o - 1) * stride >= size + padding:
+        o -= 1  # the last window must start inside the input or its left padding
+    return o
+
+
+def _avg_blocks(sp, kernel_size, stride, padding, ceil_mode) -> tuple:
+    return tuple(pool_output_size(sp[i], kernel_size[i], stride[i], padding[i], 1, ceil_mode)
+                 for i in range(len(kernel_size)))
+
+
+def avg_pool(input, kernel_size, stride, padding, ceil_mode=False, count_include_pad=True,
+             divisor_override=None):
+    """Average pooling of a batched input (N, C, *sp) with normalised arguments."""
+    attrs = {"kernel_size": tuple(kernel_size), "stride": tuple(stride),
+             "padding": tuple(padding), "ceil_mode": bool(ceil_mode),
+             "count_include_pad": bool(count_include_pad),
+             "divisor_override": divisor_override}
+    out_sp = _avg_blocks(input.shape[2:], attrs["kernel_size"], attrs["stride"],
+                         attrs["padding"], attrs["ceil_mode"])
+    return O.composite_op("avg_pool", (input,), attrs,
+                          [(input.shape[:2] + out_sp, _float_dtype(input.dtype))],
+                          input.device)
+
+
+@composite("avg_pool")
+def _avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override):
+    """Window sums from im2col (padding and what a ceil_mode window reaches past the input
+    read 0), divided by the window sizes: one small tensor per spatial dim."""
+    nd = len(kernel_size)
+    in_sp = self.shape[2:]
+    out_sp = _avg_blocks(in_sp, kernel_size, stride, padding, ceil_mode)
+    cols = O.im2col(self, kernel_size, (1,) * nd, padding, stride, out_sp, 0)
+    cols = V.reshape(cols, (self.shape[0], self.shape[1], math.prod(kernel_size), *out_sp))
+    sums = O.reduce("sum", cols, 2)
+    if divisor_override:
+        return _true_div(sums, divisor_override)
+    # window sizes per output position: clipped to input+padding (count_include_pad) or to
+    # the input itself
+    div = None
+    for i in range(nd):
+        counts = []
+        for o in range(out_sp[i]):
+            start = o * stride[i] - padding[i]
+            end = min(start + kernel_size[i], in_sp[i] + padding[i])
+            if not count_include_pad:
+                start, end = max(start, 0), min(end, in_sp[i])
+            counts.append(float(end - start))
+        shape = [1] * nd
+        shape[i] = out_sp[i]
+        t = V.reshape(_host_tensor(counts, sums.dtype, sums.device), tuple(shape))
+        div = t if div is None else E("mul", div, t)
+    return _true_div(sums, div)
+
+
+def _adaptive_windows(size, out):
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def _adaptive_matrix(size, out, dtype, device):
+    """(out, size): row i averages window i."""
+    rows = []
+    for start, end in _adaptive_windows(size, out):
+        w = 1.0 / (end - start)
+        rows.append([w if start <= j < end else 0.0 for j in range(size)])
+    return _host_tensor(rows, dtype, device)
+
+
+def adaptive_avg_pool(input, output_size):
+    """Adaptive average pooling of a batched input (N, C, *sp) to ``output_size`` (ints)."""
+    size = tuple(output_size)
+    return O.composite_op("adaptive_avg_pool", (input,), {"output_size": size},
+                          [(input.shape[:2] + size, input.dtype)], input.device)
+
+
+@composite("adaptive_avg_pool")
+def _adaptive_avg_pool(self, output_size):
+    """Equal windows: a reshape and a mean; otherwise one averaging matrix per dim."""
+    if len(output_size) == 1:
+        m = _adaptive_matrix(self.shape[-1], output_size[0], self.dtype, self.device)
+        return matmul(self, V.t(m))
+    oh, ow = output_size
+    h, w = self.shape[-2:]
+    if h % oh == 0 and w % ow == 0:
+        shape = self.shape[:-2] + (oh, h // oh, ow, w // ow)
+        return O.reduce("mean", V.reshape(self, shape), (-3, -1))
+    mh = _adaptive_matrix(h, oh, self.dtype, self.device)
+    mw = _adaptive_matrix(w, ow, self.dtype, self.device)
+    return matmul(matmul(mh, self), V.t(mw))
+
+
+def adaptive_max_pool(input, output_size):
+    """Adaptive max pooling of a batched input (N, C, *sp): (values, indices)."""
+    size = tuple(output_size)
+    shape = input.shape[:2] + size
+    return O.composite_op("adaptive_max_pool", (input,), {"output_size": size},
+                          [(shape, input.dtype), (shape, D.int64)], input.device)
+
+
+@composite("adaptive_max_pool")
+def _adaptive_max_pool(self, output_size):
+    """Equal windows: max_pool. Windows of unequal length: gather every window padded to
+    the longest one by repeating its last element (a repeat changes neither the max nor,
+    after the gather's backward sums the copies, the gradient)."""
+    nd = len(output_size)
+    sp = self.shape[-nd:]
+    if all(sp[i] % output_size[i] == 0 for i in range(nd)):
+        k = tuple(sp[i] // output_size[i] for i in range(nd))
+        return O.max_pool(self, k, (1,) * nd, (0,) * nd, k, tuple(output_size))
+    flat = None
+    for i in range(nd):
+        wins = _adaptive_windows(sp[i], output_size[i])
+        m = max(b - a for a, b in wins)
+        idx = _host_tensor([[min(a + j, b - 1) for j in range(m)] for a, b in wins],
+                           D.int64, self.device)                            # (out_i, m_i)
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = output_size[i], m
+        term = E("mul", V.reshape(idx, tuple(shape)), math.prod(sp[i + 1:]))
+        flat = term if flat is None else E("add", flat, term)               # (*out, *m)
+    lead = self.shape[:-nd]
+    cells = index_select(V.reshape(self, (*lead, math.prod(sp))), -1, V.reshape(flat, -1))
+    cells = V.reshape(cells, (*lead, *output_size, -1))
+    values = O.reduce("max", cells, -1)
+    arg = O.arg_reduce("argmax", cells, -1, True)
+    n = C.numel(flat.shape) // math.prod(output_size)
+    table = V.expand(V.reshape(flat, (*output_size, -1)), (*lead, *output_size, n))
+    return values, V.squeeze(O.gather(table, -1, arg), -1)
+
+
+# ---- normalisation -----------------------------------------------------------------------
+defop("batch_norm", "norm",
+      "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
+      "Tensor? running_var, bool training, float momentum, float eps) -> Tensor",
+      "(out, input, weight, bias, running_mean, running_var, training, momentum, eps)  "
+      "# input (N, C, *); training: batch statistics, and the running stats (when given) "
+      "updated in place: r = (1 - momentum) * r + momentum * stat (unbiased variance)",
+      promotion="none", inputs=("input", "weight", "bias"))
+defop("layer_norm", "norm",
+      "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, "
+      "Tensor? bias=None, float eps=1e-05) -> Tensor",
+      "(out, input, weight, bias, normalized_shape, eps)  # over the trailing "
+      "len(normalized_shape) dims, biased variance", promotion="none",
+      inputs=("input", "weight", "bias"))
+defop("group_norm", "norm",
+      "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
+      "float eps=1e-05) -> Tensor",
+      "(out, input, weight, bias, num_groups, eps)  # input (N, C, *), C divisible by "
+      "num_groups; weight, bias (C,)", promotion="none", inputs=("input", "weight", "bias"))
+
+
+def _affine(out, weight, bias, shape=None):
+    if weight is not None:
+        out = E("mul", out, weight if shape is None else V.reshape(weight, shape))
+    if bias is not None:
+        out = E("add", out, bias if shape is None else V.reshape(bias, shape))
+    return out
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Batch normalisation of (N, C, *) input; in training, the running stats given are
+    updated in place."""
+    stats = (running_mean, running_var)
+    dtype = D.result_type(input, weight, bias, *(() if training else stats))
+    written = [t for t in stats if t is not None] if training else []
+    versions = [t._vc[0] for t in written]
+    out = O.composite_op("batch_norm", (input, weight, bias, running_mean, running_var),
+                         {"training": training, "momentum": momentum, "eps": eps},
+                         [(input.shape, dtype)], input.device)
+    for t, v in zip(written, versions):
+        if t._vc[0] == v:  # a native kernel updated it: record the in-place write
+            C.bump(t)
+    return out
+
+
+@composite("batch_norm")
+def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    nd = len(input.shape)
+    c = input.shape[1]
+    dims = (0,) + tuple(range(2, nd))
+    shape = (1, c) + (1,) * (nd - 2)
+    if training:
+        mean = O.reduce("mean", input, dims)
+        var = O.reduce("var", input, dims, correction=0)
+        with below_autograd():
+            if running_mean is not None:
+                E("mul", running_mean, 1 - momentum, inplace=True)
+                E("add", running_mean, E("mul", O.to(mean, None, running_mean.dtype),
+                                          momentum), inplace=True)
+            if running_var is not None:
+                n = C.numel(input.shape) // c if c else 0
+                unbiased = E("mul", var, n / max(n - 1, 1))
+                E("mul", running_var, 1 - momentum, inplace=True)
+                E("add", running_var, E("mul", O.to(unbiased, None, running_var.dtype),
+                                         momentum), inplace=True)
+    else:
+        mean, var = running_mean, running_var
+    out = E("mul", E("sub", input, V.reshape(mean, shape)),
+            E("rsqrt", E("add", V.reshape(var, shape), eps)))
+    return _affine(out, weight, bias, shape)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Layer normalisation over the trailing ``normalized_shape`` dims."""
+    ns = tuple(normalized_shape)
+    shape = input.shape
+    if any(t is not None and t.shape != ns for t in (weight, bias)):
+        shape = C.broadcast_shapes(*[t.shape for t in (input, weight, bias) if t is not None])
+    return O.composite_op("layer_norm", (input, weight, bias),
+                          {"normalized_shape": ns, "eps": eps},
+                          [(shape, D.result_type(input, weight, bias))], input.device)
+
+
+@composite("layer_norm")
+def _layer_norm(input, weight, bias, normalized_shape, eps):
+    dims = tuple(range(-len(normalized_shape), 0))
+    mean = O.reduce("mean", input, dims, True)
+    var = O.reduce("var", input, dims, True, correction=0)
+    out = E("mul", E("sub", input, mean), E("rsqrt", E("add", var, eps)))
+    return _affine(out, weight, bias)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Group normalisation of (N, C, *) input over groups of C / num_groups channels."""
+    return O.composite_op("group_norm", (input, weight, bias),
+                          {"num_groups": int(num_groups), "eps": eps},
+                          [(input.shape, D.result_type(input, weight, bias))], input.device)
+
+
+@composite("group_norm")
+def _group_norm(input, weight, bias, num_groups, eps):
+    n, c = input.shape[:2]
+    x = V.reshape(input, (n, num_groups, -1))
+    mean = O.reduce("mean", x, -1, True)
+    var = O.reduce("var", x, -1, True, correction=0)
+    out = V.reshape(E("mul", E("sub", x, mean), E("rsqrt", E("add", var, eps))), input.shape)
+    return _affine(out, weight, bias, (1, c) + (1,) * (len(input.shape) - 2))
+
+
+# ---- embedding ---------------------------------------------------------------------------
+defop("embedding", "embedding",
+      "embedding(Tensor weight, Tensor indices, int padding_idx=-1, "
+      "bool scale_grad_by_freq=False) -> Tensor",
+      "(out, weight, indices, padding_idx, scale_grad_by_freq)  # out (*indices.shape, D): "
+      "rows of weight (num, D); indices int64/int32, in range; padding_idx (-1: none) and "
+      "scale_grad_by_freq only shape the gradient", promotion="none", inputs=("weight",))
+
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False):
+    """Rows of ``weight`` selected by ``indices`` (checked to be in range)."""
+    shape = tuple(indices.shape) + (weight.shape[1],)
+    return O.composite_op("embedding", (weight, indices),
+                          {"padding_idx": padding_idx,
+                           "scale_grad_by_freq": bool(scale_grad_by_freq)},
+                          [(shape, weight.dtype)], weight.device)
+
+
+@composite("embedding")
+def _embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False):
+    flat = V.reshape(indices, -1)
+    out = index_select(weight, 0, flat)
+    if scale_grad_by_freq and C.numel(flat.shape):
+        counts = index_add(O.zeros((weight.shape[0],), weight.dtype, weight.device), 0, flat,
+                           O.full((flat.shape[0],), 1, weight.dtype, weight.device))
+        scale = V.unsqueeze(index_select(counts, 0, flat), -1)
+        fixed = _detached(out)
+        # the same values, the gradient divided by the frequency
+        out = E("add", fixed, _true_div(E("sub", out, fixed), scale))
+    out = V.reshape(out, tuple(indices.shape) + (weight.shape[1],))
+    if padding_idx >= 0 and weight.requires_grad and MODE.grad:
+        # positions of padding_idx get no gradient
+        out = O.where(V.unsqueeze(E("eq", indices, padding_idx), -1), _detached(out), out)
+    return out
+
+
+# ---- losses ------------------------------------------------------------------------------
+defop("nll_loss", "loss",
+      "nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', "
+      "int ignore_index=-100) -> Tensor",
+      "(out, self, target, weight, reduction, ignore_index)  # self (N, C, *) or (C,) "
+      "log-probabilities; target int64/uint8 class indices; reduction 'mean' | 'sum' | "
+      "'none'; out () or target's shape", promotion="none", inputs=("self", "weight"))
+defop("cross_entropy", "loss",
+      "cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', "
+      "int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
+      "(out, self, target, weight, reduction, ignore_index, label_smoothing)  # self "
+      "(N, C, *) or (C,) logits; target class indices or, with self's shape, class "
+      "probabilities", promotion="none", inputs=("self", "target", "weight"))
+
+
+def _nll_shape(input, target, reduction) -> tuple:
+    if reduction != "none":
+        return ()
+    return () if len(input.shape) == 1 and len(target.shape) == 1 else tuple(target.shape)
+
+
+def _loss_dtype(input, reduction):
+    dt = input.dtype
+    if dt.is_floating_point or reduction == "none":
+        return dt
+    return D.int64 if reduction == "sum" else D.get_default_dtype()
+
+
+def nll_loss(input, target, weight=None, reduction="mean", ignore_index=-100):
+    """The negative log likelihood of class indices (arguments checked)."""
+    return O.composite_op("nll_loss", (input, target, weight),
+                          {"reduction": reduction, "ignore_index": ignore_index},
+                          [(_nll_shape(input, target, reduction),
+                            _loss_dtype(input, reduction))], input.device)
+
+
+@composite("nll_loss")
+def _nll_loss(self, target, weight, reduction, ignore_index):
+    dim = len(self.shape)
+    cdim = 0 if dim == 1 else 1
+    c = self.shape[cdim]
+    t = O.to(target, None, D.int64)
+    if dim == 1 and len(t.shape) == 1:
+        t = V.reshape(t, ())
+    valid = E("ne", t, ignore_index)
+    bad = E("bitwise_and", valid, E("bitwise_or", E("lt", t, 0), E("ge", t, c)))
+    # host memory: PyTorch's IndexError now; an asynchronous device reports the bad index
+    # from its gather kernel instead of stalling every step on a host read
+    if _host_memory(t) and O.item(any_(bad)):
+        first = V.select(V.reshape(index(t, bad), -1), 0, 0)
+        raise IndexError(f"Target {int(O.item(first))} is out of bounds.")
+    safe = O.where(valid, t, 0)
+    picked = V.squeeze(O.gather(self, cdim, V.unsqueeze(safe, cdim)), cdim)
+    w = O.to(valid, None, self.dtype)
+    if weight is not None:
+        picked_w = V.reshape(index_select(weight, 0, V.reshape(safe, -1)), safe.shape)
+        w = E("mul", w, O.to(picked_w, None, self.dtype))
+    loss = E("mul", E("neg", picked), w)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return O.reduce("sum", loss)
+    return _true_div(O.reduce("sum", loss), O.reduce("sum", w))
+
+
+def cross_entropy(input, target, weight=None, reduction="mean", ignore_index=-100,
+                  label_smoothing=0.0):
+    """``nll_loss(log_softmax(input, class_dim), target)`` with label smoothing, or the
+    cross-entropy with class probabilities (arguments checked)."""
+    cdim = 0 if len(input.shape) == 1 else 1
+    if tuple(target.shape) == tuple(input.shape):
+        shape = input.shape[:cdim] + input.shape[cdim + 1:] if reduction == "none" else ()
+    else:
+        shape = _nll_shape(input, target, reduction)
+        if label_smoothing > 0 and reduction == "none":
+            shape = C.broadcast_shapes(shape, target.shape)
+    return O.composite_op("cross_entropy", (input, target, weight),
+                          {"reduction": reduction, "ignore_index": ignore_index,
+                           "label_smoothing": label_smoothing},
+                          [(shape, input.dtype)], input.device)
+
+
+@composite("cross_entropy")
+def _cross_entropy(self, target, weight, reduction, ignore_index, label_smoothing):
+    nd = len(self.shape)
+    cdim = 0 if nd == 1 else 1
+    logp = O.softmax_op("log_softmax", self, cdim)
+    c = self.shape[cdim]
+    wshape = [1] * nd
+    wshape[cdim] = c
+    wshape = tuple(wshape)
+    if tuple(target.shape) == tuple(self.shape):
+        if weight is not None:
+            logp = E("mul", logp, V.reshape(weight, wshape))
+        if label_smoothing > 0:
+            target = E("add", E("mul", target, 1 - label_smoothing), label_smoothing / c)
+        loss = E("neg", E("mul", logp, target))
+        if reduction == "none":
+            return O.reduce("sum", loss, cdim)
+        if reduction == "sum":
+            return O.reduce("sum", loss)
+        return _true_div(O.reduce("sum", loss), C.numel(self.shape) / c)
+    nll = nll_loss(logp, target, weight, reduction, ignore_index)
+    if label_smoothing <= 0:
+        return nll
+    t = O.to(target, None, D.int64)
+    ignore = E("eq", t, ignore_index)
+    smooth = E("mul", logp, V.reshape(weight, wshape)) if weight is not None else logp
+    smooth = O.where(ignore, 0.0, E("neg", O.reduce("sum", smooth, cdim)))
+    if reduction == "none":
+        ret = smooth
+    elif reduction == "sum":
+        ret = O.reduce("sum", smooth)
+    elif weight is not None:
+        safe = V.reshape(O.where(ignore, 0, t), -1)
+        kept = O.to(V.reshape(E("logical_not", ignore), -1), None, weight.dtype)
+        tw = E("mul", index_select(weight, 0, safe), kept)
+        ret = _true_div(O.reduce("sum", smooth), O.reduce("sum", tw))
+    else:
+        ret = _true_div(O.reduce("sum", smooth), O.reduce("sum", E("logical_not", ignore)))
+    return E("add", E("mul", nll, 1 - label_smoothing), E("mul", ret, label_smoothing / c))
+
+
+# ---- attention ---------------------------------------------------------------------------
+defop("scaled_dot_product_attention", "attention",
+      "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
+      "Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, "
+      "float? scale=None, bool enable_gqa=False) -> Tensor",
+      "(out, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)  "
+      "# (..., L, E) (..., S, E) (..., S, Ev) -> (..., L, Ev); bool mask: True takes part; "
+      "kernels see dropout_p == 0 only", promotion="none",
+      inputs=("query", "key", "value", "attn_mask"))
+
+
+def dropout_mask(x, p, shape):
+    """``keep / (1 - p)`` in ``x``'s dtype, ``keep`` drawn from the device's default
+    generator (``uniform >= p``): the same numbers on every device for one seed."""
+    u = O.random_(C.empty(tuple(shape), x.dtype, x.device), "uniform", 0.0, 1.0)
+    return E("mul", O.to(E("ge", u, p), None, x.dtype), 1.0 / (1.0 - p))
+
+
+def _attention_shape(query, key, value, attn_mask, enable_gqa) -> tuple:
+    L, S = query.shape[-2], key.shape[-2]
+    kb, vb = key.shape[:-2], value.shape[:-2]
+    if enable_gqa and len(query.shape) >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        kb, vb = kb[:-1] + (kb[-1] * rep,), vb[:-1] + (vb[-1] * rep,)
+    batch = C.broadcast_shapes(query.shape[:-2], kb)
+    if attn_mask is not None:
+        batch = C.broadcast_shapes(batch + (L, S), attn_mask.shape)[:-2]
+    return C.broadcast_shapes(batch, vb) + (L, value.shape[-1])
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(q k^T * scale + mask) v`` (arguments checked). With dropout the composite
+    runs on every device, so the dropout mask is the same numbers everywhere."""
+    ins = (query, key, value, attn_mask)
+    attrs = {"dropout_p": dropout_p, "is_causal": bool(is_causal), "scale": scale,
+             "enable_gqa": bool(enable_gqa)}
+    o = OPS["scaled_dot_product_attention"]
+    if dropout_p > 0.0:
+        return o.composite(*ins, **attrs)
+    try:
+        shape = _attention_shape(query, key, value, attn_mask, enable_gqa)
+    except (RuntimeError, IndexError):  # shapes that do not fit: matmul's error, as always
+        return o.composite(*ins, **attrs)
+    return O.composite_op("scaled_dot_product_attention", ins, attrs,
+                          [(shape, query.dtype)], query.device)
+
+
+def _expand_heads(t, rep):
+    """repeat_interleave over the head dim: (..., Hk, S, E) -> (..., Hk * rep, S, E)."""
+    shape = t.shape
+    t = V.expand(V.unsqueeze(t, -3), (*shape[:-2], rep, *shape[-2:]))
+    return V.reshape(t, (*shape[:-3], shape[-3] * rep, *shape[-2:]))
+
+
+@composite("scaled_dot_product_attention")
+def _scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                  enable_gqa):
+    L, S = query.shape[-2], key.shape[-2]
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if enable_gqa and len(query.shape) >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key, value = _expand_heads(key, rep), _expand_heads(value, rep)
+    attn = E("mul", matmul(query, V.transpose(key, -2, -1)), scale_factor)
+    if is_causal:
+        causal = tril(O.full((L, S), True, D.bool_, query.device))
+        attn = masked_fill(attn, E("logical_not", causal), -math.inf)
+    if attn_mask is not None:
+        if attn_mask.dtype is D.bool_:
+            attn = masked_fill(attn, E("logical_not", attn_mask), -math.inf)
+        else:
+            attn = E("add", attn, attn_mask)
+    attn = O.softmax_op("softmax", attn, -1)
+    if dropout_p > 0.0 and C.numel(attn.shape):
+        attn = E("mul", attn, 0.0) if dropout_p == 1 else \
+            E("mul", attn, dropout_mask(attn, dropout_p, attn.shape))
+    return matmul(attn, value)

@@ -195,8 +195,8 @@ def check_inplace(name, self):
 def record_view(kind, fn, x, args, kwargs, name, ctx):
     """Run view ``fn`` and record it: its gradient goes back by ``kind`` (views.GRADIENTS)."""
     res = fn(x, *args, **kwargs)
-    if res is None:  # basic_index of a key with index tensors: not a view
-        return None
+    if res is None or res is x:  # not a view (basic_index of a key with index tensors)
+        return res
     if res._storage is x._storage:
         res._base = base = x if x._base is None else x._base
         res._view_gen = base._view_gen

@@ -1,9 +1,11 @@
 """``nn.functional``: stateless layers, activations and losses with PyTorch's signatures.
 
 Everything here is written in ember tensor ops only (no NumPy), so it runs on any device
-and gets gradients from autograd. Convolution and pooling use the dispatcher's im2col,
-col2im and max_pool ops (native kernels where a backend has them, composites otherwise)
-plus one batched ``matmul`` / reduction; there are no Python loops over pixels.
+and gets gradients from autograd. Convolution, pooling, batch/layer/group norm, embedding,
+nll/cross-entropy and scaled dot-product attention are schema ops
+(``ember.dispatcher.defs.nn``: a backend's native kernel, or a composite): the functions
+here check and normalise their arguments (PyTorch's errors, unbatched inputs) and call
+them. There are no Python loops over pixels.
 
 >>> import ember, ember.nn.functional as F
 >>> x = ember.randn(2, 3, 8, 8)
@@ -63,12 +65,6 @@ def _tname(dtype) -> str:
 
 
 _prod = math.prod
-
-
-def _host_memory(t) -> bool:
-    from ember.dispatcher.plugins import BACKENDS
-    b = BACKENDS.get(t.device.type)
-    return b is None or bool(b.host_accessible) or t.device.type.endswith("cpu")
 
 
 def _grad_enabled() -> bool:
@@ -346,14 +342,6 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
 
 
 # ==== pooling =========================================================================
-def _pool_out(size, k, s, p, d, ceil_mode):
-    num = size + 2 * p - d * (k - 1) - 1
-    o = (num + (s - 1 if ceil_mode else 0)) // s + 1
-    if ceil_mode and (o - 1) * s >= size + p:
-        o -= 1  # the last window must start inside the input or its left padding
-    return o
-
-
 def _pool_args(name, input, kernel_size, stride, padding, dilation, nd):
     if input.dim() not in (nd + 1, nd + 2):
         prefix = f"{name}: " if nd == 1 else ""
@@ -374,20 +362,14 @@ def _pool_args(name, input, kernel_size, stride, padding, dilation, nd):
     return k, s, p, d
 
 
-def _pool_cols(x, k, s, p, d, out_sp, fill):
-    """The pooling windows of ``x`` as (N, C, K, *out_sp), positions outside the input (the
-    padding and what a ceil_mode window reaches past it) reading ``fill``."""
-    cols = _ops.im2col(x, tuple(k), tuple(d), tuple(p), tuple(s), tuple(out_sp), fill)
-    return cols.reshape(x.shape[0], x.shape[1], _prod(k), *out_sp)
-
-
 def _max_poolnd(name, input, kernel_size, stride, padding, dilation, ceil_mode,
                 return_indices, nd):
     k, s, p, d = _pool_args(name, input, kernel_size, stride, padding, dilation, nd)
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
     in_sp = x.shape[2:]
-    out_sp = [_pool_out(in_sp[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(nd)]
+    out_sp = [_nn.pool_output_size(in_sp[i], k[i], s[i], p[i], d[i], ceil_mode)
+              for i in range(nd)]
     if any(o <= 0 for o in out_sp):
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[1:]))}). "
                            f"Calculated output size: "
@@ -420,28 +402,7 @@ def _avg_poolnd(name, input, kernel_size, stride, padding, ceil_mode, count_incl
     k, s, p, _ = _pool_args(name, input, kernel_size, stride, padding, 1, nd)
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
-    in_sp = x.shape[2:]
-    out_sp = [_pool_out(in_sp[i], k[i], s[i], p[i], 1, ceil_mode) for i in range(nd)]
-    sums = _pool_cols(x, k, s, p, (1,) * nd, out_sp, 0).sum(dim=2)
-    if divisor_override:
-        out = sums / divisor_override
-    else:
-        # window sizes per output position: clipped to input+padding (count_include_pad)
-        # or to the input itself; one small tensor per spatial dim, multiplied together
-        div = None
-        for i in range(nd):
-            counts = []
-            for o in range(out_sp[i]):
-                start = o * s[i] - p[i]
-                end = min(start + k[i], in_sp[i] + p[i])
-                if not count_include_pad:
-                    start, end = max(start, 0), min(end, in_sp[i])
-                counts.append(float(end - start))
-            shape = [1] * nd
-            shape[i] = out_sp[i]
-            t = ember.tensor(counts, dtype=sums.dtype, device=sums.device).reshape(shape)
-            div = t if div is None else div * t
-        out = sums / div
+    out = _nn.avg_pool(x, k, s, p, ceil_mode, count_include_pad, divisor_override)
     return out if batched else out.squeeze(0)
 
 
@@ -459,18 +420,6 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                        count_include_pad, divisor_override, 2)
 
 
-def _adaptive_windows(size, out):
-    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
-
-
-def _adaptive_matrix(size, out, dtype, device):
-    rows = []
-    for start, end in _adaptive_windows(size, out):
-        w = 1.0 / (end - start)
-        rows.append([w if start <= j < end else 0.0 for j in range(size)])
-    return ember.tensor(rows, dtype=dtype, device=device)
-
-
 def _adaptive_sizes(name, input, output_size, nd):
     if input.dim() not in (nd + 1, nd + 2):
         if nd == 1:
@@ -481,65 +430,41 @@ def _adaptive_sizes(name, input, output_size, nd):
                            f"{list(input.shape)}")
     out = _ntuple(nd)(output_size)
     sp = input.shape[-nd:]
-    return [sp[i] if out[i] is None else out[i] for i in range(nd)]
+    return tuple(sp[i] if out[i] is None else out[i] for i in range(nd))
+
+
+def _adaptive_avg(name, input, output_size, nd):
+    sizes = _adaptive_sizes(name, input, output_size, nd)
+    batched = input.dim() == nd + 2
+    out = _nn.adaptive_avg_pool(input if batched else input.unsqueeze(0), sizes)
+    return out if batched else out.squeeze(0)
 
 
 def adaptive_avg_pool1d(input, output_size):
-    (o,) = _adaptive_sizes("adaptive_avg_pool1d", input, output_size, 1)
-    m = _adaptive_matrix(input.shape[-1], o, input.dtype, input.device)
-    return ember.matmul(input, m.t())
+    return _adaptive_avg("adaptive_avg_pool1d", input, output_size, 1)
 
 
 def adaptive_avg_pool2d(input, output_size):
     """Average pooling to a fixed output size; windows ``[floor(i*H/oH), ceil((i+1)*H/oH))``
     as PyTorch."""
-    oh, ow = _adaptive_sizes("adaptive_avg_pool2d", input, output_size, 2)
-    h, w = input.shape[-2:]
-    if h % oh == 0 and w % ow == 0:
-        shape = input.shape[:-2] + (oh, h // oh, ow, w // ow)
-        return input.reshape(shape).mean(dim=(-3, -1))
-    mh = _adaptive_matrix(h, oh, input.dtype, input.device)
-    mw = _adaptive_matrix(w, ow, input.dtype, input.device)
-    return ember.matmul(ember.matmul(mh, input), mw.t())
+    return _adaptive_avg("adaptive_avg_pool2d", input, output_size, 2)
 
 
-def _adaptive_max(input, sizes, return_indices, nd):
-    sp = input.shape[-nd:]
-    if all(sp[i] % sizes[i] == 0 for i in range(nd)):
-        k = [sp[i] // sizes[i] for i in range(nd)]
-        return _max_poolnd("adaptive_max_pool", input, k, k, 0, 1, False, return_indices, nd)
-    # windows of unequal length: gather every window padded to the longest one by
-    # repeating its last element (a repeat changes neither the max nor, after the
-    # gather's backward sums the copies, the gradient)
-    flat = None
-    for i in range(nd):
-        wins = _adaptive_windows(sp[i], sizes[i])
-        m = max(b - a for a, b in wins)
-        idx = ember.tensor([[min(a + j, b - 1) for j in range(m)] for a, b in wins],
-                           dtype=ember.int64, device=input.device)     # (out_i, m_i)
-        shape = [1] * (2 * nd)
-        shape[i], shape[nd + i] = sizes[i], m
-        term = idx.reshape(shape) * _prod(sp[i + 1:])
-        flat = term if flat is None else flat + term                    # (*out, *m)
-    lead = input.shape[:-nd]
-    cells = input.reshape(*lead, _prod(sp)).index_select(-1, flat.reshape(-1))
-    cells = cells.reshape(*lead, *sizes, -1)
-    out = cells.amax(dim=-1)
-    if not return_indices:
-        return out
-    arg = cells.argmax(dim=-1, keepdim=True)
-    table = flat.reshape(*sizes, -1).expand(*lead, *sizes, flat.numel() // _prod(sizes))
-    return out, ember.gather(table, -1, arg).squeeze(-1)
+def _adaptive_max(name, input, output_size, return_indices, nd):
+    sizes = _adaptive_sizes(name, input, output_size, nd)
+    batched = input.dim() == nd + 2
+    out, index = _nn.adaptive_max_pool(input if batched else input.unsqueeze(0), sizes)
+    if not batched:
+        out, index = out.squeeze(0), index.squeeze(0)
+    return (out, index) if return_indices else out
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    sizes = _adaptive_sizes("adaptive_max_pool1d", input, output_size, 1)
-    return _adaptive_max(input, sizes, return_indices, 1)
+    return _adaptive_max("adaptive_max_pool1d", input, output_size, return_indices, 1)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    sizes = _adaptive_sizes("adaptive_max_pool2d", input, output_size, 2)
-    return _adaptive_max(input, sizes, return_indices, 2)
+    return _adaptive_max("adaptive_max_pool2d", input, output_size, return_indices, 2)
 
 
 # ==== padding and resampling ==========================================================
@@ -919,11 +844,6 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _dropout_mask(input, p, shape):
-    keep = ember.rand(shape, dtype=input.dtype, device=input.device) >= p
-    return keep.to(input.dtype) * (1.0 / (1.0 - p))
-
-
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,
             inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``
@@ -933,7 +853,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
         return input
     if p == 1:
         return _inplace(input, lambda x: x * 0.0, inplace)
-    mask = _dropout_mask(input, p, input.shape)
+    mask = _nn.dropout_mask(input, p, input.shape)
     return _inplace(input, lambda x: x * mask, inplace)
 
 
@@ -945,7 +865,7 @@ def _feature_dropout(input, p, training, inplace, batched):
         return _inplace(input, lambda x: x * 0.0, inplace)
     lead = 2 if batched else 1
     shape = input.shape[:lead] + (1,) * (input.dim() - lead)
-    mask = _dropout_mask(input, p, shape)
+    mask = _nn.dropout_mask(input, p, shape)
     return _inplace(input, lambda x: x * mask, inplace)
 
 
@@ -1016,15 +936,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
-    dims = tuple(range(-len(ns), 0))
-    mean = input.mean(dim=dims, keepdim=True)
-    var = input.var(dim=dims, correction=0, keepdim=True)
-    out = (input - mean) * ember.rsqrt(var + eps)
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    return _nn.layer_norm(input, ns, weight, bias, eps)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
@@ -1033,21 +945,12 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.dim()}")
-    n, c = input.shape[:2]
+    c = input.shape[1]
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
-    x = input.reshape(n, num_groups, -1)
-    mean = x.mean(dim=-1, keepdim=True)
-    var = x.var(dim=-1, correction=0, keepdim=True)
-    out = ((x - mean) * ember.rsqrt(var + eps)).reshape(input.shape)
-    shape = (1, c) + (1,) * (input.dim() - 2)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    return _nn.group_norm(input, num_groups, weight, bias, eps)
 
 
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
@@ -1082,31 +985,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                     ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
-    dims = (0,) + tuple(range(2, input.dim()))
-    shape = (1, c) + (1,) * (input.dim() - 2)
-    if training:
-        mean = input.mean(dim=dims)
-        var = input.var(dim=dims, correction=0)
-        if running_mean is not None or running_var is not None:
-            with _no_grad():
-                if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype)
-                                                         * momentum)
-                if running_var is not None:
-                    unbiased = var.detach() * (n_per_channel / max(n_per_channel - 1, 1))
-                    running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype)
-                                                        * momentum)
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation "
-                               "mode")
-        mean, var = running_mean, running_var
-    out = (input - mean.reshape(shape)) * ember.rsqrt(var.reshape(shape) + eps)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    return _nn.batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+                          eps)
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None,
@@ -1198,17 +1080,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
-    out = weight.index_select(0, flat)
-    if scale_grad_by_freq and flat.numel():
-        counts = ember.zeros(num, dtype=weight.dtype, device=weight.device).index_add(
-            0, flat, ember.ones(flat.shape[0], dtype=weight.dtype, device=weight.device))
-        scale = counts.index_select(0, flat).unsqueeze(-1)
-        fixed = out.detach()
-        out = fixed + (out - fixed) / scale          # same values, gradient / frequency
-    out = out.reshape(*input.shape, weight.shape[1])
-    if padding_idx is not None and weight.requires_grad and _grad_enabled():
-        out = ember.where((input == padding_idx).unsqueeze(-1), out.detach(), out)
-    return out
+    return _nn.embedding(weight, input, -1 if padding_idx is None else padding_idx,
+                         scale_grad_by_freq)
 
 
 def _embedding_renorm_(weight, flat, max_norm, norm_type):
@@ -1246,33 +1119,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  enable_gqa: bool = False) -> Tensor:
     """``softmax(q k^T * scale + mask) v``. A bool ``attn_mask`` marks the positions that
     take part; a float mask is added. ``is_causal`` uses a lower-triangular mask."""
-    L, S = query.shape[-2], key.shape[-2]
-    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
                            "set when is_causal=True")
-    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
-        rep = query.shape[-3] // key.shape[-3]
-
-        def expand_heads(t):
-            # repeat_interleave over the head dim: (..., Hk, S, E) -> (..., Hk * rep, S, E)
-            shape = t.shape
-            t = t.unsqueeze(-3).expand(*shape[:-2], rep, *shape[-2:])
-            return t.reshape(*shape[:-3], shape[-3] * rep, *shape[-2:])
-        key, value = expand_heads(key), expand_heads(value)
-    attn = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
-    if is_causal:
-        causal = ember.ones(L, S, dtype=ember.bool, device=query.device).tril()
-        attn = attn.masked_fill(causal.logical_not(), -math.inf)
-    if attn_mask is not None:
-        if attn_mask.dtype is ember.bool:
-            attn = attn.masked_fill(attn_mask.logical_not(), -math.inf)
-        else:
-            attn = attn + attn_mask
-    attn = ember.softmax(attn, -1)
     if dropout_p > 0.0:
-        attn = dropout(attn, dropout_p, training=True)
-    return ember.matmul(attn, value)
+        _check_p(dropout_p)
+    return _nn.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal,
+                                            scale, enable_gqa)
 
 
 def _canonical_mask(mask, target_type):
@@ -1495,14 +1348,8 @@ def _check_target_long(target):
                            f"{_tname(target.dtype)}")
 
 
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
-             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
-    """Negative log likelihood: ``-input[n, target[n]] * weight[target[n]]``.
-
-    ``input`` is (N, C), (N, C, d1, ...) or (C,) log-probabilities; ``target`` holds class
-    indices; entries equal to ``ignore_index`` count for nothing, also in the mean.
-    """
-    reduction = _reduction(reduction, size_average, reduce)
+def _check_nll(input, target, weight):
+    """nll_loss's argument checks (PyTorch's errors), on ``input`` or its log_softmax."""
     _check_target_long(target)
     dim = input.dim()
     if dim < 1:
@@ -1523,31 +1370,22 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         if dim > 2 and tuple(target.shape) != expected:
             raise RuntimeError(f"Expected target size {list(expected)}, got "
                                f"{list(target.shape)}")
-    cdim = 0 if dim == 1 else 1
-    c = input.shape[cdim]
+    c = input.shape[0 if dim == 1 else 1]
     if weight is not None and weight.numel() != c:
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
-    t = target.long()
-    if dim == 1 and t.dim() == 1:
-        t = t.reshape(())
-    valid = t != ignore_index
-    bad = valid & ((t < 0) | (t >= c))
-    # host memory: PyTorch's IndexError now; an asynchronous device reports the bad index
-    # from its gather kernel instead of stalling every step on a host read
-    if _host_memory(t) and bool(bad.any()):
-        raise IndexError(f"Target {int(t[bad].reshape(-1)[0].item())} is out of bounds.")
-    safe = ember.where(valid, t, 0)
-    picked = ember.gather(input, cdim, safe.unsqueeze(cdim)).squeeze(cdim)
-    w = valid.to(input.dtype)
-    if weight is not None:
-        w = w * weight.index_select(0, safe.reshape(-1)).reshape(safe.shape).to(input.dtype)
-    loss = -picked * w
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """Negative log likelihood: ``-input[n, target[n]] * weight[target[n]]``.
+
+    ``input`` is (N, C), (N, C, d1, ...) or (C,) log-probabilities; ``target`` holds class
+    indices; entries equal to ``ignore_index`` count for nothing, also in the mean.
+    """
+    reduction = _reduction(reduction, size_average, reduce)
+    _check_nll(input, target, weight)
+    return _nn.nll_loss(input, target, weight, reduction, ignore_index)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -1560,44 +1398,15 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
                            f"{label_smoothing}")
-    cdim = 0 if input.dim() == 1 else 1
-    logp = ember.log_softmax(input, cdim)
-    c = input.shape[cdim]
-    wshape = [1] * input.dim()
-    wshape[cdim] = c
-    if tuple(target.shape) == tuple(input.shape):
-        if not target.dtype.is_floating_point:
-            raise RuntimeError(f"Expected floating point type for target with class "
-                               f"probabilities, got {_tname(target.dtype)}")
-        if weight is not None:
-            logp = logp * weight.reshape(wshape)
-        if label_smoothing > 0:
-            target = target * (1 - label_smoothing) + label_smoothing / c
-        loss = -(logp * target)
-        if reduction == "none":
-            return loss.sum(cdim)
-        if reduction == "sum":
-            return loss.sum()
-        return loss.sum() / (input.numel() / c)
-    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if label_smoothing <= 0:
-        return nll
-    t = target.long()
-    ignore = t == ignore_index
-    smooth = logp * weight.reshape(wshape) if weight is not None else logp
-    smooth = -smooth.sum(cdim)
-    smooth = ember.where(ignore, 0.0, smooth)
-    if reduction == "none":
-        ret = smooth
-    elif reduction == "sum":
-        ret = smooth.sum()
-    elif weight is not None:
-        safe = ember.where(ignore, 0, t).reshape(-1)
-        tw = weight.index_select(0, safe) * ignore.logical_not().reshape(-1).to(weight.dtype)
-        ret = smooth.sum() / tw.sum()
-    else:
-        ret = smooth.sum() / ignore.logical_not().sum()
-    return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
+    # a 0-d or integer input fails in log_softmax / at its class dim first (in the op)
+    if input.dim() and input.dtype.is_floating_point:
+        if tuple(target.shape) == tuple(input.shape):
+            if not target.dtype.is_floating_point:
+                raise RuntimeError(f"Expected floating point type for target with class "
+                                   f"probabilities, got {_tname(target.dtype)}")
+        else:
+            _check_nll(input, target, weight)     # on log_softmax(input): the same shape
+    return _nn.cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing)
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,

@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 import ember
 import ember.nn.functional as F
 from ember.dispatcher import OPS
 from ember.dispatcher.schema import elementwise_ops
 
+from ._compare import assert_close, to_numpy
 from ._samples import DEVICE, DTYPE, GEN, Fixed, Idx, Mask, Sample as S, T
 
 __all__ = ["OpInfo", "OP_DB", "op_db"]
@@ -87,8 +90,6 @@ def _method(name):
 
 # ---- sort-like checks: values exact, indices consistent -----------------------------
 def _check_sorted(actual, expected, sample, built, *, permutation=True):
-    from ._compare import assert_close, to_numpy
-    import numpy as np
     values, indices = actual[0], actual[1]
     assert_close(values, expected[0], what="values")
     if sample.kwargs.get("stable"):
@@ -440,6 +441,82 @@ _add(OpInfo("convolution", F.conv2d, [
     S(T(1, 2, 4, 4), T(2, 3, 3, 3), T(3), stride=2, padding=1, output_padding=1,
       fn=F.conv_transpose2d),
 ], zero_d=False, empty=False, scale=2, dtypes=(F32, F64, ember.float16, ember.bfloat16)))
+_FLOATS = (F32, F64, ember.float16, ember.bfloat16)
+_add(OpInfo("avg_pool", F.avg_pool2d, [
+    S(T(2, 2, 6, 7), 3, 2, padding=1, ceil_mode=True),
+    S(T(2, 2, 6, 7), 3, 2, padding=1, ceil_mode=True, count_include_pad=False),
+    S(T(1, 3, 5, 5), (2, 3), divisor_override=4),
+    S(T(3, 5, 5), 2),
+    S(T(2, 3, 9), 3, 2, padding=1, fn=F.avg_pool1d),
+], zero_d=False, empty=False, dtypes=_FLOATS))
+_add(OpInfo("adaptive_avg_pool", F.adaptive_avg_pool2d, [
+    S(T(2, 3, 6, 4), (3, 2)),               # equal windows: a reshape and a mean
+    S(T(2, 3, 7, 5), (3, 4)),               # unequal windows: averaging matrices
+    S(T(3, 5, 6), (None, 4)),
+    S(T(2, 3, 7), 3, fn=F.adaptive_avg_pool1d),
+], zero_d=False, empty=False, dtypes=_FLOATS))
+_add(OpInfo("adaptive_max_pool", F.adaptive_max_pool2d, [
+    S(T(2, 3, 6, 4, distinct=True), (3, 2), return_indices=True),
+    S(T(2, 3, 7, 5, distinct=True), (3, 4), return_indices=True),
+    S(T(3, 5, 6, distinct=True), 4),
+    S(T(2, 3, 7, distinct=True), 3, True, fn=F.adaptive_max_pool1d),
+], zero_d=False, empty=False,
+    dtypes=(F32, F64, ember.float16, ember.bfloat16, ember.int64, ember.int32)))
+
+
+def _stats(c, low):
+    """A running mean / var: updated in place, so never a broadcast view."""
+    return T(c, low=low, high=2.0, grad=False, bcast=False)
+
+
+_add(OpInfo("batch_norm", F.batch_norm, [
+    S(T(4, 3, 5), _stats(3, -1.0), _stats(3, 0.5), T(3), T(3), training=True, momentum=0.2),
+    S(T(4, 3, 2, 3), _stats(3, -1.0), _stats(3, 0.5), T(3), T(3), eps=1e-3),
+    S(T(5, 3), None, None, training=True),
+    S(T(2, 3, 4), _stats(3, -1.0), _stats(3, 0.5), None, T(3)),
+], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+_add(OpInfo("layer_norm", F.layer_norm, [
+    S(T(2, 3, 4), (4,), T(4), T(4)),
+    S(T(2, 3, 4), (3, 4), T(3, 4), T(3, 4), eps=1e-3),
+    S(T(3, 5), 5),
+], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+_add(OpInfo("group_norm", F.group_norm, [
+    S(T(2, 6, 3), 3, T(6), T(6)),
+    S(T(2, 4, 2, 3), 2, eps=1e-3),
+], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+_add(OpInfo("embedding", F.embedding, [
+    S(Idx(2, 3, high=10), T(10, 4)),
+    S(Idx(5, high=6), T(6, 3), padding_idx=1),
+    S(Idx(3, 4, high=5), T(5, 2), scale_grad_by_freq=True),
+], zero_d=[S(Idx(high=4), T(4, 3))], empty=[S(Idx(0, high=4), T(4, 3))]))
+
+
+def _weight(c):
+    return T(c, low=0.5, high=2.0)
+
+
+_add(OpInfo("nll_loss", F.nll_loss, [
+    S(T(4, 5), Idx(4, high=5)),
+    S(T(4, 5), Idx(4, high=5), _weight(5), reduction="sum"),
+    S(T(4, 5), Idx(4, high=5), ignore_index=2, reduction="none"),
+    S(T(2, 4, 3), Idx(2, 3, high=4), _weight(4), ignore_index=0),
+    S(T(5), Idx(high=5)),
+], zero_d=False, empty=False, dtypes=_FLOATS))
+_add(OpInfo("cross_entropy", F.cross_entropy, [
+    S(T(4, 5), Idx(4, high=5)),
+    S(T(4, 5), Idx(4, high=5), _weight(5), label_smoothing=0.1, ignore_index=1),
+    S(T(2, 4, 3), Idx(2, 3, high=4), reduction="none", label_smoothing=0.2),
+    S(T(4, 5), T(4, 5, low=0.0, high=1.0), reduction="sum"),
+    S(T(4, 5), T(4, 5, low=0.0, high=1.0), _weight(5), label_smoothing=0.1),
+], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+# dropout_p=0 only: the reference and the device draw from their own generators
+_add(OpInfo("scaled_dot_product_attention", F.scaled_dot_product_attention, [
+    S(T(2, 3, 4, 5), T(2, 3, 6, 5), T(2, 3, 6, 4)),
+    S(T(2, 4, 5), T(2, 4, 5), T(2, 4, 3), is_causal=True),
+    S(T(2, 3, 4, 5), T(2, 3, 6, 5), T(2, 3, 6, 4), Mask(4, 6), scale=0.5),
+    S(T(2, 4, 5), T(2, 6, 5), T(2, 6, 3), T(4, 6)),
+    S(T(2, 4, 3, 5), T(2, 2, 6, 5), T(2, 2, 6, 5), enable_gqa=True),
+], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
 
 # ---- linear algebra -------------------------------------------------------------------------
 _add(OpInfo("bmm", ember.bmm, [S(T(2, 3, 4), T(2, 4, 5)), S(T(1, 1, 3), T(1, 3, 2))],

@@ -29,6 +29,9 @@ def away_from_ties(*shape):
 
 
 IDX = ember.tensor([[0, 2, 1], [1, 0, 0]])
+F = ember.nn.functional
+#: batch_norm's running mean and variance (inputs that do not require grad)
+RUNNING = (X(3, requires_grad=False), X(3, low=0.5, high=2.0, requires_grad=False))
 
 RECIPES = {
     # through float32 and back: finite differences need a step float32 can resolve
@@ -115,6 +118,47 @@ RECIPES = {
                                                                    padding=1, groups=2)
                     + ember.nn.functional.conv_transpose2d(x, wt, stride=2)[:, :, :2, :5],
                     [X(2, 4, 3, 4), X(6, 2, 3, 2), X(6), X(4, 6, 2, 2)]),
+    # the nn ops, differentiated through their composites
+    "avg_pool": (lambda x: (F.avg_pool2d(x, 3, 2, padding=1, ceil_mode=True,
+                                         count_include_pad=False),
+                            F.avg_pool2d(x, (2, 3), 2, divisor_override=5),
+                            F.avg_pool1d(x[0], 2, 1, padding=1)), [X(2, 2, 5, 6)]),
+    "adaptive_avg_pool": (lambda x, y, z: (F.adaptive_avg_pool2d(x, (3, 2)),
+                                           F.adaptive_avg_pool2d(y, (4, 3)),
+                                           F.adaptive_avg_pool1d(z, 3)),
+                          [X(2, 2, 6, 4), X(2, 2, 6, 4), X(2, 3, 5)]),
+    "adaptive_max_pool": (lambda x: (F.adaptive_max_pool2d(x, (3, 5)),
+                                     F.adaptive_max_pool2d(x, (4, 3))),
+                          [away_from_ties(2, 2, 6, 5)]),
+    "batch_norm": (lambda x, w, b: (F.batch_norm(x, RUNNING[0].clone(), RUNNING[1].clone(),
+                                                 w, b, training=True, momentum=0.2),
+                                    F.batch_norm(x, *RUNNING, w, b, eps=1e-3)),
+                   [X(4, 3, 2), X(3), X(3)]),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (3, 4), w, b),
+                   [X(2, 3, 4), X(3, 4), X(3, 4)]),
+    "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), [X(2, 4, 3), X(4), X(4)]),
+    # padding_idx and scale_grad_by_freq change the gradient on purpose: here they may not
+    "embedding": (lambda w: (F.embedding(ember.tensor([[1, 2, 1], [4, 3, 1]]), w,
+                                         padding_idx=0),
+                             F.embedding(ember.tensor([3, 2, 1, 0]), w,
+                                         scale_grad_by_freq=True)), [X(5, 3)]),
+    "nll_loss": (lambda x, w: (F.nll_loss(x, ember.tensor([[0, 3], [2, 1]]), w,
+                                          ignore_index=2),
+                               F.nll_loss(x[:, :, 0], ember.tensor([1, 3]), reduction="none")),
+                 [X(2, 4, 2), X(4, low=0.5, high=2.0)]),
+    "cross_entropy": (lambda x, w, p: (F.cross_entropy(x, ember.tensor([1, 0, 3]), w,
+                                                       ignore_index=0, label_smoothing=0.1),
+                                       F.cross_entropy(x, p, reduction="none",
+                                                       label_smoothing=0.2)),
+                      [X(3, 4), X(4, low=0.5, high=2.0), X(3, 4, low=0.0, high=1.0)]),
+    "scaled_dot_product_attention": (
+        lambda q, k, v, m, q1, k1, v1, q2, k2, v2: (
+            F.scaled_dot_product_attention(q, k, v, m, scale=0.7),
+            F.scaled_dot_product_attention(q1, k1, v1, is_causal=True),
+            F.scaled_dot_product_attention(q2, k2, v2, enable_gqa=True)),
+        [X(2, 2, 3, 4), X(2, 2, 5, 4), X(2, 2, 5, 3), X(3, 5),
+         X(2, 3, 4), X(2, 5, 4), X(2, 5, 3),
+         X(2, 2, 3, 4), X(2, 1, 5, 4), X(2, 1, 5, 3)]),
 }
 
 def _generic_recipe(o):
@@ -130,11 +174,16 @@ for _o in elementwise_ops():
 
 DIFFERENTIABLE = sorted(n for n, o in OPS.items() if o.differentiable)
 COMPOSITE_ONLY = {n for n, o in OPS.items() if o.kernel == "(composite only)"}
+#: ops of these kinds run through ops.composite_op: under autograd their composite runs
+#: and records itself (a native kernel serves calls that need no gradient)
+THROUGH_COMPOSITE = {n for n, o in OPS.items()
+                     if o.kind in ("conv", "pool", "norm", "embedding", "loss", "attention")}
 
 
 def test_every_differentiable_op_has_a_recipe_and_a_formula():
     assert sorted(set(DIFFERENTIABLE) - set(RECIPES)) == []
-    needs_formula = [n for n in DIFFERENTIABLE if n not in COMPOSITE_ONLY]
+    needs_formula = [n for n in DIFFERENTIABLE
+                     if n not in COMPOSITE_ONLY and n not in THROUGH_COMPOSITE]
     assert sorted(n for n in needs_formula if OPS[n].grad is None) == []
 
 

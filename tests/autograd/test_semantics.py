@@ -1209,3 +1209,12 @@ def test_write_through_view_of_leaf_is_refused_like_torch():
         x = lib.ones(3, requires_grad=True)
         with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
             x[1:].mul_(2)
+
+
+def test_expanding_a_leaf_to_its_own_shape_makes_a_view_not_a_node_on_the_leaf():
+    # matmul expands batched operands to their own shape: the leaf must stay a leaf
+    x = ember.tensor(np.arange(6.0).reshape(1, 2, 3), requires_grad=True)
+    y = x.expand(1, 2, 3)
+    assert y is not x and x.grad_fn is None and y._base is x
+    ((y * 2).sum() + (x * 3).sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((1, 2, 3), 5.0))

@@ -1,5 +1,6 @@
-"""The example backend: discovered through its entry point, primitives only, trains like the
-CPU, manages memory through ember's caching allocator, and passes the conformance kit.
+"""The example backend: discovered through its entry point, the primitives and one native
+kernel for a composite (layer_norm), trains like the CPU, manages memory through ember's
+caching allocator, and passes the conformance kit.
 
 Run from this folder after ``pip install -e .``::
 
@@ -13,7 +14,8 @@ import numpy as np
 import pytest
 
 import ember
-from ember.dispatcher import PRIMITIVES, backend_for, coverage, plugin_records
+import ember.nn.functional as F
+from ember.dispatcher import OPS, PRIMITIVES, backend_for, coverage, plugin_records
 
 import ember_example
 
@@ -25,12 +27,35 @@ def test_discovered_through_the_entry_point():
     assert rec.device_type == "example" and len(rec.devices) == 2
 
 
-def test_implements_exactly_the_primitives():
+def test_implements_the_primitives_and_one_composite():
     backend = backend_for("example")
-    assert set(backend.kernels) == set(PRIMITIVES)
+    assert set(backend.kernels) == set(PRIMITIVES) | {"layer_norm"}
     cov = coverage("example")
-    assert {n for n, k in cov.items() if k == "native"} == set(PRIMITIVES)
+    assert {n for n, k in cov.items() if k == "native"} == set(PRIMITIVES) | {"layer_norm"}
     assert [n for n, k in cov.items() if k == "missing"] == []   # the rest: composites
+
+
+def test_layer_norm_runs_the_native_kernel_and_matches_the_composite(monkeypatch):
+    backend_for("example")
+    native = OPS["layer_norm"].kernels["example"]
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].shape)
+        return native(*args, **kwargs)
+    monkeypatch.setitem(OPS["layer_norm"].kernels, "example", counted)
+    rng = np.random.default_rng(2)
+    x, w, b = (ember.tensor(rng.standard_normal(s), dtype=ember.float32).to("example")
+               for s in ((4, 3, 8), (3, 8), (3, 8)))
+    got = F.layer_norm(x, (3, 8), w, b)
+    assert calls == [(4, 3, 8)] and str(got.device) == "example:0"
+    composite = OPS["layer_norm"].composite(x, w, b, normalized_shape=(3, 8), eps=1e-5)
+    np.testing.assert_allclose(got.cpu().numpy(), composite.cpu().numpy(), rtol=1e-5,
+                               atol=1e-5)
+    # under autograd the composite runs: its ops record themselves (no native backward)
+    x.requires_grad_()
+    F.layer_norm(x, (3, 8), w, b).sum().backward()
+    assert len(calls) == 1 and x.grad is not None
 
 
 def test_tensors_live_on_the_device():

@@ -5,6 +5,7 @@ import ember
 from ember import Tensor
 
 from .. import functional as F
+from .. import init as _init
 from ..parameter import Parameter
 from .module import Module
 
@@ -261,7 +262,6 @@ class PReLU(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        from .. import init as _init
         _init.constant_(self.weight, self.init)
 
     def forward(self, input: Tensor) -> Tensor:

@@ -1,10 +1,12 @@
-"""The example backend's kernels: exactly ``ember.dispatcher.PRIMITIVES``, one file per
-op family (copy, unary, binary, reduce, index, matmul, random), as in every ember backend.
+"""The example backend's kernels: ``ember.dispatcher.PRIMITIVES``, one file per op family
+(copy, unary, binary, reduce, index, matmul, random), as in every ember backend, and one
+native kernel for a composite (``nn.py``: layer_norm).
 
-Every other op of the schema (softmax, conv, layer norm, ...) runs on this device through
+Every other op of the schema (softmax, conv, batch norm, ...) runs on this device through
 the dispatcher's composites, written in these primitives. To make an op faster, add a
 native kernel for it here (``KERNELS["softmax"] = my_softmax``, calling convention in
-``ember.dispatcher.schema.OPS["softmax"].kernel``) and the composite is bypassed.
+``ember.dispatcher.schema.OPS["softmax"].kernel``) and the composite is bypassed, as
+``layer_norm`` shows.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import functools
 
 import numpy as np
 
-from . import binary, copy, index, matmul, random, reduce, unary
+from . import binary, copy, index, matmul, nn, random, reduce, unary
 
 __all__ = ["KERNELS"]
 
@@ -27,7 +29,7 @@ def _quiet(kernel):
     return run
 
 
-_MODULES = (copy, unary, binary, reduce, index, matmul, random)
+_MODULES = (copy, unary, binary, reduce, index, matmul, random, nn)
 _NAMES = {
     copy: ("copy", "fill", "arange"),
     unary: ("exp", "log", "sin", "cos", "sqrt", "erf", "floor", "bitwise_not"),
@@ -37,6 +39,7 @@ _NAMES = {
     index: ("gather", "scatter", "sort"),
     matmul: ("bmm",),
     random: ("uniform", "normal"),
+    nn: ("layer_norm",),            # replaces a composite (optional, for speed)
 }
 
 #: op name -> kernel(out, *inputs, **attrs)
