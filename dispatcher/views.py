@@ -237,7 +237,9 @@ def expand(x, *sizes):
     if any(s < 0 for s in target):
         raise RuntimeError(f"expand(): -1 is not allowed in a leading, non-existing dimension "
                            f"(sizes {list(sizes)})")
-    return C.expand_to(x, target)
+    res = C.expand_to(x, target)
+    # always a new view, as every view op (autograd records it on its own node)
+    return view_of(x, x.shape, x._stride, x._offset) if res is x else res
 
 
 @_view_op("view", "squeeze")
