@@ -435,8 +435,9 @@ def _eval_node(n, a, args, attrs, ops, dtype):
         return args[n.value[0]]
     if op == "const":
         return n.value
-    if op == "attr":
-        return attrs[n.value]
+    if op == "attr":  # a Scalar attribute takes the op's dtype (0.5 is 0 for integers)
+        v = attrs[n.value]
+        return v if dtype is None or dtype.is_floating_point else int(v)
     if op == "neg":  # x * -1: keeps -0.0, wraps integers, never recurses into neg itself
         return ops.ew("mul", a[0], -1)
     if op == "where":

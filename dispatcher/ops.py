@@ -82,7 +82,7 @@ def composite_op(name, ins, attrs, outs, dev):
     kernel has no backward of its own then); otherwise the device's kernel writes into
     freshly allocated outputs, or the composite runs where there is none."""
     o = OPS[name]
-    if MODE.grad and requires_grad(ins):
+    if requires_grad(ins) and MODE.grad:
         if o.grad is not None:
             return record(o, lambda: composite_op(name, ins, attrs, outs, dev), ins, attrs)
         return o.composite(*ins, **attrs)
@@ -279,11 +279,12 @@ _SCALAR_KIND = {bool: 0, int: 1, float: 2}
 def elementwise(name, *args, out=None, inplace=False, **attrs):
     """Run a schema elementwise op on tensors and Python scalars with broadcasting."""
     o = OPS[name]
-    if MODE.grad and o.differentiable and requires_grad(args):
-        if o.grad is not None:
-            return record(o, lambda: elementwise(name, *args, out=out, inplace=inplace,
-                                                 **attrs), args, attrs, inplace, out)
-        return _differentiate_body(o, args, attrs, out, inplace)
+    for a in args:  # (inline: this is the hottest path there is)
+        if isinstance(a, TensorBase) and a.requires_grad and MODE.grad and o.differentiable:
+            if o.grad is not None:
+                return record(o, lambda: elementwise(name, *args, out=out, inplace=inplace,
+                                                     **attrs), args, attrs, inplace, out)
+            return _differentiate_body(o, args, attrs, out, inplace)
     a0 = args[0]
     # fast path: same-dtype, same-shape, same-device tensors
     if len(args) == 2 and out is None and not inplace and isinstance(a0, TensorBase):
@@ -355,7 +356,7 @@ def _differentiate_body(o, args, attrs, out, inplace):
 
 def where(cond, a, b, out=None):
     o = OPS["where"]
-    if MODE.grad and requires_grad((a, b)):
+    if requires_grad((a, b)) and MODE.grad:
         return record(o, lambda: where(cond, a, b, out=out), (cond, a, b), {}, out=out)
     tensors = [t for t in (cond, a, b) if _is_t(t)]
     if not _is_t(cond):
@@ -388,7 +389,7 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     o = OPS["clamp"]
-    if MODE.grad and requires_grad((x, min, max)):
+    if requires_grad((x, min, max)) and MODE.grad:
         return record(o, lambda: clamp(x, min, max, out=out, inplace=inplace), (x, min, max),
                       {}, inplace, out)
     dt = D.result_type(*[v for v in (x, min, max) if v is not None])
@@ -483,7 +484,7 @@ def _base_requires_grad(t) -> bool:
 
 
 def clone(x):
-    if MODE.grad and x.requires_grad:
+    if x.requires_grad and MODE.grad:
         return record(OPS["clone"], lambda: clone(x), (x,), {})
     out = C.empty(x.shape, x.dtype, x.device)
     run(OPS["copy"], x.device, (x,), {}, x.shape, x.dtype, out)
@@ -498,7 +499,7 @@ def to(x, device=None, dtype=None, copy=False):
     """Move and/or cast. Returns ``x`` itself when nothing changes (unless ``copy``)."""
     dev = x.device if device is None else to_device(device)
     dtype = x.dtype if dtype is None else D.to_dtype(dtype)
-    if MODE.grad and x.requires_grad and dtype.is_floating_point and (
+    if x.requires_grad and MODE.grad and dtype.is_floating_point and (
             copy or dev != x.device or dtype is not x.dtype):
         return record(OPS["to"], lambda: to(x, dev, dtype, copy), (x,), {})
     if dev == x.device:
@@ -556,7 +557,7 @@ def reduce(name, x, dim=None, keepdim=False, dtype=None, out=None, **attrs):
     o = OPS[name]
     if not _is_t(x):
         raise TypeError(f"{name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
-    if MODE.grad and x.requires_grad and o.grad is not None:
+    if x.requires_grad and MODE.grad and o.grad is not None:
         return record(o, lambda: reduce(name, x, dim, keepdim, dtype, out, **attrs), (x,),
                       dict(attrs, dim=dim, keepdim=keepdim, dtype=dtype), out=out)
     nd = len(x.shape)
@@ -639,7 +640,7 @@ def reshape_flat(x):
 
 def scan(name, x, dim, dtype=None, out=None):
     o = OPS[name]
-    if MODE.grad and x.requires_grad:
+    if x.requires_grad and MODE.grad:
         return record(o, lambda: scan(name, x, dim, dtype, out), (x,),
                       {"dim": dim, "dtype": dtype}, out=out)
     nd = len(x.shape)
@@ -658,7 +659,7 @@ def scan(name, x, dim, dtype=None, out=None):
 
 def softmax_op(name, x, dim, dtype=None):
     o = OPS[name]
-    if MODE.grad and x.requires_grad:
+    if x.requires_grad and MODE.grad:
         return record(o, lambda: softmax_op(name, x, dim, dtype), (x,),
                       {"dim": dim, "dtype": dtype})
     if dtype is not None:
@@ -680,7 +681,7 @@ def _softmax0d(name, x, o):
 
 def sort(x, dim=-1, descending=False, stable=False):
     o = OPS["sort"]
-    if MODE.grad and x.requires_grad and x.shape:
+    if x.requires_grad and MODE.grad and x.shape:
         return record(o, lambda: sort(x, dim, descending, stable), (x,),
                       {"dim": dim, "descending": descending, "stable": stable})
     nd = len(x.shape)
@@ -729,7 +730,7 @@ def im2col(x, kernel, dilation, padding, stride, blocks=None, value=0, batch_inn
     PyTorch's count for symmetric ``padding``; more blocks pad on the right with ``value``.
     ``batch_inner`` lays the result out as (C, *kernel, N, *blocks) in memory, so that
     ``.permute`` + ``.reshape`` to (C * K, N * L) — one GEMM for a batch — is free."""
-    if MODE.grad and x.requires_grad:
+    if x.requires_grad and MODE.grad:
         return record(OPS["im2col"], lambda: im2col(x, kernel, dilation, padding, stride,
                                                     blocks, value, batch_inner), (x,),
                       {"kernel_size": kernel, "dilation": dilation, "padding": padding,
@@ -755,7 +756,7 @@ def im2col(x, kernel, dilation, padding, stride, blocks=None, value=0, batch_inn
 def col2im(cols, size, kernel, dilation, padding, stride):
     """The adjoint of im2col: blocks (N, C, *kernel, *blocks) summed into (N, C, *size);
     positions that fall in the padding are dropped."""
-    if MODE.grad and cols.requires_grad:
+    if cols.requires_grad and MODE.grad:
         return record(OPS["col2im"], lambda: col2im(cols, size, kernel, dilation, padding,
                                                     stride), (cols,),
                       {"kernel_size": kernel, "dilation": dilation, "padding": padding,
@@ -778,7 +779,7 @@ def col2im(cols, size, kernel, dilation, padding, stride):
 
 def max_pool(x, kernel, dilation, padding, stride, blocks):
     """Window maxima of ``x`` (N, C, *sp) and their flat indices into each (*sp) plane."""
-    if MODE.grad and x.requires_grad:
+    if x.requires_grad and MODE.grad:
         return record(OPS["max_pool"], lambda: max_pool(x, kernel, dilation, padding, stride,
                                                         blocks), (x,), {})
     kernel, dilation, padding, stride = _geom("max_pool", x, kernel, dilation, padding, stride)
@@ -813,7 +814,7 @@ def _check_index(name, index):
 
 
 def gather(x, dim, index, out=None):
-    if MODE.grad and x.requires_grad:
+    if x.requires_grad and MODE.grad:
         return record(OPS["gather"], lambda: gather(x, dim, index, out), (x,),
                       {"dim": dim, "index": index}, out=out)
     index = _check_index("gather", index)
@@ -844,7 +845,7 @@ def gather(x, dim, index, out=None):
 
 def scatter(x, dim, index, src, reduce=None):
     """Out-of-place scatter (a copy of ``x`` with ``src`` scattered into it)."""
-    if MODE.grad and requires_grad((x, src)):
+    if requires_grad((x, src)) and MODE.grad:
         return record(OPS["scatter"], lambda: scatter(x, dim, index, src, reduce), (x, src),
                       {"dim": dim, "index": index, "reduce": reduce})
     return scatter_(clone(x), dim, index, src, reduce)
@@ -919,7 +920,7 @@ def nonzero(x):
 # ---------------------------------------------------------------------------------
 
 def bmm(a, b, out=None):
-    if MODE.grad and requires_grad((a, b)):
+    if requires_grad((a, b)) and MODE.grad:
         return record(OPS["bmm"], lambda: bmm(a, b, out), (a, b), {}, out=out)
     if len(a.shape) != 3 or len(b.shape) != 3:
         raise RuntimeError(f"bmm(): batch1 must be a 3D tensor (got {len(a.shape)}D) and batch2 "

@@ -30,7 +30,7 @@ def _view_op(kind: str, name=None, perm=None):
 
         @functools.wraps(fn)
         def op(x, *args, **kwargs):
-            if MODE.grad and x.requires_grad and HOOKS.view is not None:
+            if x.requires_grad and MODE.grad and HOOKS.view is not None:
                 ctx = {"perm": perm(x, *args, **kwargs)} if perm is not None else {}
                 return HOOKS.view(kind, fn, x, args, kwargs,
                                   node(*args) if callable(node) else node, ctx)

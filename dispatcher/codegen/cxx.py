@@ -16,9 +16,9 @@ Run at build time by each backend's CMake through ``python -m ember.dispatcher.c
 from __future__ import annotations
 
 from .. import expr as X
-from ..schema import CHECK_MESSAGES, KIND_MASKS, elementwise_ops, table_hash
+from ..schema import CHECK_MESSAGES, KIND_MASKS, OPS, elementwise_ops, table_hash
 
-__all__ = ["render_header", "functor_name"]
+__all__ = ["render_header", "functor_name", "check_extension"]
 
 _KIND_TEST = {
     "float": "em::kind_v<T> == em::kFloatKind",
@@ -268,12 +268,27 @@ def render_header() -> str:
     out += ["}  // namespace gen", ""]
     for o in ops:
         out.append(_entry(o))
-    out.append("// every generated kernel, for the backend's method table")
-    out.append("inline void register_generated_elementwise(std::vector<PyMethodDef>& defs) {")
+    out.append("// every generated kernel: the backend registers those it does not hand-write")
+    out.append("inline const PyMethodDef kGeneratedKernels[] = {")
     for o in ops:
-        out.append(f'  defs.push_back(EMBER_DEF("{o.name}", k_{o.name}));')
-    out += ["}", "", "// the op names above, for the backends' kernel tables",
-            "inline const char* const kGeneratedElementwise[] = {"]
-    out.append("    " + ", ".join(f'"{o.name}"' for o in ops) + ", nullptr};")
-    out += ["", "}  // namespace ember", ""]
+        out.append(f'    EMBER_DEF("{o.name}", k_{o.name}),')
+    out += ["};", "", "}  // namespace ember", ""]
     return "\n".join(out)
+
+
+def check_extension(plugin: str, kernel_names, ops_table_hash: str, helpers=()) -> None:
+    """What a backend plugin built on the generated header checks when it loads: its
+    kernels were generated from this ember's definitions (``ops_table_hash``, the header's
+    ``EMBER_OPS_TABLE_HASH``), every op with a body has one, and every other name in its
+    kernel table is an op or one of its ``helpers``. A stale or partial build would
+    otherwise run old kernels or fall back to composites without a word."""
+    if ops_table_hash != table_hash():
+        raise RuntimeError(f"{plugin}: its elementwise kernels were generated from other op "
+                           f"definitions than this ember's: rebuild it (make build)")
+    names = set(kernel_names)
+    missing = sorted(o.name for o in elementwise_ops() if o.name not in names)
+    if missing:
+        raise RuntimeError(f"{plugin}: no kernel registered for {', '.join(missing)}")
+    stray = sorted(n for n in names if n not in OPS and n not in helpers)
+    if stray:
+        raise RuntimeError(f"{plugin}: kernels registered for unknown ops: {', '.join(stray)}")

@@ -85,12 +85,12 @@ unary("sigmoid", {"float": 1 / (1 + exp(-x))})
 unary("reciprocal", {"float": 1 / x})
 
 # ---- unary: keep the dtype (rounding is the identity on integers) --------------------------
-unary("floor", {"float": floor(x), "integral": x}, promotion="default", primitive=True)
-unary("ceil", {"float": precise("ceil", (x,), -floor(-x)), "integral": x},
-      promotion="default")
+# (PyTorch rounds integers to themselves and rejects bool)
+unary("floor", {"float": floor(x), "int": x}, promotion="default", primitive=True)
+unary("ceil", {"float": precise("ceil", (x,), -floor(-x)), "int": x}, promotion="default")
 unary("trunc", {"float": precise("trunc", (x,), where(x < 0, -floor(-x), floor(x))),
-                "integral": x}, promotion="default")
-unary("round", {"float": precise("rint", (x,), _round_half_even(x)), "integral": x},
+                "int": x}, promotion="default")
+unary("round", {"float": precise("rint", (x,), _round_half_even(x)), "int": x},
       promotion="default", doc="half to even")
 unary("neg", {"num": -x}, promotion="default")
 unary("abs", {"float": absolute(x), "sint": where(x < 0, -x, x), "uint": x},

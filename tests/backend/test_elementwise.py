@@ -953,3 +953,66 @@ def test_clamp_integer_bound_overflow(device, bound):
     x = T(np.array([1, 2], dtype="uint8"), device)
     with pytest.raises(RuntimeError, match="cannot be converted to type uint8_t without overflow"):
         ember.clamp(x, max=bound)
+
+
+# ---------------------------------------------------------------------------------------
+# every op with a scalar body, from its definition alone, against PyTorch
+# ---------------------------------------------------------------------------------------
+from ember.dispatcher.schema import elementwise_ops  # noqa: E402
+
+_ELEMENTWISE = [o for o in elementwise_ops()]
+_ALL_DTYPES = [ember.bool, ember.uint8, ember.int8, ember.int16, ember.int32, ember.int64,
+               ember.float16, ember.bfloat16, ember.float32, ember.float64]
+_TOL = {ember.float64: (1e-9, 1e-12), ember.float32: (2e-5, 1e-6),
+        ember.float16: (4e-3, 1e-3), ember.bfloat16: (3e-2, 1e-2)}
+
+
+def _operand(rng, o, i, dtype, shape):
+    """Input ``i`` of op ``o``: bool conditions, nonzero divisors, the op's domain."""
+    var = o.body_inputs()[i]
+    if var.value[2] == "bool" or dtype is ember.bool:
+        return rng.integers(0, 2, shape).astype(bool)
+    lo, hi = o.domain or (-3.0, 3.0)
+    nonzero = any(c.input == i for c in o.checks)
+    if dtype.is_floating_point:
+        v = rng.uniform(lo, hi, shape)
+        return np.where(np.abs(v) < 0.25, 0.5, v) if nonzero else v
+    lo_i, hi_i = (0, 6) if dtype is ember.uint8 or not dtype.is_signed else (-6, 6)
+    if o.name == "pow" and i == 1:
+        lo_i = 0
+    v = rng.integers(max(int(lo), lo_i) if lo > lo_i else lo_i, hi_i + 1, shape)
+    return np.where(v == 0, 3, v) if nonzero else v
+
+
+@pytest.mark.parametrize("dtype", _ALL_DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("name", [o.name for o in _ELEMENTWISE])
+def test_every_elementwise_op_matches_pytorch(device, name, dtype):
+    """``ember.<name>`` on inputs drawn from the op's definition (arity, domain, checks),
+    broadcast (3, 4) x (4,) x (3, 1), against ``torch.<name>``; where PyTorch rejects a
+    dtype, ember must raise too. A new op is covered the moment it is defined."""
+    o = next(o for o in _ELEMENTWISE if o.name == name)
+    rng = np.random.default_rng(zlib.crc32(f"{name}-{dtype.name}".encode()))
+    shapes = [(3, 4), (4,), (3, 1)][:len(o.body_inputs())]
+    arrays = [_operand(rng, o, i, dtype, s) for i, s in enumerate(shapes)]
+    tdts = [torch.bool if a.dtype == bool else tdt(dtype) for a in arrays]
+    tins = [torch.tensor(a).to(t) for a, t in zip(arrays, tdts)]
+    eins = [T(a, device, ember.bool if a.dtype == bool else dtype) for a in arrays]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = getattr(torch, name)(*tins)
+    except (RuntimeError, TypeError, NotImplementedError):
+        with pytest.raises((RuntimeError, TypeError, NotImplementedError)):
+            getattr(ember, name)(*eins)
+        return
+    got = getattr(ember, name)(*eins)
+    assert got.dtype.name == str(want.dtype).replace("torch.", ""), name
+    assert tuple(got.shape) == tuple(want.shape)
+    exp = want.double().numpy() if want.dtype.is_floating_point else want.numpy()
+    act = N(got).astype(np.float64) if got.dtype.is_floating_point else N(got)
+    if got.dtype.is_floating_point:
+        rtol, atol = _TOL[got.dtype]
+        np.testing.assert_allclose(act, exp, rtol=rtol, atol=atol, equal_nan=True,
+                                   err_msg=name)
+    else:
+        np.testing.assert_array_equal(act, exp, err_msg=name)

@@ -116,3 +116,21 @@ def test_missing_device_type_is_a_clear_error():
     import ember
     with pytest.raises(RuntimeError, match="no ember backend provides device type 'nosuchdev'"):
         ember.zeros(2, device="nosuchdev")
+
+
+@pytest.mark.parametrize("device_type", ["cpu", "opencl", "cuda"])
+def test_first_party_backends_run_every_primitive_and_every_body_natively(device_type):
+    """Every primitive and every op with a scalar body (generated) has a kernel on each
+    first-party backend that is installed (cuda: built, with or without a GPU)."""
+    from ember.dispatcher import BACKENDS, OPS, PRIMITIVES, ensure_loaded
+    from ember.dispatcher.schema import elementwise_ops
+    ensure_loaded()
+    if device_type not in BACKENDS:
+        pytest.skip(f"the {device_type} plugin is not installed here")
+    if device_type == "cuda":
+        from ember_cuda._ext import _C
+        if _C is None:
+            pytest.skip("ember-cuda is installed without its extension (no nvcc at build)")
+    native = {n for n, o in OPS.items() if device_type in o.kernels}
+    assert sorted(PRIMITIVES - native) == []
+    assert sorted({o.name for o in elementwise_ops()} - native) == []

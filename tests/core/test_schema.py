@@ -1,5 +1,9 @@
 """The op schema and plugin validation, with in-process fake backends."""
+import os
+
 import pytest
+
+from ember.dispatcher.codegen.docs import render_ops_page
 
 from ember.dispatcher import (API_VERSION, OPS, PRIMITIVES, Backend, register_backend,
                               unregister_backend)
@@ -74,3 +78,21 @@ def test_wrong_api_version_names_the_plugin():
     with pytest.raises(RuntimeError, match="plugin 'fakecore' was written for ember backend API "
                                            "version 99"):
         register_backend(_Fake(api=99))
+
+
+def test_the_ops_page_is_generated_from_the_table():
+    """docs/ops.md lists every op as the definitions do (regenerate it with
+    ``python -m ember.dispatcher.codegen docs docs/ops.md``)."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "ops.md")
+    with open(path) as f:
+        assert f.read() == render_ops_page(), "docs/ops.md is stale: regenerate it"
+
+
+def test_differentiability_comes_from_the_definition():
+    # a formula only on differentiable ops; a differentiable op without a composite (a
+    # primitive) has a formula, so autograd never meets a kernel it cannot differentiate
+    for name, o in OPS.items():
+        if o.grad is not None:
+            assert o.differentiable, name
+        if o.differentiable and o.composite is None:
+            assert o.grad is not None, name

@@ -9,6 +9,7 @@ namespace py = pybind11;
 namespace ember {
 void load_blas(const std::string& path);
 bool blas_loaded();
+const char* generated_table_hash();  // elementwise.cpp
 }  // namespace ember
 
 PYBIND11_MODULE(_C, m) {
@@ -17,6 +18,8 @@ PYBIND11_MODULE(_C, m) {
   // the kernels each op-family file registered (EMBER_KERNEL), and their names as KERNELS
   if (!ember::add_kernels(m.ptr())) throw py::error_already_set();
   py::register_exception_translator(&ember::translate_exception);
+  // the op definitions the generated kernels came from (the plugin checks it on load)
+  m.attr("OPS_TABLE_HASH") = ember::generated_table_hash();
 
   m.def("set_num_threads", [](int n) { ember::set_num_threads(n); }, py::arg("n"),
         "Set the number of threads used by ember's pool (and OpenBLAS).");

@@ -6,8 +6,10 @@ extension ``ember_cpu._C``.
 from __future__ import annotations
 
 import os
+import warnings
 
 from ember.dispatcher import Backend, hookimpl
+from ember.dispatcher.codegen.cxx import check_extension
 from ember.dispatcher.schema import OPS
 
 from . import __version__
@@ -20,7 +22,6 @@ def _load_blas() -> None:
     try:
         import scipy_openblas32 as sob
     except ImportError:
-        import warnings
         warnings.warn("ember-cpu: scipy-openblas32 is not installed; matrix products use "
                       "ember's slow C++ loop (pip install scipy-openblas32)", RuntimeWarning)
         return
@@ -36,8 +37,10 @@ class CPUBackend(Backend):
     host_accessible = True
 
     def __init__(self):
+        check_extension("ember-cpu", _C.KERNELS, _C.OPS_TABLE_HASH, helpers={"storage_copy"})
         _load_blas()
-        self.kernels = {name: getattr(_C, name) for name in OPS if hasattr(_C, name)}
+        # every kernel _C registered (generated or hand-written), by op name
+        self.kernels = {name: getattr(_C, name) for name in _C.KERNELS if name in OPS}
 
     def device_count(self) -> int:
         return 1

@@ -1235,8 +1235,10 @@ def test_classify_and_logical_not(dt, rng):
         getattr(C, op)(out, x)
         want = fn(xv.astype(np.float64)) if dt != "bool" else fn(xv.astype(np.float64))
         np.testing.assert_array_equal(out.numpy(), want)
+    # logical ops take bool operands (the dispatcher casts: promotion "logical")
+    b = tensor(xv != 0, "bool")
     out = empty((3, 5), "bool")
-    C.logical_not(out, x)
+    C.logical_not(out, b)
     np.testing.assert_array_equal(out.numpy(), xv == 0)
 
 
@@ -1287,27 +1289,31 @@ def test_addc_ints():
 
 @pytest.mark.parametrize("dt", NUMERIC)
 def test_clamp(dt, rng):
+    """clamp(out, x, lo, hi): the bounds are tensors broadcast to x (the dispatcher turns
+    number bounds, and a missing one, into stride-0 scalars)."""
     a = rand((5, 6), dt, rng, -5, 5)
     x = tensor(a, dt)
     xv = x.numpy().astype(np.float64)
     out = empty((5, 6), dt)
+
+    def bound(v):
+        return tensor(np.array([[v]]).astype(a.dtype), dt).expand((5, 6))
+
     lo, hi = (0, 3) if dt == "uint8" else (-2, 3)
-    C.clamp(out, x, lo, hi)
+    C.clamp(out, x, bound(lo), bound(hi))
     assert_close(out.numpy(), np.clip(xv, lo, hi), dt)
-    C.clamp(out, x, None, hi)
-    assert_close(out.numpy(), np.minimum(xv, hi), dt)
-    C.clamp(out, x, 4, 1)  # lo > hi -> hi
+    C.clamp(out, x, bound(4), bound(1))  # lo > hi -> hi
     assert (out.numpy() == 1).all()
-    # tensor bounds (broadcast)
-    lo_t = tensor(np.array([[lo]]).astype(a.dtype), dt).expand((5, 6))
     hi_t = tensor(np.full((5, 6), hi).astype(a.dtype), dt)
-    C.clamp(out, x, lo_t, hi_t)
+    C.clamp(out, x, bound(lo), hi_t)
     assert_close(out.numpy(), np.clip(xv, lo, hi), dt)
     if dt in FLOATS:
-        C.clamp(out, tensor(np.full((5, 6), np.nan), dt), lo, hi)
+        C.clamp(out, tensor(np.full((5, 6), np.nan), dt), bound(lo), bound(hi))
         assert np.isnan(out.numpy()).all()
-        C.clamp(out, x, -np.inf, np.inf)
+        C.clamp(out, x, bound(-np.inf), bound(np.inf))
         assert_close(out.numpy(), xv, dt)
+        C.clamp(out, x, bound(np.nan), bound(hi))  # a NaN bound gives NaN
+        assert np.isnan(out.numpy()).all()
 
 
 @pytest.mark.parametrize("dt", FLOATS)

@@ -61,6 +61,9 @@ struct StorageObject {
 extern PyTypeObject StorageType;
 bool init_runtime(PyObject* module);
 
+// the op definitions the generated elementwise kernels came from (elementwise.cu)
+const char* generated_table_hash();
+
 // copy between two tensors of the same shape on one device, any dtypes (copy.cu)
 void copy_tensor(const Tensor& dst, const Tensor& src);
 

@@ -67,6 +67,8 @@ PYBIND11_MODULE(_C, m) {
   // the kernels each op-family file registered (EMBER_KERNEL), and their names as KERNELS
   if (!add_kernels(m.ptr())) throw py::error_already_set();
   py::register_exception_translator(&translate_exception);
+  // the op definitions the generated kernels came from (the plugin checks it on load)
+  m.attr("OPS_TABLE_HASH") = generated_table_hash();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

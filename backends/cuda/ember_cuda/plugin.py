@@ -12,6 +12,7 @@ import importlib.util
 import os
 
 from ember.dispatcher import Backend, hookimpl
+from ember.dispatcher.codegen.cxx import check_extension
 from ember.dispatcher.schema import OPS, PRIMITIVES
 
 from . import __version__
@@ -67,6 +68,7 @@ class CUDABackend(Backend):
             # the "not built" reason when called
             self.kernels = {n: _unavailable_kernel(n) for n in sorted(PRIMITIVES)}
         else:
+            check_extension("ember-cuda", _C.KERNELS, _C.OPS_TABLE_HASH)
             self.kernels = {n: getattr(_C, n) for n in _C.KERNELS if n in OPS}
             if _C.device_count() > 0:
                 load_cublas()

@@ -35,3 +35,25 @@ function(ember_add_module name)
                                            VISIBILITY_INLINES_HIDDEN ON)
   target_link_libraries(${name} PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
 endfunction()
+
+# ember_generate_kernels(TARGET): the elementwise kernels of every op with a scalar body,
+# generated from ember.dispatcher's op definitions (python -m ember.dispatcher.codegen cxx)
+# into <ember_generated/elementwise.h> under the build directory, on TARGET's include path.
+# The generator runs again when a definition changes and rewrites the header only when its
+# text changes (a stamp file records the run), so an unrelated edit recompiles nothing.
+function(ember_generate_kernels target)
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/ember_generated")
+  set(header "${dir}/elementwise.h")
+  set(stamp "${dir}/elementwise.stamp")
+  get_filename_component(dispatcher_dir "${EMBER_INCLUDE_DIR}/.." ABSOLUTE)
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS "${dispatcher_dir}/*.py")
+  add_custom_command(OUTPUT "${stamp}" BYPRODUCTS "${header}"
+    COMMAND "${Python_EXECUTABLE}" -m ember.dispatcher.codegen cxx "${header}"
+    COMMAND "${CMAKE_COMMAND}" -E touch "${stamp}"
+    DEPENDS ${sources}
+    COMMENT "ember: generating the elementwise kernels from the op definitions"
+    VERBATIM)
+  add_custom_target(${target}_ember_kernels DEPENDS "${stamp}")
+  add_dependencies(${target} ${target}_ember_kernels)
+  target_include_directories(${target} PRIVATE "${CMAKE_CURRENT_BINARY_DIR}")
+endfunction()

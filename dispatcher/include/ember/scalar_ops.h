@@ -27,7 +27,7 @@ constexpr Kind kind_v = is_fp_v<T> ? kFloatKind
 
 // unsigned type for wrapping integer arithmetic (at least 32 bits: no int promotion traps)
 template <class C>
-using uwrap_t = std::conditional_t<(sizeof(C) < 4), uint32_t, std::make_unsigned_t<C>>;
+using uwrap_t = wrap_t<C>;
 template <class C>
 constexpr bool is_wrapping_v = std::is_integral_v<C> && !std::is_same_v<C, bool>;
 
@@ -254,15 +254,17 @@ EMBER_HD inline C fdiv_floor(C a, C b) {
 }
 
 // ---- scalar attributes of a kernel call (addcmul's value) -------------------------------------
+// Both fields always hold the value (i: truncated for a float, as PyTorch converts a Scalar for
+// an integer dtype), so as<C>() has no branch and hoists out of a kernel's loop.
 struct Scalar {
   bool is_int = true;
   int64_t i = 0;
   double d = 0.0;
   template <class C>
   EMBER_HD C as() const {
-    if constexpr (std::is_floating_point_v<C>) return static_cast<C>(is_int ? static_cast<double>(i) : d);
-    else if constexpr (std::is_same_v<C, bool>) return is_int ? i != 0 : d != 0.0;
-    else return static_cast<C>(static_cast<uwrap_t<C>>(i));  // integer dtypes wrap the value
+    if constexpr (std::is_floating_point_v<C>) return static_cast<C>(d);
+    else if constexpr (std::is_same_v<C, bool>) return d != 0.0;
+    else return static_cast<C>(static_cast<uwrap_t<C>>(i));  // integer dtypes wrap
   }
 };
 

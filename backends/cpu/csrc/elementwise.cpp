@@ -1,0 +1,108 @@
+// Elementwise kernels. Their scalar bodies are generated from ember's op definitions
+// (<ember_generated/elementwise.h>, written at build time by ember.dispatcher.codegen): this
+// file gives them the backend's loops (ElementwiseCall: argument checks, dtype dispatch,
+// ElemIter over the thread pool) and registers them, except where a hand-written kernel
+// beats the generated one (float32 exp / tanh / sigmoid on the multiversioned loops of
+// vecmath.cpp), which is registered explicitly below.
+#include <cstring>
+
+#include "ember.h"
+#include "vecmath.h"
+
+#include <ember/elementwise.h>
+
+namespace ember {
+
+// The loops of the generated kernels: ElemIter over the thread pool (ember.h).
+struct CpuLoops {
+  template <class T, class To, int... In, class F>
+  static void launch(const char* op, const Tensor& out, const Tensor* ins, F f) {
+    if constexpr (sizeof...(In) == 1) {
+      unary_op<To, operand_t<T, 0, In...>>(op, out, ins[0], f);
+    } else if constexpr (sizeof...(In) == 2) {
+      binary_op<To, operand_t<T, 0, In...>, operand_t<T, 1, In...>>(op, out, ins[0], ins[1], f);
+    } else {
+      ternary_op<To, operand_t<T, 0, In...>, operand_t<T, 1, In...>, operand_t<T, 2, In...>>(
+          op, out, ins[0], ins[1], ins[2], f);
+    }
+  }
+
+  // a serial scan of the operand before the launch: RuntimeError("<op>(): <message>")
+  template <unsigned Mask, class P>
+  static void check(const char* op, const Tensor& t, P pred, const char* message) {
+    dispatch<Mask>(t.dtype, op, [&](auto tag) {
+      using T = EMBER_T(tag);
+      if (any_elem<T>(t, [&](T v) { return pred(v); })) raise(PyExc_RuntimeError, "%s(): %s", op, message);
+    });
+  }
+};
+using ElementwiseCall = ElementwiseCallT<CpuLoops, MAXD>;
+
+}  // namespace ember
+
+#include <ember_generated/elementwise.h>
+
+namespace ember {
+
+namespace {
+
+// float32 runs of exp / tanh / sigmoid go to the multiversioned (AVX-512 / AVX2) loops of
+// vecmath.cpp; every other dtype and layout to the generated functor.
+template <void (*Vec)(float*, const float*, int64_t), class Op>
+void fast_float_unary(const char* name, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args(name, a, n, kw, {"out", "x"}, 2);
+  Tensor out = args.out(0), x = args.tensor(1);
+  check_same_dtype(name, out, x);
+  if (x.dtype != kFloat32) {
+    dispatch<M_FLOAT>(x.dtype, name, [&](auto tag) {
+      using T = EMBER_T(tag);
+      unary_op<T, T>(name, out, x, Op{});
+    });
+    return;
+  }
+  const Tensor* ts[2] = {&out, &x};
+  ElemIter it;
+  it.build(ts, 2, name);
+  if (it.numel == 0) return;
+  NoGil g(it.numel >= kGilThreshold);
+  it.run([](char* const* p, const int64_t* s, int64_t m) {
+    if (s[0] == 4 && s[1] == 4) {
+      Vec((float*)p[0], (const float*)p[1], m);
+    } else {
+      for (int64_t i = 0; i < m; ++i) *(float*)(p[0] + i * s[0]) = Op{}(*(const float*)(p[1] + i * s[1]));
+    }
+  });
+}
+
+void k_exp_fast(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  fast_float_unary<vexp_f32, gen::exp_op>("exp", a, n, kw);
+}
+void k_tanh_fast(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  fast_float_unary<vtanh_f32, gen::tanh_op>("tanh", a, n, kw);
+}
+void k_sigmoid_fast(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  fast_float_unary<vsigmoid_f32, gen::sigmoid_op>("sigmoid", a, n, kw);
+}
+
+// the hand-written kernels, then every generated one they do not replace
+const PyMethodDef kHandWritten[] = {
+    EMBER_DEF("exp", k_exp_fast),
+    EMBER_DEF("tanh", k_tanh_fast),
+    EMBER_DEF("sigmoid", k_sigmoid_fast),
+};
+
+const bool kRegistered = [] {
+  for (const PyMethodDef& d : kHandWritten) kernel_table().push_back(d);
+  for (const PyMethodDef& d : kGeneratedKernels) {
+    bool replaced = false;
+    for (const PyMethodDef& h : kHandWritten) replaced |= std::strcmp(h.ml_name, d.ml_name) == 0;
+    if (!replaced) kernel_table().push_back(d);
+  }
+  return true;
+}();
+
+}  // namespace
+
+const char* generated_table_hash() { return EMBER_OPS_TABLE_HASH; }
+
+}  // namespace ember
