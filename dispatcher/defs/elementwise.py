@@ -131,6 +131,12 @@ def _remainder(m):  # Python's %: the result takes the divisor's sign
 binary("remainder", {"float": _remainder(fmod(a, b)), "sint": _remainder(call("imod", a, b)),
                      "uint": call("imod", a, b)}, checks=(_ZERO_DIV,))
 
+binary("hypot", {"float": precise("hypot", (a, b), sqrt(a * a + b * b))},
+       doc="sqrt(a^2 + b^2) without overflow or underflow in the squares")
+binary("copysign", {"float": precise("copysign", (a, b), where(
+    (b < 0) | ((b == 0) & (1 / b < 0)), -absolute(a), absolute(a)))},
+       promotion="int_to_float", doc="|a| with b's sign bit (-0.0 counts as negative)")
+
 # ---- comparisons, bitwise and logical ops ----------------------------------------------------
 for _n, _e in (("eq", a == b), ("lt", a < b)):
     binary(_n, {"any": _e}, promotion="bool_out", primitive=True, differentiable=False)
@@ -287,6 +293,17 @@ def _(g, self, other):
 @gradient("remainder")
 def _(g, self, other):
     return g, -g * E("floor", self / other)
+
+
+@gradient("hypot")
+def _(g, self, other, result):
+    return g * self / result, g * other / result
+
+
+@gradient("copysign")
+def _(g, self, result):
+    # result / self is the sign flip (0 where self is 0); nothing flows to other's sign
+    return g * O.where(self == 0, 0.0, result / O.where(self == 0, 1.0, self)), None
 
 
 @gradient("neg")
