@@ -13,8 +13,8 @@ from .hookspecs import hookimpl, hookspec
 from .plugins import (BACKENDS, ENTRY_POINT_GROUP, PluginRecord, backend_for, ensure_loaded,
                       plugin_records, register_backend, unregister_backend)
 from .schema import OPS, PRIMITIVES, OpDef, coverage
-from . import _core, ops, views, defs  # noqa: F401  (defs register every op)
-from ._core import TensorBase, set_tensor_factory
+from . import core, ops, views, defs  # noqa: F401  (defs register every op)
+from .core import TensorBase, set_tensor_factory
 from .random import Generator, default_generator
 
 

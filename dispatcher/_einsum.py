@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import string
 
-from . import _core as C
+from . import core as C
 from . import ops as O
 from . import views as V
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _core as C
+from . import core as C
 from . import dtypes as D
 from . import ops as O
 from . import views as V

@@ -13,8 +13,8 @@ import threading
 import time
 import warnings
 
-from . import _core as C
-from ._core import TensorBase, numel
+from . import core as C
+from .core import TensorBase, numel
 from .device import to_device
 from .plugins import backend_for, fallback_enabled as enabled, fallback_hint as hint
 

@@ -19,10 +19,10 @@ import inspect
 import math
 import warnings
 
-from . import _core as C
+from . import core as C
 from . import dtypes as D
 from . import fallback as FB
-from ._core import TensorBase, shape_str
+from .core import TensorBase, shape_str
 from .device import to_device
 from .grad_mode import HOOKS, MODE
 from .plugins import BACKENDS, backend_for

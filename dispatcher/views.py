@@ -14,10 +14,10 @@ from __future__ import annotations
 import functools
 import operator
 
-from . import _core as C
+from . import core as C
 from . import dtypes as D
 from . import ops as _ops
-from ._core import normalize_dim, shape_str, view_of
+from .core import normalize_dim, shape_str, view_of
 from .grad_mode import HOOKS, MODE
 
 

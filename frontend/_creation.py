@@ -5,10 +5,10 @@ import operator
 
 import numpy as np
 
-from ember.dispatcher import _core as C
+from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
-from ember.dispatcher._core import TensorBase
+from ember.dispatcher.core import TensorBase
 from ember.dispatcher.defs import copy as CP
 from ember.dispatcher.grad_mode import below_autograd
 from ember.dispatcher.device import to_device

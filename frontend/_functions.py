@@ -14,11 +14,11 @@ from collections import namedtuple
 
 import numpy as np
 
-from ember.dispatcher import _core as C
+from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
-from ember.dispatcher._core import TensorBase
+from ember.dispatcher.core import TensorBase
 from ember.dispatcher.defs import index as IX
 from ember.dispatcher.defs import linalg as LA
 from ember.dispatcher.defs import reduction as RD

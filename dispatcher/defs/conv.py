@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from .. import _core as C
+from .. import core as C
 from .. import dtypes as D
 from .. import ops as O
 from .. import views as V

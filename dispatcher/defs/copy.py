@@ -1,7 +1,7 @@
 """Copies, casts, creation and random numbers."""
 from __future__ import annotations
 
-from .. import _core as C
+from .. import core as C
 from .. import dtypes as D
 from .. import ops as O
 from .. import views as V

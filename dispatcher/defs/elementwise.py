@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from .. import _core as C
+from .. import core as C
 from .. import dtypes as D
 from .. import expr as X
 from .. import ops as O

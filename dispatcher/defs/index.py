@@ -1,7 +1,7 @@
 """Indexing, joining and rearranging: gather/scatter, advanced indexing, cat, flips."""
 from __future__ import annotations
 
-from .. import _core as C
+from .. import core as C
 from .. import _indexing as IX
 from .. import dtypes as D
 from .. import ops as O

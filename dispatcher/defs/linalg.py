@@ -1,7 +1,7 @@
 """Matrix products: bmm (the primitive), mm, matmul and friends, einsum, linear."""
 from __future__ import annotations
 
-from .. import _core as C
+from .. import core as C
 from .. import _einsum
 from .. import ops as O
 from .. import views as V

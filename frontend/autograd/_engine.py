@@ -16,8 +16,8 @@ import functools
 from collections import deque
 from weakref import ref as _weakref
 
-from ember.dispatcher import _core as C
-from ember.dispatcher._core import TensorBase
+from ember.dispatcher import core as C
+from ember.dispatcher.core import TensorBase
 from ember.dispatcher import grad_mode
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V

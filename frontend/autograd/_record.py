@@ -12,12 +12,12 @@ the graph rebases that tensor (PyTorch's CopySlices, below).
 """
 from __future__ import annotations
 
-from ember.dispatcher import _core as C
+from ember.dispatcher import core as C
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher.grad_mode import HOOKS, MODE, below_autograd
 from ember.dispatcher.schema import parse_signature
-from ember.dispatcher._core import TensorBase
+from ember.dispatcher.core import TensorBase
 
 from ._engine import SavedTensor, _edge, node_type
 

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from ember.dispatcher import ops as O
-from ember.dispatcher._core import TensorBase
+from ember.dispatcher.core import TensorBase
 
 from ._engine import _FREED, MODE, Node, SavedTensor, Slot, _edge, no_grad
 

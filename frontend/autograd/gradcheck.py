@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 
-from ember.dispatcher._core import TensorBase
+from ember.dispatcher.core import TensorBase
 
 from .. import _creation as K
 from ._engine import grad as autograd_grad

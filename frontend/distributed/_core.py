@@ -10,7 +10,7 @@ from datetime import timedelta
 import numpy as np
 
 import ember
-from ember.dispatcher._core import TensorBase
+from ember.dispatcher.core import TensorBase
 
 
 class ReduceOp:

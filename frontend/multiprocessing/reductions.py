@@ -26,7 +26,7 @@ from multiprocessing import resource_sharer, util
 from multiprocessing.queues import Queue
 from multiprocessing.reduction import DupFd, ForkingPickler
 
-from ember.dispatcher import _core as C
+from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
 from ember.dispatcher.device import to_device
 from ember.dispatcher.plugins import backend_for, on_install

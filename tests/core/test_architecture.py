@@ -120,7 +120,7 @@ def _cycles(edges):
 
 def test_the_modules_were_found():
     assert "ember.dispatcher.ops" in MODULES and "ember.autograd._engine" in MODULES
-    assert EDGES["ember.dispatcher.ops"] >= {"ember.dispatcher._core",
+    assert EDGES["ember.dispatcher.ops"] >= {"ember.dispatcher.core",
                                               "ember.dispatcher.schema"}
 
 
@@ -150,7 +150,7 @@ def test_dispatcher_never_imports_the_frontend():
 
 def test_the_dispatcher_imports_in_order():
     """dtypes -> schema -> plugins -> core -> ops -> views -> definitions."""
-    order = ["dtypes", "expr", "schema", "plugins", "_core", "ops", "views", "defs"]
+    order = ["dtypes", "expr", "schema", "plugins", "core", "ops", "views", "defs"]
     rank = {f"ember.dispatcher.{m}": i for i, m in enumerate(order)}
     bad = []
     for m, ts in EDGES.items():
@@ -182,4 +182,11 @@ def test_backends_import_only_the_public_dispatcher(folder):
                     elif parts[:2] == ["ember", "dispatcher"] and any(
                             p.startswith("_") for p in parts[2:]):
                         bad.append(f"{path}: imports private {n}")
+    assert bad == []
+
+
+def test_the_frontend_uses_only_the_public_dispatcher():
+    bad = [(m, t) for m, ts in EDGES.items() if not m.startswith("ember.dispatcher")
+           for t in ts if t.startswith("ember.dispatcher") and any(
+               p.startswith("_") for p in t.split(".")[2:])]
     assert bad == []

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ember  # noqa: F401  (registers the Tensor factory)
-from ember.dispatcher import _core as C, dtypes as D, views as V
+from ember.dispatcher import core as C, dtypes as D, views as V
 from ember.dispatcher.device import to_device
 
 

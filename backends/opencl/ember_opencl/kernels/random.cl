@@ -1,6 +1,6 @@
 // random.cl: uniform and normal numbers from Philox4x32-10, counter-based: element i of a
 // launch uses counter (offset + i) under key seed, so results depend only on
-// (seed, offset) and equal the CPU backend's (backends/cpu/csrc/random.cpp gives the
+// (seed, offset) and equal the CPU backend's (dispatcher/include/ember/philox.h gives the
 // exact formulas), up to the rounding of the float math.
 
 #if defined(TYPE) && KIND == 2

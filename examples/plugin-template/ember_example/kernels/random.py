@@ -3,7 +3,7 @@
 A kernel gets the generator's ``seed`` and ``offset``: element ``i`` (row-major in
 ``out``) uses counter ``offset + i``, so results depend only on (seed, offset), never on
 how the work is split. The formulas are the contract of ``ember.dispatcher.random``
-(documented in ``backends/cpu/csrc/random.cpp`` and ``docs/plugins.md``).
+(documented in ``docs/plugins.md``; C++ in ``dispatcher/include/ember/philox.h``).
 """
 from __future__ import annotations
 

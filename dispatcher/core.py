@@ -1,9 +1,18 @@
-"""Tensor metadata, allocation, views and the per-call dispatch path.
+"""Tensors as the dispatcher and backends see them: fields, allocation, views, broadcasting.
 
-A tensor, as the dispatcher and every kernel sees it, is storage + shape + strides +
-offset + dtype + device (the *kernel tensor protocol*: attributes ``_storage``,
-``shape``, ``_stride``, ``_offset`` (elements), ``dtype`` (``.code``, ``.itemsize``),
-``device``). Views share ``_storage`` and the version counter ``_vc``.
+This module is public: it is what a backend's Python code (and the frontend) uses to read
+and make tensors. A tensor is storage + shape + strides + offset + dtype + device — the
+*kernel tensor protocol* every kernel receives:
+
+- ``t._storage``: the backend's storage object (what its ``allocate`` returned);
+- ``t.shape`` (tuple), ``t._stride`` (elements), ``t._offset`` (elements);
+- ``t.dtype`` (``ember.dispatcher.dtypes.DType``: ``.code``, ``.itemsize``, ``.name``);
+- ``t.device`` (``.type``, ``.index``); ``t._vc``, the version counter views share.
+
+Helpers: :func:`empty` (allocate through the device's backend), :func:`view_of` (a view
+sharing storage), :func:`expand_to` / :func:`broadcast_shapes` (broadcasting),
+:func:`contiguous_strides`, :func:`is_contiguous`, :func:`numel`, :func:`scalar_tensor`,
+:func:`normalize_dim(s)`, :func:`encode_scalar` / :func:`decode_scalar`.
 
 The frontend registers its ``Tensor`` subclass with :func:`set_tensor_factory`, so the
 dispatcher can build outputs without importing the frontend.
