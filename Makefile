@@ -7,11 +7,13 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 VENV_STAMP := $(VENV)/.ember-venv
 CPU_STAMP  := $(VENV)/.ember-cpu-built
-CPU_SRC    := $(wildcard backends/cpu/csrc/*.cpp backends/cpu/csrc/*.h dispatcher/include/ember/*) \
+# the op definitions: the cpu and cuda elementwise kernels are generated from them at build time
+OPS_SRC    := $(wildcard dispatcher/defs/*.py dispatcher/codegen/*.py) dispatcher/schema.py dispatcher/expr.py
+CPU_SRC    := $(wildcard backends/cpu/csrc/*.cpp backends/cpu/csrc/*.h dispatcher/include/ember/*) $(OPS_SRC) \
               backends/cpu/CMakeLists.txt backends/cpu/pyproject.toml
 EXAMPLE_STAMP := $(VENV)/.ember-example-installed
 CUDA_STAMP := $(VENV)/.ember-cuda-built
-CUDA_SRC   := $(wildcard backends/cuda/csrc/* dispatcher/include/ember/*) backends/cuda/CMakeLists.txt \
+CUDA_SRC   := $(wildcard backends/cuda/csrc/* dispatcher/include/ember/*) $(OPS_SRC) backends/cuda/CMakeLists.txt \
               backends/cuda/pyproject.toml
 
 .PHONY: demo test bench docs build clean conformance
