@@ -36,7 +36,8 @@ from dataclasses import dataclass
 __all__ = [
     "Expr", "inputs", "const", "attr", "where", "cast", "precise", "call", "T", "BOOL",
     "MATH_FUNCTIONS", "INTRINSICS", "KINDS", "kind_of", "body_for", "type_of", "walk",
-    "evaluate", "resolve_precise", "variables", "nan_max", "nan_min", "isnan", "isinf", "isfinite",
+    "evaluate", "resolve_precise", "lower", "variables", "nan_max", "nan_min", "isnan", "isinf",
+    "isfinite",
     "logical_not",
 ] + ["exp", "log", "sin", "cos", "tan", "sqrt", "rsqrt", "erf", "tanh", "expm1", "log1p",
      "log2", "floor", "ceil", "trunc", "rint", "fabs", "fmod", "pow", "hypot", "copysign",
@@ -411,6 +412,29 @@ def resolve_precise(e: Expr) -> Expr:
     """``e`` with every ``precise`` node turned into a call of its library function (what
     the renderers emit; the fallback is dropped)."""
     return _rewrite(e, lambda n, args: Expr("call", args[:-1], n.value))
+
+
+def lower(e: Expr, leaf, node, decl, indent: str) -> tuple[list, str]:
+    """Straight-line code for ``e`` (what both kernel generators emit): ``precise`` nodes
+    become their library calls, each inner node one ``const DECL vI = NODE;`` line, each
+    leaf (input, const, attr) an inline name. ``leaf(n, type)`` and ``node(n, arg_names,
+    arg_types)`` give the text, ``decl(type)`` the declared type. Returns the lines and the
+    name holding the result."""
+    e = resolve_precise(e)
+    types: dict = {}
+    type_of(e, types)
+    lines: list = []
+    names: dict = {}
+    for i, n in enumerate(walk(e)):
+        t = types[id(n)]
+        if n.op in ("input", "const", "attr"):
+            names[id(n)] = leaf(n, t)
+            continue
+        a = [names[id(x)] for x in n.args]
+        at = [types[id(x)] for x in n.args]
+        lines.append(f"{indent}const {decl(t)} v{i} = {node(n, a, at)};")
+        names[id(n)] = f"v{i}"
+    return lines, names[id(e)]
 
 
 def _rewrite(e: Expr, on_precise) -> Expr:

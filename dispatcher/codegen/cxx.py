@@ -57,29 +57,13 @@ _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 def render_body(e: X.Expr, kind: str, arg_names: dict, indent: str) -> tuple[list, str]:
     """C++ statements computing ``e`` for a dtype of ``kind``, and the result's name.
     ``arg_names``: input position -> the local variable holding it (compute type)."""
-    e = X.resolve_precise(e)
-    types: dict = {}
-    X.type_of(e, types)
-    lines: list = []
-    names: dict = {}
-    for i, n in enumerate(X.walk(e)):
-        t = types[id(n)]
-        a = [names[id(x)] for x in n.args]
-        at = [types[id(x)] for x in n.args]
+    def leaf(n, t):
         if n.op == "input":
-            names[id(n)] = arg_names[n.value[0]]
-            continue
+            return arg_names[n.value[0]]
         if n.op == "const":
-            names[id(n)] = _const(n.value, t, kind)
-            continue
-        if n.op == "attr":
-            names[id(n)] = f"{n.value}.template as<C>()"
-            continue
-        code = _node(n, a, at, kind)
-        v = f"v{i}"
-        lines.append(f"{indent}const {_ctype(t)} {v} = {code};")
-        names[id(n)] = v
-    return lines, names[id(e)]
+            return _const(n.value, t, kind)
+        return f"{n.value}.template as<C>()"
+    return X.lower(e, leaf, lambda n, a, at: _node(n, a, at, kind), _ctype, indent)
 
 
 def _node(n, a, at, kind) -> str:

@@ -77,28 +77,16 @@ _INTRINSICS = {"idiv_trunc", "idiv_floor", "imod", "ipow", "fdiv_floor"}
 
 def render_body(e: X.Expr, kind: str, arg_names: dict, attr_names: dict,
                 indent: str) -> tuple[list, str]:
-    e = X.resolve_precise(e)
-    types: dict = {}
-    X.type_of(e, types)
-    lines, names = [], {}
-    for i, n in enumerate(X.walk(e)):
-        t = types[id(n)]
-        a = [names[id(x)] for x in n.args]
-        at = [types[id(x)] for x in n.args]
+    """OpenCL C statements computing ``e`` for a dtype of ``kind`` (the template's ``C``),
+    and the result's name; bool values are ``int``."""
+    def leaf(n, t):
         if n.op == "input":
-            names[id(n)] = arg_names[n.value[0]]
-            continue
+            return arg_names[n.value[0]]
         if n.op == "const":
-            names[id(n)] = _lit(n.value, t, kind)
-            continue
-        if n.op == "attr":
-            names[id(n)] = f"((C){attr_names[n.value]})"
-            continue
-        v = f"v{i}"
-        lines.append(f"{indent}const {'int' if t == X.BOOL else 'C'} {v} = "
-                     f"{_node(n, a, at, kind)};")
-        names[id(n)] = v
-    return lines, names[id(e)]
+            return _lit(n.value, t, kind)
+        return f"((C){attr_names[n.value]})"
+    return X.lower(e, leaf, lambda n, a, at: _node(n, a, at, kind),
+                   lambda t: "int" if t == X.BOOL else "C", indent)
 
 
 def _node(n, a, at, kind) -> str:
