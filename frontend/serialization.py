@@ -5,44 +5,64 @@ chose. An ember checkpoint is data only, in the spirit of safetensors::
 
     offset 0   magic   b"\\x89EMBER\\r\\n"   (8 bytes; the high byte and CR-LF catch files
                                           mangled by text-mode transfers)
-           8   version  uint32 little-endian (1)
+           8   version  uint32 little-endian (2; version 1 files, without the checksums,
+                        still load)
           12   header   uint64 little-endian: the header's length in bytes
-          20   header   UTF-8 JSON (below)
+          20   checksum uint32 little-endian: CRC-32 of the header bytes
+          24   header   UTF-8 JSON (below)
                zero padding up to a multiple of 64
                data     each tensor's elements, C-contiguous, little-endian, at 64-byte
                         aligned offsets from the start of the data section
+               trailer  uint32 little-endian CRC-32 of each tensor's bytes, in table order
 
 The header is ``{"format": "ember.save", "tensors": [entry, ...], "data_size": n,
 "root": node}``. A tensor entry is ``{"dtype", "shape", "offset", "nbytes", "device",
 "requires_grad"}`` (plus ``"parameter": true`` for an ``nn.Parameter``); bfloat16 is
-stored as its raw 2-byte words. ``root`` is the saved object as a tree of nodes: JSON
-null/bool/int/string/finite number for the Python values of the same kind, otherwise an
-object tagged by ``"$"``: ``float`` (nan/inf), ``bytes`` (base64), ``list``, ``tuple``,
-``dict`` and ``odict`` (``[[key, value], ...]``, so keys need not be strings),
-``tensor`` (index into ``tensors``), ``dtype``, ``device``, ``size``.
+stored as its raw 2-byte words, bool as bytes 0 and 1. ``root`` is the saved object as a
+tree of nodes: JSON null/bool/int/string/finite number for the Python values of the same
+kind, otherwise an object tagged by ``"$"``: ``float`` (nan/inf), ``bytes`` (base64),
+``list``, ``tuple``, ``dict`` and ``odict`` (``[[key, value], ...]``, so keys need not be
+strings), ``tensor`` (index into ``tensors``), ``dtype``, ``device``, ``size``.
 
-Every tensor object is stored once: two references to it load as one tensor. Views and
-tensors sharing storage are stored as independent tensors.
+Every tensor object is stored once: two references to it load as one tensor. The format
+has no storages: views and tensors sharing storage are stored as independent tensors, each
+with bytes of its own (PyTorch instead saves each storage once and its views as offsets
+into it), so no two entries ever share bytes.
 
-Loading checks everything against the file before trusting it (magic, version, sizes,
-every header field, every tensor's bytes lying inside the data section) and raises a
-``RuntimeError`` that names the problem.
+Loading trusts nothing in the file: it reads only regular files by path (a FIFO would
+block forever), checks the magic, version, checksums and sizes, every header field's type
+and range, that every tensor's bytes lie inside the data section and overlap no other
+tensor's (so the tensors built never add up to more than the file's size), and reads a
+bool byte other than 0 as True. Problems raise a ``RuntimeError`` that names them.
+
+Saving to a path writes a temporary ``.NAME.HOST-PID.XXXXXXXX.tmp`` next to the target and
+renames it over the target when complete; the temporaries of saves of the same target
+whose process died (killed mid-write) are removed by the next save.
 """
 from __future__ import annotations
 
 import base64
 import collections
 import contextlib
+import errno
 import io
 import json
 import math
 import os
+import re
+import socket
 import stat
 import struct
 import tempfile
+import zlib
 from typing import Any, BinaryIO, Callable, Union
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no locks, so no stale-temporary cleanup
+    fcntl = None
 
 import ember
 from ember.dispatcher import dtypes as D
@@ -51,10 +71,17 @@ from ember.nn.parameter import Parameter
 __all__ = ["save", "load"]
 
 MAGIC = b"\x89EMBER\r\n"
-VERSION = 1
+VERSION = 2
 _PREAMBLE = struct.Struct("<IQ")          # version, header length
-_PRE_LEN = len(MAGIC) + _PREAMBLE.size    # 20
+_PRE_LEN = len(MAGIC) + _PREAMBLE.size    # 20 (version 1's whole preamble)
+_HEADER_CRC = struct.Struct("<I")         # version 2: CRC-32 of the header
+_CRC = np.dtype("<u4")                    # version 2: the trailer's per-tensor CRC-32s
 ALIGN = 64
+#: the largest size (and numel) a dimension may have: PyTorch's int64 sizes
+_MAX_DIM = 2 ** 63 - 1
+#: the largest device index: PyTorch's DeviceIndex is an int8
+_MAX_DEVICE_INDEX = 127
+_DEVICE_RE = re.compile(r"[a-z][a-z0-9_]*(?::(0|[1-9][0-9]*))?")
 
 FileLike = Union[str, bytes, os.PathLike, BinaryIO]
 MapLocation = Union[None, str, "ember.device", dict, Callable]
@@ -151,6 +178,9 @@ def _tensor_bytes(t) -> np.ndarray:
         # bfloat16 -> float32 is exact and bfloat16's bits are float32's upper half
         f32 = np.ascontiguousarray(t.float().numpy(), dtype="<f4")
         a = np.right_shift(f32.reshape(-1).view("<u4"), 16).astype("<u2")
+    elif t.dtype is ember.bool:
+        # a bool tensor built over foreign bytes may hold 2..255; files hold 0 and 1
+        a = np.not_equal(t.numpy().view(np.uint8), 0)
     else:
         a = t.numpy()
         a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
@@ -179,23 +209,29 @@ def _read_exact(f: BinaryIO, buf) -> int:
     return got
 
 
-def _write_tensor_data(f: BinaryIO, t, nbytes: int) -> None:
+def _write_tensor_data(f: BinaryIO, t, nbytes: int) -> int:
+    """Write ``t``'s bytes; returns their CRC-32."""
     data = _tensor_bytes(t)
     if data.nbytes != nbytes:
         raise RuntimeError(f"ember.save: a tensor of shape {tuple(t.shape)} changed size while "
                            "being saved")
     _write_all(f, data)
+    return zlib.crc32(data)
 
 
 def _write_record(f: BinaryIO, enc: _Encoder, header: bytes) -> None:
-    pad = _align(_PRE_LEN + len(header)) - _PRE_LEN - len(header)
-    _write_all(f, MAGIC + _PREAMBLE.pack(VERSION, len(header)) + header + b"\0" * pad)
+    pre_len = _PRE_LEN + _HEADER_CRC.size
+    pad = _align(pre_len + len(header)) - pre_len - len(header)
+    _write_all(f, MAGIC + _PREAMBLE.pack(VERSION, len(header))
+               + _HEADER_CRC.pack(zlib.crc32(header)) + header + b"\0" * pad)
     pos = 0
+    crcs = []
     for t, e in zip(enc.tensors, enc.entries):
         _write_all(f, b"\0" * (e["offset"] - pos))
-        _write_tensor_data(f, t, e["nbytes"])
+        crcs.append(_write_tensor_data(f, t, e["nbytes"]))
         pos = e["offset"] + e["nbytes"]
     _write_all(f, b"\0" * (enc.size - pos))
+    _write_all(f, np.array(crcs, dtype=_CRC).tobytes())
 
 
 def _umask() -> int:
@@ -215,16 +251,110 @@ def _fsync_dir(d: str) -> None:
             os.close(fd)
 
 
+#: this machine in temporary names (with the pid: whose save it is)
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:32] or "host"
+#: a temporary left older than this (by the file system's clock) whose lock is free is
+#: stale even when its writer's liveness can't be checked (another machine, an old name)
+STALE_TEMPORARY_S = 60.0
+
+
+def _temporary_pattern(name: str):
+    # .NAME.HOST-PID.XXXXXXXX.tmp, or .NAME.XXXXXXXX.tmp as older embers named them
+    # (XXXXXXXX: tempfile.mkstemp's eight random characters)
+    return re.compile(rf"\.{re.escape(name)}\.(?:([A-Za-z0-9-]+)-(\d+)\.)?[a-z0-9_]{{8}}\.tmp")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True                 # someone else's process (or not a pid we can check)
+    return True
+
+
+def _remove_stale_temporaries(directory: str, name: str, now: float) -> list:
+    """Remove the temporaries of earlier saves of ``directory/name`` whose writer is gone;
+    returns their paths. A live writer holds an ``flock`` on its temporary, so only
+    unlocked files of this user go, and only when their writer's process is known to be
+    dead (same machine) or they are older than ``STALE_TEMPORARY_S`` by the file system's
+    clock (``now`` is the fresh temporary's mtime)."""
+    if fcntl is None:
+        return []
+    pattern = _temporary_pattern(name)
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return []
+    removed = []
+    for n in names:
+        m = pattern.fullmatch(n)
+        if not m:
+            continue
+        p = os.path.join(directory, n)
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            continue
+        writer_dead = m.group(1) == _HOST and not _pid_alive(int(m.group(2)))
+        if not writer_dead and now - st.st_mtime < STALE_TEMPORARY_S:
+            continue
+        try:
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # fails while a writer holds it
+            now_st = os.fstat(fd)
+            if (now_st.st_dev, now_st.st_ino) == (st.st_dev, st.st_ino):
+                os.unlink(p)
+                removed.append(p)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
 def _save_atomic(path: str, enc: _Encoder, header: bytes) -> None:
     path = os.path.realpath(path)   # through a symlink, replace its target
     directory, name = os.path.split(path)
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        st = os.stat(path)
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    else:
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "ember.save: the target is a directory",
+                                    path)
+        if not stat.S_ISREG(st.st_mode):
+            # a device or a FIFO (``/dev/null``, a pipe a reader waits on): write into it,
+            # as torch.save does; replacing it with a renamed file would destroy it
+            with open(path, "wb") as fh:
+                _write_record(fh, enc, header)
+            return
+        mode = stat.S_IMODE(st.st_mode)
+    prefix = f".{name}.{_HOST}-{os.getpid()}."
+    if len(os.fsencode(prefix)) + 12 > 255:      # keep the name within NAME_MAX
+        prefix = f".{name}."
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
+    lock = -1
     try:
         with os.fdopen(fd, "wb") as fh:
+            if fcntl is not None:
+                # held (through a duplicate, so closing the file keeps it) until the
+                # rename: no concurrent save takes this temporary for a stale one
+                lock = os.dup(fh.fileno())
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    pass    # a file system without locks: leave other temporaries alone
+                else:
+                    _remove_stale_temporaries(directory, name, os.fstat(lock).st_mtime)
             _write_record(fh, enc, header)
             fh.flush()
             os.fsync(fh.fileno())
@@ -234,6 +364,9 @@ def _save_atomic(path: str, enc: _Encoder, header: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    finally:
+        if lock >= 0:
+            os.close(lock)
     _fsync_dir(directory)
 
 
@@ -243,7 +376,8 @@ def save(obj: Any, f: FileLike) -> None:
 
     Saving to a path is atomic: the data goes to a temporary file in the same directory,
     which is flushed, fsynced and then renamed over ``f``, so a crash mid-save leaves any
-    previous file intact.
+    previous file intact (and the temporaries of saves of ``f`` that were killed
+    mid-write are removed by the next one). An existing FIFO or device is written into.
 
     >>> import ember, io
     >>> buf = io.BytesIO()
@@ -285,12 +419,26 @@ def _looks_like(head: bytes) -> str:
     return f"an unknown format (it starts with {head[:8]!r})"
 
 
+def _device_string(s) -> bool:
+    """Whether ``s`` is a canonical device string (``type`` or ``type:index``, the index
+    without sign or leading zeros, at most PyTorch's largest device index)."""
+    if not isinstance(s, str):
+        return False
+    m = _DEVICE_RE.fullmatch(s)
+    return m is not None and (m.group(1) is None or int(m.group(1)) <= _MAX_DEVICE_INDEX)
+
+
+def _size_value(v) -> bool:
+    return type(v) is int and 0 <= v <= _MAX_DIM
+
+
 class _Decoder:
     """Rebuilds the object tree, materializing each tensor the first time it is named."""
 
-    def __init__(self, f, src, base, entries, map_location):
+    def __init__(self, f, src, base, entries, crcs, map_location):
         self.f, self.src, self.base = f, src, base
         self.entries = entries
+        self.crcs = crcs              # version 2: each tensor's CRC-32; version 1: None
         self.map_location = map_location
         self.loaded: dict[int, Any] = {}
 
@@ -300,6 +448,9 @@ class _Decoder:
         if not isinstance(n, dict) or not isinstance(n.get("$"), str):
             _fail(self.src, f"has a malformed header: unexpected node {str(n)[:80]}")
         kind, v = n["$"], n.get("v")
+        if not n.keys() <= {"$", "v", "i"}:
+            _fail(self.src, f"has a malformed header: a {kind!r} node has unknown fields "
+                            f"{sorted(n.keys() - {'$', 'v', 'i'})}")
         if kind == "tensor":
             i = n.get("i")
             if type(i) is not int or not 0 <= i < len(self.entries):
@@ -310,9 +461,11 @@ class _Decoder:
             return self.loaded[i]
         if kind in ("list", "tuple", "size"):
             self._expect(isinstance(v, list), kind)
+            if kind == "size":
+                self._expect(all(_size_value(x) for x in v) and len(v) <= 64, kind)
+                return ember.Size(v)
             items = [self.node(x) for x in v]
-            return items if kind == "list" else tuple(items) if kind == "tuple" \
-                else ember.Size(items)
+            return items if kind == "list" else tuple(items)
         if kind in ("dict", "odict"):
             self._expect(isinstance(v, list) and all(isinstance(p, list) and len(p) == 2
                                                      for p in v), kind)
@@ -346,6 +499,8 @@ class _Decoder:
             _fail(self.src, f"has a malformed header: bad value for a {kind!r} node")
 
     def _device(self, s: str):
+        if not _device_string(s):
+            _fail(self.src, f"has a malformed header: invalid device string {s[:80]!r}")
         try:
             return ember.device(s)
         except (RuntimeError, ValueError, TypeError):
@@ -359,12 +514,19 @@ class _Decoder:
         got = _read_exact(self.f, buf)
         if got != e["nbytes"]:
             _fail(self.src, f"is truncated: tensor {i} needs {e['nbytes']} bytes, found {got}")
+        if self.crcs is not None and zlib.crc32(buf) != int(self.crcs[i]):
+            _fail(self.src, f"is corrupted: the bytes of tensor {i} ({dtype.name}, shape "
+                            f"{e['shape']}) do not match their CRC-32 checksum")
         if not e["nbytes"]:
             t = ember.empty(e["shape"], dtype=dtype)  # standard strides, whatever the shape
         elif dtype is ember.bfloat16:
             # bfloat16's bits are the upper half of the float32 it widens to exactly
             f32 = np.left_shift(buf.view("<u2").astype(np.uint32), 16).view(np.float32)
             t = ember.from_numpy(f32.reshape(e["shape"])).to(ember.bfloat16)
+        elif dtype is ember.bool:
+            # any nonzero byte is True (kernels assume bool bytes are 0 or 1: a 2 would
+            # count twice in a sum); what PyTorch's kernels make of such a byte
+            t = ember.from_numpy(np.not_equal(buf, 0).reshape(e["shape"]))
         else:
             arr = buf.view(dtype.to_numpy().newbyteorder("<")).reshape(e["shape"])
             if not arr.dtype.isnative:
@@ -404,6 +566,7 @@ class _Decoder:
 
 
 _ENTRY_KEYS = {"dtype", "shape", "offset", "nbytes", "device", "requires_grad"}
+_HEADER_KEYS = {"format", "tensors", "data_size", "root"}
 
 
 def _check_entry(src: str, i: int, e, data_size: int) -> None:
@@ -412,17 +575,24 @@ def _check_entry(src: str, i: int, e, data_size: int) -> None:
 
     if not isinstance(e, dict) or not _ENTRY_KEYS <= e.keys():
         bad(f"must be an object with the fields {sorted(_ENTRY_KEYS)}")
+    unknown = e.keys() - _ENTRY_KEYS - {"parameter"}
+    if unknown:
+        bad(f"has unknown fields {sorted(unknown)[:8]}")
     if not isinstance(e["dtype"], str) or e["dtype"] not in D._BY_NAME:
-        bad(f"has an unknown dtype {e['dtype']!r}")
+        bad(f"has an unknown dtype {str(e['dtype'])[:80]!r}")
     shape = e["shape"]
     if not isinstance(shape, list) or len(shape) > 64 or \
-            not all(type(s) is int and s >= 0 for s in shape):
-        bad(f"has an invalid shape {str(shape)[:80]}")
+            not all(_size_value(s) for s in shape):
+        bad(f"has an invalid shape {str(shape)[:80]} (expected at most 64 integer sizes in "
+            f"0..{_MAX_DIM})")
     for k in ("offset", "nbytes"):
-        if type(e[k]) is not int or e[k] < 0:
-            bad(f"has an invalid {k} {e[k]!r}")
+        if type(e[k]) is not int or not 0 <= e[k] <= _MAX_DIM:
+            bad(f"has an invalid {k} {str(e[k])[:80]} (expected an integer in 0..{_MAX_DIM})")
     dtype = D.to_dtype(e["dtype"])
-    want = math.prod(shape) * dtype.itemsize
+    numel = math.prod(shape)
+    if numel > _MAX_DIM:
+        bad(f"has shape {shape} with {numel} elements, more than PyTorch's limit {_MAX_DIM}")
+    want = numel * dtype.itemsize
     if e["nbytes"] != want:
         bad(f"says it holds {e['nbytes']} bytes but shape {shape} of {dtype.name} needs "
             f"{want}")
@@ -431,6 +601,9 @@ def _check_entry(src: str, i: int, e, data_size: int) -> None:
             f"{data_size})")
     if not isinstance(e["device"], str):
         bad("has a device that is not a string")
+    if not _device_string(e["device"]):
+        bad(f"has an invalid device {e['device'][:80]!r} (expected 'type' or 'type:index' "
+            f"with an index in 0..{_MAX_DEVICE_INDEX})")
     try:
         ember.device(e["device"])
     except (RuntimeError, ValueError, TypeError):
@@ -441,8 +614,30 @@ def _check_entry(src: str, i: int, e, data_size: int) -> None:
         bad(f"requires grad but has the non-floating dtype {dtype.name}")
 
 
+def _check_no_shared_bytes(src: str, entries: list) -> None:
+    """No two tensors may share bytes: ember.save gives each its own, and aliased entries
+    would let a small file expand into many tensors (600 entries over the same 4 MiB make
+    2.3 GiB). With this, the tensors built add up to at most the data section's size."""
+    spans = sorted((e["offset"], e["offset"] + e["nbytes"], i)
+                   for i, e in enumerate(entries) if e["nbytes"])
+    end, owner = 0, -1
+    for lo, hi, i in spans:
+        if lo < end:
+            _fail(src, f"has a malformed header: tensors {owner} and {i} share the bytes "
+                       f"{lo}..{min(hi, end)} of the data section (every tensor of an ember "
+                       "checkpoint has bytes of its own)")
+        end, owner = hi, i
+
+
 def _reject_constant(name):
     raise ValueError(f"non-standard JSON constant {name}")
+
+
+def _finite_float(text: str) -> float:
+    x = float(text)
+    if not math.isfinite(x):     # 1e999: ember.save writes non-finite floats as nodes
+        raise ValueError(f"number {text[:40]} is out of range")
+    return x
 
 
 def _load(f, src: str, map_location):
@@ -461,43 +656,95 @@ def _load(f, src: str, map_location):
     if len(pre) < _PRE_LEN:
         _fail(src, f"is truncated: {len(pre)} bytes, shorter than the {_PRE_LEN}-byte preamble")
     version, hlen = _PREAMBLE.unpack(pre[len(MAGIC):])
-    if version != VERSION:
-        _fail(src, f"has format version {version}; this ember reads version {VERSION} "
-                   "(was it written by a newer ember?)")
-    if hlen > avail - _PRE_LEN:
+    if version not in (1, VERSION):
+        _fail(src, f"has format version {version}; this ember reads versions 1 and {VERSION} "
+                   "(was it written by a newer ember, or is the file damaged?)")
+    pre_len, header_crc = _PRE_LEN, None
+    if version >= 2:
+        raw_crc = bytearray(_HEADER_CRC.size)
+        if _read_exact(f, raw_crc) != _HEADER_CRC.size:
+            _fail(src, f"is truncated: {avail} bytes, shorter than the "
+                       f"{_PRE_LEN + _HEADER_CRC.size}-byte preamble")
+        header_crc = _HEADER_CRC.unpack(raw_crc)[0]
+        pre_len += _HEADER_CRC.size
+    if hlen > avail - pre_len:
         _fail(src, f"is truncated: its header should be {hlen} bytes but only "
-                   f"{avail - _PRE_LEN} bytes follow the preamble")
+                   f"{avail - pre_len} bytes follow the preamble")
     raw = bytearray(hlen)
     if _read_exact(f, raw) != hlen:
         _fail(src, f"is truncated: its header should be {hlen} bytes")
+    if header_crc is not None and zlib.crc32(raw) != header_crc:
+        _fail(src, "is corrupted: its header does not match its CRC-32 checksum")
     try:
-        header = json.loads(bytes(raw).decode("utf-8"), parse_constant=_reject_constant)
+        header = json.loads(bytes(raw).decode("utf-8"), parse_constant=_reject_constant,
+                            parse_float=_finite_float)
     except RecursionError:
         _fail(src, "has a malformed header: its JSON is nested too deeply")
     except (UnicodeDecodeError, ValueError) as err:
-        _fail(src, f"has a malformed header: not valid UTF-8 JSON ({err})")
+        _fail(src, f"has a malformed header: not valid UTF-8 JSON ({str(err)[:200]})")
     if not isinstance(header, dict) or header.get("format") != "ember.save" \
-            or not {"tensors", "data_size", "root"} <= header.keys():
+            or header.keys() != _HEADER_KEYS:
         _fail(src, "has a malformed header: expected an object with format 'ember.save', "
-                   "'tensors', 'data_size' and 'root'")
+                   "'tensors', 'data_size' and 'root' (and nothing else)")
     entries, data_size = header["tensors"], header["data_size"]
     if not isinstance(entries, list):
         _fail(src, "has a malformed header: 'tensors' must be a list")
-    if type(data_size) is not int or data_size < 0:
-        _fail(src, f"has a malformed header: invalid data_size {data_size!r}")
-    data_start = _align(_PRE_LEN + hlen)
-    if data_start + data_size > avail:
-        _fail(src, f"is truncated: it should hold {data_start + data_size} bytes but has "
-                   f"{avail}")
+    if type(data_size) is not int or not 0 <= data_size <= _MAX_DIM:
+        _fail(src, f"has a malformed header: invalid data_size {str(data_size)[:80]}")
     for i, e in enumerate(entries):
         _check_entry(src, i, e, data_size)
-    dec = _Decoder(f, src, start + data_start, entries, map_location)
+    _check_no_shared_bytes(src, entries)
+    data_start = _align(pre_len + hlen)
+    trailer = _CRC.itemsize * len(entries) if version >= 2 else 0
+    record_end = data_start + data_size + trailer
+    if record_end > avail:
+        _fail(src, f"is truncated: it should hold {record_end} bytes but has {avail}")
+    crcs = None
+    if version >= 2:
+        f.seek(start + data_start + data_size)
+        raw_crcs = bytearray(trailer)
+        if _read_exact(f, raw_crcs) != trailer:
+            _fail(src, "is truncated: its checksum trailer is missing")
+        crcs = np.frombuffer(bytes(raw_crcs), dtype=_CRC)
+    dec = _Decoder(f, src, start + data_start, entries, crcs, map_location)
     try:
         obj = dec.node(header["root"])
     except RecursionError:
         _fail(src, "has a malformed header: its object tree is nested too deeply")
-    f.seek(start + data_start + data_size)
+    f.seek(start + record_end)
     return obj
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _check_regular(path: str, mode: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "ember.load: the path is a directory", path)
+    if not stat.S_ISREG(mode):
+        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+        raise RuntimeError(f"ember.load: {path!r} is {kind}, not a regular file. ember.load "
+                           "reads checkpoints from regular files (reading a pipe or device "
+                           "by path could block forever); to read from a stream, open it "
+                           "and pass the file object")
+
+
+def _open_regular(path: str):
+    """Open ``path`` for reading only if it is a regular file. It is opened without
+    blocking (opening a FIFO would wait for a writer) and checked through the open
+    descriptor, so a file swapped in after the check can't slip through."""
+    _check_regular(path, os.stat(path).st_mode)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                 | getattr(os, "O_BINARY", 0))
+    try:
+        _check_regular(path, os.fstat(fd).st_mode)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def load(f: FileLike, map_location: MapLocation = None, weights_only: bool = True) -> Any:
@@ -510,8 +757,10 @@ def load(f: FileLike, map_location: MapLocation = None, weights_only: bool = Tru
     Tensors come back with their saved ``requires_grad`` flag.
 
     The format holds data only, so loading never runs code whatever ``weights_only`` says
-    (it is accepted for PyTorch compatibility). Files of another format, truncated or
-    inconsistent files raise ``RuntimeError``.
+    (it is accepted for PyTorch compatibility). A path must name a regular file (a FIFO or
+    device raises ``RuntimeError``, a directory ``IsADirectoryError``). Files of another
+    format, truncated, corrupted (checksum mismatch) or inconsistent files raise
+    ``RuntimeError``.
 
     >>> import ember, io
     >>> buf = io.BytesIO(); ember.save([ember.tensor(1), None], buf); _ = buf.seek(0)
@@ -521,7 +770,7 @@ def load(f: FileLike, map_location: MapLocation = None, weights_only: bool = Tru
     del weights_only  # there is nothing but data to load either way
     if isinstance(f, (str, bytes, os.PathLike)):
         path = os.fsdecode(f)
-        with open(path, "rb") as fh:
+        with _open_regular(path) as fh:
             return _load(fh, repr(path), map_location)
     if not hasattr(f, "read"):
         raise TypeError(f"ember.load: f must be a path or a binary file object, got "
@@ -533,4 +782,3 @@ def load(f: FileLike, map_location: MapLocation = None, weights_only: bool = Tru
     if not hasattr(f, "readinto"):
         f = io.BytesIO(f.read())
     return _load(f, src, map_location)
-

@@ -15,8 +15,14 @@ a contiguous staging copy); tensors of other devices are staged through the host
 Every collective first exchanges a small descriptor (op, shape, dtype) so that ranks
 calling mismatched collectives get a clear error instead of a hang or corrupted data
 (``EMBER_DIST_CHECKS=0`` skips it), and every wait has a timeout (``timeout=`` of
-``init_process_group``, default 300 s): a rank that died or never arrives produces a
+``init_process_group``, default 300 s): a rank that never arrives produces a
 ``RuntimeError`` naming the operation.
+
+A rank that fails ends the whole job within seconds (see ``_lifecycle``): Open MPI ends it
+when a rank is killed or exits non-zero without finalizing; an uncaught exception prints
+its traceback and calls ``MPI_Abort``; a rank that leaves early (returns, ``sys.exit``)
+tells the others, and a rank waiting for it raises ``RuntimeError`` instead of waiting out
+the timeout.
 """
 from __future__ import annotations
 

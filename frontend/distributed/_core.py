@@ -1,7 +1,9 @@
 """Process groups and collectives over MPI (see the package docstring)."""
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import threading
 import time
 import zlib
@@ -11,6 +13,8 @@ import numpy as np
 
 import ember
 from ember.dispatcher.core import TensorBase
+
+from . import _lifecycle as lifecycle
 
 
 class ReduceOp:
@@ -36,11 +40,9 @@ def _mpi():
 
 
 def is_available() -> bool:
-    try:
-        _mpi()
-        return True
-    except RuntimeError:
-        return False
+    # find_spec, not an import: importing mpi4py.MPI initialises MPI, and a one-process
+    # MPI job leaves files in /dev/shm and /tmp behind
+    return importlib.util.find_spec("mpi4py") is not None
 
 
 class ProcessGroup:
@@ -49,6 +51,12 @@ class ProcessGroup:
     def __init__(self, comm, ranks=None):
         self.comm = comm
         self.ranks = ranks
+        MPI = _mpi()
+        mine, world = comm.Get_group(), MPI.COMM_WORLD.Get_group()
+        #: the world rank of each member (departure notices name world ranks)
+        self.world_ranks = tuple(mine.Translate_ranks(list(range(mine.Get_size())), world))
+        mine.Free()
+        world.Free()
 
     def rank(self) -> int:
         return self.comm.Get_rank()
@@ -63,6 +71,9 @@ class ProcessGroup:
 _WORLD: ProcessGroup | None = None
 _TIMEOUT = 300.0
 _SEQ = {}
+#: how long a wait goes on after a member of its group announced its exit: its last
+#: contribution may still be in flight
+_DEPARTURE_GRACE_S = 2.0
 
 
 def _checks() -> bool:
@@ -79,8 +90,8 @@ def init_process_group(backend: str = "mpi", init_method=None, timeout=None, wor
         raise ValueError(f"ember.distributed supports backend='mpi' only, got {backend!r}")
     if _WORLD is not None:
         raise RuntimeError("trying to initialize the default process group twice!")
-    MPI = _mpi()
-    comm = MPI.COMM_WORLD.Dup()
+    _start_mpi()
+    comm = _mpi().COMM_WORLD.Dup()
     if world_size not in (-1, None) and world_size != comm.Get_size():
         raise ValueError(f"init_process_group(): world_size={world_size} but the MPI job has "
                          f"{comm.Get_size()} processes")
@@ -95,6 +106,24 @@ def init_process_group(backend: str = "mpi", init_method=None, timeout=None, wor
     threads = os.environ.get("EMBER_NUM_THREADS")
     if threads:   # set by ember.distributed.run: each rank's share of the cores
         ember.set_num_threads(int(threads))
+
+
+def _start_mpi() -> None:
+    """Initialise MPI (a singleton keeps Open MPI's files in a private directory removed at
+    exit) and install the hooks that end the job when a rank fails or leaves early."""
+    fresh = "mpi4py.MPI" not in sys.modules    # importing it initialises MPI
+    job = lifecycle.JobDir() if fresh and not lifecycle.launched_by_mpi() else None
+    try:
+        with lifecycle.mpi_files_in(job):
+            MPI = _mpi()
+            owns = fresh or not MPI.Is_initialized()
+            if not MPI.Is_initialized():
+                MPI.Init_thread(MPI.THREAD_MULTIPLE)
+    except BaseException:
+        if job is not None:
+            job.remove()
+        raise
+    lifecycle.install(MPI, owns, job)
 
 
 def is_initialized() -> bool:
@@ -136,8 +165,11 @@ def new_group(ranks=None, timeout=None, backend=None) -> ProcessGroup | None:
     the group get None."""
     world = _group(None)
     if ranks is None:
+        barrier(world)     # MPI_Comm_dup blocks with no timeout
         return ProcessGroup(world.comm.Dup())
     ranks = sorted(int(r) for r in ranks)
+    # MPI_Comm_split blocks with no timeout: first make sure every rank got here
+    barrier(world)
     me = world.rank()
     color = 0 if me in ranks else _mpi().UNDEFINED
     comm = world.comm.Split(color, ranks.index(me) if me in ranks else 0)
@@ -204,14 +236,34 @@ def _wait(req, what, group, status=None):
         return
     deadline = time.monotonic() + _TIMEOUT
     spins = 0
+    next_check = 0.0     # when to look for departure notices next
+    gone_since = None
     while not req.Test(status):
         spins += 1
         if spins > 200:
             time.sleep(min(0.001 * (spins - 200) / 100, 0.002))
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now >= next_check:
+            next_check = now + 0.02
+            gone = lifecycle.departed().intersection(group.world_ranks)
+            if gone:
+                gone_since = now if gone_since is None else gone_since
+                if now - gone_since > _DEPARTURE_GRACE_S:
+                    _raise_departed(what, group, gone)
+        if now > deadline:
             raise RuntimeError(f"{what}: timed out after {_TIMEOUT:.0f} s waiting for the other "
                                f"ranks of {group} (a rank died, or ranks called different "
                                f"collectives)")
+
+
+def _raise_departed(what, group, gone):
+    who = ", ".join(str(r) for r in sorted(gone))
+    me = _mpi().COMM_WORLD.Get_rank()
+    raise RuntimeError(f"{what}: rank {who} exited (it returned from its script or called "
+                       f"sys.exit()) while rank {me} waits for it in {what} on {group}; the "
+                       "operation can never complete, so it fails now instead of after the "
+                       f"{_TIMEOUT:.0f} s timeout. Every rank must make the same collective "
+                       "calls in the same order.")
 
 
 def _agree(group, what, sig):

@@ -5,14 +5,26 @@ next to this Python, else the one on PATH). It passes ``--hostfile`` through for
 multi-machine runs, lets Open MPI run as root in containers, does not pin ranks to cores
 (ember runs its own thread pool in each rank) and gives each rank an equal share of this
 machine's cores through ``EMBER_NUM_THREADS`` (applied by ``init_process_group``).
+
+On one machine with Open MPI, each job's shared-memory segments and session directory go
+to a private directory (``/dev/shm/ember-mpi-PID-XXXX``, see ``_lifecycle``) that is
+removed when the job ends however it ends; ``--timeout`` and a SIGTERM/SIGINT/SIGHUP of
+the launcher stop ``mpiexec`` with SIGTERM first, so that Open MPI kills the ranks and
+cleans up, and with SIGKILL only if it does not finish within a few seconds.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
+
+from ._lifecycle import JobDir, job_environment
+
+#: how long ``mpiexec`` gets to end the job after SIGTERM before it is killed
+STOP_GRACE_S = 10.0
 
 
 def find_mpiexec() -> str:
@@ -39,8 +51,10 @@ def _flavour(mpiexec: str) -> str:
     return "unknown"
 
 
-def command(nprocs: int, argv: list, hostfile: str | None = None, python=None) -> tuple:
-    """The launcher command line and environment for ``nprocs`` ranks running ``argv``."""
+def command(nprocs: int, argv: list, hostfile: str | None = None, python=None,
+            job_dir: str | None = None) -> tuple:
+    """The launcher command line and environment for ``nprocs`` ranks running ``argv``
+    (with Open MPI, ``job_dir`` receives the job's shared-memory and session files)."""
     mpiexec = find_mpiexec()
     flavour = _flavour(mpiexec)
     cmd = [mpiexec, "-n", str(nprocs)]
@@ -54,6 +68,9 @@ def command(nprocs: int, argv: list, hostfile: str | None = None, python=None) -
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        if job_dir:
+            for k, v in job_environment(job_dir).items():
+                env.setdefault(k, v)
     elif hostfile:
         cmd += ["-f", hostfile]
     if not hostfile:
@@ -75,12 +92,61 @@ def main(args=None) -> int:
     ns = ap.parse_args(args)
     if ns.nproc < 1:
         ap.error("-n must be at least 1")
-    cmd, env = command(ns.nproc, [ns.script] + ns.args, ns.hostfile)
+    # a private directory for Open MPI's files, on one machine only: remote nodes would
+    # not have it (Open MPI cleans up there itself unless a daemon is killed)
+    job = JobDir() if not ns.hostfile else None
     try:
-        return subprocess.run(cmd, env=env, timeout=ns.timeout).returncode
+        cmd, env = command(ns.nproc, [ns.script] + ns.args, ns.hostfile,
+                           job_dir=job.path if job else None)
+        return _run_job(cmd, env, ns.timeout, pass_fds=(job.lock_fd,) if job else ())
+    finally:
+        if job is not None:
+            job.remove()
+
+
+class _Stop(Exception):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stop(signum, frame):
+    raise _Stop(signum)
+
+
+def _run_job(cmd, env, timeout, pass_fds=()) -> int:
+    """Run ``mpiexec`` until it ends, the timeout passes or this launcher is signalled."""
+    handled = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    previous = {s: signal.signal(s, _raise_stop) for s in handled}
+    proc = None
+    try:
+        proc = subprocess.Popen(cmd, env=env, pass_fds=pass_fds)
+        return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        print(f"ember.distributed.run: job killed after {ns.timeout} s", file=sys.stderr)
+        print(f"ember.distributed.run: job killed after {timeout} s", file=sys.stderr)
         return 124
+    except KeyboardInterrupt:
+        return 130
+    except _Stop as stop:
+        return 128 + stop.signum
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        if proc is not None:
+            _stop(proc)
+
+
+def _stop(proc) -> None:
+    """SIGTERM first (Open MPI then kills the ranks and removes its files), SIGKILL if
+    ``mpiexec`` is still there after ``STOP_GRACE_S``."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 if __name__ == "__main__":

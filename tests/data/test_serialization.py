@@ -11,6 +11,7 @@ import pathlib
 import pickle
 import stat
 import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -121,10 +122,10 @@ def test_bfloat16_is_stored_as_raw_words():
     save(t, buf)
     raw = buf.getvalue()
     hlen = struct.unpack("<Q", raw[12:20])[0]
-    header = json.loads(raw[20:20 + hlen])
+    header = json.loads(raw[24:24 + hlen])
     e = header["tensors"][0]
     assert e["dtype"] == "bfloat16" and e["nbytes"] == 6
-    start = -(-(20 + hlen) // 64) * 64 + e["offset"]
+    start = -(-(24 + hlen) // 64) * 64 + e["offset"]
     words = np.frombuffer(raw[start:start + 6], "<u2")
     assert words.tolist() == [0x3F80, 0xC000, 0x3F00]   # bfloat16 bit patterns
     # and PyTorch, given the same words, reads the same numbers
@@ -387,18 +388,39 @@ def _saved(obj) -> bytes:
     return buf.getvalue()
 
 
-def _record(header, data=b"", version=1, hlen=None) -> bytes:
+def _trailer(header, data: bytes) -> bytes:
+    """Version 2's per-tensor CRC-32s of ``data`` as ``header``'s entries place them (0 for
+    an entry too malformed to place)."""
+    entries = header.get("tensors") if isinstance(header, dict) else None
+    crcs = []
+    for e in entries if isinstance(entries, list) else []:
+        try:
+            crcs.append(zlib.crc32(data[e["offset"]:e["offset"] + e["nbytes"]]))
+        except (TypeError, KeyError, IndexError, ValueError, OverflowError):
+            crcs.append(0)
+    return struct.pack(f"<{len(crcs)}I", *crcs)
+
+
+def _record(header, data=b"", version=S.VERSION, hlen=None) -> bytes:
+    """A record written byte by byte: version 2 with correct checksums (so that only the
+    property under test is wrong), or version 1 (no checksums)."""
     h = header if isinstance(header, bytes) else json.dumps(header).encode()
     n = len(h) if hlen is None else hlen
+    if version >= 2:
+        pre = S.MAGIC + struct.pack("<IQI", version, n, zlib.crc32(h)) + h
+        parsed = header if not isinstance(header, bytes) else None
+        return pre + b"\0" * (-len(pre) % 64) + data + _trailer(parsed, data)
     pre = S.MAGIC + struct.pack("<IQ", version, n) + h
     return pre + b"\0" * (-len(pre) % 64) + data
 
 
 def _rewrite(raw: bytes, edit) -> bytes:
-    """``raw`` with its header passed through ``edit`` (data section kept)."""
+    """``raw`` (version 2) with its header passed through ``edit`` (data section kept,
+    checksums recomputed)."""
     hlen = struct.unpack("<Q", raw[12:20])[0]
-    header = json.loads(raw[20:20 + hlen])
-    data = raw[-(-(20 + hlen) // 64) * 64:]
+    header = json.loads(raw[24:24 + hlen])
+    start = -(-(24 + hlen) // 64) * 64
+    data = raw[start:start + header["data_size"]]
     edit(header)
     return _record(header, data)
 
@@ -422,7 +444,7 @@ CRAFTED = [
      "points outside the data section"),
     ("huge shape", _record(_header([_entry(shape=[2 ** 40, 2 ** 40],
                                            nbytes=4 * 2 ** 80)]), b"\0" * 64),
-     "points outside the data section"),
+     "invalid nbytes"),
     ("nbytes disagrees", _record(_header([_entry(nbytes=4)]), b"\0" * 64), "needs 8"),
     ("negative dim", _record(_header([_entry(shape=[-2], nbytes=-8)]), b"\0" * 64),
      "invalid shape"),
@@ -459,7 +481,9 @@ CRAFTED = [
      "nested too deeply"),
     ("wrong format tag", _record({"format": "other", "tensors": [], "data_size": 0,
                                   "root": None}), "format 'ember.save'"),
-    ("future version", _record(_header([]), version=2), "format version 2"),
+    ("future version", _record(_header([]), version=3), "format version 3"),
+    ("version 1 future field", _record(_header([_entry(crc32=0)]), b"\0" * 64, version=1),
+     "unknown fields"),
 ]
 
 

@@ -1,6 +1,7 @@
 """ember.distributed on 2 MPI ranks launched with ``python -m ember.distributed.run``:
 collectives against single-process references, DDP against single-process training, and
-the error cases (mismatch, no init, a dead rank) ending in clear errors, never hangs."""
+the error cases (mismatch, no init) ending in clear errors, never hangs (ranks that die or
+leave early: test_abort.py)."""
 import os
 import subprocess
 import sys
@@ -29,6 +30,7 @@ def test_collectives_match_a_single_process_reference():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "rank 0:" in r.stdout and "rank 1:" in r.stdout
     assert r.stdout.count("checks passed") == 2
+    assert "rank 0: carried on after rank 1 left" in r.stdout, r.stdout + r.stderr
 
 
 def test_ddp_matches_single_process_training():
@@ -42,12 +44,6 @@ def test_mismatched_shapes_are_a_clear_error_on_every_rank():
     r = launch("mismatch_worker.py", timeout=60)
     assert r.stdout.count("mismatched tensors across ranks") == 2, r.stdout + r.stderr
     assert "shape (3,)" in r.stdout and "shape (4,)" in r.stdout
-
-
-def test_a_dead_rank_ends_the_job_instead_of_hanging():
-    r = launch("dead_rank_worker.py", timeout=60)
-    assert r.returncode != 0
-    assert "no error" not in r.stdout
 
 
 def test_collective_before_init_is_a_clear_error():
