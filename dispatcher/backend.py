@@ -32,6 +32,16 @@ class Backend:
     #: ``ember.<device_type>.<name>`` — is_available, device_count, synchronize,
     #: memory_stats, empty_cache, Stream, ... (see ``ember.device_namespace``).
     device_api: object = None
+    #: whether a child made by ``os.fork`` may go on using this backend once the parent
+    #: started it (a driver with threads or device contexts: no). A backend that is not
+    #: fork-safe and was started in the parent raises "Cannot re-initialize <type> in
+    #: forked subprocess" in the child; DataLoader workers then use 'spawn'.
+    fork_safe: bool = False
+
+    def is_initialized(self) -> bool:
+        """Whether the device driver has started in this process (default: yes once the
+        backend is loaded, the safe answer for a backend that does not say)."""
+        return True
 
     def device_count(self) -> int:
         return 0

@@ -32,7 +32,9 @@ def ember_backend():
       ``copy_to_host(storage, byte_offset, nbytes)`` returning a host buffer;
     - ``synchronize(index)``;
     - ``kernels``: a mapping from op name (see ``ember.dispatcher.schema``) to a kernel
-      ``kernel(out, *inputs, **attrs)``. Every op marked primitive must be present.
+      ``kernel(out, *inputs, **attrs)``. Every op marked primitive must be present;
+    - ``fork_safe`` (default False) and ``is_initialized()`` (default True): whether a
+      child forked after the driver started may use the device, and whether it started.
 
     Called once, when ember first needs a backend (loading is lazy).
     """

@@ -23,6 +23,14 @@ class Procs:
         return p.exitcode
 
 
+@pytest.fixture(autouse=True)
+def _workers_fork_as_in_a_fresh_process(request, monkeypatch):
+    # these tests are about workers, not about the start method DataLoader picks after a
+    # fork-unsafe device started in this process (that is test_fork_safety.py's subject)
+    if request.module.__name__.endswith("test_dataloader_workers"):
+        monkeypatch.setattr("ember.utils.data.dataloader.fork_unsafe_devices", lambda: [])
+
+
 @pytest.fixture
 def procs():
     ps = Procs()

@@ -35,6 +35,9 @@ class CPUBackend(Backend):
     version = __version__
     device_type = "cpu"
     host_accessible = True
+    #: host memory, and a thread pool that is rebuilt in a forked child (pthread_atfork in
+    #: threadpool.cpp): a child forked at any time can use the CPU
+    fork_safe = True
 
     def __init__(self):
         check_extension("ember-cpu", _C.KERNELS, _C.OPS_TABLE_HASH, helpers={"storage_copy"})

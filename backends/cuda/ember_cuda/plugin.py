@@ -59,6 +59,9 @@ class CUDABackend(Backend):
     name = "cuda"
     version = __version__
     device_type = "cuda"
+    #: the CUDA driver does not survive fork (PyTorch: "Cannot re-initialize CUDA in forked
+    #: subprocess"); it is initialised once cudaGetDeviceCount has found a device
+    fork_safe = False
     #: the user-facing API (Stream, Event, memory_stats...): what ``ember.cuda`` forwards to
     device_api = _api
 
@@ -78,6 +81,11 @@ class CUDABackend(Backend):
             return 0 if _C is None else int(_C.device_count())
         except Exception:  # must never raise
             return 0
+
+    def is_initialized(self) -> bool:
+        """Whether the CUDA driver started in this process (the count is cached by its
+        first call, made when the plugin loads)."""
+        return self.device_count() > 0
 
     def device_name(self, index: int) -> str:
         return f"cuda:{index} ({require(index).device_name(index)})"

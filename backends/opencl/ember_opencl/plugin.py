@@ -18,6 +18,9 @@ class OpenCLBackend(Backend):
     name = "opencl"
     version = __version__
     device_type = "opencl"
+    #: an OpenCL driver does not survive fork: once it listed its devices (PoCL starts its
+    #: worker threads then), a forked child's first enqueue waits forever
+    fork_safe = False
 
     def __init__(self):
         import ember_opencl
@@ -26,6 +29,11 @@ class OpenCLBackend(Backend):
         if rt.LAUNCH_BLOCKING:
             KERNELS = {n: _blocking(k) for n, k in KERNELS.items()}
         self.kernels = KERNELS
+
+    def is_initialized(self) -> bool:
+        """Whether the driver started in this process: devices were discovered (listing a
+        platform's devices is what starts it; listing platforms alone does not)."""
+        return bool(rt._devices)
 
     def device_count(self) -> int:
         return rt.device_count()

@@ -26,6 +26,10 @@ class ExampleBackend(Backend):
     device_type = "example"
     host_accessible = False
     kernels = KERNELS
+    #: whether a process forked after this backend started can still use it. NumPy memory
+    #: can; a real driver (threads, contexts, queues: OpenCL, CUDA) cannot, so declare
+    #: False there and define is_initialized() to say when the driver has started
+    fork_safe = True
 
     def __init__(self):
         self._allocators = {}

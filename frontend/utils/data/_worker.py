@@ -5,13 +5,21 @@ A worker process runs ``_worker_loop``: it seeds its random number generators, r
 queue with ``(task index, batch)`` on the shared result queue. Batches travel through
 shared memory (``ember.multiprocessing``). An exception is sent back as an
 ``ExceptionWrapper`` holding the worker's traceback, and re-raised by the main process.
+
+A worker dies with the main process, even one killed by SIGKILL and even while the worker
+is stuck inside a dataset call: on Linux the kernel kills it (``prctl(PR_SET_PDEATHSIG)``),
+elsewhere a watchdog thread polls the main process.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import queue
 import random
+import signal
 import sys
+import threading
+import time
 import traceback
 from dataclasses import dataclass
 
@@ -88,7 +96,12 @@ class ExceptionWrapper:
         except Exception:
             # the type cannot be built from a single message: keep the text at least
             raise RuntimeError(msg) from None
-        raise exception
+        try:
+            raise exception
+        finally:
+            # no cycle exception -> traceback -> this frame -> exception: the iterator the
+            # traceback holds (and its workers) goes as soon as the caller drops the error
+            del exception
 
 
 class _KeyErrorMessage(str):
@@ -108,15 +121,61 @@ class _ResumeIteration:
 
 
 class _ManagerWatchdog:
-    # a worker whose main process died (even by SIGKILL) exits instead of lingering
-    def __init__(self):
-        self.manager_pid = os.getppid()
+    # a worker whose main process died (even by SIGKILL) exits instead of lingering. The
+    # main process is usually the parent (fork, spawn), whose death re-parents the worker;
+    # under forkserver the parent is the server, and the main process is polled instead
+    def __init__(self, manager_pid: int | None = None):
+        self.manager_pid = os.getppid() if manager_pid is None else manager_pid
+        self.is_parent = os.getppid() == self.manager_pid
         self.manager_dead = False
 
     def is_alive(self) -> bool:
         if not self.manager_dead:
-            self.manager_dead = os.getppid() != self.manager_pid
+            if self.is_parent:
+                self.manager_dead = os.getppid() != self.manager_pid
+            else:
+                self.manager_dead = not _pid_alive(self.manager_pid)
         return not self.manager_dead
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else (the pid was reused)
+        return True
+    return True
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _kill_with_parent() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent's thread that started it
+    ends (Linux); False where that cannot be asked."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _die_with_manager(manager_pid: int, started_by_main_thread: bool) -> None:
+    """Make sure this worker does not outlive the main process ``manager_pid``."""
+    watchdog = _ManagerWatchdog(manager_pid)
+    if watchdog.is_parent and started_by_main_thread and _kill_with_parent():
+        if not watchdog.is_alive():  # it died before the request was made
+            os._exit(1)
+        return
+
+    def watch():
+        while watchdog.is_alive():
+            time.sleep(STATUS_INTERVAL)
+        os._exit(1)  # even if the worker's main thread is stuck in a dataset call
+    threading.Thread(target=watch, name="ember-dataloader-watchdog", daemon=True).start()
 
 
 def _seed_worker(base_seed: int, worker_id: int) -> int:
@@ -131,8 +190,10 @@ def _seed_worker(base_seed: int, worker_id: int) -> int:
 
 
 def _worker_loop(fetcher_factory, dataset, index_queue, data_queue, done_event, base_seed,
-                 init_fn, worker_id, num_workers, iterable):
+                 init_fn, worker_id, num_workers, iterable, parent_watch=None):
     global _worker_info
+    manager_pid, started_by_main_thread = parent_watch or (os.getppid(), False)
+    _die_with_manager(manager_pid, started_by_main_thread)
     try:
         # unread batches are dropped at shutdown: do not wait for them at exit
         reductions.exit_wait_s = 0
@@ -151,7 +212,7 @@ def _worker_loop(fetcher_factory, dataset, index_queue, data_queue, done_event, 
             init_exception = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
 
         iteration_end = False
-        watchdog = _ManagerWatchdog()
+        watchdog = _ManagerWatchdog(manager_pid)
         while watchdog.is_alive():
             try:
                 r = index_queue.get(timeout=STATUS_INTERVAL)

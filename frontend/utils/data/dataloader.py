@@ -11,17 +11,20 @@ import functools
 import itertools
 import math
 import multiprocessing
+import os
 import queue
 import signal
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable
+from multiprocessing import util as mp_util
 
 import numpy.random  # noqa: F401  (workers seed it: imported once, not in each fork)
 
 import ember
 from ember._device_ns import pinning_api
-from ember.dispatcher.plugins import BACKENDS, ensure_loaded
+from ember.dispatcher.plugins import BACKENDS, ensure_loaded, fork_unsafe_devices
 from ember.multiprocessing import reductions
 
 from . import _worker
@@ -36,6 +39,8 @@ __all__ = ["DataLoader", "get_worker_info"]
 _STATUS_INTERVAL = 0.1
 # how long shutting down waits for a worker to finish its current batch before killing it
 _SHUTDOWN_TIMEOUT = 5.0
+# how long a failed read of a batch waits for the worker that sent it to be seen dead
+_DEATH_GRACE = 2.0
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -60,14 +65,18 @@ class DataLoader:
     ``default_convert`` alone.
 
     ``num_workers > 0`` loads in that many worker processes (started by Python's default
-    start method, ``fork`` on Linux, unless ``multiprocessing_context`` says otherwise),
-    each keeping ``prefetch_factor`` batches in flight; batches come back through shared
-    memory in sampler order, identical to ``num_workers=0`` for the same seed. Worker ``i`` seeds
+    start method, ``fork`` on Linux, unless ``multiprocessing_context`` says otherwise;
+    ``spawn``, with a warning, when a backend that does not survive fork, such as
+    opencl, has started in this process), each keeping ``prefetch_factor`` batches in
+    flight; batches come back through shared memory in sampler order, identical to
+    ``num_workers=0`` for the same seed. Worker ``i`` seeds
     ``random``, NumPy and ember with ``base_seed + i`` (``base_seed`` drawn from
     ``generator`` per epoch) and then calls ``worker_init_fn(i)``; ``get_worker_info()``
     tells dataset code which worker it runs in. A worker's exception is re-raised here
-    with its traceback; a worker that dies raises ``RuntimeError``; ``timeout`` bounds
-    the wait for one batch. ``persistent_workers=True`` keeps the workers between epochs.
+    with its traceback; a worker that dies raises ``RuntimeError`` (PyTorch's "DataLoader
+    worker (pid N) is killed by signal: Killed."); ``timeout`` bounds the wait for one
+    batch. ``persistent_workers=True`` keeps the workers between epochs. Workers die with
+    the main process, even when it is killed.
     """
 
     def __init__(self, dataset: Dataset, batch_size: int | None = 1,
@@ -247,6 +256,50 @@ class _Fetcher:
         return data
 
 
+_warned_spawn: list = []
+
+
+def _start_context(ctx):
+    """The context workers start in: the user's, else Python's default, except that a
+    default ``fork`` becomes ``spawn`` once a backend that does not survive fork (opencl,
+    cuda) has started here, since a forked worker could not use it (and would hang in the
+    OpenCL driver without ember's guard). Said once per process."""
+    if ctx is not None:
+        return ctx
+    ctx = multiprocessing.get_context()
+    if ctx.get_start_method() != "fork":
+        return ctx
+    unsafe = fork_unsafe_devices()
+    if not unsafe:
+        return ctx
+    if not _warned_spawn:
+        _warned_spawn.append(True)
+        names = ", ".join(unsafe)
+        warnings.warn(
+            f"DataLoader: {names} has been initialised in this process and does not survive "
+            f"fork, so worker processes start with the 'spawn' start method instead of "
+            f"'fork' (the dataset, collate_fn and worker_init_fn are pickled, and the main "
+            f"module must guard its entry point with `if __name__ == '__main__':`). Pass "
+            f"multiprocessing_context='fork' to keep fork for workers that never use "
+            f"{names}, or 'spawn' to silence this warning.", stacklevel=4)
+    return multiprocessing.get_context("spawn")
+
+
+_warned_fallback: list = []
+
+
+def _warn_fork_fallback(error: Exception) -> None:
+    if _warned_fallback:
+        return
+    _warned_fallback.append(True)
+    names = ", ".join(fork_unsafe_devices())
+    warnings.warn(
+        f"DataLoader: the workers cannot start with 'spawn' ({type(error).__name__}: "
+        f"{error}), so they start with 'fork' after all; a worker that uses {names} raises "
+        "an error. Make the dataset, collate_fn and worker_init_fn picklable (no lambdas or "
+        "local classes) to load with 'spawn'.", stacklevel=4)
+
+
 def _device_count(backend) -> int:
     try:
         return int(backend.device_count())
@@ -312,6 +365,32 @@ class _SingleProcessIter:
         return self._pin(data) if self._pin is not None else data
 
 
+def _death_message(dead) -> str:
+    """PyTorch's messages for dead workers ("DataLoader worker (pid 7) is killed by signal:
+    Killed."), then the summary naming each worker and the likely cause."""
+    sentences, reasons = [], []
+    for wid, w in dead:
+        code = w.exitcode
+        if code is not None and code < 0:
+            sig = signal.Signals(-code)
+            sentence = (f"DataLoader worker (pid {w.pid}) is killed by signal: "
+                        f"{signal.strsignal(sig)}.")
+            if sig == signal.SIGBUS:
+                sentence += (" It is possible that dataloader's workers are out of shared "
+                             "memory. Please try to raise your shared memory limit.")
+            reasons.append(f"worker {wid} (pid {w.pid}): killed by signal {sig.name}")
+        else:
+            sentence = (f"DataLoader worker (pid {w.pid}) exited unexpectedly with exit code "
+                        f"{code}. Details are lost due to multiprocessing. Rerunning with "
+                        "num_workers=0 may give better error trace.")
+            reasons.append(f"worker {wid} (pid {w.pid}): exit code {code}")
+        sentences.append(sentence)
+    return (f"{' '.join(sentences)} DataLoader worker (pid(s) "
+            f"{', '.join(str(w.pid) for _, w in dead)}) exited unexpectedly: "
+            f"{'; '.join(reasons)}. A worker killed by SIGKILL may have run out of memory; an "
+            "exit code comes from the dataset code calling sys.exit() or os._exit().")
+
+
 class _MultiProcessIter:
     """One pass (or, with persistent workers, every pass) over a DataLoader whose batches
     are loaded by worker processes.
@@ -327,42 +406,73 @@ class _MultiProcessIter:
     def __init__(self, loader: DataLoader) -> None:
         reductions.init_reductions()  # batches travel through shared memory
         self._shutdown = True  # until the workers exist
+        self._workers, self._index_queues = [], []
         # no reference to the loader: a persistent loader holds this iterator, and without
         # a cycle the iterator's __del__ shuts the workers down while its queues still work
         try:
             self._len = len(loader)
         except TypeError:
             self._len = None
+        # chosen before pinning memory, which may start an accelerator's driver
+        ctx = _start_context(loader.multiprocessing_context)
         self._pin = _pin_memory_fn() if loader.pin_memory else None
-        n = self._num_workers = loader.num_workers
+        self._num_workers = loader.num_workers
         self._prefetch = loader.prefetch_factor
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers
         self._iterable = loader._iterable
         self._index_iter = iter(loader._index_sampler)
         base_seed = loader._base_seed()
-        ctx = loader.multiprocessing_context or multiprocessing.get_context()
-        self._result_queue = ctx.Queue()
-        self._done_event = ctx.Event()
-        self._index_queues, self._workers = [], []
+        # the workers' shared-memory hand-overs listen on sockets in multiprocessing's
+        # temporary directory; made here, the workers inherit it instead of each making
+        # their own, which a killed (or terminated) worker would leave in /tmp, and this
+        # process removes it, whatever became of them, when it exits
+        mp_util.get_temp_dir()
+        # a worker is killed with its parent by the kernel (prctl) only if the thread that
+        # starts it lives as long as the process: the main thread; else it polls
+        parent_watch = (os.getpid(), threading.current_thread() is threading.main_thread())
         self._shutdown = False
         try:
-            for wid in range(n):
-                iq = ctx.Queue()
-                iq.cancel_join_thread()  # only indices: never worth waiting for at exit
-                w = ctx.Process(
-                    target=_worker._worker_loop,
-                    args=(loader._fetcher_factory(), loader.dataset, iq, self._result_queue,
-                          self._done_event, base_seed, loader.worker_init_fn, wid, n,
-                          self._iterable),
-                    daemon=True)  # so they are terminated if the main process exits
-                w.start()
-                self._index_queues.append(iq)
-                self._workers.append(w)
+            try:
+                self._start_workers(ctx, loader, base_seed, parent_watch)
+            except Exception as e:
+                if loader.multiprocessing_context is not None or self._workers or (
+                        ctx.get_start_method() == "fork"):
+                    raise
+                # 'spawn' was our choice, and what spawn pickles (the dataset, collate_fn,
+                # worker_init_fn) cannot be pickled: fork as the user's code expects, where
+                # using the device in a worker raises an error instead of hanging
+                _warn_fork_fallback(e)
+                self._close_queues()
+                self._start_workers(multiprocessing.get_context("fork"), loader, base_seed,
+                                    parent_watch)
             self._reset(loader, first_iter=True)
         except BaseException:
             self._shutdown_workers()
             raise
+
+    def _start_workers(self, ctx, loader, base_seed, parent_watch) -> None:
+        n = self._num_workers
+        self._result_queue = ctx.Queue()
+        self._done_event = ctx.Event()
+        self._index_queues, self._workers = [], []
+        for wid in range(n):
+            iq = ctx.Queue()
+            iq.cancel_join_thread()  # only indices: never worth waiting for at exit
+            self._index_queues.append(iq)
+            w = ctx.Process(
+                target=_worker._worker_loop,
+                args=(loader._fetcher_factory(), loader.dataset, iq, self._result_queue,
+                      self._done_event, base_seed, loader.worker_init_fn, wid, n,
+                      self._iterable, parent_watch),
+                daemon=True)  # so they are terminated if the main process exits
+            w.start()
+            self._workers.append(w)
+
+    def _close_queues(self) -> None:
+        for q in self._index_queues + [self._result_queue]:
+            q.cancel_join_thread()
+            q.close()
 
     def __iter__(self):
         return self
@@ -456,28 +566,31 @@ class _MultiProcessIter:
                 return self._result_queue.get(timeout=wait)
             except queue.Empty:
                 pass
+            except Exception as e:
+                # a batch in shared memory is fetched from the worker that sent it
+                # (ConnectionRefusedError, ConnectionResetError, EOFError when it died):
+                # say which worker died and how, as PyTorch does
+                self._check_workers(grace=_DEATH_GRACE, cause=e)
+                raise
             self._check_workers()
             if deadline is not None and time.monotonic() >= deadline:
                 self._shutdown_workers()
                 raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
 
-    def _check_workers(self) -> None:
-        dead = [(wid, w) for wid, w in enumerate(self._workers)
-                if self._active[wid] and not w.is_alive()]
+    def _check_workers(self, grace: float = 0, cause: BaseException | None = None) -> None:
+        """Raise if a worker died (waiting up to ``grace`` seconds for one to be seen
+        dead): PyTorch's sentence per worker, then which workers and how."""
+        deadline = time.monotonic() + grace
+        while True:
+            dead = [(wid, w) for wid, w in enumerate(self._workers)
+                    if self._active[wid] and not w.is_alive()]
+            if dead or time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
         if not dead:
             return
         self._shutdown_workers()
-        reasons = []
-        for wid, w in dead:
-            code = w.exitcode
-            how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and
-                   code < 0 else f"exit code {code}")
-            reasons.append(f"worker {wid} (pid {w.pid}): {how}")
-        raise RuntimeError(
-            f"DataLoader worker (pid(s) {', '.join(str(w.pid) for _, w in dead)}) exited "
-            f"unexpectedly: {'; '.join(reasons)}. A worker killed by SIGKILL may have run out "
-            "of memory; an exit code comes from the dataset code calling sys.exit() or "
-            "os._exit().")
+        raise RuntimeError(_death_message(dead)) from cause
 
     def _shutdown_workers(self) -> None:
         if self._shutdown:
