@@ -55,9 +55,12 @@ _ROUND_LARGE = 2 << 20          # ... rounded up to a multiple of this
 _ADDR_BITS = 64                 # free-list key: (size << 64) | address
 
 
-class OutOfMemoryError(RuntimeError):
-    """The device has no memory left for a request, even after the cache was freed.
+class OutOfMemoryError(RuntimeError, MemoryError):
+    """The device (or the host) has no memory left for a request, even after the cache
+    was freed.
 
+    A ``RuntimeError`` like PyTorch's ``torch.OutOfMemoryError``, and a ``MemoryError`` too,
+    so that code catching Python's own out-of-memory error keeps working for tensors.
     Attributes: ``nbytes`` (bytes asked for), ``alloc_size`` (the segment size the
     allocator tried to get from the device), ``device`` (the device's name).
     """
@@ -111,7 +114,9 @@ class DeviceMemory:
         """Reserve ``nbytes`` of device memory and return an opaque handle to it.
 
         Return ``None`` (or raise ``MemoryError``) when the device is out of memory;
-        translate the driver's own out-of-memory error into one of these.
+        translate the driver's own out-of-memory error into one of these. A
+        ``last_error`` attribute (a sentence), when set, is added to the error message
+        (why the driver refused: "the host is out of memory").
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement alloc()")
 
@@ -319,7 +324,14 @@ class CachingAllocator:
                 block = self._take_free_block(size, small, stream)
                 if block is None:
                     block = self._alloc_segment(size, small, stream, nbytes)
-                self._allocate(block, size, nbytes)
+                try:
+                    self._allocate(block, size, nbytes)
+                except BaseException:
+                    # (a MemoryError of Python itself, under a hard memory limit): the
+                    # block goes back to its pool, the allocator stays consistent
+                    if not block.allocated:
+                        self._insert_free(block)
+                    raise
             finally:
                 if self._deferred:
                     self._drain_deferred()
@@ -333,13 +345,13 @@ class CachingAllocator:
         already_split = block.prev is not None or block.next is not None
         if (remaining >= _MIN_BLOCK) if block.small else (remaining > _SMALL_SIZE):
             rest = Block(block._seg, block.offset + size, remaining)
+            self._insert_free(rest)     # first: what can fail (memory) changes nothing yet
             rest.prev = block
             rest.next = block.next
             if rest.next is not None:
                 rest.next.prev = rest
             block.next = rest
             block.size = size
-            self._insert_free(rest)
             if already_split:       # an inactive split block shrank by `size`
                 _dec(self._s_split_bytes, pool, size)
             else:                   # a new inactive split block appeared
@@ -404,10 +416,14 @@ class CachingAllocator:
                 err = OutOfMemoryError(self._oom_message(alloc_size))
                 err.nbytes, err.alloc_size, err.device = nbytes, alloc_size, self._memory.name
                 raise err
-        seg = _Segment(handle, alloc_size, small, stream, self._next_base)
+        try:
+            seg = _Segment(handle, alloc_size, small, stream, self._next_base)
+            block = seg.head = Block(seg, 0, alloc_size)
+            self._segments.add(seg)
+        except BaseException:   # bookkeeping failed: the device memory is not leaked
+            self._memory.free(handle)
+            raise
         self._next_base += alloc_size
-        self._segments.add(seg)
-        block = seg.head = Block(seg, 0, alloc_size)
         pool = _SMALL if small else _LARGE
         self._counters["num_device_alloc"] += 1
         _inc(self._stats["segment"], pool, 1)
@@ -430,8 +446,10 @@ class CachingAllocator:
             capacity = f"{name} does not report its capacity. "
         allocated = self._stats["allocated_bytes"][0][0]
         reserved = self._stats["reserved_bytes"][0][0]
+        why = getattr(self._memory, "last_error", None)
+        why = f"{why} " if why else ""
         return (f"Out of memory on {name}. Tried to allocate {format_size(alloc_size)}. "
-                f"{capacity}Of the allocated memory {format_size(allocated)} is allocated by "
+                f"{why}{capacity}Of the allocated memory {format_size(allocated)} is allocated by "
                 f"ember, and {format_size(reserved - allocated)} is reserved by ember but "
                 "unallocated. If reserved but unallocated memory is large, the cache is "
                 "fragmented: free tensors you no longer need, or allocate the largest "

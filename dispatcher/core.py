@@ -25,6 +25,7 @@ import operator
 import struct
 
 from . import dtypes as _dt
+from .allocator import OutOfMemoryError, format_size
 from .device import device as _device_cls, to_device
 from .plugins import BACKENDS, backend_for, on_unregister
 
@@ -32,7 +33,8 @@ __all__ = [
     "TensorBase", "set_tensor_factory", "new_tensor", "empty", "contiguous_strides",
     "numel", "view_of", "is_contiguous", "broadcast_shapes", "expand_to", "scalar_tensor",
     "same_device", "bump", "normalize_dim", "normalize_dims", "shape_str", "encode_scalar",
-    "decode_scalar",
+    "decode_scalar", "has_internal_overlap", "check_writable", "same_view", "may_overlap",
+    "OVERLAP_MESSAGE", "host_out_of_memory",
 ]
 
 
@@ -118,13 +120,95 @@ on_unregister(_forget_allocators)
 
 
 def empty(shape: tuple, dtype, device):
-    """Allocate an uninitialised contiguous tensor through the device's backend."""
+    """Allocate an uninitialised contiguous tensor through the device's backend.
+
+    A backend whose allocation fails with a plain ``MemoryError`` (host memory: the CPU
+    backend's storage) is reported as ``ember.OutOfMemoryError``, like a device's."""
     alloc = _ALLOCATORS.get(device) or _allocator(device)
     n = 1
     for s in shape:
         n *= s
-    return new_tensor(alloc(n * dtype.itemsize), shape, contiguous_strides(shape), 0, dtype,
-                      device, [0])
+    try:
+        storage = alloc(n * dtype.itemsize)
+    except OutOfMemoryError:
+        raise
+    except MemoryError as e:
+        raise host_out_of_memory(f"a {dtype.name} tensor of shape {shape_str(shape)} on "
+                                 f"{device}", n * dtype.itemsize, e) from None
+    return new_tensor(storage, shape, contiguous_strides(shape), 0, dtype, device, [0])
+
+
+# ---- memory overlap of written-to tensors -------------------------------------------------
+
+#: PyTorch's message for a written-to tensor whose elements share memory
+OVERLAP_MESSAGE = ("unsupported operation: more than one element of the written-to tensor "
+                   "refers to a single memory location. Please clone() the tensor before "
+                   "performing the operation.")
+
+
+def has_internal_overlap(t) -> bool:
+    """Whether two elements of ``t`` certainly share memory: a dim of size > 1 with stride 0
+    (what ``expand`` and broadcasting make). This is PyTorch's ``has_internal_overlap ==
+    YES``; other overlapping layouts (``as_strided`` with strides smaller than the sizes
+    below them) are "too hard" there and not rejected, so they are not here either."""
+    stride = t._stride
+    if 0 not in stride:
+        return False
+    shape = t.shape
+    if 0 in shape:      # nothing is written
+        return False
+    for n, s in zip(shape, stride):
+        if s == 0 and n > 1:
+            return True
+    return False
+
+
+def check_writable(t, op: str) -> None:
+    """Raise PyTorch's error when ``t``, about to be written by ``op``, has internal overlap
+    (several elements, one memory location: threads would race, the result would depend on
+    which write lands last)."""
+    if 0 in t._stride and has_internal_overlap(t):
+        raise RuntimeError(f"{op}(): {OVERLAP_MESSAGE} (the written-to tensor has shape "
+                           f"{shape_str(t.shape)} and strides {list(t._stride)}; a stride of "
+                           f"0 comes from expand() or broadcasting)")
+
+
+def same_view(a, b) -> bool:
+    """Whether ``a`` and ``b`` are the same elements of the same memory, in the same order."""
+    return (a._storage is b._storage and a._offset == b._offset and a.shape == b.shape
+            and a._stride == b._stride and a.dtype.itemsize == b.dtype.itemsize)
+
+
+def _byte_extent(t) -> tuple:
+    isz = t.dtype.itemsize
+    last = t._offset
+    for n, s in zip(t.shape, t._stride):
+        last += (n - 1) * s
+    return t._offset * isz, (last + 1) * isz
+
+
+def may_overlap(a, b) -> bool:
+    """Whether ``a`` and ``b`` may share an element's memory: same storage, both non-empty,
+    and their byte ranges intersect (disjoint slices of one tensor never do)."""
+    if a._storage is not b._storage or 0 in a.shape or 0 in b.shape:
+        return False
+    alo, ahi = _byte_extent(a)
+    blo, bhi = _byte_extent(b)
+    return alo < bhi and blo < ahi
+
+
+def host_out_of_memory(what: str, nbytes: int | None, cause: BaseException | None = None):
+    """An :class:`~ember.dispatcher.allocator.OutOfMemoryError` for host memory that could
+    not be had (a CPU tensor's storage, a staging buffer of a copy to or from a device, a
+    kernel's scratch memory); ``nbytes`` None when the size is not known."""
+    extra = f" ({type(cause).__name__}: {cause})" if cause is not None and str(cause) else ""
+    size = "memory" if nbytes is None else f"{format_size(nbytes)} ({nbytes} bytes)"
+    err = OutOfMemoryError(
+        f"Out of host memory: tried to allocate {size} for {what}{extra}. The process (or "
+        f"its address-space limit, ulimit -v) has no more host memory to give: free tensors "
+        f"you no longer need, or use smaller ones.")
+    err.nbytes, err.alloc_size, err.device = nbytes, nbytes, "cpu"
+    return err
 
 
 def view_of(t, shape: tuple, stride: tuple, offset: int):

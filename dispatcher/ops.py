@@ -22,6 +22,7 @@ import warnings
 from . import core as C
 from . import dtypes as D
 from . import fallback as FB
+from .allocator import OutOfMemoryError
 from .core import TensorBase, shape_str
 from .device import to_device
 from .grad_mode import HOOKS, MODE
@@ -175,7 +176,13 @@ def run(o, dev, ins, attrs, shape, dtype, out=None):
             return out
     if out is None:
         out = C.empty(shape, dtype, dev)
-    k(out, *ins, **attrs)
+    try:
+        k(out, *ins, **attrs)
+    except OutOfMemoryError:
+        raise
+    except MemoryError as e:    # a kernel's scratch memory (C++ std::bad_alloc)
+        raise C.host_out_of_memory(f"the scratch memory of {o.name}() on {dev}", None,
+                                   e) from None
     return out
 
 
@@ -194,13 +201,44 @@ def cast(x, dtype):
 
 
 def _overlaps(dest, t) -> bool:
-    """True when ``t`` shares memory with ``dest`` without being the very same view."""
-    return (t._storage is dest._storage and
-            not (t._offset == dest._offset and t._stride == dest._stride
-                 and t.shape == dest.shape))
+    """True when ``t`` may share memory with ``dest`` without being the very same view."""
+    return t._storage is dest._storage and not C.same_view(dest, t) and C.may_overlap(dest, t)
 
 
-def _write_result(name, dest, ins, shape, out_dtype, o, dev, attrs):
+def _private_copy(t):
+    """``t``'s values in fresh memory (not recorded by autograd); its stride-0 (broadcast)
+    dims stay broadcast, so ``x.add_(x[0])`` copies one row, not the whole result."""
+    if 0 in t._stride:
+        shape = tuple(1 if s == 0 else n for n, s in zip(t.shape, t._stride))
+        src = C.view_of(t, shape, t._stride, t._offset)
+    else:
+        shape, src = t.shape, t
+    out = C.empty(shape, t.dtype, t.device)
+    run(OPS["copy"], t.device, (src,), {}, shape, t.dtype, out)
+    return C.expand_to(out, t.shape) if shape != t.shape else out
+
+
+def _unalias(o, dest, ins):
+    """``ins`` with every input that shares memory with ``dest`` (about to be written)
+    copied first, so the result is the one computed from the inputs' values before the
+    write (``x[1:].add_(x[:-1])``). An input that *is* ``dest`` (same view) stays, for an
+    elementwise op: each output element only reads its own input element."""
+    st = dest._storage
+    for t in ins:   # (the common case in one pass: nothing but dest itself shares memory)
+        if t is not dest and _is_t(t) and t._storage is st:
+            break
+    else:
+        if o.kind == "elementwise" or not any(t is dest for t in ins):
+            return ins
+    out = list(ins)
+    for i, t in enumerate(ins):
+        if (_is_t(t) and t._storage is st and C.may_overlap(dest, t)
+                and not (o.kind == "elementwise" and C.same_view(dest, t))):
+            out[i] = _private_copy(t)
+    return out
+
+
+def _write_result(name, dest, ins, shape, out_dtype, o, dev, attrs, inplace=False):
     """Run into an existing tensor (``out=`` or in-place), casting / staging as needed."""
     if dest.shape != shape:
         raise RuntimeError(f"{name}(): output with shape {shape_str(dest.shape)} doesn't match "
@@ -210,9 +248,11 @@ def _write_result(name, dest, ins, shape, out_dtype, o, dev, attrs):
                            f"desired output type {_tn(dest.dtype)}")
     if dest.device != dev:
         raise RuntimeError(f"{name}(): Expected out tensor to be on {dev}, but got {dest.device}")
-    if dest.dtype is out_dtype and not any(_overlaps(dest, t) for t in ins):
-        run(o, dev, ins, attrs, shape, out_dtype, dest)
-    else:
+    if 0 in dest._stride:
+        C.check_writable(dest, name + "_" if inplace else name)
+    if dest.dtype is out_dtype:
+        run(o, dev, _unalias(o, dest, ins), attrs, shape, out_dtype, dest)
+    else:   # computed into a fresh tensor first: the inputs are read before dest is written
         tmp = run(o, dev, ins, attrs, shape, out_dtype)
         _copy_same_device(dest, tmp)
     C.bump(dest)
@@ -221,6 +261,7 @@ def _write_result(name, dest, ins, shape, out_dtype, o, dev, attrs):
 
 def _resize_out(name, out, shape):
     if out.shape == shape:
+        C.check_writable(out, name)
         return out
     if C.numel(out.shape) != 0:
         warnings.warn(f"{name}(): an output with one or more elements was resized since it had "
@@ -335,7 +376,7 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
             a = C.expand_to(a, shape)
         ins.append(a)
     if inplace:
-        return _write_result(name, a0, ins, shape, out_dtype, o, dev, attrs)
+        return _write_result(name, a0, ins, shape, out_dtype, o, dev, attrs, True)
     if out is not None:
         _resize_out(name, out, shape)
         return _write_result(name, out, ins, shape, out_dtype, o, dev, attrs)
@@ -403,6 +444,8 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
     if (dt is x.dtype and out is None and not isinstance(min, TensorBase)
             and not isinstance(max, TensorBase) and x.device.type in o.kernels):
         # number bounds: stride-0 views of cached scalars (the kernel hoists them)
+        if inplace:
+            C.check_writable(x, "clamp_")
         dest = x if inplace else C.empty(x.shape, x.dtype, x.device)
         lo = C.scalar_like(_lowest(dt) if min is None else min, x)
         hi = C.scalar_like(_highest(dt) if max is None else max, x)
@@ -457,10 +500,11 @@ def copy_(dst, src, non_blocking=False):
         return record(OPS["copy"], lambda: copy_(dst, src), (dst, src), {}, inplace=True)
     if src.device != dst.device:
         src = to(src, dst.device)
+    C.check_writable(dst, "copy_")
     if src.shape != dst.shape:
         src = C.expand_to(src, dst.shape)
     if _overlaps(dst, src):
-        src = clone(src)
+        src = _private_copy(src)
     run(OPS["copy"], dst.device, (src,), {}, dst.shape, dst.dtype, dst)
     C.bump(dst)
     return dst
@@ -515,8 +559,16 @@ def to(x, device=None, dtype=None, copy=False):
     nbytes = C.numel(src.shape) * src.dtype.itemsize
     out = C.empty(src.shape, src.dtype, dev)
     if nbytes:
-        host = src_b.copy_to_host(src._storage, src._offset * src.dtype.itemsize, nbytes)
-        dst_b.copy_from_host(out._storage, 0, host)
+        try:    # the backends' host staging buffers: out of host memory is reported as such
+            host = src_b.copy_to_host(src._storage, src._offset * src.dtype.itemsize, nbytes)
+            dst_b.copy_from_host(out._storage, 0, host)
+        except OutOfMemoryError:
+            raise
+        except MemoryError as e:
+            raise C.host_out_of_memory(
+                f"the host copy of a {src.dtype.name} tensor of shape {shape_str(src.shape)}"
+                f" moving from {x.device} to {dev}", nbytes, e) from None
+        del host
     return cast(out, dtype)
 
 
@@ -525,7 +577,13 @@ def item(x):
     if n != 1:
         raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
     b = backend_for(x.device.type)
-    raw = bytes(b.copy_to_host(x._storage, x._offset * x.dtype.itemsize, x.dtype.itemsize))
+    try:
+        raw = bytes(b.copy_to_host(x._storage, x._offset * x.dtype.itemsize, x.dtype.itemsize))
+    except OutOfMemoryError:
+        raise
+    except MemoryError as e:
+        raise C.host_out_of_memory(f"reading one {x.dtype.name} element from {x.device}",
+                                   x.dtype.itemsize, e) from None
     return decode_scalar(raw, x.dtype)
 
 
@@ -887,8 +945,12 @@ def scatter_(x, dim, index, src, reduce=None):
             raise RuntimeError(f"scatter(): Expected index {shape_str(index.shape)} to be "
                                f"smaller than self {shape_str(x.shape)} apart from dimension "
                                f"{d}")
-    if _overlaps(x, src) or src._storage is x._storage:
-        src = clone(src)
+    C.same_device("scatter", [x, index])
+    C.check_writable(x, "scatter_")
+    if C.may_overlap(x, src):
+        src = _private_copy(src)
+    if C.may_overlap(x, index):
+        index = _private_copy(index)
     o = OPS["scatter"]
     k = o.kernels.get(x.device.type)
     if k is None:
@@ -996,6 +1058,7 @@ def random_(t, kind, a, b, generator=None):
     if g.device != t.device:
         raise RuntimeError(f"Expected a '{t.device.type}' generator, but found "
                            f"'{g.device.type}'")
+    C.check_writable(t, f"{kind}_")
     n = C.numel(t.shape)
     seed, off = g._take(n)
     if n:

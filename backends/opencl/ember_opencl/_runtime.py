@@ -7,8 +7,17 @@ kernel family, built from ``kernels/<family>.cl`` for the dtypes the device supp
 
 Kernels only enqueue work. The host waits in exactly two places, both counted in
 ``Device.host_waits``: reading memory back (``copy_to_host``) and ``synchronize``.
-Errors found inside kernels (an index out of bounds, an integer division by zero) are
-recorded in a small device buffer and raised at the next wait; with
+
+Errors found inside kernels (an index out of bounds, an integer division by zero) cannot
+be raised by the kernel. Each launch that can report one gets its own *error record* (a
+small slot of device memory, :meth:`Device.kernel_errors`), and the host remembers which
+op wrote to it, with what arguments (shapes, dtypes), from which thread. At the next wait
+on the device's queue, the records of the launches that have completed are read: an
+error is raised in the thread that launched the failing op — at once if that thread is
+the one waiting, else at that thread's own next wait (``synchronize``, ``.item()``,
+``.cpu()``...) — so a thread never receives another thread's error, and the message names
+the op that failed. (PyTorch's CUDA reports a device-side assert at the next
+synchronisation, in whichever thread; this is the precise form of that.) With
 ``EMBER_OPENCL_LAUNCH_BLOCKING=1`` every op waits and raises at once (PyTorch's
 ``CUDA_LAUNCH_BLOCKING``).
 """
@@ -18,11 +27,13 @@ import os
 import threading
 
 import numpy as np
+from ember.dispatcher.allocator import OutOfMemoryError
 from ember.dispatcher.codegen import opencl as gen
 
 from ._source import CTYPES, render
 
-__all__ = ["Device", "devices", "device", "device_count", "LAUNCH_BLOCKING", "enqueue"]
+__all__ = ["Device", "devices", "device", "device_count", "LAUNCH_BLOCKING", "enqueue",
+           "KernelErrors", "KernelIndexError"]
 
 try:  # the plugin must import (and report 0 devices) even where pyopencl cannot load
     import pyopencl as cl
@@ -43,10 +54,17 @@ SPECS: dict = {}
 _devices: list | None = None
 _discovery_error: str | None = None
 
+
+class KernelIndexError(IndexError, RuntimeError):
+    """An index out of range, found by a kernel. PyTorch raises a ``RuntimeError`` for it
+    in ``gather``/``scatter`` and an ``IndexError`` in ``x[idx]``; a kernel serves both
+    and cannot tell them apart, so the error is both."""
+
+
 # Kernel error codes (kernels/common.cl) -> exception type and message.
 _ERRORS = {
-    1: (IndexError, "{op}(): index {bad} is out of bounds for dimension {arg} with size "
-                    "{size}"),
+    1: (KernelIndexError, "{op}(): index {bad} is out of bounds for dimension {arg} with "
+                          "size {size}"),
     2: (RuntimeError, "{op}(): ZeroDivisionError: integer division by zero"),
     3: (RuntimeError, "{op}(): Integers to negative integer powers are not allowed."),
 }
@@ -126,6 +144,14 @@ class Device:
         self._kernels: dict = {}
         self._pending: list = []     # (event, host buffer) of async uploads in flight
         self._init_lock = threading.Lock()
+        # error records (see the module docstring and KernelErrors)
+        self._rec_lock = threading.Lock()
+        self._rec_chunks: list = []  # (parent cl.Buffer, [one sub-buffer per record])
+        self._rec_free: list = []    # record ids ready for a launch (all zero on the device)
+        self._rec_launched: dict = {}  # record id -> its KernelErrors, once enqueued
+        self._rec_stride = 0         # bytes between records (the sub-buffer alignment)
+        #: thread -> errors of its launches, found while another thread waited
+        self._thread_errors: dict = {}
 
     def __repr__(self):
         return f"<opencl:{self.index} {self.name!r}>"
@@ -145,9 +171,13 @@ class Device:
             from ._memory import make_allocator
             ctx = cl.Context([self.cl_device])
             self.queue = cl.CommandQueue(ctx)
+            # a record no kernel writes to: the error argument of launches that cannot
+            # fail (elementwise ops without checks) and a placeholder buffer argument
             self.err = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 32)
             self._err_host = np.zeros(8, np.int32)
             cl.enqueue_fill_buffer(self.queue, self.err, np.int32(0), 0, 32)
+            align = int(self.cl_device.mem_base_addr_align) // 8
+            self._rec_stride = max(_RECORD_BYTES, align)
             self.allocator = make_allocator(self, ctx)
             self._ctx = ctx
 
@@ -195,7 +225,7 @@ class Device:
 
     # -- waiting --------------------------------------------------------------------------
     def synchronize(self) -> None:
-        """Wait for every queued op, then raise the first kernel error, if any."""
+        """Wait for every queued op, then raise the first error of this thread's kernels."""
         if self._ctx is None:
             return
         self.host_waits += 1
@@ -203,13 +233,93 @@ class Device:
         self._pending.clear()
         self.check_errors()
 
+    # -- kernel errors --------------------------------------------------------------------
+    def kernel_errors(self, op: str, /, **tensors) -> "KernelErrors":
+        """An error record for one op's launches, used as a context manager around them::
+
+            with dev.kernel_errors("gather", out=out, x=x, index=index) as err:
+                enqueue(dev, kernel, gsize, lsize, ..., err)
+
+        ``err`` is the ``__global int*`` the kernels report into (``report_error``); the
+        tensors name the op's arguments in the error message."""
+        return KernelErrors(self, op, tensors)
+
+    def _take_record(self) -> int:
+        with self._rec_lock:
+            if not self._rec_free:
+                self._grow_records()
+            return self._rec_free.pop()
+
+    def _grow_records(self) -> None:
+        """Another chunk of zeroed records (called with ``_rec_lock`` held)."""
+        if len(self._rec_launched) >= _MAX_OUTSTANDING:
+            # that many launches that may fail and no wait since: wait once, so that the
+            # records can be read and reused (the errors found wait for their threads)
+            self.host_waits += 1
+            self.queue.finish()
+            self._collect_locked()
+            if self._rec_free:
+                return
+        ctx = self.ctx      # (starts the device: the stride is known from then on)
+        stride = self._rec_stride
+        parent = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, stride * _CHUNK)
+        cl.enqueue_fill_buffer(self.queue, parent, np.int32(0), 0, stride * _CHUNK)
+        subs = [parent.get_sub_region(i * stride, _RECORD_BYTES) for i in range(_CHUNK)]
+        base = len(self._rec_chunks) * _CHUNK
+        self._rec_chunks.append((parent, subs))
+        self._rec_free.extend(range(base + _CHUNK - 1, base - 1, -1))
+
+    def _record_buffer(self, rid: int):
+        return self._rec_chunks[rid // _CHUNK][1][rid % _CHUNK]
+
+    def _collect_locked(self) -> None:
+        """Read the records of every launch enqueued so far, park the errors they hold
+        with the threads that launched them, and free the records (``_rec_lock`` held).
+
+        The blocking read comes after those launches in the in-order queue, so they have
+        completed when it returns; records taken meanwhile are not looked at."""
+        done = self._rec_launched
+        if not done:
+            return
+        self._rec_launched = {}
+        stride = self._rec_stride
+        per_chunk: dict = {}
+        for rid in done:
+            per_chunk.setdefault(rid // _CHUNK, []).append(rid % _CHUNK)
+        for c, slots in per_chunk.items():
+            lo, hi = min(slots), max(slots)
+            host = np.empty(((hi - lo) * stride + _RECORD_BYTES) // 4, np.int32)
+            cl.enqueue_copy(self.queue, host, self._rec_chunks[c][0],
+                            src_offset=lo * stride, is_blocking=True)
+            for i in slots:
+                rec = host[(i - lo) * stride // 4:][:_RECORD_BYTES // 4]
+                rid = c * _CHUNK + i
+                if rec[0]:
+                    launch = done[rid]
+                    self._thread_errors.setdefault(launch.thread, []).append(
+                        kernel_error(self, rec.copy(), launch))
+                    cl.enqueue_fill_buffer(self.queue, self._rec_chunks[c][0], np.int32(0),
+                                           i * stride, _RECORD_BYTES)
+                self._rec_free.append(rid)
+
     def check_errors(self) -> None:
-        """Read the error buffer (the queue must be drained) and raise what it holds."""
-        cl.enqueue_copy(self.queue, self._err_host, self.err, is_blocking=True)
-        code = int(self._err_host[0])
-        if code:
-            cl.enqueue_fill_buffer(self.queue, self.err, np.int32(0), 0, 32)
-            raise_kernel_error(self, self._err_host)
+        """After a wait (the queue drained): raise the first error of this thread's kernels
+        found so far — or of a thread that has ended, which cannot receive it any more."""
+        with self._rec_lock:    # (also waits for a collection another thread is doing)
+            if self._rec_launched:
+                self._collect_locked()
+            if not self._thread_errors:
+                return      # the common case: nothing launched could fail, no read at all
+            me = threading.current_thread()
+            errors = self._thread_errors.pop(me, [])
+            for t in [t for t in self._thread_errors if not t.is_alive()]:
+                errors += self._thread_errors.pop(t)
+        if errors:
+            first = errors[0]
+            if len(errors) > 1:
+                first.args = (f"{first.args[0]} ({len(errors) - 1} more kernel error(s) of "
+                              f"this thread were found at the same time and are not shown)",)
+            raise first
 
     def keep_alive(self, event, host) -> None:
         """Hold ``host`` until the upload ``event`` completes (pyopencl would otherwise
@@ -221,23 +331,84 @@ class Device:
         pend.append((event, host))
 
 
-def raise_kernel_error(dev: Device, rec) -> None:
+#: bytes of one error record: int code, int arg, long bad, long size (kernels/common.cl)
+_RECORD_BYTES = 32
+#: records made at a time (one device buffer, one sub-buffer each)
+_CHUNK = 64
+#: launches that may fail, between two waits, before the host waits to reuse records
+_MAX_OUTSTANDING = 1 << 14
+
+
+class KernelErrors:
+    """The error record of one op's launches (from :meth:`Device.kernel_errors`): which op,
+    which arguments, which thread; entering gives the record's buffer, leaving marks it
+    enqueued (read at the next wait on the queue)."""
+    __slots__ = ("dev", "rid", "op", "args", "thread")
+
+    def __init__(self, dev: Device, op: str, tensors: dict):
+        self.dev = dev
+        self.op = op
+        self.args = tuple((name, tuple(t.shape), t.dtype.name) for name, t in tensors.items())
+        self.thread = threading.current_thread()
+        self.rid = None
+
+    def __enter__(self):
+        self.rid = self.dev._take_record()
+        return self.dev._record_buffer(self.rid)
+
+    def __exit__(self, *exc):
+        dev = self.dev
+        with dev._rec_lock:
+            dev._rec_launched[self.rid] = self
+        return False
+
+    def describe(self) -> str:
+        args = ", ".join(f"{n}: {dt} {list(shape)}" for n, shape, dt in self.args)
+        return f"{self.op}({args}) on opencl:{self.dev.index}"
+
+
+def kernel_error(dev: Device, rec, launch: KernelErrors | None = None) -> Exception:
+    """The exception for an error record ``rec`` (int32 array) written by ``launch``."""
     code, arg = int(rec[0]), int(rec[1])
     bad, size = int(rec[2:4].view(np.int64)[0]), int(rec[4:6].view(np.int64)[0])
     exc, msg = _ERRORS.get(code, (RuntimeError, "a kernel reported error {code}"))
     op = ERROR_OPS[arg >> 8] if (arg >> 8) < len(ERROR_OPS) else "kernel"
     text = msg.format(op=op, bad=bad, arg=arg & 0xff, size=size, code=code)
+    if launch is not None:
+        who = launch.thread
+        text += (f" [the op: {launch.describe()}, launched by thread {who.name!r}"
+                 f"{'' if who.is_alive() else ', which has ended'}]")
     if not LAUNCH_BLOCKING:
-        text += (f" (found by a kernel on opencl:{dev.index} and reported at the next "
-                 "synchronisation; set EMBER_OPENCL_LAUNCH_BLOCKING=1 to raise it at the "
-                 "op that failed)")
-    raise exc(text)
+        text += (" (found by the kernel and reported at the next wait on the device's "
+                 "queue; set EMBER_OPENCL_LAUNCH_BLOCKING=1 to raise it at the op that "
+                 "failed)")
+    return exc(text)
+
+
+def _out_of_memory(dev: Device, what: str, e: Exception) -> Exception:
+    """An ``ember.OutOfMemoryError`` for a driver that ran out of memory while ``what``."""
+    err = OutOfMemoryError(f"Out of memory on opencl:{dev.index}: the OpenCL driver ran out "
+                           f"of memory {what} ({e}). Free tensors you no longer need.")
+    err.nbytes = err.alloc_size = 0
+    err.device = f"opencl:{dev.index}"
+    return err
+
+
+_OOM_STATUS = frozenset() if cl is None else frozenset(
+    getattr(cl.status_code, n) for n in ("MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES",
+                                         "OUT_OF_HOST_MEMORY") if hasattr(cl.status_code, n))
 
 
 def enqueue(dev: Device, kernel, gsize, lsize, *args) -> None:
-    """Set ``args`` on ``kernel`` and enqueue it; returns at once."""
+    """Set ``args`` on ``kernel`` and enqueue it; returns at once. A driver that allocates
+    memory lazily and runs out here raises ``ember.OutOfMemoryError``."""
     kernel.set_args(*args)
-    cl.enqueue_nd_range_kernel(dev.queue, kernel, gsize, lsize)
+    try:
+        cl.enqueue_nd_range_kernel(dev.queue, kernel, gsize, lsize)
+    except cl.Error as e:
+        if isinstance(e, cl.MemoryError) or getattr(e, "code", None) in _OOM_STATUS:
+            raise _out_of_memory(dev, f"launching {kernel.function_name}", e) from None
+        raise
 
 
 def round_up(n: int, m: int) -> int:

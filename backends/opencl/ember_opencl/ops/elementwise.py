@@ -32,7 +32,9 @@ def _spec(cls):
 rt.SPECS.update({cls: _spec(cls) for cls in _SOURCES})
 
 
-def _launch(dev, cls, code, dtype, shape, tensors, attrs):
+def _launch(dev, cls, code, dtype, shape, tensors, attrs, errors=None):
+    """Enqueue one elementwise kernel; ``errors`` is ``(op, argument names)`` when the op
+    may report an error (its checks apply to ``dtype``): it then gets an error record."""
     n = numel(shape)
     if n == 0:
         return
@@ -41,7 +43,12 @@ def _launch(dev, cls, code, dtype, shape, tensors, attrs):
     kname = f"{cls}_{sfx(dtype)}"
     k = dev.kernel(cls, kname + "_lin" if g[1] <= 1 else kname)
     L = elementwise_local(dev)
-    enqueue(dev, k, (round_up(n, L),), (L,), np.int32(code), g, *bufs, *attrs, dev.err)
+    if errors is None:      # cannot fail: the shared record no kernel writes to
+        enqueue(dev, k, (round_up(n, L),), (L,), np.int32(code), g, *bufs, *attrs, dev.err)
+        return
+    op, names = errors
+    with dev.kernel_errors(op, **dict(zip(names, tensors))) as err:
+        enqueue(dev, k, (round_up(n, L),), (L,), np.int32(code), g, *bufs, *attrs, err)
 
 
 _KIND_NAMES = {"float": "floating-point", "sint": "signed integer",
@@ -59,6 +66,8 @@ def _make(o):
     mode_attr = o.mode_attr
     attr_names = list(o.attrs)
     name = o.name
+    check_kinds = {k for c in o.checks for k in c.kinds}
+    arg_names = ("out",) + tuple(v.value[1] for v in ins)
 
     def kernel(out, *args, **kw):
         dev = dev_of(out)
@@ -91,7 +100,8 @@ def _make(o):
         if kw:
             raise TypeError(f"{name}(): unexpected attribute(s) {', '.join(kw)}")
         attrs += [vt(dtype, 0)] * (gen.MAX_ATTRS - len(attrs))
-        _launch(dev, cls, codes[(name, mode)], dtype, out.shape, (out,) + args, attrs)
+        _launch(dev, cls, codes[(name, mode)], dtype, out.shape, (out,) + args, attrs,
+                (name, arg_names) if kind in check_kinds else None)
 
     kernel.__name__ = name
     return kernel

@@ -56,8 +56,9 @@ def gather(out, x, dim, index):
     g = ew_geom("gather", index.shape, (out, index, _Strides(xs)), (oo, io, xo))
     L = elementwise_local(dev)
     k = dev.kernel("index", _lin(f"gather_s{x.dtype.itemsize}", g))
-    enqueue(dev, k, (round_up(n, L),), (L,), g, ob, ib, xb, np.int64(xdst),
-            np.int64(x.shape[dim]), np.int32(dim), dev.err)
+    with dev.kernel_errors("gather", out=out, input=x, index=index) as err:
+        enqueue(dev, k, (round_up(n, L),), (L,), g, ob, ib, xb, np.int64(xdst),
+                np.int64(x.shape[dim]), np.int32(dim), err)
 
 
 def scatter(out, dim, index, src, reduce=None):
@@ -83,12 +84,10 @@ def scatter(out, dim, index, src, reduce=None):
     sb, so = buf(src)
     L = elementwise_local(dev)
     size = out.shape[dim] if nd else 1
-    # 1. every index in range, else report and write nothing
-    g = ew_geom("scatter", index.shape, (index,), (io,))
-    k = dev.kernel("index", _lin("index_check_s8", g))
-    enqueue(dev, k, (round_up(n, L),), (L,), g, ib, np.int64(size),
-            np.int32((rt.ERROR_OPS.index("scatter") << 8) | dim), dev.err)
-    # 2. one work-item per position, walking dim in order
+    # 1. every index in range, else report into the op's error record and write nothing
+    g1 = ew_geom("scatter", index.shape, (index,), (io,))
+    k1 = dev.kernel("index", _lin("index_check_s8", g1))
+    # 2. one work-item per position, walking dim in order (skipped when 1. reported)
     if nd:
         pos = tuple(s for d, s in enumerate(index.shape) if d != dim)
         views = [_Strides(s for d, s in enumerate(t._stride) if d != dim)
@@ -99,11 +98,14 @@ def scatter(out, dim, index, src, reduce=None):
         pos, views, strides, length = (), [_Strides(())] * 3, [0, 0, 0], 1
     g = ew_geom("scatter", pos, views, (oo, io, so))
     npos = numel(pos)
-    tail = (np.int64(length), *[np.int64(s) for s in strides], dev.err)
     if reduce is None:
         k = dev.kernel("index", _lin(f"scatter_s{out.dtype.itemsize}", g))
-        enqueue(dev, k, (round_up(npos, L),), (L,), g, ob, ib, sb, *tail)
+        head = (g, ob, ib, sb)
     else:
-        op = OPCODES["add" if reduce == "add" else "mul"]
         k = dev.kernel("index", _lin("scatter_reduce_" + sfx(out.dtype), g))
-        enqueue(dev, k, (round_up(npos, L),), (L,), np.int32(op), g, ob, ib, sb, *tail)
+        head = (np.int32(OPCODES["add" if reduce == "add" else "mul"]), g, ob, ib, sb)
+    with dev.kernel_errors("scatter", self=out, index=index, src=src) as err:
+        enqueue(dev, k1, (round_up(n, L),), (L,), g1, ib, np.int64(size),
+                np.int32((rt.ERROR_OPS.index("scatter") << 8) | dim), err)
+        enqueue(dev, k, (round_up(npos, L),), (L,), *head, np.int64(length),
+                *[np.int64(s) for s in strides], err)
