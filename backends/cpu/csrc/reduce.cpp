@@ -320,7 +320,11 @@ EMBER_KERNEL("argmax", arg_reduce<true>);
 EMBER_KERNEL("argmin", arg_reduce<false>);
 
 // ------------------------------------------------------------------------------------------------
-// var(out, x, dims, correction=1): two passes (mean, then squared deviations), in double.
+// var / std(out, x, dims, correction=1): two passes (mean, then squared deviations), in double
+// for every float dtype, as PyTorch's CPU kernels: the squared deviations of float32 values near
+// 1e30 do not overflow, and std takes the square root before the one rounding to out's dtype,
+// so std([1e30, -1e30, 0, 1]) is 8.2e29 and std of values near 1e-30 is not 0 although their
+// variance is (in float32).
 template <class T>
 double sqdev(const char* p, int64_t st, int64_t n, double mean) {
   constexpr int V = 8;
@@ -343,22 +347,28 @@ double sqdev(const char* p, int64_t st, int64_t n, double mean) {
   return s;
 }
 
-void k_var(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  Args args("var", a, n, kw, {"out", "x", "dims", "correction"}, 2);
+template <bool Sqrt>
+void var_std(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* const op = Sqrt ? "std" : "var";
+  Args args(op, a, n, kw, {"out", "x", "dims", "correction"}, 2);
   Tensor out = args.out(0);
   Tensor x = args.tensor(1);
   bool red[MAXD];
   args.get_dims(2, x.ndim, red);
   const double correction = args.has(3) ? args.get_double(3) : 1.0;
-  dispatch<M_FLOAT>(out.dtype, "var", [](auto) {});
-  dispatch<M_FLOAT>(x.dtype, "var", [&](auto tag) {
+  dispatch<M_FLOAT>(out.dtype, op, [](auto) {});
+  dispatch<M_FLOAT>(x.dtype, op, [&](auto tag) {
     using T = EMBER_T(tag);
     RGeom g;
-    build_rgeom(g, "var", out, x, red, true);
+    build_rgeom(g, op, out, x, red, true);
     if (g.nout == 0) return;
     const int oc = out.dtype;
     const double N = (double)g.nred;
     const double denom = std::max(N - correction, 0.0);
+    auto finish = [&](char* o, double ss) {
+      const double v = ss / denom;
+      store_as<double>(oc, o, Sqrt ? std::sqrt(v) : v);
+    };
     NoGil ng(x.numel >= kGilThreshold);
     if (g.nred == 0) {
       for_outputs(g, 0, g.nout, [&](const char*, char* o) { store_as<double>(oc, o, std::numeric_limits<double>::quiet_NaN()); });
@@ -377,7 +387,7 @@ void k_var(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
                     [&](int64_t i, int64_t k) { return sqdev<T>((const char*)(p + i), isz, k, mean); });
       double ss = 0;
       for (double v : part) ss += v;
-      store_as<double>(oc, g.ob, ss / denom);
+      finish(g.ob, ss);
       return;
     }
     const int64_t grain = std::max<int64_t>(1, kGrain / (2 * g.nred));
@@ -390,12 +400,13 @@ void k_var(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         const double mean = s / N;
         double ss = 0;
         for_reduced_runs(g, xp, [&](const char* p, int64_t st, int64_t k) { ss += sqdev<T>(p, st, k, mean); });
-        store_as<double>(oc, o, ss / denom);
+        finish(o, ss);
       });
     });
   });
 }
-EMBER_KERNEL("var", k_var);
+EMBER_KERNEL("var", var_std<false>);
+EMBER_KERNEL("std", var_std<true>);
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 // softmax / log_softmax along one dim, logsumexp over dims.  Max-subtracted for stability;
-// compute in float (double for float64), sums of exponentials in double.
+// compute in float (double for float64), sums of exponentials in double (logsumexp of the half
+// types rounds its sum to the type before the log, as PyTorch does).
 #include "rgeom.h"
 #include "vecmath.h"
 
@@ -128,6 +129,10 @@ void k_logsumexp(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         for_reduced_runs(g, xp, [&](const char* p, int64_t s, int64_t k) {
           for (int64_t i = 0; i < k; ++i) sum += (double)exp_c(static_cast<C>(*(const T*)(p + i * s)) - m);
         });
+        // PyTorch sums the exponentials into a tensor of x's dtype before the log: a half
+        // sum beyond the type's range is inf there (logsumexp of 70k float16 zeros is inf),
+        // so it is rounded to T here too (accumulated wide, rounded once).
+        if constexpr (is_half_v<T>) sum = (double)static_cast<float>(cvt<T>(static_cast<float>(sum)));
         *(T*)o = cvt<T>(static_cast<C>((double)m + std::log(sum)));
       });
     });

@@ -1,6 +1,7 @@
-// Reductions: sum, prod, mean, max, min (over a set of dims, out keeps them as size 1) and
-// argmax / argmin (one dim). One block per output reduces with warp shuffles; many small
+// Reductions: sum, prod, mean, max, min, var, std (over a set of dims, out keeps them as size 1)
+// and argmax / argmin (one dim). One block per output reduces with warp shuffles; many small
 // reductions over a strided dim use one thread per output (coalesced across outputs).
+// Sums, means and products of the half types accumulate in float (acc_t) and round once.
 #include <cfloat>
 #include <limits>
 
@@ -242,6 +243,101 @@ void arg_kernel(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
 }
 EMBER_KERNEL("argmax", arg_kernel<true>);
 EMBER_KERNEL("argmin", arg_kernel<false>);
+
+// ---- var / std: two passes (mean, then squared deviations) in double for every float dtype,
+// the square root taken before the one rounding to out's dtype, as PyTorch's CPU kernels: the
+// squared deviations of float32 values near 1e30 do not overflow (std([1e30, -1e30, 0, 1]) is
+// 8.2e29), and std of float32 values near 1e-30 is not 0 although their variance is.
+__device__ inline double block_sum(double v, double* smem) {
+  for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffffu, v, d);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < (int)(blockDim.x / 32) ? smem[lane] : 0.0;
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffffu, v, d);
+    if (lane == 0) smem[32] = v;
+  }
+  __syncthreads();
+  v = smem[32];
+  __syncthreads();  // every thread has read the total before smem is reused
+  return v;
+}
+
+// PyTorch divides by max(n - correction, 0): 0 / 0 (one element, correction 1) is NaN
+__device__ inline double var_finish(double m2, int64_t n, double correction, bool sq) {
+  const double v = m2 / fmax((double)n - correction, 0.0);
+  return sq ? sqrt(v) : v;
+}
+
+template <class T>
+__device__ inline double wide(T v) { return (double)static_cast<compute_t<T>>(v); }
+
+template <class T>
+__global__ void var_block_kernel(RGeom g, const T* __restrict__ x, T* out, double correction, bool sq) {
+  __shared__ double smem[33];
+  for (int64_t o = blockIdx.x; o < g.nout; o += gridDim.x) {
+    int64_t xo, oo;
+    g.out_offsets(o, xo, oo);
+    const T* xp = x + xo;
+    double s = 0;
+    for (int64_t r = threadIdx.x; r < g.R; r += blockDim.x) s += wide(xp[g.r_offset(r)]);
+    const double mean = block_sum(s, smem) / (double)g.R;
+    double q = 0;
+    for (int64_t r = threadIdx.x; r < g.R; r += blockDim.x) {
+      const double d = wide(xp[g.r_offset(r)]) - mean;
+      q += d * d;
+    }
+    q = block_sum(q, smem);
+    if (threadIdx.x == 0) out[oo] = cvt<T>(var_finish(q, g.R, correction, sq));
+  }
+}
+
+template <class T>
+__global__ void var_thread_kernel(RGeom g, const T* __restrict__ x, T* out, double correction, bool sq) {
+  for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < g.nout; o += (int64_t)gridDim.x * blockDim.x) {
+    int64_t xo, oo;
+    g.out_offsets(o, xo, oo);
+    double s = 0;
+    for (int64_t r = 0; r < g.R; ++r) s += wide(x[xo + g.r_offset(r)]);
+    const double mean = s / (double)g.R;
+    double q = 0;
+    for (int64_t r = 0; r < g.R; ++r) {
+      const double d = wide(x[xo + g.r_offset(r)]) - mean;
+      q += d * d;
+    }
+    out[oo] = cvt<T>(var_finish(q, g.R, correction, sq));
+  }
+}
+
+template <bool Sqrt>
+void var_std(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* const name = Sqrt ? "std" : "var";
+  Args args(name, a, n, kw, {"out", "x", "dims", "correction"}, 2);
+  Tensor out = args.out(0), x = args.tensor(1);
+  check_same_dtype(name, out, x);
+  bool mask[MAXD];
+  args.get_dims(2, x.ndim, mask);
+  if (out.ndim != x.ndim) raise(PyExc_ValueError, "%s(): out must keep the reduced dims as size 1", name);
+  const double correction = args.has(3) ? args.get_double(3) : 1.0;
+  dispatch<M_FLOAT>(x.dtype, name, [&](auto tag) {
+    using T = EMBER_T(tag);
+    if (out.numel == 0) return;
+    RGeom g = make_rgeom(out, x, mask);
+    cudaStream_t s = current_stream(out.device);
+    if (g.rx[0] != 1 && g.nout >= 2048) {
+      var_thread_kernel<T><<<grid_for(g.nout), kThreads, 0, s>>>(g, (const T*)x.data, (T*)out.data, correction, Sqrt);
+    } else {
+      int threads = 32;
+      while (threads < 512 && threads < g.R) threads *= 2;
+      const unsigned blocks = (unsigned)std::min<int64_t>(g.nout, 1 << 20);
+      var_block_kernel<T><<<blocks, threads, 0, s>>>(g, (const T*)x.data, (T*)out.data, correction, Sqrt);
+    }
+    check_launch(name);
+  });
+}
+EMBER_KERNEL("var", var_std<false>);
+EMBER_KERNEL("std", var_std<true>);
 
 }  // namespace
 

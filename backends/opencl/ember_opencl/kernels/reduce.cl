@@ -7,8 +7,12 @@
 //   reduce_wi: one work-item per output walking its elements serially (many outputs,
 //              short reductions; coalesced when the kept dims are innermost).
 // Accumulators (SACC): the widest float the device has (double with cl_khr_fp64) for the
-// floating types, wrapping int64 for integers and bool. max/min propagate NaN;
-// argmax/argmin take the first NaN, else the first extreme value.
+// floating types, wrapping int64 for integers and bool; the result is rounded once to the
+// output's dtype. max/min propagate NaN; argmax/argmin take the first NaN, else the first
+// extreme value. var/std (floating types): two passes in SACC (mean, then squared
+// deviations), the square root taken before the rounding, as PyTorch's CPU kernels (so
+// std of float32 values near 1e30 is finite); chunks of a split reduction merge by Chan's
+// formula.
 
 #if defined(TYPE)
 #if KIND == 2
@@ -160,6 +164,115 @@ __kernel void K(argreduce_wi)(int op, RGeom g, __global long* o, __global const 
   for (long r = 0; r < g.nred; ++r) K(argpick)(op, &v, &vi, LD(x, xo + r * g.rx[0]), r);
   o[oo] = vi;
 }
+
+#if KIND == 2
+// ---- var / std over any set of dims (sq: 1 for std) -------------------------------
+inline void K(var_store)(int sq, __global S* o, long oo, SACC m2, long n, SACC correction) {
+  // PyTorch divides by max(n - correction, 0): 0 / 0 (one element, correction 1) is NaN
+  const SACC v = m2 / fmax((SACC)n - correction, (SACC)0);
+  ST(o, oo, (C)(sq ? sqrt(v) : v));
+}
+
+// mean and sum of squared deviations of reduced elements [r0, r1) of the output at xo
+inline void K(var_serial)(RGeom* g, __global const S* x, long xo, long r0, long r1,
+                          SACC* mean, SACC* m2) {
+  SACC s = 0;
+  for (long r = r0; r < r1; ++r) s += (SACC)LD(x, xo + rgeom_red(g, r));
+  const SACC mu = s / (SACC)(r1 - r0);
+  SACC q = 0;
+  for (long r = r0; r < r1; ++r) {
+    const SACC d = (SACC)LD(x, xo + rgeom_red(g, r)) - mu;
+    q += d * d;
+  }
+  *mean = mu;
+  *m2 = q;
+}
+
+__kernel void K(var_wi)(int sq, RGeom g, __global S* o, __global const S* x, SACC correction) {
+  const long oi = get_global_id(0);
+  if (oi >= g.nout) return;
+  long xo, oo;
+  rgeom_kept(&g, oi, &xo, &oo);
+  SACC mu, m2;
+  K(var_serial)(&g, x, xo, 0, g.nred, &mu, &m2);
+  K(var_store)(sq, o, oo, m2, g.nred, correction);
+}
+
+// partials of a split reduction: (mean, m2) of each (output, chunk) at part[poff + 2 t]
+__kernel void K(var_wic)(RGeom g, __global const S* x, __global SACC* part, long poff) {
+  const long t = get_global_id(0);
+  if (t >= g.nout * g.nchunk) return;
+  const long oi = t / g.nchunk, chunk = t % g.nchunk;
+  long xo, oo;
+  rgeom_kept(&g, oi, &xo, &oo);
+  SACC mu, m2;
+  K(var_serial)(&g, x, xo, chunk * g.chunk, min(g.nred, (chunk + 1) * g.chunk), &mu, &m2);
+  part[poff + 2 * t] = mu;
+  part[poff + 2 * t + 1] = m2;
+}
+
+__kernel void K(var_wg)(int sq, RGeom g, __global S* o, __global const S* x,
+                        __global SACC* part, long poff, SACC correction) {
+  __local SACC buf[RL];
+  const long grp = get_group_id(0);
+  const long oi = grp / g.nchunk, chunk = grp % g.nchunk;
+  const int lid = get_local_id(0);
+  long xo, oo;
+  rgeom_kept(&g, oi, &xo, &oo);
+  const long r0 = chunk * g.chunk, r1 = min(g.nred, r0 + g.chunk);
+  SACC acc = 0;
+  for (long r = r0 + lid; r < r1; r += RL) acc += (SACC)LD(x, xo + rgeom_red(&g, r));
+  buf[lid] = acc;
+  K(tree)(OP_SUM, buf, lid);
+  const SACC mu = buf[0] / (SACC)(r1 - r0);
+  barrier(CLK_LOCAL_MEM_FENCE);   // every work-item has read the mean before buf is reused
+  acc = 0;
+  for (long r = r0 + lid; r < r1; r += RL) {
+    const SACC d = (SACC)LD(x, xo + rgeom_red(&g, r)) - mu;
+    acc += d * d;
+  }
+  buf[lid] = acc;
+  K(tree)(OP_SUM, buf, lid);
+  if (lid == 0) {
+    if (g.nchunk > 1) {
+      part[poff + 2 * grp] = mu;
+      part[poff + 2 * grp + 1] = buf[0];
+    } else {
+      K(var_store)(sq, o, oo, buf[0], g.nred, correction);
+    }
+  }
+}
+
+// the chunks of one output merged in order (Chan et al.): n = na + nb, d = mb - ma,
+// mean = ma + d nb / n, m2 = m2a + m2b + d^2 na nb / n
+__kernel void K(var_part)(int sq, RGeom g, __global S* o, __global const SACC* part, long poff,
+                          SACC correction) {
+  const long oi = get_global_id(0);
+  if (oi >= g.nout) return;
+  long xo, oo;
+  rgeom_kept(&g, oi, &xo, &oo);
+  SACC mean = 0, m2 = 0;
+  long n = 0;
+  for (long c = 0; c < g.nchunk; ++c) {
+    const long nb = min(g.nred, (c + 1) * g.chunk) - c * g.chunk;
+    if (nb <= 0) continue;
+    const SACC mb = part[poff + 2 * (oi * g.nchunk + c)];
+    const SACC m2b = part[poff + 2 * (oi * g.nchunk + c) + 1];
+    if (n == 0) {   // the first chunk as it is (no 0 * d^2, which is NaN for d = inf)
+      mean = mb;
+      m2 = m2b;
+      n = nb;
+      continue;
+    }
+    const long nn = n + nb;
+    const SACC d = mb - mean;
+    mean += d * ((SACC)nb / (SACC)nn);
+    m2 += m2b + d * d * ((SACC)n * (SACC)nb / (SACC)nn);
+    n = nn;
+  }
+  K(var_store)(sq, o, oo, m2, g.nred, correction);
+}
+#endif
 #undef ACC_ADD
 #undef ACC_MUL
 #endif

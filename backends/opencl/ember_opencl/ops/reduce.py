@@ -1,4 +1,4 @@
-"""Reductions: sum, prod, mean, max, min (any dims), argmax, argmin (one dim).
+"""Reductions: sum, prod, mean, max, min, var, std (any dims), argmax, argmin (one dim).
 
 kernels/reduce.cl. The dispatcher gives ``out`` with ``x``'s rank (reduced dims of size
 1), ``x`` already cast to the result dtype, and ``dims`` sorted.
@@ -30,6 +30,21 @@ def _spec(dev):
 rt.SPECS["reduce"] = _spec
 
 
+def _plan(dev, g):
+    """How to launch a reduction of geometry ``g``: "wi" (a work-item per output) or
+    "wg" (a work-group per output, or per chunk when few long reductions are split: the
+    chunk count is written into ``g``)."""
+    nout, nred = int(g[0]), int(g[1])
+    if nout < 32 and nred >= 1 << 16:   # few long reductions: split them
+        nchunk = min(reduce_local(dev), nred >> 14)
+        g[6] = -(-nred // nchunk)
+        g[7] = nchunk
+        return "wg"
+    if nred <= 32 or nout >= 2048 or dev.is_cpu:
+        return "wi"
+    return "wg"
+
+
 def _reduce(name, kinds):
     code = OPCODES[name]
 
@@ -42,15 +57,11 @@ def _reduce(name, kinds):
         ob, oo = buf(out)
         xb, xo = buf(x)
         g = line_geom(name, x, out, tuple(dims), xo, oo)
-        nout, nred = int(g[0]), int(g[1])
         s = CTYPES[x.dtype.name].sfx
         RL = reduce_local(dev)
-        nchunk = 1
-        if nout < 32 and nred >= 1 << 16:   # few long reductions: split them
-            nchunk = min(RL, nred >> 14)
-            g[6] = -(-nred // nchunk)
-            g[7] = nchunk
-        elif nred <= 32 or nout >= 2048 or dev.is_cpu:
+        plan = _plan(dev, g)
+        nout, nchunk = int(g[0]), int(g[7])
+        if plan == "wi":
             k = dev.kernel("reduce", f"reduce_wi_{s}")
             enqueue(dev, k, (round_up(nout, _WI_LOCAL),), (_WI_LOCAL,), np.int32(code), g, ob, xb)
             return
@@ -72,6 +83,47 @@ def _reduce(name, kinds):
         if nchunk > 1:
             k2 = dev.kernel("reduce", f"reduce_part_{s}")
             enqueue(dev, k2, (nout * RL,), (RL,), np.int32(code), g, ob, pbuf, np.int64(poff))
+    kernel.__name__ = name
+    return kernel
+
+
+def _var_std(name):
+    sq = np.int32(name == "std")
+
+    def kernel(out, x, dims, correction=1):
+        dev = dev_of(out)
+        check_same(name, out, x)
+        check_kind(name, dev, x.dtype, FLOAT)
+        if numel(out.shape) == 0:
+            return
+        ob, oo = buf(out)
+        xb, xo = buf(x)
+        g = line_geom(name, x, out, tuple(dims), xo, oo)
+        s = CTYPES[x.dtype.name].sfx
+        # the correction reaches the kernel as its accumulator type (SACC)
+        corr = np.float64(correction) if dev.fp64 else np.float32(correction)
+        plan = _plan(dev, g)
+        nout, nchunk = int(g[0]), int(g[7])
+        if plan == "wi":
+            enqueue(dev, dev.kernel("reduce", f"var_wi_{s}"), (round_up(nout, _WI_LOCAL),),
+                    (_WI_LOCAL,), sq, g, ob, xb, corr)
+            return
+        part, pbuf, poff = None, dev.err, 0
+        if nchunk > 1:   # (mean, m2) per output and chunk
+            asz = 8 if dev.fp64 else 4
+            part = dev.allocator.storage(nout * nchunk * 2 * asz)
+            pbuf, poff = part.handle, part.offset // asz
+        if nchunk > 1 and dev.is_cpu:
+            enqueue(dev, dev.kernel("reduce", f"var_wic_{s}"),
+                    (round_up(nout * nchunk, _WI_LOCAL),), (_WI_LOCAL,), g, xb, pbuf,
+                    np.int64(poff))
+        else:
+            RL = reduce_local(dev)
+            enqueue(dev, dev.kernel("reduce", f"var_wg_{s}"), (nout * nchunk * RL,), (RL,),
+                    sq, g, ob, xb, pbuf, np.int64(poff), corr)
+        if nchunk > 1:
+            enqueue(dev, dev.kernel("reduce", f"var_part_{s}"), (round_up(nout, _WI_LOCAL),),
+                    (_WI_LOCAL,), sq, g, ob, pbuf, np.int64(poff), corr)
     kernel.__name__ = name
     return kernel
 
@@ -107,5 +159,5 @@ def _arg_reduce(name):
 ALL, FLOAT = {0, 1, 2}, {2}
 KERNELS = {"sum": _reduce("sum", ALL), "prod": _reduce("prod", ALL),
            "max": _reduce("max", ALL), "min": _reduce("min", ALL),
-           "mean": _reduce("mean", FLOAT),
+           "mean": _reduce("mean", FLOAT), "var": _var_std("var"), "std": _var_std("std"),
            "argmax": _arg_reduce("argmax"), "argmin": _arg_reduce("argmin")}
