@@ -78,10 +78,12 @@ def _contract(a, ta, b, tb, keep):
     sizes = {}
     for t, term in ((a, ta), (b, tb)):
         for c, n in zip(term, t.shape):
-            if c in sizes and sizes[c] != n and n != 1 and sizes[c] != 1:
+            m = sizes.get(c)
+            if m is not None and m != n and n != 1 and m != 1:
                 raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
-                                   f"(subscript {c!r} has sizes {sizes[c]} and {n})")
-            sizes[c] = max(sizes.get(c, 1), n)
+                                   f"(subscript {c!r} has sizes {m} and {n})")
+            # a size-1 dim broadcasts to the other size, 0 included (not max(): 1 > 0)
+            sizes[c] = n if m is None or m == 1 else m
     batch = [c for c in ta if c in tb and c in keep]
     contr = [c for c in ta if c in tb and c not in keep]
     left = [c for c in ta if c not in tb]

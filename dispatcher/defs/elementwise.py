@@ -232,6 +232,14 @@ def _(g):
     return g, -g
 
 
+# The formulas follow PyTorch's derivatives.yaml term for term (same products in the same
+# order, the same masks), so that at 0, ±inf and NaN they give PyTorch's values, NaN and
+# infinities included (tests/autograd/test_singular_grads.py compares them all).
+def _zeros(g):
+    """PyTorch's ``zeros_like(grad)``: 0 even where ``g`` is inf or NaN (``g * 0`` is not)."""
+    return O.zeros(g.shape, g.dtype, g.device)
+
+
 @gradient("mul")
 def _(g, self, other):
     return g * other, g * self
@@ -239,60 +247,69 @@ def _(g, self, other):
 
 @gradient("div")
 def _(g, self, other, rounding_mode=None):
-    if rounding_mode is not None:  # piecewise constant
-        return None, None
-    ga = g / other
-    return ga, -ga * self / other
+    if rounding_mode is not None:  # piecewise constant: zeros, as PyTorch
+        return (_zeros(g) if _requires(self) else None,
+                _zeros(g) if _requires(other) else None)
+    return g / other, (-g * ((self / other) / other) if _requires(other) else None)
 
 
 def _requires(v) -> bool:
     return getattr(v, "requires_grad", False) is True
 
 
+def _pow_scalar(x, e):
+    """``x ** e`` for a number ``e`` as PyTorch computes it: sqrt, rsqrt, reciprocal and
+    products for e = ±0.5, -1, 2, 3, -2 (sqrt(-0.0) is -0.0 and sqrt(-inf) NaN, where
+    C's pow gives +0.0 and +inf)."""
+    special = {0.5: lambda: E("sqrt", x), -0.5: lambda: E("rsqrt", x),
+               -1: lambda: E("reciprocal", x), 2: lambda: x * x, 3: lambda: x * x * x,
+               -2: lambda: 1 / (x * x)}.get(e)
+    return special() if special is not None else E("pow", x, e)
+
+
 @gradient("pow")
 def _(g, self, other, result):
+    """PyTorch's pow_backward / pow_backward_self / pow_backward_exponent: no gradient to
+    the base where the exponent is 0; none to the exponent where the base is 0 and the
+    exponent is >= 0; log of a negative base is NaN."""
     ga = gb = None
     if _requires(self):
-        ga = g * other * E("pow", self, other - 1)
         if isinstance(other, (int, float)):
-            if other == 0:
-                ga = g * 0
+            ga = _zeros(g) if other == 0 else g * (other * _pow_scalar(self, other - 1))
         else:
-            ga = O.where((self == 0) & (other == 0), 0.0, ga)
+            ga = O.where(other == 0, 0.0, g * (other * E("pow", self, other - 1)))
     if _requires(other):
         if isinstance(self, (int, float)):
-            gb = g * result * math.log(self) if self > 0 else g * 0
+            if self == 0:
+                gb = g * O.where(other >= 0, 0.0, result * -math.inf)
+            else:
+                gb = g * (result * (math.log(self) if self > 0 else math.nan))
         else:
-            pos = self > 0
-            gb = g * O.where(pos, result * E("log", O.where(pos, self, 1.0)), 0.0)
+            gb = g * O.where((self == 0) & (other >= 0), 0.0, result * E("log", self))
     return ga, gb
-
-
-def _max_min(g, a, b, pick_a):
-    tie = a == b
-    half = g / 2
-    return (O.where(tie, half, O.where(pick_a, g, 0.0)),
-            O.where(tie, half, O.where(pick_a, 0.0, g)))
 
 
 @gradient("maximum")
 def _(g, self, other):
-    return _max_min(g, self, other, self > other)
+    """Ties share the gradient; where either is NaN both get all of it (PyTorch)."""
+    tie = O.where(self == other, g / 2, g)
+    return O.where(self < other, 0.0, tie), O.where(self > other, 0.0, tie)
 
 
 @gradient("minimum")
 def _(g, self, other):
-    return _max_min(g, self, other, self < other)
+    tie = O.where(self == other, g / 2, g)
+    return O.where(self > other, 0.0, tie), O.where(self < other, 0.0, tie)
 
 
 @gradient("fmod")
 def _(g, self, other):
-    return g, -g * E("trunc", self / other)
+    return g, -g * E("div", self, other, rounding_mode="trunc")
 
 
 @gradient("remainder")
 def _(g, self, other):
-    return g, -g * E("floor", self / other)
+    return g, -g * E("div", self, other, rounding_mode="floor")
 
 
 @gradient("hypot")
@@ -301,9 +318,10 @@ def _(g, self, other, result):
 
 
 @gradient("copysign")
-def _(g, self, result):
+def _(g, self, other, result):
     # result / self is the sign flip (0 where self is 0); nothing flows to other's sign
-    return g * O.where(self == 0, 0.0, result / O.where(self == 0, 1.0, self)), None
+    ratio = O.where(self == 0, 0.0, result / O.where(self == 0, 1.0, self))
+    return g * ratio, (_zeros(g) if _requires(other) else None)
 
 
 @gradient("neg")
@@ -343,7 +361,7 @@ def _(g, result):
 
 @gradient("rsqrt")
 def _(g, result):
-    return (-0.5 * g * result * result * result,)
+    return (-0.5 * g * (result * result * result),)
 
 
 @gradient("sin")
@@ -368,17 +386,17 @@ def _(g, result):
 
 @gradient("sigmoid")
 def _(g, result):
-    return (g * result * (1 - result),)
+    return (g * (1 - result) * result,)
 
 
 @gradient("erf")
 def _(g, self):
-    return (g * (2.0 / math.sqrt(math.pi)) * E("exp", -self * self),)
+    return (2.0 / math.sqrt(math.pi) * E("exp", -(self * self)) * g,)
 
 
 @gradient("reciprocal")
 def _(g, result):
-    return (-g * result * result,)
+    return (-g * (result * result),)
 
 
 @gradient("abs")
@@ -388,7 +406,7 @@ def _(g, self):
 
 @gradient("floor", "ceil", "round", "trunc", "sign")
 def _(g):  # piecewise constant
-    return (g * 0,)
+    return (_zeros(g),)
 
 
 @gradient("where")
@@ -403,12 +421,12 @@ def _(g, self, end, weight):
 
 @gradient("addcmul")
 def _(g, tensor1, tensor2, value=1):
-    return g, g * tensor2 * value, g * tensor1 * value
+    return g, g * (tensor2 * value), g * (tensor1 * value)
 
 
 @gradient("addcdiv")
 def _(g, tensor1, tensor2, value=1):
-    return g, g * value / tensor2, -g * value * tensor1 / (tensor2 * tensor2)
+    return g, g * (value / tensor2), -g * (value * tensor1 / (tensor2 * tensor2))
 
 
 @gradient("clamp")
@@ -420,6 +438,17 @@ def _(g, self, min, max):
         below = self <= max
         inside = below if inside is None else inside & below
     gx = O.where(inside, g, 0.0)
-    glo = O.where(self < min, g, 0.0) if _requires(min) else None
-    ghi = O.where(self > max, g, 0.0) if _requires(max) else None
+    # PyTorch's clamp_backward_min_max: where min > max the result is max, so the gradient
+    # goes to max and none to min
+    glo = ghi = None
+    if _requires(min):
+        glo = self < min
+        if max is not None:
+            glo = glo & (min < max)
+        glo = O.where(glo, g, 0.0)
+    if _requires(max):
+        ghi = self > max
+        if min is not None:
+            ghi = ghi | (max < min)
+        ghi = O.where(ghi, g, 0.0)
     return gx, glo, ghi

@@ -8,7 +8,8 @@ a fused kernel under the op's name (see ``docs/plugins.md``). The entry points t
 PyTorch's batched forms with every argument normalised (tuples per spatial dim, symmetric
 padding, ``padding_idx=-1`` for none); each computes its output's shape and dtype (the
 meta step) and calls :func:`ops.composite_op`. ``ember.nn.functional`` checks user calls
-(PyTorch's errors) and turns them into these.
+(PyTorch's errors) and turns them into these. ``relu`` and ``hardtanh`` (not ops: clamp
+with PyTorch's gradient at the kinks) live here too, so every frontend form shares them.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from .reduction import any_
 __all__ = ["convolution", "conv_output_size", "avg_pool", "adaptive_avg_pool",
            "adaptive_max_pool", "pool_output_size", "batch_norm", "layer_norm", "group_norm",
            "embedding", "nll_loss", "cross_entropy", "scaled_dot_product_attention",
-           "dropout_mask"]
+           "dropout_mask", "relu", "hardtanh"]
 
 E = O.elementwise
 
@@ -174,13 +175,13 @@ defop("avg_pool", "pool",
       promotion="none")
 defop("adaptive_avg_pool", "pool",
       "adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor  "
-      "# adaptive_avg_pool1d/2d",
-      "(out, self, output_size)  # self (N, C, *sp), 1 or 2 spatial dims; windows "
+      "# adaptive_avg_pool1d/2d/3d",
+      "(out, self, output_size)  # self (N, C, *sp), 1 to 3 spatial dims; windows "
       "[floor(i*n/out), ceil((i+1)*n/out))", promotion="none")
 defop("adaptive_max_pool", "pool",
       "adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor values, Tensor indices)"
-      "  # adaptive_max_pool1d/2d",
-      "(values, indices, self, output_size)  # self (N, C, *sp), 1 or 2 spatial dims; "
+      "  # adaptive_max_pool1d/2d/3d",
+      "(values, indices, self, output_size)  # self (N, C, *sp), 1 to 3 spatial dims; "
       "indices int64, flat into each (*sp) plane", promotion="none")
 
 
@@ -201,6 +202,8 @@ def _avg_blocks(sp, kernel_size, stride, padding, ceil_mode) -> tuple:
 def avg_pool(input, kernel_size, stride, padding, ceil_mode=False, count_include_pad=True,
              divisor_override=None):
     """Average pooling of a batched input (N, C, *sp) with normalised arguments."""
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
     attrs = {"kernel_size": tuple(kernel_size), "stride": tuple(stride),
              "padding": tuple(padding), "ceil_mode": bool(ceil_mode),
              "count_include_pad": bool(count_include_pad),
@@ -223,7 +226,7 @@ def _avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
     cols = O.im2col(self, kernel_size, (1,) * nd, padding, stride, out_sp, 0)
     cols = V.reshape(cols, (self.shape[0], self.shape[1], math.prod(kernel_size), *out_sp))
     sums = O.reduce("sum", cols, 2)
-    if divisor_override:
+    if divisor_override is not None:
         return _true_div(sums, divisor_override)
     # window sizes per output position: clipped to input+padding (count_include_pad) or to
     # the input itself
@@ -247,13 +250,36 @@ def _adaptive_windows(size, out):
     return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
 
 
-def _adaptive_matrix(size, out, dtype, device):
-    """(out, size): row i averages window i."""
-    rows = []
-    for start, end in _adaptive_windows(size, out):
-        w = 1.0 / (end - start)
-        rows.append([w if start <= j < end else 0.0 for j in range(size)])
-    return _host_tensor(rows, dtype, device)
+def _adaptive_cells(self, output_size):
+    """Every window of an adaptive pooling, each window's own elements only: ``(cells,
+    flat, valid, counts)``. ``cells`` (*lead, *out, M) holds the window elements, padded to
+    the longest window by repeating its last element; ``flat`` (*out, M) their flat indices
+    into each (*sp) plane; ``valid`` (*out, M) marks the non-repeated ones; ``counts`` has
+    one tensor of window lengths per spatial dim."""
+    nd = len(output_size)
+    sp = self.shape[-nd:]
+    flat = valid = None
+    counts = []
+    for i in range(nd):
+        wins = _adaptive_windows(sp[i], output_size[i])
+        m = max(b - a for a, b in wins)
+        idx = _host_tensor([[min(a + j, b - 1) for j in range(m)] for a, b in wins],
+                           D.int64, self.device)                            # (out_i, m_i)
+        inside = _host_tensor([[a + j < b for j in range(m)] for a, b in wins], D.bool_,
+                              self.device)
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = output_size[i], m
+        term = E("mul", V.reshape(idx, tuple(shape)), math.prod(sp[i + 1:]))
+        inside = V.reshape(inside, tuple(shape))
+        flat = term if flat is None else E("add", flat, term)               # (*out, *m)
+        valid = inside if valid is None else E("logical_and", valid, inside)
+        lengths = _host_tensor([float(b - a) for a, b in wins], self.dtype, self.device)
+        counts.append(V.reshape(lengths, (output_size[i],) + (1,) * (nd - 1 - i)))
+    lead = self.shape[:-nd]
+    cells = index_select(V.reshape(self, (*lead, math.prod(sp))), -1, V.reshape(flat, -1))
+    cells = V.reshape(cells, (*lead, *output_size, -1))
+    return cells, V.reshape(flat, (*output_size, -1)), V.reshape(valid, (*output_size, -1)), \
+        counts
 
 
 def adaptive_avg_pool(input, output_size):
@@ -265,18 +291,23 @@ def adaptive_avg_pool(input, output_size):
 
 @composite("adaptive_avg_pool")
 def _adaptive_avg_pool(self, output_size):
-    """Equal windows: a reshape and a mean; otherwise one averaging matrix per dim."""
-    if len(output_size) == 1:
-        m = _adaptive_matrix(self.shape[-1], output_size[0], self.dtype, self.device)
-        return matmul(self, V.t(m))
-    oh, ow = output_size
-    h, w = self.shape[-2:]
-    if h % oh == 0 and w % ow == 0:
-        shape = self.shape[:-2] + (oh, h // oh, ow, w // ow)
-        return O.reduce("mean", V.reshape(self, shape), (-3, -1))
-    mh = _adaptive_matrix(h, oh, self.dtype, self.device)
-    mw = _adaptive_matrix(w, ow, self.dtype, self.device)
-    return matmul(matmul(mh, self), V.t(mw))
+    """Equal windows: a reshape and a mean. Otherwise each window's sum divided by its
+    length per dim (PyTorch's ``sum / kh / kw``). A window sums only its own elements, so
+    an inf or NaN reaches only the windows that hold it (an averaging matrix would give
+    0 * inf = NaN everywhere else)."""
+    nd = len(output_size)
+    sp = self.shape[-nd:]
+    lead = self.shape[:-nd]
+    if all(sp[i] % output_size[i] == 0 for i in range(nd)):
+        shape = lead + tuple(v for i in range(nd) for v in (output_size[i],
+                                                             sp[i] // output_size[i]))
+        return O.reduce("mean", V.reshape(self, shape),
+                        tuple(range(len(lead) + 1, len(shape), 2)))
+    cells, _, valid, counts = _adaptive_cells(self, output_size)
+    out = O.reduce("sum", O.where(valid, cells, 0), -1)
+    for c in counts:
+        out = E("div", out, c)
+    return out
 
 
 def adaptive_max_pool(input, output_size):
@@ -289,32 +320,48 @@ def adaptive_max_pool(input, output_size):
 
 @composite("adaptive_max_pool")
 def _adaptive_max_pool(self, output_size):
-    """Equal windows: max_pool. Windows of unequal length: gather every window padded to
-    the longest one by repeating its last element (a repeat changes neither the max nor,
-    after the gather's backward sums the copies, the gradient)."""
+    """Equal windows: max_pool. Windows of unequal length: every window gathered, padded
+    to the longest one by repeating its last element (a repeat changes neither the max
+    nor its index). The values are gathered at the argmax, so the gradient goes to that
+    one element, as max_pool's (the first maximum; the first NaN)."""
     nd = len(output_size)
     sp = self.shape[-nd:]
     if all(sp[i] % output_size[i] == 0 for i in range(nd)):
         k = tuple(sp[i] // output_size[i] for i in range(nd))
         return O.max_pool(self, k, (1,) * nd, (0,) * nd, k, tuple(output_size))
-    flat = None
-    for i in range(nd):
-        wins = _adaptive_windows(sp[i], output_size[i])
-        m = max(b - a for a, b in wins)
-        idx = _host_tensor([[min(a + j, b - 1) for j in range(m)] for a, b in wins],
-                           D.int64, self.device)                            # (out_i, m_i)
-        shape = [1] * (2 * nd)
-        shape[i], shape[nd + i] = output_size[i], m
-        term = E("mul", V.reshape(idx, tuple(shape)), math.prod(sp[i + 1:]))
-        flat = term if flat is None else E("add", flat, term)               # (*out, *m)
-    lead = self.shape[:-nd]
-    cells = index_select(V.reshape(self, (*lead, math.prod(sp))), -1, V.reshape(flat, -1))
-    cells = V.reshape(cells, (*lead, *output_size, -1))
-    values = O.reduce("max", cells, -1)
+    cells, flat, _, _ = _adaptive_cells(self, output_size)
     arg = O.arg_reduce("argmax", cells, -1, True)
-    n = C.numel(flat.shape) // math.prod(output_size)
-    table = V.expand(V.reshape(flat, (*output_size, -1)), (*lead, *output_size, n))
+    values = V.squeeze(O.gather(cells, -1, arg), -1)
+    table = V.expand(flat, (*cells.shape[:-1], flat.shape[-1]))
     return values, V.squeeze(O.gather(table, -1, arg), -1)
+
+
+# ---- activations with a kink ---------------------------------------------------------------
+# relu and hardtanh have clamp's values, but PyTorch differentiates them as thresholds: no
+# gradient at a kink itself (clamp passes it there). Under autograd they are
+# ``where(keep, x, clamp's value)``, the clamped values computed outside the graph, so the
+# gradient flows exactly where ``keep`` holds; otherwise they are plain clamp.
+def _kinked(x, lo, hi, keep):
+    with below_autograd():
+        values = O.clamp(x, lo, hi)
+    return O.where(keep, x, values)
+
+
+def relu(x):
+    """``max(x, 0)`` with PyTorch's gradient (threshold_backward): 0 where ``x <= 0``,
+    ``g`` elsewhere, NaN included. ``-0.0`` stays ``-0.0``, as clamp's."""
+    if not (x.requires_grad and MODE.grad):
+        return O.clamp(x, 0)
+    return _kinked(x, 0, None, E("logical_not", E("le", x, 0)))
+
+
+def hardtanh(x, min_val, max_val):
+    """``clamp(x, min_val, max_val)`` with PyTorch's hardtanh gradient (its vectorised CPU
+    kernel's): ``g`` strictly between the bounds, 0 at and beyond them and at NaN."""
+    if not (x.requires_grad and MODE.grad):
+        return O.clamp(x, min_val, max_val)
+    return _kinked(x, min_val, max_val,
+                   E("logical_and", E("gt", x, min_val), E("lt", x, max_val)))
 
 
 # ---- normalisation -----------------------------------------------------------------------

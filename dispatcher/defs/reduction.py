@@ -11,6 +11,7 @@ from .. import core as C
 from .. import dtypes as D
 from .. import ops as O
 from .. import views as V
+from ..grad_mode import MODE
 from ..schema import composite, defop, gradient
 from .index import cat, flip
 
@@ -119,7 +120,9 @@ def std(self, dim=None, correction=1, keepdim=False):
 
 
 @composite("norm")
-def norm(x, p=2, dim=None, keepdim=False):
+@O.recorded("norm")
+def norm(self, p=2, dim=None, keepdim=False):
+    x = self
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {D.torch_name(x.dtype)}")
@@ -194,29 +197,44 @@ def _(g, self_shape, dim=None, keepdim=False):
 
 @gradient("max", "min")
 def _(g, self, result, dim=(), keepdim=False):
-    """Ties share the gradient equally (PyTorch's amax/amin)."""
+    """Ties share the gradient equally (PyTorch's amax/amin: scale_grad_by_count)."""
     mask = O.to(self == _kept(result, dim, keepdim, self.shape), None, g.dtype)
     count = O.reduce("sum", mask, _dims(dim, self.shape), True)
-    return (_unreduce(g, dim, keepdim, self.shape) * mask / count,)
+    return ((_kept(g, dim, keepdim, self.shape) / count) * mask,)
+
+
+def _prod_safe_zeros(g, x, d):
+    """g times the product of the other elements, without dividing by x (PyTorch's
+    prod_safe_zeros_backward): exclusive cumulative products from both ends."""
+    n = x.shape[d]
+    ones = O.full(_keep_shape(x, (d,)), 1, x.dtype, x.device)
+    left = O.scan("cumprod", cat([ones, V.narrow(x, d, 0, n - 1)], d), d)
+    right = flip(O.scan("cumprod", cat([ones, flip(V.narrow(x, d, 1, n - 1), (d,))], d), d),
+                 (d,))
+    return g * (left * right)
 
 
 @gradient("prod")
 def _(g, self, result, dim=None, keepdim=False):
+    """PyTorch's prod_backward: ``g * result / x`` when the input holds no zero at all,
+    otherwise the products of the other elements (no host sync: both are computed and
+    the input's any-zero flag picks one)."""
     x = self
-    gx = _unreduce(g, dim, keepdim, x.shape)
-    dims = _dims(dim, x.shape)
-    if len(dims) == 1:
-        # the product of the others without dividing by x: exclusive cumprods both ways
-        d = dims[0]
-        n = x.shape[d]
-        ones = O.full(_keep_shape(x, (d,)), 1, x.dtype, x.device)
-        left = cat([ones, V.narrow(O.scan("cumprod", x, d), d, 0, n - 1)], d)
-        right = flip(cat([ones, V.narrow(O.scan("cumprod", flip(x, (d,)), d), d, 0, n - 1)],
-                         d), (d,))
-        return (gx * left * right,)
-    o = _kept(result, dim, keepdim, x.shape)
+    if not x.shape:
+        return (g,)
+    if C.numel(x.shape) == 0:
+        return (_unreduce(g, dim, keepdim, x.shape),)
     zero = x == 0
-    return (gx * O.where(zero, 0.0, o / O.where(zero, 1.0, x)),)
+    if dim is None:
+        safe = V.reshape(_prod_safe_zeros(g, V.reshape(x, (-1,)), 0), x.shape)
+        if not MODE.grad:  # PyTorch: two zeros or more give zeros (first-order backward)
+            count = O.reduce("sum", O.cast(zero, D.int64))
+            safe = O.where(count > 1, 0.0, safe)
+        return (O.where(any_(zero), safe, g * (result / x)),)
+    d = C.normalize_dim(dim, len(x.shape))
+    gk = _kept(g, d, keepdim, x.shape)
+    return (O.where(any_(zero), _prod_safe_zeros(gk, x, d),
+                    gk * (_kept(result, d, keepdim, x.shape) / x)),)
 
 
 @gradient("logsumexp")
@@ -225,23 +243,58 @@ def _(g, self, result, dim, keepdim=False):
             * E("exp", self - _kept(result, dim, keepdim, self.shape)),)
 
 
+def _var_backward(g, x, dim, keepdim, correction):
+    """PyTorch's var_backward: ``2 / (n - correction) * g * (x - mean)``. Over all
+    elements with n <= correction that is NaN where x equals the mean and inf elsewhere;
+    over ``dim`` a zero ``n - correction`` divides by zero (inf)."""
+    if dim is None or not x.shape:
+        dof = C.numel(x.shape) - correction
+        mu = O.reduce("mean", x)
+        if dof <= 0:
+            return g * O.where(x == mu, math.nan, math.inf)
+        return (2.0 / dof) * g * (x - mu)
+    dims = _dims(dim, x.shape)
+    dof = C.numel([x.shape[d] for d in dims]) - correction
+    factor = 2.0 / dof if dof else math.inf
+    return factor * _kept(g, dim, keepdim, x.shape) * (x - O.reduce("mean", x, dims, True))
+
+
 @gradient("var")
 def _(g, self, dim=None, keepdim=False, correction=1):
-    dims = _dims(dim, self.shape)
-    n = C.numel([self.shape[d] for d in dims])
-    mu = O.reduce("mean", self, dims, True)
-    return (_unreduce(g, dim, keepdim, self.shape) * (2.0 / max(n - correction, 0))
-            * (self - mu),)
+    return (_var_backward(g, self, dim, keepdim, correction),)
 
 
 @gradient("std")
 def _(g, self, result, dim=None, keepdim=False, correction=1):
-    dims = _dims(dim, self.shape)
-    n = C.numel([self.shape[d] for d in dims])
-    mu = O.reduce("mean", self, dims, True)
-    o = _kept(result, dim, keepdim, self.shape)
-    return (_unreduce(g, dim, keepdim, self.shape) * (self - mu)
-            / (o * max(n - correction, 0)),)
+    """PyTorch's std_backward: var's gradient of ``g / (2 std)``, 0 where std is 0 (a
+    constant input gives 0, not 0 / 0)."""
+    gv = O.where(result == 0, 0.0, g / (result * 2))
+    return (_var_backward(gv, self, dim, keepdim, correction),)
+
+
+@gradient("norm")
+def _(g, self, result, p=2, dim=None, keepdim=False):
+    """PyTorch's norm_backward, branch by branch (0 where the norm is 0; the max norm's
+    gradient goes to the maxima and to NaNs)."""
+    x = self
+    if p == 0:  # PyTorch's formula gives no gradient at all (``.grad`` stays None)
+        return (None,)
+    gk = _kept(g, dim, keepdim, x.shape)
+    nk = _kept(result, dim, keepdim, x.shape)
+    if p == 1:
+        return (E("sign", x) * gk,)
+    if p == 2:
+        return (gk * O.where(nk == 0, 0.0, x / nk),)
+    a = E("abs", x)
+    if math.isinf(p):
+        mask = O.to((a == nk) | E("isnan", a), None, g.dtype)
+        count = O.reduce("sum", mask, _dims(dim, x.shape), True)
+        return (E("sign", x) * ((gk / count) * mask),)
+    if p < 1:
+        scaled = E("sign", x) * O.where(x == 0, 0.0, E("pow", a, p - 1))
+        return (scaled * gk * E("pow", nk, 1 - p),)
+    scaled = E("sign", x) * E("pow", a, p - 1) if p < 2 else x * E("pow", a, p - 2)
+    return (scaled * O.where(nk == 0, 0.0, gk / E("pow", nk, p - 1)),)
 
 
 # ---- scans -------------------------------------------------------------------------------------
@@ -287,13 +340,33 @@ def _(g, self_shape, dim):
     return (flip(O.scan("cumsum", flip(g, (d,)), d), (d,)),)
 
 
+def _reversed_cumsum(t, d):
+    return flip(O.scan("cumsum", flip(t, (d,)), d), (d,))
+
+
 @gradient("cumprod")
 def _(g, self, result, dim):
-    # valid for inputs without zeros: d out_j / d x_i = out_j / x_i for j >= i
-    d = _scan_dim(dim, self.shape)
-    if not self.shape:
+    """PyTorch's cumprod_backward. Before the first zero of a line, d out_j / d x_i =
+    out_j / x_i (j >= i); at the first zero, the product of the elements before it times
+    the sum over j up to the second zero of g_j times the product of the elements
+    between; after it, 0."""
+    x = self
+    d = _scan_dim(dim, x.shape)
+    if C.numel(x.shape) <= 1 or x.shape[d] == 1:
         return (g,)
-    return (flip(O.scan("cumsum", flip(g * result, (d,)), d), (d,)) / self,)
+    n = x.shape[d]
+    zero = x == 0
+    seen = O.scan("cumsum", O.cast(zero, D.int64), d)     # zeros up to and including here
+    before = seen == 0
+    part = _reversed_cumsum(O.where(before, result * g, 0.0), d) / O.where(before, x, 1.0)
+    window = seen == 1
+    first = window & zero
+    between = window & E("logical_not", zero)
+    ones = O.full(_keep_shape(x, (d,)), 1, x.dtype, x.device)
+    left = cat([ones, V.narrow(result, d, 0, n - 1)], d)  # the product before each element
+    s = O.reduce("sum", O.scan("cumprod", O.where(between, x, 1.0), d)
+                 * O.where(window, g, 0.0), d, True)
+    return (O.where(before, part, O.where(first, s * left, 0.0)),)
 
 
 # ---- softmax -------------------------------------------------------------------------------------

@@ -30,9 +30,10 @@ from .modules.utils import _no_grad, _ntuple, _pair
 __all__ = [
     # linear, conv, pooling
     "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-    "conv_transpose2d", "unfold", "fold", "max_pool1d", "max_pool2d", "avg_pool1d",
-    "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-    "adaptive_max_pool2d", "pad", "interpolate", "upsample", "pixel_shuffle",
+    "conv_transpose2d", "unfold", "fold", "max_pool1d", "max_pool2d", "max_pool3d",
+    "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool3d", "pad", "interpolate", "upsample", "pixel_shuffle",
     "pixel_unshuffle", "channel_shuffle",
     # activations
     "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu",
@@ -344,6 +345,8 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
 # ==== pooling =========================================================================
 def _pool_args(name, input, kernel_size, stride, padding, dilation, nd):
     if input.dim() not in (nd + 1, nd + 2):
+        if nd == 3:
+            raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
         prefix = f"{name}: " if nd == 1 else ""
         raise RuntimeError(f"{prefix}Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with "
                            f"optional 0 dim batch size for input, but got:"
@@ -397,8 +400,17 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                        return_indices, 2)
 
 
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _max_poolnd("max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                       return_indices, 3)
+
+
 def _avg_poolnd(name, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                 divisor_override, nd):
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")   # PyTorch checks it first
     k, s, p, _ = _pool_args(name, input, kernel_size, stride, padding, 1, nd)
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
@@ -418,6 +430,13 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     ``count_include_pad=False``."""
     return _avg_poolnd("avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override, 2)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """3-D average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _avg_poolnd("avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
+                       count_include_pad, divisor_override, 3)
 
 
 def _adaptive_sizes(name, input, output_size, nd):
@@ -450,6 +469,10 @@ def adaptive_avg_pool2d(input, output_size):
     return _adaptive_avg("adaptive_avg_pool2d", input, output_size, 2)
 
 
+def adaptive_avg_pool3d(input, output_size):
+    return _adaptive_avg("adaptive_avg_pool3d", input, output_size, 3)
+
+
 def _adaptive_max(name, input, output_size, return_indices, nd):
     sizes = _adaptive_sizes(name, input, output_size, nd)
     batched = input.dim() == nd + 2
@@ -465,6 +488,10 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _adaptive_max("adaptive_max_pool2d", input, output_size, return_indices, 2)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _adaptive_max("adaptive_max_pool3d", input, output_size, return_indices, 3)
 
 
 # ==== padding and resampling ==========================================================
@@ -529,10 +556,20 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
     return x
 
 
-def _interp_scale(in_size, out_size, scale, align_corners):
+def _weight_dtype(dtype):
+    """The dtype PyTorch computes source positions and weights in (its opmath type)."""
+    return ember.float64 if dtype is ember.float64 else ember.float32
+
+
+def _interp_scale(in_size, out_size, scale, align_corners, wdt, device):
+    """PyTorch's area_pixel_compute_scale, rounded as it rounds (in the weight dtype)."""
     if align_corners:
-        return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-    return 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+        if out_size <= 1:
+            return ember.tensor(0.0, dtype=wdt, device=device)
+        return ember.tensor(float(in_size - 1), dtype=wdt, device=device) / (out_size - 1)
+    if scale is not None and scale > 0:
+        return ember.tensor(1.0 / scale, dtype=wdt, device=device)
+    return ember.tensor(float(in_size), dtype=wdt, device=device) / out_size
 
 
 def _f32(v, device):
@@ -548,17 +585,26 @@ def _nearest_index(in_size, out_size, scale, exact, device):
     return idx.clamp(max=in_size - 1)
 
 
-def _linear_weights(in_size, out_size, scale, align_corners, device):
-    sc = _f32(_interp_scale(in_size, out_size, scale, align_corners), device)
-    pos = ember.arange(out_size, dtype=ember.float32, device=device)
+def _linear_weights(in_size, out_size, scale, align_corners, dtype, device):
+    """Source indices and weights of linear interpolation along one dim, as PyTorch's
+    compute_source_index_and_lambda: ``(i0, w0, i1, w1)``. Equal sizes copy (weights 1, 0
+    on the same element)."""
+    pos = ember.arange(out_size, dtype=ember.int64, device=device)
+    if in_size == out_size:
+        w1 = ember.zeros(out_size, dtype=dtype, device=device)
+        return pos, 1 - w1, pos, w1
+    wdt = _weight_dtype(dtype)
+    sc = _interp_scale(in_size, out_size, scale, align_corners, wdt, device)
+    pos = pos.to(wdt)
     if align_corners:
-        src = pos * sc
+        src = sc * pos
     else:
-        src = ((pos + 0.5) * sc - 0.5).clamp(min=0)
-    i0 = src.floor().long().clamp(max=in_size - 1)
-    i1 = (i0 + 1).clamp(max=in_size - 1)
-    lam = src - i0.float()
-    return i0, i1, lam
+        src = (sc * (pos + 0.5) - 0.5).clamp(min=0)
+    # PyTorch floors with floorf (in float32) and clamps the weight to [0, 1]
+    i0 = src.float().floor().long().clamp(max=in_size - 1)
+    i1 = ember.where(i0 < in_size - 1, i0 + 1, i0)
+    w1 = (src - i0.to(wdt)).clamp(min=0, max=1).to(dtype)
+    return i0, 1 - w1, i1, w1
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
@@ -597,23 +643,25 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         out = [int(math.floor(float(sp[i]) * sf[i])) for i in range(nd)]
         scales = [None] * nd if recompute_scale_factor else sf
     if mode == "area":
-        fn = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d}.get(nd)
-        if fn is None:
-            raise NotImplementedError("area interpolation supports 3D and 4D inputs")
+        fn = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[nd]
         return fn(input, out if nd > 1 else out[0])
     x = input
-    for i in range(nd):
-        dim = 2 + i
-        if mode.startswith("nearest"):
+    if mode.startswith("nearest"):
+        for i in range(nd):
             idx = _nearest_index(sp[i], out[i], scales[i], mode == "nearest-exact", x.device)
-            x = x.index_select(dim, idx)
-        else:
-            i0, i1, lam = _linear_weights(sp[i], out[i], scales[i], align_corners, x.device)
-            shape = [1] * x.dim()
-            shape[dim] = out[i]
-            lam = lam.to(x.dtype).reshape(shape)
-            a, b = x.index_select(dim, i0), x.index_select(dim, i1)
-            x = a + (b - a) * lam
+            x = x.index_select(2 + i, idx)
+        return x
+    # PyTorch's separable form, innermost (last) dim first: t0 * w0 + t1 * w1 per dim. A
+    # weight of 0 times an inf neighbour is NaN there as in PyTorch; a difference form
+    # (a + (b - a) * w) would turn inf into NaN where both neighbours are the same inf.
+    for i in reversed(range(nd)):
+        dim = 2 + i
+        i0, w0, i1, w1 = _linear_weights(sp[i], out[i], scales[i], align_corners, x.dtype,
+                                         x.device)
+        shape = [1] * x.dim()
+        shape[dim] = out[i]
+        x = x.index_select(dim, i0) * w0.reshape(shape) + \
+            x.index_select(dim, i1) * w1.reshape(shape)
     return x
 
 
@@ -660,8 +708,8 @@ def _inplace(input: Tensor, fn, inplace: bool) -> Tensor:
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``max(x, 0)``."""
-    return _inplace(input, ember.relu, inplace)
+    """``max(x, 0)``; the gradient is 0 where ``x <= 0`` (PyTorch's threshold_backward)."""
+    return _inplace(input, _nn.relu, inplace)
 
 
 def relu_(input: Tensor) -> Tensor:
@@ -682,9 +730,11 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)``."""
-    # expm1 of the clamped input: the unused branch never overflows (no inf * 0 in backward)
-    return _inplace(input, lambda x: ember.where(x > 0, x, ember.expm1(x.clamp(max=0)) * alpha),
-                    inplace)
+    # expm1 of the input with its positive part zeroed: the unused branch never overflows
+    # (no inf * 0 in backward); NaN takes the negative branch, as PyTorch's vectorised
+    # kernel (its gradient is NaN)
+    return _inplace(input, lambda x: ember.where(
+        x > 0, x, ember.expm1(ember.where(x > 0, 0.0, x)) * alpha), inplace)
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -701,7 +751,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _inplace(input, lambda x: ember.where(
-        x > 0, x, ember.expm1(x.clamp(max=0) / alpha) * alpha), inplace)
+        x > 0, x, ember.expm1(ember.where(x > 0, 0.0, x) / alpha) * alpha), inplace)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -724,19 +774,20 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * relu6(x + 3) / 6``."""
-    return _inplace(input, lambda x: x * (x + 3.0).clamp(min=0.0, max=6.0) / 6.0, inplace)
+    """``x * relu6(x + 3) / 6``; the gradient is 0 at -3 and 1 at 3 (PyTorch's)."""
+    return _inplace(input, lambda x: x * _nn.hardtanh(x + 3.0, 0.0, 6.0) / 6.0, inplace)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    return _inplace(input, lambda x: (x + 3.0).clamp(min=0.0, max=6.0) / 6.0, inplace)
+    """``relu6(x + 3) / 6``; no gradient at -3 and 3 (PyTorch's)."""
+    return _inplace(input, lambda x: _nn.hardtanh(x + 3.0, 0.0, 6.0) / 6.0, inplace)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _inplace(input, lambda x: x.clamp(min=min_val, max=max_val), inplace)
+    return _inplace(input, lambda x: _nn.hardtanh(x, min_val, max_val), inplace)
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
@@ -746,7 +797,8 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
     bx = input * beta
-    soft = ember.log1p(ember.exp(bx.clamp(max=threshold))) / beta
+    # the linear part zeroed in the soft branch (no overflow there); NaN stays NaN
+    soft = ember.log1p(ember.exp(ember.where(bx > threshold, 0.0, bx))) / beta
     return ember.where(bx > threshold, input, soft)
 
 
@@ -759,25 +811,36 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    return _inplace(input, lambda x: ember.where(x > threshold, x, value), inplace)
+    """``value`` where ``x <= threshold``, else ``x`` (NaN passes, as PyTorch)."""
+    return _inplace(input, lambda x: ember.where(x <= threshold, value, x), inplace)
 
 
 def threshold_(input: Tensor, threshold_value: float, value: float) -> Tensor:
     return threshold(input, threshold_value, value, inplace=True)
 
 
+def _shrink(x, lambd, above, below):
+    """0 for ``-lambd <= x <= lambd``, ``above`` / ``below`` beyond; NaN stays NaN with no
+    gradient (PyTorch's vectorised kernels; +0.0 inside)."""
+    return ember.where((x >= -lambd) & (x <= lambd), 0.0, ember.where(
+        x > lambd, above, ember.where(x < -lambd, below, x.detach())))
+
+
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return ember.where(input.abs() > lambd, input, 0)
+    return _shrink(input, lambd, input, input)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd,
-                                                                 0))
+    """``x -+ lambd`` beyond ``±lambd``, 0 between."""
+    return _shrink(input, lambd, input - lambd, input + lambd)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
-    """``log(sigmoid(x))``, computed stably as ``min(x, 0) - log1p(exp(-|x|))``."""
-    return input.clamp(max=0) - ember.log1p(ember.exp(-input.abs()))
+    """``log(sigmoid(x))``, computed stably as ``min(x, 0) - log1p(exp(-|x|))``; at 0 the
+    gradient is 1/2 (the kinks of min and |x| cancel: PyTorch's log_sigmoid_backward)."""
+    neg = input < 0
+    return ember.where(neg, input, 0.0) - ember.log1p(ember.exp(ember.where(neg, input,
+                                                                            -input)))
 
 
 def sigmoid(input: Tensor) -> Tensor:
