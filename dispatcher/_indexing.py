@@ -7,6 +7,8 @@ the whole storage, writes scatter into it — so no contiguous copy is ever need
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import core as C
@@ -23,19 +25,25 @@ E = O.elementwise
 def _to_index_tensor(k, dev):
     if O._is_t(k):
         return k
-    arr = np.asarray(k)
-    if arr.dtype == np.bool_:
-        dt = D.bool_
-    elif arr.dtype.kind in "iu":
-        dt, arr = D.int64, arr.astype(np.int64)
-    elif arr.size == 0:
-        dt, arr = D.int64, arr.astype(np.int64)
-    else:
-        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    arr = None
+    try:    # (a list or array as big as the host can hold: its conversions need as much)
+        arr = np.asarray(k)
+        if arr.dtype == np.bool_:
+            dt = D.bool_
+        elif arr.dtype.kind in "iu" or arr.size == 0:
+            dt, arr = D.int64, np.require(arr, np.int64, "C")
+        else:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        arr = np.require(arr, requirements="C")
+    except MemoryError as e:
+        size = None if arr is None else arr.size
+        raise C.host_out_of_memory(
+            "an index tensor" + ("" if size is None else f" of {size} elements") +
+            f" made from a {type(k).__name__} (indexing a tensor on {dev})",
+            None if size is None else size * 8, e) from None
     t = C.empty(arr.shape, dt, to_cpu := C.to_device("cpu"))
-    raw = np.require(arr, requirements="C").tobytes()
-    if raw:
-        backend_for("cpu").copy_from_host(t._storage, 0, raw)
+    if arr.size:    # the array's own memory is copied in: no bytes object in between
+        backend_for("cpu").copy_from_host(t._storage, 0, memoryview(arr.reshape(-1)).cast("B"))
     return t if dev == to_cpu else O.to(t, dev)
 
 
@@ -44,13 +52,9 @@ def _split_key(x, key):
     if not isinstance(key, tuple):
         key = (key,)
     key = list(key)
-    # Python bools index like a 0-d mask: True adds a dim, False adds an empty dim
-    basic, adv = [], []
+    basic = []
     for k in key:
-        if isinstance(k, bool):
-            basic.append(None)
-            adv.append((len(basic) - 1, k))
-        elif k is None or k is Ellipsis or isinstance(k, slice) or (
+        if isinstance(k, bool) or k is None or k is Ellipsis or isinstance(k, slice) or (
                 isinstance(k, int)):
             basic.append(k)
         else:
@@ -61,7 +65,7 @@ def _split_key(x, key):
     for k in basic:
         if O._is_t(k):
             consumed += len(k.shape) if k.dtype is D.bool_ or k.dtype is D.uint8 else 1
-        elif k is not None and k is not Ellipsis:
+        elif k is not None and k is not Ellipsis and not isinstance(k, bool):
             consumed += 1
     nd = len(x.shape)
     if consumed > nd:
@@ -69,7 +73,13 @@ def _split_key(x, key):
     # replace tensors by full slices, track where they land in the view
     placeholder, entries = [], []
     for k in basic:
-        if O._is_t(k):
+        if isinstance(k, bool) or (O._is_t(k) and not k.shape and (
+                k.dtype is D.bool_ or k.dtype is D.uint8)):
+            # a 0-d mask, Python bools included (PyTorch): a new dim of size 1 indexed by
+            # [0] (True) or [] (False), so ``x[False]`` selects nothing
+            entries.append((len(placeholder), k, 0))
+            placeholder.append(None)
+        elif O._is_t(k):
             n = len(k.shape) if (k.dtype is D.bool_ or k.dtype is D.uint8) else 1
             entries.append((len(placeholder), k, n))
             placeholder.extend([slice(None)] * n)
@@ -99,7 +109,10 @@ def _split_key(x, key):
         if k is Ellipsis:
             continue
         start = dim_of[pos]
-        if k.dtype is D.bool_ or k.dtype is D.uint8:
+        if isinstance(k, bool) or not n:
+            kept = k if isinstance(k, bool) else bool(O.item(k))
+            adv_dims.append((start, O.zeros((int(kept),), D.int64, v.device)))
+        elif k.dtype is D.bool_ or k.dtype is D.uint8:
             mask = O.cast(k, D.bool_)
             for j in range(n):
                 if mask.shape[j] != v.shape[start + j]:
@@ -177,15 +190,19 @@ def index(x, key):
     v, adv = _split_key(x, key)
     if not adv:
         return v
-    if any(isinstance(t, bool) for _, t in adv):
-        raise NotImplementedError("indexing with a Python bool mixed with other indices is not "
-                                  "supported yet")
     offs, shape, total = _linear_offsets(v, adv)
     if total == 0:
         return C.empty(shape, x.dtype, x.device)
     flat = O.contiguous(offs)
     res = O.gather(_storage_1d(v), 0, V.reshape(flat, (total,)))
     return V.view(res, shape)
+
+
+#: PyTorch's warning for an index_put_ into a tensor with internal overlap (it writes; a
+#: basic-index assignment, ``x[...] = v``, raises instead)
+_EXPANDED_WARNING = ("Use of index_put_ on expanded tensors is deprecated. Please clone() the "
+                     "tensor before performing this operation. This also applies to advanced "
+                     "indexing e.g. tensor[indices] = tensor")
 
 
 def index_put_(x, key, values, accumulate=False):
@@ -197,6 +214,8 @@ def index_put_(x, key, values, accumulate=False):
     offs, shape, total = _linear_offsets(v, adv)
     if total == 0:
         return x
+    if 0 in v._stride and C.has_internal_overlap(v):   # (what the indices index into)
+        warnings.warn(_EXPANDED_WARNING, UserWarning, stacklevel=4)
     if O._is_t(values):
         vals = O.cast(values, x.dtype)
         if vals.device != x.device:

@@ -1,9 +1,40 @@
 """Devices: ``ember.device("cpu")``, ``ember.device("opencl:1")``, ``ember.device("cuda", 0)``."""
 from __future__ import annotations
 
+import operator
+import re
+
 __all__ = ["device", "to_device"]
 
 _CACHE: dict = {}
+
+
+#: a device type: lower-case ASCII letters, digits and underscores
+_TYPE = re.compile(r"[a-z_][a-z0-9_]*")
+#: a device index in a string: ASCII digits without a leading zero ("cuda:01" is invalid)
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+#: the largest device index: PyTorch stores it in a c10::DeviceIndex (int8_t) and wraps
+#: larger ones around silently; ember refuses them
+MAX_INDEX = 127
+
+
+def _invalid(s):
+    return RuntimeError(f"Invalid device string: {s!r} (expected 'type' or 'type:index', "
+                        "e.g. 'cpu' or 'opencl:1')")
+
+
+def _check_index(index):
+    if isinstance(index, bool) or not hasattr(type(index), "__index__"):
+        raise TypeError(f"device(): argument 'index' (position 2) must be int, not "
+                        f"{type(index).__name__}")
+    index = operator.index(index)
+    if index < 0:
+        raise RuntimeError(f"Device index must not be negative (a non-negative integer is "
+                           f"expected), got {index}")
+    if index > MAX_INDEX:
+        raise RuntimeError(f"Device index {index} is out of range: at most {MAX_INDEX} "
+                           "(PyTorch's c10::DeviceIndex is 8 bits)")
+    return index
 
 
 class device:
@@ -20,6 +51,8 @@ class device:
             if index is None:
                 return type_or_str
             type_or_str = type_or_str.type
+        if index is not None:
+            index = _check_index(index)
         key = (type_or_str, index)
         hit = _CACHE.get(key)
         if hit is not None:
@@ -27,22 +60,22 @@ class device:
         if not isinstance(type_or_str, str):
             raise TypeError(f"device(): expected a string or ember.device, got "
                             f"{type(type_or_str).__name__}")
-        s = type_or_str.strip()
+        s = type_or_str
+        if not s:
+            raise RuntimeError("Invalid device string: '' (Device string must not be empty)")
         typ, sep, idx = s.partition(":")
+        if not _TYPE.fullmatch(typ):
+            raise _invalid(s)
         if sep:
             if index is not None:
-                raise ValueError(f"device(): type {s!r} already has an index; pass the index "
-                                 "once")
-            if not idx.isdigit():
-                raise RuntimeError(f"Invalid device string: {s!r} (expected 'type' or "
-                                   "'type:index', e.g. 'cpu' or 'opencl:1')")
-            index = int(idx)
-        if not typ or not typ.replace("_", "").isalnum() or not typ.islower():
-            raise RuntimeError(f"Invalid device string: {s!r} (expected 'type' or "
-                               "'type:index', e.g. 'cpu' or 'opencl:1')")
-        if index is not None:
-            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-                raise RuntimeError(f"Device index must be a non-negative integer, got {index!r}")
+                raise ValueError(f"type (string) must not include an index because index "
+                                 f"was passed explicitly: {s}")
+            if not _INDEX.fullmatch(idx):
+                raise _invalid(s)
+            if len(idx) > 10 or int(idx) > 2 ** 31 - 1:  # PyTorch parses it with std::stoi
+                raise RuntimeError(f"Could not parse device index '{idx}' in device string "
+                                   f"'{s}'")
+            index = _check_index(int(idx))
         self = object.__new__(cls)
         object.__setattr__(self, "type", typ)
         object.__setattr__(self, "index", index)
@@ -66,7 +99,7 @@ class device:
         if isinstance(other, str):
             try:
                 other = device(other)
-            except (RuntimeError, ValueError):
+            except (RuntimeError, TypeError, ValueError):
                 return False
         if not isinstance(other, device):
             return NotImplemented

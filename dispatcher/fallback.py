@@ -14,7 +14,8 @@ import time
 import warnings
 
 from . import core as C
-from .core import TensorBase, numel
+from .allocator import OutOfMemoryError
+from .core import TensorBase, numel, shape_str
 from .device import to_device
 from .plugins import backend_for, fallback_enabled as enabled, fallback_hint as hint
 
@@ -37,15 +38,23 @@ def _span(t):
     return t._offset, last - t._offset + 1
 
 
-def _host_copy(t, cpu_backend, cpu):
+def _host_copy(t, cpu_backend, cpu, op):
     """A CPU tensor with ``t``'s shape and strides over a host copy of its storage span.
-    Raw storage copies only: no kernel of the failing device is needed."""
+    Raw storage copies only: no kernel of the failing device is needed. Host memory
+    running out (the copy, or the backend's staging buffer) is ``ember.OutOfMemoryError``."""
     start, n = _span(t)
     isz = t.dtype.itemsize
-    storage = cpu_backend.allocate(n * isz, 0)
-    if n:
-        raw = backend_for(t.device.type).copy_to_host(t._storage, start * isz, n * isz)
-        cpu_backend.copy_from_host(storage, 0, raw)
+    try:
+        storage = cpu_backend.allocate(n * isz, 0)
+        if n:
+            raw = backend_for(t.device.type).copy_to_host(t._storage, start * isz, n * isz)
+            cpu_backend.copy_from_host(storage, 0, raw)
+    except OutOfMemoryError:
+        raise
+    except MemoryError as e:
+        raise C.host_out_of_memory(
+            f"the CPU copy of a {t.dtype.name} tensor of shape {shape_str(t.shape)} on "
+            f"{t.device} ({op}() falls back to the CPU)", n * isz, e) from None
     return C.new_tensor(storage, t.shape, t._stride, 0, t.dtype, cpu, [0]), n * isz
 
 
@@ -69,7 +78,7 @@ def run_on_cpu(o, dev, outs, ins, attrs):
     def host(x):
         nonlocal moved
         if _is_tensor(x) and x.device.type != "cpu":
-            h, nb = _host_copy(x, cpu_b, cpu)
+            h, nb = _host_copy(x, cpu_b, cpu, o.name)
             moved += nb
             return h
         return x
@@ -77,13 +86,27 @@ def run_on_cpu(o, dev, outs, ins, attrs):
     cins = [host(x) for x in ins]
     cattrs = {n: host(v) for n, v in attrs.items()}
     couts = [host(t) for t in outs]     # current contents too: some kernels read ``out``
-    k(*couts, *cins, **cattrs)
+    try:
+        k(*couts, *cins, **cattrs)
+    except OutOfMemoryError:
+        raise
+    except MemoryError as e:    # the CPU kernel's scratch memory (C++ std::bad_alloc)
+        raise C.host_out_of_memory(f"the scratch memory of {o.name}() on cpu (falling back "
+                                   f"from {dev})", None, e) from None
     for t, c in zip(outs, couts):
         start, n = _span(t)
         if n:
             isz = t.dtype.itemsize
-            raw = cpu_b.copy_to_host(c._storage, 0, n * isz)
-            backend_for(t.device.type).copy_from_host(t._storage, start * isz, raw)
+            try:    # the device's staging buffer of the upload
+                raw = cpu_b.copy_to_host(c._storage, 0, n * isz)
+                backend_for(t.device.type).copy_from_host(t._storage, start * isz, raw)
+            except OutOfMemoryError:
+                raise
+            except MemoryError as e:
+                raise C.host_out_of_memory(
+                    f"the copy of {o.name}()'s {t.dtype.name} result of shape "
+                    f"{shape_str(t.shape)} from the CPU back to {t.device}", n * isz,
+                    e) from None
             moved += n * isz
     dt = time.perf_counter() - t0
     with _lock:

@@ -1,6 +1,7 @@
 """Tensor creation: ``tensor``, ``zeros``, ``arange``, ``rand``, NumPy and DLPack interop."""
 from __future__ import annotations
 
+import numbers
 import operator
 
 import numpy as np
@@ -22,18 +23,33 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", 
 
 
 def _size(size, op):
-    if len(size) == 1 and not isinstance(size[0], int):
+    if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
         size = size[0]
     try:
-        out = tuple(operator.index(s) for s in size)
+        items = list(size)
     except TypeError:
         raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but got "
-                        f"{size!r}") from None
-    for s in out:
-        if s < 0:
-            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: "
-                               f"{list(out)}")
-    return out
+                        f"{type(size).__name__}") from None
+    out = []
+    for i, s in enumerate(items):
+        try:
+            v = operator.index(s)
+        except TypeError:
+            raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element "
+                            f"of type {type(s).__name__} at pos {i}") from None
+        if not -(1 << 63) <= v < 1 << 63:  # PyTorch parses sizes as int64
+            raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos "
+                            f"{i + 1} with error \"Overflow when unpacking long long\"")
+        out.append(v)
+    return tuple(out)
+
+
+def _shape(size, op, dtype):
+    """``size`` (varargs or one sequence) as a shape, checked as PyTorch checks a new
+    tensor's shape for ``dtype`` (negative sizes, byte and stride overflow)."""
+    shape = _size(size, op)
+    CP.check_new_shape(shape, dtype, op)
+    return shape
 
 
 def _finish(t, requires_grad):
@@ -47,26 +63,38 @@ def _dt(dtype, default=None):
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, **_):
-    return _finish(C.empty(_size(size, "empty"), _dt(dtype), to_device(device)), requires_grad)
+    d = _dt(dtype)
+    return _finish(C.empty(_shape(size, "empty", d), d, to_device(device)), requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, **_):
-    return _finish(O.zeros(_size(size, "zeros"), _dt(dtype), to_device(device)), requires_grad)
+    d = _dt(dtype)
+    return _finish(O.zeros(_shape(size, "zeros", d), d, to_device(device)), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, **_):
     d = _dt(dtype)
-    return _finish(O.full(_size(size, "ones"), True if d is D.bool_ else 1, d,
+    return _finish(O.full(_shape(size, "ones", d), True if d is D.bool_ else 1, d,
                           to_device(device)), requires_grad)
+
+
+def fill_scalar(value, dtype, op, numel, device):
+    """A fill value as ``dtype`` holds it, with PyTorch's overflow check (``full((), 300,
+    dtype=int8)`` raises). PyTorch's CPU fill of exactly one element takes a shortcut that
+    lets float16/bfloat16 round to inf instead; ember follows it on cpu."""
+    if isinstance(value, TensorBase):
+        value = value.item()
+    return CP.scalar_to(value, dtype, op,
+                        check_reduced_floats=numel != 1 or device.type != "cpu")
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
-    if dtype is None:
-        fv = fill_value.item() if isinstance(fill_value, TensorBase) else fill_value
-        dtype = D.dtype_of_scalar(fv)
-        fill_value = fv
-    return _finish(O.full(_size((size,), "full"), fill_value, D.to_dtype(dtype),
-                          to_device(device)), requires_grad)
+    if isinstance(fill_value, TensorBase):
+        fill_value = fill_value.item()
+    d = D.dtype_of_scalar(fill_value) if dtype is None else D.to_dtype(dtype)
+    shape, dev = _shape((size,), "full", d), to_device(device)
+    value = fill_scalar(fill_value, d, "full", C.numel(shape), dev)
+    return _finish(O.full(shape, value, d, dev), requires_grad)
 
 
 def _like(x, dtype, device):
@@ -91,7 +119,8 @@ def ones_like(input, *, dtype=None, device=None, requires_grad=False, **_):
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
     d, dev = _like(input, dtype, device)
-    return _finish(O.full(input.shape, fill_value, d, dev), requires_grad)
+    value = fill_scalar(fill_value, d, "full_like", C.numel(input.shape), dev)
+    return _finish(O.full(input.shape, value, d, dev), requires_grad)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, **_):
@@ -111,19 +140,54 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, **_):
     return randint(low, high, input.shape, dtype=d, device=dev)
 
 
+def _number(v, op, name, pos):
+    """A Python number from an argument PyTorch parses as a ``Number`` (0-d tensors too)."""
+    if isinstance(v, TensorBase):
+        if v.shape:
+            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Number, not "
+                            "Tensor")
+        return v.item()
+    if not isinstance(v, numbers.Number):
+        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Number, not "
+                        f"{type(v).__name__}")
+    return v.item() if isinstance(v, np.generic) else v
+
+
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, **_):
+    """Values from ``start`` to ``end`` (excluded) by ``step``, with PyTorch's semantics.
+
+    >>> ember.arange(-3, 7.5, 0.5, dtype=ember.int32).tolist()[:3]  # start, step cast first
+    [-3, -3, -3]
+    """
     if end is None:
         start, end = 0, start
-    vals = [v.item() if isinstance(v, TensorBase) else v for v in (start, end, step)]
+        names = (("start", 0), ("end", 1), ("step", 2))
+    else:
+        names = (("start", 1), ("end", 2), ("step", 3))
+    vals = [_number(v, "arange", n, p) for v, (n, p) in zip((start, end, step), names)]
     if dtype is None:
         dtype = (D.get_default_dtype() if any(isinstance(v, float) for v in vals)
                  else D.int64)
-    return _finish(O.arange(*vals, D.to_dtype(dtype), to_device(device)), requires_grad)
+    return _finish(CP.arange(*vals, D.to_dtype(dtype), to_device(device)), requires_grad)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, **_):
-    return _finish(CP.linspace(start, end, int(steps), _dt(dtype), to_device(device)),
-                   requires_grad)
+    """``steps`` values from ``start`` to ``end``, both included, as PyTorch computes them
+    (start and end are converted to ``dtype`` first)."""
+    dims = [len(v.shape) if isinstance(v, TensorBase) else 0 for v in (start, end)]
+    if any(dims):
+        raise RuntimeError(f"linspace only supports 0-dimensional start and end tensors, but "
+                           f"got start with {dims[0]} dimension(s) and end with {dims[1]} "
+                           "dimension(s).")
+    ends = [_number(v, "linspace", n, p) for v, n, p in zip((start, end), ("start", "end"),
+                                                            (1, 2))]
+    if isinstance(steps, TensorBase) and not steps.shape and not steps.dtype.is_floating_point:
+        steps = steps.item()
+    if isinstance(steps, bool) or not hasattr(type(steps), "__index__"):
+        raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not "
+                        f"{type(steps).__name__}")
+    return _finish(CP.linspace(ends[0], ends[1], operator.index(steps), _dt(dtype),
+                               to_device(device)), requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **_):
@@ -135,14 +199,14 @@ def _gen(generator, device):
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **_):
-    dev = to_device(device)
-    t = C.empty(_size(size, "rand"), _dt(dtype), dev)
+    dev, d = to_device(device), _dt(dtype)
+    t = C.empty(_shape(size, "rand", d), d, dev)
     return _finish(O.random_(t, "uniform", 0.0, 1.0, _gen(generator, dev)), requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **_):
-    dev = to_device(device)
-    t = C.empty(_size(size, "randn"), _dt(dtype), dev)
+    dev, d = to_device(device), _dt(dtype)
+    t = C.empty(_shape(size, "randn", d), d, dev)
     return _finish(O.random_(t, "normal", 0.0, 1.0, _gen(generator, dev)), requires_grad)
 
 
@@ -151,9 +215,9 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         low, high, size = 0, low, high
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
-    dev = to_device(device)
-    return CP.randint(int(low), int(high), _size((size,), "randint"), _gen(generator, dev),
-                      _dt(dtype, D.int64), dev)
+    dev, d = to_device(device), _dt(dtype, D.int64)
+    return CP.randint(int(low), int(high), _shape((size,), "randint", d), _gen(generator, dev),
+                      d, dev)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, **_):

@@ -1,12 +1,15 @@
 """Indexing, joining and rearranging: gather/scatter, advanced indexing, cat, flips."""
 from __future__ import annotations
 
+import operator
+
 from .. import core as C
 from .. import _indexing as IX
 from .. import dtypes as D
 from .. import ops as O
 from .. import views as V
 from ..schema import composite, defop, gradient
+from . import copy as CP
 
 __all__ = ["cat", "stack", "index", "index_put", "index_put_", "index_select", "index_add",
            "masked_fill", "flip", "roll", "repeat", "tril", "triu"]
@@ -122,6 +125,10 @@ def cat(tensors, dim=0):
         if not O._is_t(t):
             raise TypeError(f"cat(): expected a list of Tensors, but element {i} is "
                             f"{type(t).__name__}")
+    for i, t in enumerate(tensors):
+        if not t.shape:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
     dev = C.same_device("cat", tensors)
     # legacy behaviour: 1-D empty tensors are skipped
     live = [t for t in tensors if not (len(t.shape) == 1 and t.shape[0] == 0)]
@@ -132,8 +139,6 @@ def cat(tensors, dim=0):
         return O.full((0,), 0, dt, dev)
     ref = live[0]
     nd = len(ref.shape)
-    if nd == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = C.normalize_dim(dim, nd, "cat")
     position = {id(t): i for i, t in enumerate(tensors)}
     for t in live:
@@ -203,20 +208,56 @@ for _n, _sig in [
 del _n, _sig
 
 
+def _bad_index(idx, size):
+    """One index of ``idx`` outside ``[0, size)`` (None if all are inside): read back only
+    when an error is being reported."""
+    if not C.numel(idx.shape):
+        return None
+    low, high = O.item(O.reduce("min", idx)), O.item(O.reduce("max", idx))
+    return low if low < 0 else high if high >= size else None
+
+
 @composite("index_select")
 def index_select(x, dim, index):
-    index = O._check_index("index_select", index)
+    """PyTorch's checks in its order, and its error types: ``IndexError: index out of range
+    in self`` from its general CPU loop, ``RuntimeError: INDICES element is out of DATA
+    bounds`` from the loops it uses for dim 1 and for an empty ``self``."""
+    if not O._is_t(index):
+        O._check_index("index_select", index)
+    nd = len(x.shape)
+    d = C.normalize_dim(dim, nd, "index_select")
     if len(index.shape) > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    nd = len(x.shape)
-    if nd == 0:
-        return O.gather(x, 0, index)
-    d = C.normalize_dim(dim, nd, "index_select")
-    idx = V.reshape(index, -1)
-    shape = x.shape[:d] + (idx.shape[0],) + x.shape[d + 1:]
-    view_shape = tuple(idx.shape[0] if i == d else 1 for i in range(nd))
-    idx = C.expand_to(V.reshape(idx, view_shape), shape)
-    return O.gather(x, d, idx)
+    n = C.numel(index.shape)
+    if nd == 0 and n != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {n} "
+                           "value(s)")
+    if index.dtype not in (D.int32, D.int64):
+        raise RuntimeError(f"index_select(): Expected dtype int32 or int64 for index, got "
+                           f"{D.torch_name(index.dtype)}")
+    idx = V.reshape(O._check_index("index_select", index), -1)
+    size = x.shape[d] if nd else 1
+    indices_error = nd > 1 and n and (d == 1 or not C.numel(x.shape))
+    if nd > 1 and n and not C.numel(x.shape):
+        if size == 0:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
+        bad = _bad_index(idx, size)
+        if bad is not None:  # nothing is read, so no kernel would check
+            raise RuntimeError(f"index_select(): INDICES element is out of DATA bounds, "
+                               f"id={bad} axis_dim={size}")
+    try:
+        if nd == 0:  # the index's shape (PyTorch gives a 0-d result)
+            return O.gather(x, 0, index)
+        shape = x.shape[:d] + (n,) + x.shape[d + 1:]
+        view_shape = tuple(n if i == d else 1 for i in range(nd))
+        return O.gather(x, d, C.expand_to(V.reshape(idx, view_shape), shape))
+    except IndexError:
+        bad = _bad_index(idx, size)
+        if indices_error:
+            raise RuntimeError(f"index_select(): INDICES element is out of DATA bounds, "
+                               f"id={bad} axis_dim={size}") from None
+        raise IndexError(f"index_select(): index out of range in self (index {bad} for "
+                         f"dimension {d} with size {size})") from None
 
 
 @composite("index_add")
@@ -240,12 +281,16 @@ def masked_fill(x, mask, value):
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {len(value.shape)} dimension(s).")
     if not O._is_t(value):
-        value = C._coerce_scalar(value, x.dtype)
+        value = CP.scalar_to(value, x.dtype, "masked_fill")
+    elif not CP.holds_every_value(x.dtype, value.dtype):  # PyTorch checks value.item()
+        CP.scalar_to(O.item(value), x.dtype, "masked_fill")
     return O.to(O.where(mask, value, x), None, x.dtype)
 
 
 @composite("flip")
 def flip(x, dims):
+    if isinstance(dims, (list, tuple)) and not dims:  # no dims: an unchanged copy
+        return O.clone(x)
     nd = len(x.shape)
     dims = C.normalize_dims(dims if not isinstance(dims, int) else (dims,), nd, "flip")
     y = x
@@ -285,11 +330,20 @@ def roll(x, shifts, dims=None):
 
 @composite("repeat")
 def repeat(x, repeats):
-    repeats = tuple(int(r) for r in repeats)
+    try:
+        repeats = tuple(operator.index(r) for r in repeats)
+    except TypeError:
+        raise TypeError(f"repeat(): argument 'repeats' must be tuple of ints, not "
+                        f"{type(repeats).__name__}") from None
     if len(repeats) < len(x.shape):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
     shape = (1,) * (len(repeats) - len(x.shape)) + x.shape
+    sizes = [r * s for r, s in zip(repeats, shape)]
+    for v in sizes:
+        if v < 0:
+            raise RuntimeError(f"repeat(): Trying to create tensor with negative dimension {v}: "
+                               f"{sizes}")
     inter = []
     target = []
     for r, s in zip(repeats, shape):

@@ -18,6 +18,7 @@ storage again.
 """
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -28,6 +29,7 @@ from multiprocessing.reduction import DupFd, ForkingPickler
 
 from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
+from ember.dispatcher.allocator import OutOfMemoryError
 from ember.dispatcher.device import to_device
 from ember.dispatcher.plugins import backend_for, on_install
 
@@ -78,10 +80,43 @@ def _cached(key):
     return ref() if ref is not None else None
 
 
+# ---- host memory running out ------------------------------------------------------------
+def _is_out_of_memory(err: BaseException) -> bool:
+    """A ``MemoryError``, or the ``OSError`` of a shared-memory file that could not be sized
+    or mapped for lack of memory (``ENOMEM``: the address-space limit, ``ENOSPC``: no
+    memory left for shared memory)."""
+    if isinstance(err, MemoryError):
+        return True
+    if not isinstance(err, OSError):
+        return False
+    # the CPU backend's OSError carries the reason in its text (no errno attribute)
+    return err.errno in (errno.ENOMEM, errno.ENOSPC) or "not enough shared memory" in str(err)
+
+
+def _guard(what: str, nbytes: int, fn, *args):
+    """``fn(*args)``, with running out of host memory reported as ``ember.OutOfMemoryError``
+    naming ``what``; other errors pass unchanged."""
+    try:
+        return fn(*args)
+    except OutOfMemoryError:
+        raise
+    except (MemoryError, OSError) as e:
+        if not _is_out_of_memory(e):
+            raise
+        raise C.host_out_of_memory(what, nbytes, e) from None
+
+
+def _share(backend, storage):
+    """``backend.share_storage(storage)``: moves the storage into shared memory (once)."""
+    return _guard(f"moving a tensor's storage into shared memory on {backend.device_type} "
+                  f"(to send it to another process)", storage.nbytes, backend.share_storage,
+                  storage)
+
+
 # ---- storage --------------------------------------------------------------------------------
 def reduce_storage(device_type: str, storage):
     """Pickle ``storage`` as a shared-memory handle (moving it there first, once)."""
-    handle = backend_for(device_type).share_storage(storage)
+    handle = _share(backend_for(device_type), storage)
     if handle[0] != "fd":
         return (rebuild_storage, (device_type, handle))
     _, fd, nbytes = handle
@@ -93,15 +128,16 @@ def reduce_storage(device_type: str, storage):
 
 def rebuild_storage(device_type: str, handle):
     backend = backend_for(device_type)
+    what = f"mapping a {device_type} tensor's storage received from another process"
     if handle[0] != "fd":
-        return backend.storage_from_handle(handle)
+        return _guard(what, None, backend.storage_from_handle, handle)
     _, dup, nbytes = handle
     fd = dup.detach()  # a descriptor of our own
     try:
         key = _file_key(fd)
         storage = _cached(key)
         if storage is None:
-            storage = backend.storage_from_handle(("fd", fd, nbytes))
+            storage = _guard(what, nbytes, backend.storage_from_handle, ("fd", fd, nbytes))
             _remember(key, storage)
         return storage
     finally:
@@ -121,12 +157,14 @@ def reduce_tensor(t):
     storage = t._storage
     if (storage.nbytes < inline_below_bytes and backend.host_accessible
             and not backend.is_shared(storage)):
-        data = bytes(backend.copy_to_host(storage, 0, storage.nbytes))
+        data = _guard(f"the copy of a {t.device} tensor's storage sent by value to another "
+                      f"process", storage.nbytes,
+                      lambda: bytes(backend.copy_to_host(storage, 0, storage.nbytes)))
         return (rebuild_inline_tensor, (t.device.type, data, type(t), t.shape, t._stride,
                                         t._offset, t.dtype.name, str(t.device),
                                         t.requires_grad, t.grad))
     # raises, naming the device, where the backend has no sharing path
-    backend.share_storage(storage)
+    _share(backend, storage)
     _register_storage_type(type(t._storage), t.device.type)
     # the storage object itself goes into the pickle, so the pickler's memo sends it once
     # per message however many views of it the message holds
@@ -152,8 +190,13 @@ def rebuild_inline_tensor(device_type, data, cls, shape, stride, offset, dtype, 
                           requires_grad, grad):
     """A tensor sent by value (``inline_below_bytes``): a new storage holding ``data``."""
     backend = backend_for(device_type)
-    storage = backend.allocate(len(data), to_device(device).index or 0)
-    backend.copy_from_host(storage, 0, data)
+
+    def rebuild():
+        storage = backend.allocate(len(data), to_device(device).index or 0)
+        backend.copy_from_host(storage, 0, data)
+        return storage
+    storage = _guard(f"a {device} tensor's storage received by value from another process",
+                     len(data), rebuild)
     return rebuild_tensor(cls, storage, shape, stride, offset, dtype, device, requires_grad,
                           grad)
 

@@ -6,8 +6,14 @@ try several) a few hundred MiB above what it already maps, then allocates 256 Mi
 and on OpenCL (PoCL's device memory is host memory: it used to allocate a buffer at its
 first use and segfault in the fill kernel when that failed). Every allocation path is
 driven into the limit: tensor storage, the caching allocator's segments, and the host
-staging buffers of copies to and from a device. After each failure the allocator must be
-consistent (its statistics add up, a smaller allocation works, freed memory is reused).
+staging buffers of copies to and from a device; then, one child process for all of them,
+index tensors made from NumPy arrays, the CPU fallback's host copies and its kernel's
+scratch memory, shared memory of ``ember.multiprocessing`` (sending, receiving, by value)
+and ``pin_memory``. After each failure the allocator must be consistent (its statistics
+add up, a smaller allocation works, freed memory is reused) and everything still works.
+Failures no address-space limit can cause here (an OpenCL driver refusing a copy with its
+own out-of-memory status, ``cudaHostAlloc`` refusing pinned memory without a GPU) are
+simulated with the errors those drivers raise.
 
 The oracle is the contract, not PyTorch (whose CPU allocator raises a plain RuntimeError):
 ``ember.OutOfMemoryError`` is a ``RuntimeError`` like ``torch.OutOfMemoryError`` and a
@@ -188,6 +194,287 @@ def test_host_staging_of_a_download_runs_out():
     assert "OOM Out of host memory" in proc.stdout, proc.stdout
     assert "moving from opencl:0 to cpu" in proc.stdout, proc.stdout
     assert "after 2.0" in proc.stdout
+
+
+# ---- the other host allocations, each driven into the limit -------------------------------
+PATHS_WORKER = textwrap.dedent(r"""
+    import faulthandler, gc, json, os, resource, sys, warnings
+    faulthandler.enable()
+    os.environ["EMBER_FALLBACK"] = "cpu"     # (read when the holey backend registers)
+    # no host block cache: the limit is set above what is mapped, and cached blocks would
+    # be mapped memory that allocations of their size reuse
+    os.environ["EMBER_CPU_CACHE"] = "0"
+    import numpy as np
+    import ember
+    import ember.multiprocessing
+    from ember.dispatcher import register_backend
+    from ember.multiprocessing import reductions
+    from multiprocessing.reduction import ForkingPickler
+    from ember_cpu.plugin import CPUBackend
+
+    warnings.simplefilter("ignore")
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+
+    def vm_size():
+        with open("/proc/self/status") as f:
+            return int(f.read().split("VmSize:")[1].split()[0]) << 10
+
+    def limited(extra_mib, fn):
+        # fn() under an address-space limit extra_mib above what is mapped now: what it
+        # returned, or what it raised
+        gc.collect()
+        resource.setrlimit(resource.RLIMIT_AS, (vm_size() + (extra_mib << 20), hard))
+        try:
+            fn()
+            return {"error": None}
+        except BaseException as e:
+            return {"error": type(e).__name__, "message": str(e)[:400],
+                    "oom": isinstance(e, ember.OutOfMemoryError)
+                    and isinstance(e, RuntimeError) and e.device == "cpu"}
+        finally:
+            resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+    report = {}
+    MIB = 1 << 18                            # float32 elements in 1 MiB
+
+    # advanced indexing with a NumPy array: its int64 conversion needs 256 MiB
+    x = ember.zeros(4)
+    idx = np.zeros(32 << 20, np.int32)      # 128 MiB
+    report["index: x[array]"] = limited(100, lambda: x[idx])
+    report["index: x[array] = 1"] = limited(100, lambda: x.__setitem__(idx, 1.0))
+    del idx
+    report["index: after"] = {"ok": x[np.array([1, 2])].tolist() == [0.0, 0.0]}
+
+    # the CPU fallback: sort() of a backend that lacks it (64 MiB of values, 192 MiB of
+    # outputs on that backend; then 256 MiB of host copies and 256 MiB of sort scratch)
+    class HoleyCPU(CPUBackend):
+        name = "holey"
+        version = "test"
+        device_type = "holey"
+        host_accessible = False
+
+        def __init__(self):
+            super().__init__()
+            self.kernels = {n: k for n, k in self.kernels.items() if n != "sort"}
+    register_backend(HoleyCPU())
+    h = ember.empty(64 * MIB, device="holey").uniform_()
+    report["fallback: host copies"] = limited(300, lambda: ember.sort(h))
+    report["fallback: cpu kernel scratch"] = limited(580, lambda: ember.sort(h))
+    small = h[:5].cpu().numpy()
+    report["fallback: after"] = {"ok": ember.sort(h[:5]).values.cpu().numpy().tolist()
+                                 == np.sort(small).tolist()}
+    del h
+
+    # kernels whose scratch memory is taken outside the dispatcher's run(): sort's scratch
+    # (256 MiB) after its outputs (192 MiB)
+    c = ember.rand(64 * MIB)
+    report["scratch: sort"] = limited(300, lambda: ember.sort(c))
+    report["scratch: topk"] = limited(300, lambda: ember.topk(c, 3))
+    del c
+
+    # ember.multiprocessing: moving a 256 MiB storage into shared memory (the mapping)
+    t = ember.empty(256 * MIB).fill_(1)
+    report["shared memory: send"] = limited(100, lambda: ForkingPickler.dumps(t))
+    report["shared memory: after"] = {"ok": not t.is_shared() and t[-1].item() == 1.0}
+    # ... mapping one received from another process
+    handle = ember.dispatcher.plugins.backend_for("cpu").share_storage(t._storage)
+    fd = os.dup(handle[1])
+    del t, handle
+
+    class Dup:
+        def detach(self):
+            return fd
+    report["shared memory: receive"] = limited(
+        100, lambda: reductions.rebuild_storage("cpu", ("fd", Dup(), 1 << 28)))
+    # ... a tensor sent by value (copied into the pickle), and received by value
+    reductions.inline_below_bytes = 1 << 40
+    t = ember.empty(256 * MIB).fill_(1)
+    report["by value: send"] = limited(100, lambda: reductions.reduce_tensor(t))
+    del t
+    reductions.inline_below_bytes = 0
+    data = bytes(1 << 28)
+    report["by value: receive"] = limited(100, lambda: reductions.rebuild_inline_tensor(
+        "cpu", data, ember.Tensor, (256 * MIB,), (1,), 0, "float32", "cpu", False, None))
+    del data
+    small = ember.ones(3).share_memory_()
+    report["shared memory: after all"] = {
+        "ok": ForkingPickler.loads(ForkingPickler.dumps(small)).tolist() == [1.0] * 3}
+
+    # pin_memory() with a plugin whose page-locked memory is plain host memory
+    class Pinning:
+        def is_available(self):
+            return True
+
+        def pinned_buffer(self, nbytes):
+            return bytearray(nbytes)
+    ember._device_ns.pinning_api = lambda: Pinning()
+    t = ember.empty(256 * MIB).fill_(1)
+    report["pin_memory"] = limited(100, lambda: t.pin_memory())
+    p = t[:3].pin_memory()
+    report["pin_memory: after"] = {"ok": p.is_pinned() and p.tolist() == [1.0] * 3}
+    print(json.dumps(report))
+""")
+
+#: case -> what its OutOfMemoryError's message must say
+PATHS = {
+    "index: x[array]": "index tensor of 33554432 elements made from a ndarray",
+    "index: x[array] = 1": "index tensor of 33554432 elements made from a ndarray",
+    "fallback: host copies": "sort() falls back to the CPU",
+    "fallback: cpu kernel scratch": "scratch memory of sort() on cpu (falling back from "
+                                    "holey:0)",
+    "shared memory: send": "moving a tensor's storage into shared memory",
+    "shared memory: receive": "tensor's storage received from another process",
+    "by value: send": "sent by value to another process",
+    "by value: receive": "received by value from another process",
+    "pin_memory": "page-locked (pinned) copy of a float32 tensor of shape [67108864]",
+}
+#: kernels the dispatcher calls directly, outside ``run()``
+SCRATCH_OUTSIDE_RUN = {"scratch: sort": "scratch memory of sort()",
+                       "scratch: topk": "scratch memory of sort()"}
+
+
+@pytest.fixture(scope="module")
+def paths_report():
+    """One child process drives every path into its limit (one interpreter start)."""
+    proc = subprocess.run([sys.executable, "-c", PATHS_WORKER], capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0, (f"the worker died (rc {proc.returncode}):\n"
+                                  f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("case", sorted(PATHS))
+def test_host_allocation_paths_under_an_address_space_limit(paths_report, case):
+    """Index tensors from NumPy, the CPU fallback's host copies and its kernel's scratch,
+    shared memory (sending, receiving, by value) and ``pin_memory``: each raises
+    ``ember.OutOfMemoryError`` (a RuntimeError, device "cpu") naming what it was for."""
+    r = paths_report[case]
+    assert r["error"] == "OutOfMemoryError" and r["oom"], r
+    assert r["message"].startswith("Out of host memory: tried to allocate"), r
+    assert PATHS[case] in r["message"], r
+
+
+def test_everything_works_after_those_failures(paths_report):
+    after = {k: v for k, v in paths_report.items() if k.endswith(("after", "after all"))}
+    assert len(after) == 5 and all(v["ok"] for v in after.values()), after
+
+
+@pytest.mark.xfail(strict=True, reason="dispatcher/ops.py calls the sort and max_pool kernels "
+                   "directly (sort(), max_pool()), outside run(), so their scratch memory "
+                   "failing stays a plain MemoryError; the fix belongs there")
+@pytest.mark.parametrize("case", sorted(SCRATCH_OUTSIDE_RUN))
+def test_scratch_of_kernels_called_outside_run(paths_report, case):
+    r = paths_report[case]
+    assert r["error"] == "OutOfMemoryError" and r["oom"], r
+    assert SCRATCH_OUTSIDE_RUN[case] in r["message"], r
+
+
+@pytest.mark.xfail(strict=True, reason="dispatcher/ops.py calls the max_pool kernel directly, "
+                   "outside run(); the fix belongs there")
+def test_max_pool_scratch_running_out_is_out_of_memory(monkeypatch):
+    """The CPU max_pool kernel needs no heap scratch, so a starving kernel is simulated."""
+    def starving(*args, **kwargs):
+        raise MemoryError("std::bad_alloc")
+    monkeypatch.setitem(OPS["max_pool"].kernels, "cpu", starving)
+    with pytest.raises(OutOfMemoryError, match=r"scratch memory of max_pool\(\) on cpu"):
+        ember.nn.functional.max_pool2d(ember.ones(1, 1, 4, 4), 2)
+
+
+# ---- an OpenCL driver that runs out of memory in a copy ------------------------------------
+def _cl_error(cls_name, code_name):
+    """A pyopencl error as the driver wrapper raises it (with its status code)."""
+    import pyopencl as cl
+    code = getattr(cl.status_code, code_name)
+    record = cl._cl._ErrorRecord(routine="clEnqueueReadBuffer", code=code, msg="")
+    return getattr(cl, cls_name)(record)
+
+
+@pytest.mark.skipif(not _opencl_installed(), reason="ember-opencl is not installed")
+@pytest.mark.parametrize("direction", ["download", "upload"])
+@pytest.mark.parametrize("error", [("RuntimeError", "OUT_OF_HOST_MEMORY"),
+                                   ("MemoryError", "MEM_OBJECT_ALLOCATION_FAILURE"),
+                                   ("RuntimeError", "OUT_OF_RESOURCES")])
+def test_opencl_copy_out_of_memory(monkeypatch, direction, error):
+    """pyopencl's own out-of-memory errors from ``enqueue_copy`` (what pyopencl raises for
+    those status codes; a real one needs a driver that allocates at that point) become
+    ``ember.OutOfMemoryError``; the device works afterwards."""
+    import ember_opencl
+    rt = ember_opencl._runtime
+    x = ember.arange(6.0, device="opencl")
+    real = rt.cl.enqueue_copy
+    calls = []
+
+    def failing_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise _cl_error(*error)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(rt.cl, "enqueue_copy", failing_once)
+    with pytest.raises(OutOfMemoryError) as info:
+        x.cpu() if direction == "download" else ember.ones(4).to("opencl")
+    assert isinstance(info.value, RuntimeError)
+    msg = str(info.value)
+    assert ("copying 24 bytes to the host" if direction == "download" else
+            "copying 16 bytes from the host") in msg, msg
+    assert error[1] in msg, msg
+    if error[1] == "OUT_OF_HOST_MEMORY":
+        assert msg.startswith("Out of host memory") and info.value.device == "cpu", msg
+    else:
+        assert msg.startswith("Out of memory on opencl:0"), msg
+        assert info.value.device == "opencl:0", msg
+    monkeypatch.undo()
+    assert x.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert ember.ones(2).to("opencl").sum().item() == 2.0
+
+
+@pytest.mark.skipif(not _opencl_installed(), reason="ember-opencl is not installed")
+def test_opencl_copy_other_errors_pass_unchanged(monkeypatch):
+    import pyopencl as cl
+    import ember_opencl
+    x = ember.arange(3.0, device="opencl")
+
+    def invalid(*args, **kwargs):
+        raise _cl_error("LogicError", "INVALID_VALUE")
+    monkeypatch.setattr(ember_opencl._runtime.cl, "enqueue_copy", invalid)
+    with pytest.raises(cl.LogicError):
+        x.cpu()
+
+
+def test_cuda_pinned_buffer_out_of_memory(monkeypatch):
+    """``cudaHostAlloc`` refusing for lack of memory (simulated: no GPU here) raises
+    ``ember.OutOfMemoryError`` from ``ember_cuda.pinned_buffer``; other CUDA errors pass."""
+    api = pytest.importorskip("ember_cuda._api")
+
+    class Ext:
+        def __init__(self, message):
+            self.message = message
+
+        def PinnedBuffer(self, nbytes):
+            raise RuntimeError(self.message)
+    monkeypatch.setattr(api, "require", lambda index=0: Ext(
+        "cudaHostAlloc: CUDA error 2 (cudaErrorMemoryAllocation): out of memory"))
+    with pytest.raises(OutOfMemoryError, match=r"Out of host memory: tried to allocate 1024\.00 "
+                                               r"MiB \(1073741824 bytes\) for page-locked"):
+        api.pinned_buffer(1 << 30)
+    monkeypatch.setattr(api, "require", lambda index=0: Ext(
+        "cudaHostAlloc: CUDA error 1 (cudaErrorInvalidValue): invalid argument"))
+    with pytest.raises(RuntimeError, match="cudaErrorInvalidValue") as info:
+        api.pinned_buffer(1)
+    assert not isinstance(info.value, OutOfMemoryError)
+
+
+def test_pin_memory_out_of_memory_from_a_plugin(monkeypatch):
+    """A plugin's ``pinned_buffer`` raising a plain ``MemoryError``."""
+    class Starved:
+        def is_available(self):
+            return True
+
+        def pinned_buffer(self, nbytes):
+            raise MemoryError("no page-locked memory")
+    monkeypatch.setattr(ember._device_ns, "pinning_api", lambda: Starved())
+    with pytest.raises(OutOfMemoryError, match=r"tried to allocate 24 bytes \(24 bytes\) "
+                                               r"for the page-locked"):
+        ember.ones(2, 3).pin_memory()
 
 
 # ---- the caching allocator stays consistent when Python itself runs out --------------------

@@ -9,6 +9,13 @@
   argument is covered, the elementwise ones from their definitions alone (a new op is
   tested the moment it is defined), the others from the tables below, which a test keeps
   complete.
+* **Assignment** ``x[key] = value``: PyTorch copies into the view a basic key makes (into
+  ``x[None]`` for a bare ``True``) and raises where that view overlaps itself, for a
+  scalar value too (``fill_`` itself stays allowed); advanced keys (index tensors, masks,
+  bools inside a tuple) go through ``index_put_``, which writes and warns that this is
+  deprecated. ember matches each form, with and without autograd; the error names
+  ``__setitem__``, and ops that write through ``copy_`` (``div_``, ``index_add_``,
+  ``masked_fill_``) name themselves.
 * **Partial overlap** between an input and the output (``x[1:].add_(x[:-1])``): PyTorch
   refuses it; ember reads the inputs before writing, as the issue asks (the input is
   copied first), so the oracle is PyTorch on ``clone()``d inputs. An input that *is* the
@@ -155,8 +162,8 @@ def test_inplace_into_an_expanded_tensor_raises(device, name):
     assert torch_raises_overlap(lambda: getattr(tx, name + "_")(*targs)), name
     x = E([1], device, edt).expand(5)
     eargs = [E(vals, device, edt)] * (len(o.body_inputs()) - 1)
-    # named by the op (div_ writes through copy_)
-    with pytest.raises(RuntimeError, match=f"({name}_|copy_)\\(\\): {re.escape(MESSAGE)}"):
+    # named by the op (div_ writes through copy_, yet the error names div_)
+    with pytest.raises(RuntimeError, match=f"^{name}_\\(\\): {re.escape(MESSAGE)}"):
         getattr(x, name + "_")(*eargs)
     assert x.cpu().numpy().tolist() == [1] * 5, "nothing may be written"
 
@@ -268,18 +275,28 @@ def test_other_inplace_into_an_expanded_tensor(device, name):
     assert torch_raises_overlap(lambda: fn(tx, tnew(src), tnew)) == (torch_raises is True)
     x = enew(np.zeros(1, np.float32)).expand(5)
     if torch_raises:        # "warns": the error PyTorch has announced
-        with pytest.raises(RuntimeError, match="single memory location"):
+        # named by the op, also where it writes through copy_ (index_add_, masked_fill_)
+        with pytest.raises(RuntimeError, match=f"^{name}_\\(\\): .*single memory location"):
             fn(x, enew(src), enew)
         assert x.cpu().numpy().tolist() == [0] * 5, "nothing may be written"
         return
-    # one value per memory location: well defined, and PyTorch's result
+    # one value per memory location: well defined, and PyTorch's result, with PyTorch's
+    # warning where it gives one (index_put_: "deprecated on expanded tensors")
     tx = torch.zeros(1)
-    with warnings.catch_warnings():     # index_put_: "deprecated on expanded tensors"
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as twarn:
+        warnings.simplefilter("always")
         fn(tx.expand(5), tnew(src), tnew)
     x = enew(np.zeros(1, np.float32))
-    fn(x.expand(5), enew(src), enew)
+    with warnings.catch_warnings(record=True) as ewarn:
+        warnings.simplefilter("always")
+        fn(x.expand(5), enew(src), enew)
     assert_same(x, tx, name)
+    assert _deprecated(ewarn) == _deprecated(twarn), name
+
+
+def _deprecated(caught) -> bool:
+    """Whether the caught warnings hold PyTorch's "on expanded tensors is deprecated"."""
+    return any("on expanded tensors is deprecated" in str(w.message) for w in caught)
 
 
 #: op -> fn(x, clone, new) writing into x from a view of x that overlaps it in part
@@ -404,3 +421,107 @@ def test_what_counts_as_internal_overlap(device):
     e = E(np.arange(6.0, dtype=np.float32).reshape(2, 3), device)
     e.add_(e[:, :1])                                         # a column broadcast over rows
     assert_same(e, t, "column broadcast")
+
+
+# ---- assignment: x[key] = value ----------------------------------------------------------
+#: keys of ``x[key] = value`` into ``zeros(1, 3).expand(4, 3)`` (rows share memory): basic
+#: keys (PyTorch copies into the view they make, so it raises where that view overlaps
+#: itself), bools (a bare True copies into ``x[None]``; bools in a tuple and index tensors
+#: are advanced indexing: index_put_, which PyTorch lets through with a deprecation warning
+#: when what it indexes into overlaps)
+SETITEM_KEYS = {
+    "...": Ellipsis, ":": slice(None), "0": 0, ":, 0": (slice(None), 0), "0, 0": (0, 0),
+    "1:3": slice(1, 3), "0:1": slice(0, 1), "::4": slice(None, None, 4), "None": None,
+    "None, ...": (None, Ellipsis), "0, None": (0, None), ":, 1:2": (slice(None), slice(1, 2)),
+    "True": True, "False": False, "(True,)": (True,), "True, ...": (True, Ellipsis),
+    "0, True": (0, True), "[0, 2]": [0, 2], "mask": [True, False, True, False],
+    "[[1]], 1": ([[1]], 1),
+}
+#: values: Python scalars (these went to fill_, which must stay allowed), tensors
+SETITEM_VALUES = {"float": 2.5, "bool": True, "0-d tensor": np.float32(2.5),
+                  "row tensor": np.array([1.0, 2.0, 3.0], np.float32)}
+
+
+def _setitem_outcome(lib, new, key, value, grad):
+    """What ``zeros(1, 3).expand(4, 3)[key] = value`` does in ``lib``: ("overlap", message),
+    (error type, message), or ("ok", whether it warned "deprecated", the values of the
+    memory behind the expanded tensor)."""
+    def conv(k):
+        if isinstance(k, tuple):
+            return tuple(conv(e) for e in k)
+        return new(k) if isinstance(k, list) else k
+    base = new(np.zeros((1, 3), np.float32))
+    if grad:
+        base.requires_grad_(True)
+        base = base.clone()         # a non-leaf: in-place writes are recorded
+    x = base.expand(4, 3)
+    v = new(value) if isinstance(value, (np.ndarray, np.floating)) else value
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            x[conv(key)] = v
+        except (RuntimeError, IndexError, TypeError) as e:
+            kind = "overlap" if "single memory location" in str(e) else type(e).__name__
+            return kind, str(e)
+    return "ok", _deprecated(caught), base.detach().cpu().numpy().tolist()
+
+
+@pytest.mark.parametrize("key", sorted(SETITEM_KEYS))
+def test_setitem_into_an_expanded_tensor(device, key):
+    """Every form of ``x[key] = value`` into an expanded tensor raises, warns or writes
+    exactly as PyTorch does, with and without autograd; the error names ``__setitem__``
+    and nothing is written."""
+    (_, tnew), (_, enew) = makers(device)
+    for vname, value in SETITEM_VALUES.items():
+        for grad in (False, True):
+            what = f"x[{key}] = {vname}{' (autograd)' if grad else ''}"
+            want = _setitem_outcome(torch, tnew, SETITEM_KEYS[key], value, grad)
+            got = _setitem_outcome(ember, enew, SETITEM_KEYS[key], value, grad)
+            assert got[0] == want[0], f"{what}: PyTorch {want}, ember {got}"
+            if want[0] == "overlap":
+                assert got[1].startswith(f"__setitem__(): {MESSAGE}"), (what, got)
+            elif want[0] == "ok":
+                assert got[1:] == want[1:], f"{what}: PyTorch {want}, ember {got}"
+
+
+def test_setitem_raises_before_writing(device):
+    base = E(np.zeros((1, 3), np.float32), device)
+    with pytest.raises(RuntimeError, match=re.escape(MESSAGE)):
+        base.expand(4, 3)[...] = 7.0
+    with pytest.raises(RuntimeError, match=re.escape(MESSAGE)):
+        base.expand(4, 3)[1:3] = E(np.ones(3, np.float32), device)
+    assert base.cpu().numpy().tolist() == [[0.0, 0.0, 0.0]]
+    base.expand(4, 3).fill_(7.0)        # fill_ stays allowed, as in PyTorch
+    base.expand(4, 3)[2] = 5.0          # one row: no element shares memory with another
+    assert base.cpu().numpy().tolist() == [[5.0, 5.0, 5.0]]
+
+
+#: keys with Python bools (PyTorch: a new dim of size 1, indexed by [0] for True and by []
+#: for False, so ``x[False]`` selects nothing), alone or with other indices
+BOOL_KEYS = {
+    "True": True, "False": False, "(False,)": (False,), "0, True": (0, True),
+    "False, 0": (False, 0), ":, False": (slice(None), False), "..., True": (Ellipsis, True),
+    "True, ..., False": (True, Ellipsis, False), "None, True": (None, True),
+    "True, [0, 1]": (True, [0, 1]), "[1, 0], True": ([1, 0], True), "True, True": (True, True),
+    "0:1, False, 2": (slice(0, 1), False, 2),
+}
+
+
+@pytest.mark.parametrize("key", sorted(BOOL_KEYS))
+def test_python_bool_keys(device, key):
+    """``x[key]`` and ``x[key] = -1`` with Python bools in the key, against PyTorch."""
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    (_, tnew), (_, enew) = makers(device)
+
+    def conv(new, k):
+        ks = k if isinstance(k, tuple) else (k,)
+        out = tuple(new(e) if isinstance(e, list) else e for e in ks)
+        return out if isinstance(k, tuple) else out[0]
+    k = BOOL_KEYS[key]
+    want, got = tnew(a)[conv(tnew, k)], enew(a)[conv(enew, k)]
+    assert got.shape == tuple(want.shape), key
+    assert_same(got, want, f"x[{key}]")
+    tx, ex = tnew(a), enew(a)
+    tx[conv(tnew, k)] = -1.0
+    ex[conv(enew, k)] = -1.0
+    assert_same(ex, tx, f"x[{key}] = -1")

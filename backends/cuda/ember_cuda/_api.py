@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 
+from ember.dispatcher.core import host_out_of_memory
+
 from ._ext import _C, require, unavailable_reason
 
 __all__ = ["is_available", "device_count", "current_device", "synchronize", "Stream",
@@ -276,5 +278,13 @@ def mem_get_info(device=None) -> tuple:
 
 def pinned_buffer(nbytes: int):
     """Page-locked host memory (a buffer-protocol object): host->device copies from it are
-    queued without staging (``Tensor.pin_memory()`` wraps one)."""
-    return require(0).PinnedBuffer(int(nbytes))
+    queued without staging (``Tensor.pin_memory()`` wraps one). ``cudaHostAlloc`` refusing
+    for lack of memory raises ``ember.OutOfMemoryError``."""
+    ext = require(0)
+    try:
+        return ext.PinnedBuffer(int(nbytes))
+    except (MemoryError, RuntimeError) as e:
+        if not isinstance(e, MemoryError) and "cudaErrorMemoryAllocation" not in str(e):
+            raise
+        raise host_out_of_memory("page-locked (pinned) host memory (cudaHostAlloc)",
+                                 int(nbytes), e) from None

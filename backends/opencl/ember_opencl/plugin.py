@@ -9,9 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from ember.dispatcher import Backend, hookimpl
+from ember.dispatcher.core import host_out_of_memory
 
 from . import __version__
 from . import _runtime as rt
+from ._memory import is_out_of_memory
 
 
 class OpenCLBackend(Backend):
@@ -56,8 +58,13 @@ class OpenCLBackend(Backend):
         # a private copy, so the caller may reuse its buffer at once; the upload is
         # asynchronous and the copy stays alive until it completes
         data = data.copy()
-        ev = rt.cl.enqueue_copy(dev.queue, storage.handle, data,
-                                dst_offset=storage.offset + byte_offset, is_blocking=False)
+        try:
+            ev = rt.cl.enqueue_copy(dev.queue, storage.handle, data,
+                                    dst_offset=storage.offset + byte_offset, is_blocking=False)
+        except rt.cl.Error as e:
+            if not is_out_of_memory(e):
+                raise
+            raise _copy_out_of_memory(dev, "from", data.size, e) from None
         dev.keep_alive(ev, data)
 
     def copy_to_host(self, storage, byte_offset: int, nbytes: int):
@@ -66,8 +73,13 @@ class OpenCLBackend(Backend):
             return out
         dev = _device_of_storage(storage)
         dev.host_waits += 1
-        rt.cl.enqueue_copy(dev.queue, out, storage.handle,
-                           src_offset=storage.offset + byte_offset, is_blocking=True)
+        try:
+            rt.cl.enqueue_copy(dev.queue, out, storage.handle,
+                               src_offset=storage.offset + byte_offset, is_blocking=True)
+        except rt.cl.Error as e:
+            if not is_out_of_memory(e):
+                raise
+            raise _copy_out_of_memory(dev, "to", nbytes, e) from None
         dev.check_errors()
         return out
 
@@ -81,6 +93,17 @@ class OpenCLBackend(Backend):
 
 def _device_of_storage(storage) -> "rt.Device":
     return storage.allocator.memory.device
+
+
+def _copy_out_of_memory(dev: "rt.Device", direction: str, nbytes: int, err: Exception):
+    """``ember.OutOfMemoryError`` for a copy the driver could not do for lack of memory:
+    its own host memory (``OUT_OF_HOST_MEMORY``: staging, bookkeeping), or device memory
+    it wanted at this first use of a buffer (``MEM_OBJECT_ALLOCATION_FAILURE``,
+    ``OUT_OF_RESOURCES``). Raised from ``None``: the pyopencl error is in the message."""
+    what = f"copying {nbytes} bytes {direction} the host"
+    if getattr(err, "code", None) == rt.cl.status_code.OUT_OF_HOST_MEMORY:
+        return host_out_of_memory(f"the OpenCL driver {what} (opencl:{dev.index})", None, err)
+    return rt._out_of_memory(dev, what, err)
 
 
 def _blocking(kernel):
