@@ -16,7 +16,7 @@ CUDA_STAMP := $(VENV)/.ember-cuda-built
 CUDA_SRC   := $(wildcard backends/cuda/csrc/* dispatcher/include/ember/*) $(OPS_SRC) backends/cuda/CMakeLists.txt \
               backends/cuda/pyproject.toml
 
-.PHONY: demo test bench docs build clean conformance
+.PHONY: demo test bench docs build clean conformance fuzz
 
 $(VENV_STAMP): pyproject.toml backends/opencl/pyproject.toml
 	test -x $(PY) || $(PY_SYS) -m venv $(VENV)
@@ -55,6 +55,13 @@ test: $(CPU_STAMP) $(CUDA_STAMP) $(EXAMPLE_STAMP)
 conformance: $(CPU_STAMP) $(EXAMPLE_STAMP)
 	$(PY) -m ember.testing cpu
 	$(PY) -m ember.testing example
+
+# the op fuzz suite, long: every op against PyTorch on cpu and opencl, a random seed
+FUZZ_SEED ?= $(shell date +%s)
+FUZZ_EXAMPLES ?= 100
+fuzz: $(CPU_STAMP)
+	$(PY) tests/fuzz/opfuzz.py --drive --device cpu --seed $(FUZZ_SEED) --examples $(FUZZ_EXAMPLES) --log fuzz-cpu.jsonl
+	$(PY) tests/fuzz/opfuzz.py --drive --device opencl --seed $(FUZZ_SEED) --examples $(FUZZ_EXAMPLES) --log fuzz-opencl.jsonl
 
 bench: $(CPU_STAMP)
 	$(PY) bench/bench_ops.py

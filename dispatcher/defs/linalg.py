@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import core as C
+from .. import dtypes as D
 from .. import _einsum
 from .. import ops as O
 from .. import views as V
@@ -114,6 +115,15 @@ def outer(a, b):
 
 @composite("addmm")
 def addmm(inp, m1, m2, beta=1, alpha=1):
+    if not m1.dtype.is_floating_point:  # integer GEMM: PyTorch truncates beta and alpha
+        if isinstance(beta, float) and len(m1.shape) == 2 and m1.shape[1] == 0:
+            raise RuntimeError("result type Float can't be cast to the desired output type "
+                               f"{D.torch_name(m1.dtype)}")
+        beta, alpha = int(beta), int(alpha)
+    if m1.dtype in (D.float16, D.bfloat16):  # PyTorch: accumulate and scale in float32
+        dt = m1.dtype
+        return O.cast(addmm(*(O.cast(t, D.float32) if t.dtype is dt else t
+                              for t in (inp, m1, m2)), beta, alpha), dt)
     prod = mm(m1, m2)
     if alpha != 1:
         prod = E("mul", prod, alpha)

@@ -13,6 +13,7 @@ with PyTorch's gradient at the kinks) live here too, so every frontend form shar
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..plugins import BACKENDS, backend_for
 from ..schema import OPS, composite, defop
 from .index import index, index_add, index_select, masked_fill, tril
 from .linalg import matmul
-from .reduction import any_
+from .reduction import all_, any_
 
 __all__ = ["convolution", "conv_output_size", "avg_pool", "adaptive_avg_pool",
            "adaptive_max_pool", "pool_output_size", "batch_norm", "layer_norm", "group_norm",
@@ -165,6 +166,17 @@ def _float_dtype(dtype):
     return dtype if dtype.is_floating_point else D.get_default_dtype()
 
 
+def _widened(f):
+    """A composite whose half-type input is computed in float32 and rounded once at the
+    end (PyTorch's accumulate type): window sums past the half range do not overflow."""
+    @functools.wraps(f)
+    def wide(self, *args, **kwargs):
+        if self.dtype in (D.float16, D.bfloat16):
+            return O.cast(f(O.cast(self, D.float32), *args, **kwargs), self.dtype)
+        return f(self, *args, **kwargs)
+    return wide
+
+
 # ---- pooling ---------------------------------------------------------------------------
 defop("avg_pool", "pool",
       "avg_pool(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, "
@@ -210,12 +222,18 @@ def avg_pool(input, kernel_size, stride, padding, ceil_mode=False, count_include
              "divisor_override": divisor_override}
     out_sp = _avg_blocks(input.shape[2:], attrs["kernel_size"], attrs["stride"],
                          attrs["padding"], attrs["ceil_mode"])
+    if any(o < 1 for o in out_sp):
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, input.shape[1:]))}). "
+                           f"Calculated output size: "
+                           f"({'x'.join(map(str, (input.shape[1],) + out_sp))}). "
+                           "Output size is too small")
     return O.composite_op("avg_pool", (input,), attrs,
                           [(input.shape[:2] + out_sp, _float_dtype(input.dtype))],
                           input.device)
 
 
 @composite("avg_pool")
+@_widened
 def _avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
     """Window sums from im2col (padding and what a ceil_mode window reaches past the input
@@ -260,9 +278,11 @@ def _adaptive_cells(self, output_size):
     sp = self.shape[-nd:]
     flat = valid = None
     counts = []
+    cell = 1  # elements per padded window
     for i in range(nd):
         wins = _adaptive_windows(sp[i], output_size[i])
         m = max(b - a for a, b in wins)
+        cell *= m
         idx = _host_tensor([[min(a + j, b - 1) for j in range(m)] for a, b in wins],
                            D.int64, self.device)                            # (out_i, m_i)
         inside = _host_tensor([[a + j < b for j in range(m)] for a, b in wins], D.bool_,
@@ -277,9 +297,9 @@ def _adaptive_cells(self, output_size):
         counts.append(V.reshape(lengths, (output_size[i],) + (1,) * (nd - 1 - i)))
     lead = self.shape[:-nd]
     cells = index_select(V.reshape(self, (*lead, math.prod(sp))), -1, V.reshape(flat, -1))
-    cells = V.reshape(cells, (*lead, *output_size, -1))
-    return cells, V.reshape(flat, (*output_size, -1)), V.reshape(valid, (*output_size, -1)), \
-        counts
+    cells = V.reshape(cells, (*lead, *output_size, cell))
+    return cells, V.reshape(flat, (*output_size, cell)), \
+        V.reshape(valid, (*output_size, cell)), counts
 
 
 def adaptive_avg_pool(input, output_size):
@@ -290,6 +310,7 @@ def adaptive_avg_pool(input, output_size):
 
 
 @composite("adaptive_avg_pool")
+@_widened
 def _adaptive_avg_pool(self, output_size):
     """Equal windows: a reshape and a mean. Otherwise each window's sum divided by its
     length per dim (PyTorch's ``sum / kh / kw``). A window sums only its own elements, so
@@ -566,7 +587,7 @@ def _nll_loss(self, target, weight, reduction, ignore_index):
     if weight is not None:
         picked_w = V.reshape(index_select(weight, 0, V.reshape(safe, -1)), safe.shape)
         w = E("mul", w, O.to(picked_w, None, self.dtype))
-    loss = E("mul", E("neg", picked), w)
+    loss = O.where(valid, E("mul", E("neg", picked), w), 0.0)  # ignored: 0, even at NaN
     if reduction == "none":
         return loss
     if reduction == "sum":
@@ -704,7 +725,12 @@ def _scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_ca
             attn = masked_fill(attn, E("logical_not", attn_mask), -math.inf)
         else:
             attn = E("add", attn, attn_mask)
+    # PyTorch's safe softmax: a row whose scores are all -inf (every key masked) attends
+    # to nothing and gives 0, not 0/0
+    dead = all_(E("eq", attn, -math.inf), -1, True) if S else None
     attn = O.softmax_op("softmax", attn, -1)
+    if dead is not None:
+        attn = O.where(dead, 0.0, attn)
     if dropout_p > 0.0 and C.numel(attn.shape):
         attn = E("mul", attn, 0.0) if dropout_p == 1 else \
             E("mul", attn, dropout_mask(attn, dropout_p, attn.shape))

@@ -326,6 +326,16 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     x = input if batched else input.unsqueeze(0)
     o, k, d = _pair(output_size), _pair(kernel_size), _pair(dilation)
     p, s = _pair(padding), _pair(stride)
+    for what, (a, b), ok, names in (("kernel size", k, 0, "kernel"), ("stride", s, 0, "stride"),
+                                    ("dilation", d, 0, "dilation"), ("padding", p, -1, "pad")):
+        if a <= ok or b <= ok:
+            rule = "be non-negative" if ok < 0 else "be greater than zero"
+            raise RuntimeError(f"{what} should {rule}, but got {names}_height: {a} "
+                               f"{names}_width: {b}")
+    if 0 in x.shape[1:]:
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           "batch size and non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
     kk = k[0] * k[1]
     if x.shape[1] % kk:
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the "
@@ -338,6 +348,11 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
                            f"match the calculated number of sliding blocks {blocks[0]} * "
                            f"{blocks[1]} = {blocks[0] * blocks[1]}, but got "
                            f"input.size(2)={x.shape[2]}.")
+    if min(blocks) < 1:
+        raise RuntimeError(f"Given output_size={o}, kernel_size={k}, dilation={d}, "
+                           f"padding={p}, stride={s}, calculated shape of the array of "
+                           f"sliding blocks as ({blocks[0]}, {blocks[1]}), which is too small "
+                           "(non-positive)")
     out = _fold_nd(x, x.shape[1] // kk, o, k, d, p, s)
     return out if batched else out.squeeze(0)
 
@@ -1009,6 +1024,11 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.dim()}")
     c = input.shape[1]
+    # PyTorch's batch-size check: one value per group normalises to 0 (its error, its type)
+    size = [input.shape[0] * c // num_groups, num_groups, *input.shape[2:]]
+    if math.prod([size[0], *size[2:]]) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {size}")
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
