@@ -253,8 +253,8 @@ def normalize_dims(dim, ndim: int, op: str = "") -> tuple:
         out = []
         for d in dim:
             d = normalize_dim(d, ndim, op)
-            if d in out:
-                raise RuntimeError(f"{op}(): dim {d} appears multiple times in the list of dims")
+            if d in out:   # (PyTorch's message, which names no op)
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
             out.append(d)
         return tuple(sorted(d for d in out if d < ndim or ndim > 0)) if ndim else ()
     d = normalize_dim(dim, ndim, op)
@@ -308,11 +308,14 @@ def expand_to(t, shape: tuple):
 
 
 _SCALARS: dict = {}
+_copysign = math.copysign
 
 
 def scalar_tensor(value, dtype, device):
     """A cached, never-written 0-d tensor holding ``value`` (for ``x + 1`` style calls)."""
-    key = (value, type(value), dtype.code, device)
+    # -0.0 == 0.0 and they hash alike, but x / -0.0 is not x / 0.0: a zero's sign is part
+    # of the key (looked at only for zeros, so other scalars pay one comparison)
+    key = (value, type(value), dtype.code, device, value == 0 and _copysign(1.0, value))
     t = _SCALARS.get(key)
     if t is None:
         if isinstance(value, float) and math.isnan(value):
@@ -336,7 +339,8 @@ _SCALAR_VIEWS: dict = {}
 
 def scalar_like(value, t):
     """``value`` as a never-written stride-0 view with ``t``'s shape, dtype and device."""
-    key = (value, type(value), t.dtype.code, t.device, t.shape)
+    key = (value, type(value), t.dtype.code, t.device, t.shape,
+           value == 0 and _copysign(1.0, value))
     v = _SCALARS_VIEWS_GET(key)
     if v is None:
         v = expand_to(scalar_tensor(value, t.dtype, t.device), t.shape)

@@ -45,7 +45,7 @@ _red("logsumexp", "logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tens
 _red("var", "var(Tensor self, int[]? dim=None, *, Scalar correction=1, bool keepdim=False) "
      "-> Tensor", "(out, x, dims, correction)", "float_only")
 _red("std", "std(Tensor self, int[]? dim=None, *, Scalar correction=1, bool keepdim=False) "
-     "-> Tensor", "(composite only)", "none")
+     "-> Tensor", "(out, x, dims, correction)", "float_only")
 _red("norm", "norm(Tensor self, Scalar p=2, int[]? dim=None, bool keepdim=False) -> Tensor",
      "(composite only)", "none")
 _red("all", "all(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
@@ -58,24 +58,46 @@ def _keep_shape(x, dims):
     return tuple(1 if i in dims else s for i, s in enumerate(x.shape))
 
 
+# Half types (float16, bfloat16) accumulate in float32 and round once at the end, as
+# PyTorch's kernels do: a float16 sum of 70k ones overflows where their mean does not.
+_HALF = (D.float16, D.bfloat16)
+
+
+def _wide(x):
+    """``x`` in the type the composites accumulate it in (float32 for half types)."""
+    return O.cast(x, D.float32) if x.dtype in _HALF else x
+
+
+def _narrow(y, dtype):
+    """A wide result rounded back to the op's dtype."""
+    return O.cast(y, dtype) if y.dtype is not dtype else y
+
+
 def _flip_order(x):
     return E("neg", x) if x.dtype.is_floating_point else E("bitwise_not", x)
 
 
+def _ordered(x):
+    """``x`` in a dtype whose order ``_flip_order`` reverses: bool as uint8 0 / 1 (the cast
+    also reads any nonzero byte of a bool as 1)."""
+    return O.cast(x, D.uint8) if x.dtype is D.bool_ else x
+
+
 @composite("min")
 def _min(x, dims):
-    return _flip_order(O.reduce("max", _flip_order(x), dims, keepdim=True))
+    return _narrow(_flip_order(O.reduce("max", _flip_order(_ordered(x)), dims, keepdim=True)),
+                   x.dtype)
 
 
 @composite("argmin")
 def _argmin(x, dim):
-    return O.arg_reduce("argmax", _flip_order(x), dim, keepdim=True)
+    return O.arg_reduce("argmax", _flip_order(_ordered(x)), dim, keepdim=True)
 
 
 @composite("prod")
 def _prod(x, dims):
     """Pairwise products along each reduced dim (exact order-independent tree)."""
-    y = x
+    y = _wide(x)
     for d in dims:
         n = y.shape[d]
         if n == 0:
@@ -86,13 +108,14 @@ def _prod(x, dims):
             head = E("mul", V.narrow(y, d, 0, h), V.narrow(y, d, h, h))
             y = cat([head, V.narrow(y, d, 2 * h, 1)], d) if n % 2 else head
             n = y.shape[d]
-    return O.cast(y, x.dtype) if y.dtype is not x.dtype else y
+    return _narrow(y, x.dtype)
 
 
 @composite("mean")
 def _mean(x, dims):
     n = C.numel([x.shape[d] for d in dims])
-    return E("div", O.reduce("sum", x, dims, keepdim=True), n if n else math.nan)
+    s = O.reduce("sum", _wide(x), dims, keepdim=True)
+    return _narrow(E("div", s, n if n else math.nan), x.dtype)
 
 
 @composite("logsumexp")
@@ -104,19 +127,50 @@ def _logsumexp(x, dims):
     return E("add", E("log", s), m)
 
 
+def _scaled_var(x, dims, correction):
+    """(m, q) with var = m * q * m and std = m * sqrt(q): the deviations from the mean are
+    divided by their largest magnitude m before they are squared, so that squares of
+    deviations near 1e30 (float32) or 300 (float16) neither overflow nor, near 1e-30,
+    underflow. Half inputs are computed in float32."""
+    xw = _wide(x)
+    n = C.numel([x.shape[d] for d in dims])
+    d = E("sub", xw, E("div", O.reduce("sum", xw, dims, keepdim=True), n))
+    m = O.reduce("max", E("abs", d), dims, keepdim=True)
+    # no scaling where every deviation is 0 (constant input) or m is inf / NaN
+    m = O.where(E("logical_and", E("gt", m, 0), E("lt", m, math.inf)), m, 1.0)
+    y = E("div", d, m)
+    return m, E("div", O.reduce("sum", E("mul", y, y), dims, keepdim=True),
+                max(n - correction, 0))
+
+
+def _empty_spread(x, dims):
+    """var / std over an empty dim: NaN (PyTorch), without taking the max of nothing."""
+    if any(x.shape[d] == 0 for d in dims):
+        return O.full(_keep_shape(x, dims), math.nan, x.dtype, x.device)
+    return None
+
+
 @composite("var")
 def _var(x, dims, correction=1):
-    n = C.numel([x.shape[d] for d in dims])
-    mu = _mean(x, dims)
-    d = E("sub", x, mu)
-    ss = O.reduce("sum", E("mul", d, d), dims, keepdim=True)
-    return E("div", ss, max(n - correction, 0))
+    empty = _empty_spread(x, dims)
+    if empty is not None:
+        return empty
+    m, q = _scaled_var(x, dims, correction)
+    return _narrow(E("mul", E("mul", m, q), m), x.dtype)
 
 
 @composite("std")
-@O.recorded("std")
+def _std(x, dims, correction=1):
+    empty = _empty_spread(x, dims)
+    if empty is not None:
+        return empty
+    m, q = _scaled_var(x, dims, correction)
+    return _narrow(E("mul", m, E("sqrt", q)), x.dtype)
+
+
 def std(self, dim=None, correction=1, keepdim=False):
-    return E("sqrt", O.reduce("var", self, dim, keepdim, correction=correction))
+    """The standard deviation over ``dim``: ``std(x, (0,), correction=1)``."""
+    return O.reduce("std", self, dim, keepdim, correction=correction)
 
 
 @composite("norm")
@@ -126,6 +180,10 @@ def norm(self, p=2, dim=None, keepdim=False):
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {D.torch_name(x.dtype)}")
+    if x.dtype in _HALF:    # sums of powers in float32, rounded once (PyTorch)
+        return O.cast(norm(O.cast(x, D.float32), p, dim, keepdim), x.dtype)
+    if C.numel(x.shape) == 0 and (p < 0 or p == math.inf):
+        _no_identity(x, p, dim)
     a = E("abs", x)
     if p == math.inf:
         return O.reduce("max", a, dim if dim is not None else (), keepdim)
@@ -140,7 +198,26 @@ def norm(self, p=2, dim=None, keepdim=False):
     return E("pow", O.reduce("sum", E("pow", a, p), dim, keepdim), 1.0 / p)
 
 
+def _no_identity(x, p, dim):
+    """PyTorch's errors for a max / min / negative-power norm (no identity) of nothing."""
+    given = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    if not given:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on an empty "
+                           f"tensor because the operation does not have an identity")
+    # the first empty dim as the caller wrote it; PyTorch checks this before repeated dims
+    for g in given:
+        if x.shape[C.normalize_dim(g, len(x.shape))] == 0:
+            # (PyTorch's message really has no space before "because")
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on the "
+                               f"dimension {g}because this dimension is empty and the "
+                               f"operation does not have an identity")
+
+
 def _all_any(x, dim, keepdim, is_all):
+    if isinstance(dim, (list, tuple)) and not dim:
+        # all(x, dim=()) reduces nothing (PyTorch): x != 0 elementwise, x's shape
+        res = E("ne", x, 0)
+        return O.cast(res, D.uint8) if x.dtype is D.uint8 else res
     b = O.cast(x, D.bool_) if x.dtype is not D.bool_ else x
     dims = C.normalize_dims(dim, len(x.shape), "all" if is_all else "any")
     if any(x.shape[d] == 0 for d in dims) or (not dims and C.numel(x.shape) == 0):
@@ -320,12 +397,12 @@ def _scan(x, dim, binop):
 
 @composite("cumsum")
 def _cumsum(x, dim):
-    return _scan(x, dim, "add")
+    return _narrow(_scan(_wide(x), dim, "add"), x.dtype)
 
 
 @composite("cumprod")
 def _cumprod(x, dim):
-    return _scan(x, dim, "mul")
+    return _narrow(_scan(_wide(x), dim, "mul"), x.dtype)
 
 
 def _scan_dim(dim, shape):
@@ -378,6 +455,8 @@ defop("log_softmax", "softmax", "log_softmax(Tensor self, int dim, *, ScalarType
 
 @composite("softmax")
 def _softmax(x, dim):
+    if x.dtype in _HALF:
+        return O.cast(_softmax(O.cast(x, D.float32), dim), x.dtype)
     m = O.reduce("max", x, dim, keepdim=True) if C.numel(x.shape) else x
     e = E("exp", E("sub", x, m))
     return E("div", e, O.reduce("sum", e, dim, keepdim=True))
@@ -385,6 +464,8 @@ def _softmax(x, dim):
 
 @composite("log_softmax")
 def _log_softmax(x, dim):
+    if x.dtype in _HALF:
+        return O.cast(_log_softmax(O.cast(x, D.float32), dim), x.dtype)
     m = O.reduce("max", x, dim, keepdim=True) if C.numel(x.shape) else x
     z = E("sub", x, m)
     return E("sub", z, E("log", O.reduce("sum", E("exp", z), dim, keepdim=True)))
@@ -422,7 +503,7 @@ def _(g, self_shape, result1, dim=-1):
 @composite("topk")
 def topk(x, k, dim=-1, largest=True, sorted=True):
     nd = len(x.shape)
-    d = C.normalize_dim(dim, nd, "topk") if nd else 0
+    d = C.normalize_dim(dim, nd, "topk")   # a 0-d tensor takes dim -1 or 0 (PyTorch)
     n = x.shape[d] if nd else 1
     if k < 0 or k > n:
         raise RuntimeError(f"selected index k out of range (k={k}, dimension {d} has size {n})")

@@ -63,8 +63,8 @@ SPECIALS = (0.0, -0.0, inf, -inf, nan, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 2.0
 SPECIALS3 = (0.0, -0.0, inf, -inf, nan, 1.0, -1.0, 0.5, 2.0)
 #: upstream gradients: plain, negative, zero, infinite, NaN
 UPSTREAM = (1.0, -0.75, 0.0, inf, nan)
-#: Python scalar operands (-0.0: see test_negative_zero_scalar_operand_keeps_its_sign)
-SCALARS = (0.0, 1.0, -1.0, 2.0, 0.5, -2.5, 3.0, inf, -inf, nan)
+#: Python scalar operands
+SCALARS = (0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -2.5, 3.0, inf, -inf, nan)
 #: Python operators, for the scalar-first forms (``2 ** x``)
 OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
              "div": operator.truediv, "pow": operator.pow, "remainder": operator.mod}
@@ -85,11 +85,11 @@ ALLOWED = {
     ("mish", "opencl", "float32"): dict(where=lambda c: np.abs(c[0]) >= 9, reason=_POCL_TANH),
     ("gelu_tanh", "opencl", "float32"): dict(where=lambda c: np.abs(c[0]) >= 5,
                                              reason=_POCL_TANH),
-    ("0.0 truediv x", None, "float32"): dict(
+    **{(f"{zero} truediv x", None, "float32"): dict(
         where=lambda c: np.abs(c[0]) < 1e-19,
         reason="PyTorch computes s / x as x.reciprocal() * s: for tiny x the gradient "
                "(1/x)^2 * 0 overflows to inf * 0 = NaN in float32; ember's -g * (0 / x) / x "
-               "is 0"),
+               "is 0") for zero in ("0.0", "-0.0")},
     ("hardsigmoid", None, "float64"): dict(
         rtol=1e-7,
         reason="PyTorch's hardsigmoid_backward multiplies by the float32 constant 1/6 in "
@@ -463,10 +463,6 @@ def test_std_and_norm_of_constant_or_zero_input_have_zero_gradient(device):
         assert x.grad.cpu().numpy().tolist() == [[0.0] * 5] * 2
 
 
-@pytest.mark.xfail(strict=True, reason="dispatcher/core.py's scalar cache keys -0.0 and 0.0 "
-                   "alike (scalar_tensor / scalar_like: -0.0 == 0.0 in the dict key), so "
-                   "x / -0.0 reuses a cached +0.0 (or the reverse): reported, not this "
-                   "change's file")
 @pytest.mark.parametrize("device", DEVICES)
 def test_negative_zero_scalar_operand_keeps_its_sign(device):
     x = ember.tensor([1.0, -2.0]).to(device)

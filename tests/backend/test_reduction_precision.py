@@ -28,8 +28,7 @@ multiplies in the half type: for 70k float16 factors near 1 it is off by a facto
 its float32 prod overflows in an intermediate: 1e30 * 1e30 * 1e-30 * 1e-30 is inf there,
 1 here).
 
-Known gaps are marked where they apply (``_gaps``): ops ember does not have yet, the half
-of the fix that lives in ``dispatcher/defs/reduction.py`` (until it lands), and one
+Known gaps are marked where they apply (``_gaps``): ops ember does not have yet, and one
 difference of composite-only backends that stays.
 """
 import functools
@@ -44,7 +43,6 @@ import torch
 
 import ember
 from conftest import DEVICES
-from ember.dispatcher import OPS
 from helpers import tdt
 
 HALF = [ember.float16, ember.bfloat16]
@@ -68,58 +66,15 @@ def device(request):
 #: PyTorch reductions ember does not have yet (each needs an op definition and a frontend name)
 MISSING = {op for op in ("nansum", "nanmean", "std_mean") if not hasattr(ember, op)}
 
-#: The dispatcher half of the fix is pending while ``std`` is composite-only: the
-#: composites of dispatcher/defs/reduction.py compute half inputs in their own dtype
-#: (norms, and on backends without native kernels mean, var, prod, softmax, log_softmax,
-#: cumsum, cumprod), std rounds the variance to the dtype before its square root (float32
-#: values near 1e30 or 1e-30 give inf or 0), and amax/amin and the inf norms of empty
-#: inputs raise other errors than PyTorch's. The fix: ``std`` a kernel op like ``var``
-#: (native on cpu, opencl and cuda) with a scaled two-pass composite, the composites in
-#: float32 for half inputs. Once it lands these cases are checked like every other.
-DEFS_PENDING = OPS["std"].kernel == "(composite only)"
-_COMPOSITES = {"mean", "var", "var_c0", "var_mean", "std", "std_c2"}
-
-
-def _pending(op, device, test, dtype, case):
-    """Whether a case fails until the dispatcher half of the fix lands (DEFS_PENDING):
-    True, False, or "luck" where the half-typed composite passes or fails by rounding."""
-    prim = device == "primcpu"
-    f16 = dtype is ember.float16
-    if test == "examples":
-        return True
-    if test == "large":          # 70k-1M half values
-        if op in ("norm2", "norm3") and f16:   # sums of squares / cubes beyond 65504
-            return True
-        if op == "norm3":
-            return "luck"
-        return prim and (op in ("prod", "cumprod", "cumsum", "softmax")
-                         or (op in _COMPOSITES and f16))
-    if test == "beyond":         # 70k equal float16 values
-        return prim and f16 and op in ("mean", "cumsum", "softmax")
-    if test == "half_special":   # norms and variances beyond the half types' range
-        return (op in ("norm3", "std", "std_c2") or (op in ("norm2", "norm_half") and f16)
-                or (prim and f16 and op in ("mean", "var", "var_c0", "var_mean")))
-    if test == "special":        # float32 near 1e30 / 1e-30: std rounds the variance first
-        if op in ("std", "std_c2") and case in ("huge", "huge_same_sign", "tiny",
-                                                "tiny_subnormal"):
-            return True
-        return case == "huge_2e19" and (op == "std_c2" or (prim and op in (
-            "std", "var", "var_c0", "var_mean")))
-    return op in ("amax", "amin", "norm_inf")   # empty: PyTorch's errors
-
 
 def _gaps(request, op, device, test, dtype=None, case=None):
     """Mark the known gaps of ``op`` on ``device`` in ``test`` (large, beyond,
-    half_special, special: float32 ``case``, empty, examples)."""
+    half_special, special: float32 ``case``, empty)."""
     if op in MISSING:
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"ember.{op} does not "
                                               f"exist yet"))
         return
-    pending = DEFS_PENDING and _pending(op, device, test, dtype, case)
-    if pending:
-        request.applymarker(pytest.mark.xfail(
-            strict=pending is True, reason="the dispatcher/defs/reduction.py half of issue 13"))
-    elif op == "cumprod" and device == "primcpu" and case in ("huge", "huge_2e19"):
+    if op == "cumprod" and device == "primcpu" and case in ("huge", "huge_2e19"):
         # stays: running products of float32 in float32 in the composite (Hillis-Steele
         # scan), where PyTorch's CPU scan accumulates in double: 1e30 * -1e30 is -inf
         # there, and -inf * 0 NaN where PyTorch's -1e60 * 0 is -0
@@ -294,9 +249,8 @@ def test_large_half_inputs_accumulate_wide(request, device, dtype, op, shape, di
     assert_matches(got, want, dtype, OP_ULPS.get(op), f"{op} {dtype.name} {shape} dim={dim}")
 
 
-def test_the_reported_examples(request, device):
+def test_the_reported_examples(device):
     """Issue 13's examples, by value."""
-    _gaps(request, "std", device, "examples")
     n = ember.ones(70000, dtype=ember.float16, device=device).norm()
     assert n.item() == torch.ones(70000, dtype=torch.float16).norm().item() == 264.5
     x = np.random.default_rng(0).standard_normal(70000)

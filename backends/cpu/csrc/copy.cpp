@@ -35,6 +35,11 @@ void copy_impl(const char* op, const Tensor& dst, const Tensor& src) {
   }
   dispatch<M_ALL>(dst.dtype, op, [&](auto to) {
     using To = EMBER_T(to);
+    if (src.dtype == kBool) {  // any nonzero byte is true (see load_elem): read the bytes
+      auto f = [](uint8_t v) { return cvt<To>(v != 0); };
+      it.run([&](char* const* p, const int64_t* s, int64_t n) { unary_inner<To, uint8_t>(p, s, n, f); });
+      return;
+    }
     dispatch<M_ALL>(src.dtype, op, [&](auto ti) {
       using Ti = EMBER_T(ti);
       auto f = [](Ti v) { return cvt<To>(v); };

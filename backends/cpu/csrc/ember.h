@@ -57,6 +57,16 @@ inline T mul_elem(T a, T b) {
   else return (T)((wrap_t<T>)a * (wrap_t<T>)b);
 }
 
+// The value of the element at p, in T's compute type. A bool is read as its byte != 0: bool
+// tensors can hold bytes other than 0 and 1 (a NumPy uint8 array viewed as bool, a foreign
+// buffer), which C++ would carry into sums and casts as 2, 3, ... (PyTorch and NumPy count
+// any nonzero byte as one true element). Reductions, scans and casts read through this.
+template <class T>
+inline compute_t<T> load_elem(const T* p) {
+  if constexpr (std::is_same_v<T, bool>) return *(const uint8_t*)p != 0;
+  else return static_cast<compute_t<T>>(*p);
+}
+
 // *o = v converted to dtype `code` (accumulator -> output of a reduction / scan)
 template <class A>
 inline void store_as(int code, char* o, A v) {

@@ -32,7 +32,8 @@ void reduce_blocks(int64_t n, A* part, F&& f) {
 template <class T, class A, class Op>
 struct OpLoops {
   using acc_t = A;
-  static acc_t widen(T v) { return (acc_t) static_cast<compute_t<T>>(v); }
+  // the element at p widened to acc_t (bool bytes other than 0 / 1 count as 1: load_elem)
+  static acc_t widen(const T* p) { return (acc_t)load_elem(p); }
   // V independent accumulators (vectorisable), combined in order, then the tail
   template <int V>
   static acc_t lanes(const T* p, int64_t n) {
@@ -40,19 +41,19 @@ struct OpLoops {
     for (int j = 0; j < V; ++j) acc[j] = Op::ident();
     int64_t i = 0;
     for (; i + V <= n; i += V)
-      for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], widen(p[i + j]));
+      for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], widen(p + i + j));
     acc_t r = Op::ident();
     for (int j = 0; j < V; ++j) r = Op::combine(r, acc[j]);
-    for (; i < n; ++i) r = Op::combine(r, widen(p[i]));
+    for (; i < n; ++i) r = Op::combine(r, widen(p + i));
     return r;
   }
   static acc_t strided(const char* p, int64_t st, int64_t n) {
     acc_t a = Op::ident();
-    for (int64_t i = 0; i < n; ++i) a = Op::combine(a, widen(*(const T*)(p + i * st)));
+    for (int64_t i = 0; i < n; ++i) a = Op::combine(a, widen((const T*)(p + i * st)));
     return a;
   }
   static void row(acc_t* acc, const T* p, int64_t n) {
-    for (int64_t j = 0; j < n; ++j) acc[j] = Op::combine(acc[j], widen(p[j]));
+    for (int64_t j = 0; j < n; ++j) acc[j] = Op::combine(acc[j], widen(p + j));
   }
 };
 
@@ -70,7 +71,7 @@ struct SumOp : OpLoops<T, wide_acc_t<T>, SumOp<T>> {
       return row_sum(p, n);
     } else {
       uint64_t s = 0;
-      for (int64_t i = 0; i < n; ++i) s += (uint64_t)(int64_t)p[i];
+      for (int64_t i = 0; i < n; ++i) s += (uint64_t)(int64_t)load_elem(p + i);
       return (int64_t)s;
     }
   }
@@ -302,11 +303,11 @@ void arg_reduce(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     const int64_t grain = std::max<int64_t>(1, kGrain / len);
     parallel_for(0, g.nout, grain, [&](int64_t b, int64_t e) {
       for_outputs(g, b, e, [&](const char* xp, char* o) {
-        C best = static_cast<C>(*(const T*)xp);
+        C best = load_elem((const T*)xp);
         int64_t bi = 0;
         if (!(best != best)) {
           for (int64_t i = 1; i < len; ++i) {
-            const C v = static_cast<C>(*(const T*)(xp + i * st));
+            const C v = load_elem((const T*)(xp + i * st));
             if (v != v) { bi = i; break; }
             if (IsMax ? (v > best) : (v < best)) { best = v; bi = i; }
           }

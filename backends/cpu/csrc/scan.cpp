@@ -45,7 +45,7 @@ void scan_op(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
             const T* xr = (const T*)(xp + i * sx) + c0;
             T* orow = (T*)(op_ + i * so) + c0;
             for (int64_t j = 0; j < w; ++j) {
-              acc[j] = comb(acc[j], (A) static_cast<compute_t<T>>(xr[j]));
+              acc[j] = comb(acc[j], (A)load_elem(xr + j));
               orow[j] = cvt<T>(acc[j]);
             }
           }
@@ -59,12 +59,12 @@ void scan_op(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         A acc = ident;
         if (same) {
           for (int64_t i = 0; i < len; ++i) {
-            acc = comb(acc, (A) static_cast<compute_t<T>>(*(const T*)(xp + i * sx)));
+            acc = comb(acc, (A)load_elem((const T*)(xp + i * sx)));
             *(T*)(o + i * so) = cvt<T>(acc);
           }
         } else {
           for (int64_t i = 0; i < len; ++i) {
-            acc = comb(acc, (A) static_cast<compute_t<T>>(*(const T*)(xp + i * sx)));
+            acc = comb(acc, (A)load_elem((const T*)(xp + i * sx)));
             store_as<A>(oc, o + i * so, acc);
           }
         }

@@ -27,7 +27,13 @@ __kernel void CAT(cast_, PAIR_SFX)(Geom g, __global O_S* o, __global const I_S* 
   if (i >= g.n) return;
   long off[2];
   EW_OFFSETS(&g, i, 2, off);
+#if I_KIND == 0
+  // a bool byte other than 0 / 1 (a NumPy uint8 array viewed as bool) is true, as in
+  // PyTorch and NumPy: cast it as 1, not as its byte
+  const I_C v = (I_C)(I_LD(x, off[1]) != 0);
+#else
   const I_C v = I_LD(x, off[1]);
+#endif
   O_ST(o, off[0], CVT(v));
 }
 

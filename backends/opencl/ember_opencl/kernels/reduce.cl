@@ -15,6 +15,13 @@
 // formula.
 
 #if defined(TYPE)
+// XLD: an element of x; a bool byte other than 0 / 1 (a NumPy uint8 array viewed as bool)
+// is read as 1, as PyTorch and NumPy count it
+#if KIND == 0
+#define XLD(p, i) ((uchar)(LD(p, i) != 0))
+#else
+#define XLD(p, i) LD(p, i)
+#endif
 #if KIND == 2
 #define ACC_ADD(a, b) ((a) + (b))
 #define ACC_MUL(a, b) ((a) * (b))
@@ -68,7 +75,7 @@ __kernel void K(reduce_wg)(int op, RGeom g, __global S* o, __global const S* x,
   const long r0 = chunk * g.chunk, r1 = min(g.nred, r0 + g.chunk);
   SACC acc = K(ident)(op);
   for (long r = r0 + lid; r < r1; r += RL)
-    acc = K(combine)(op, acc, (SACC)LD(x, xo + rgeom_red(&g, r)));
+    acc = K(combine)(op, acc, (SACC)XLD(x, xo + rgeom_red(&g, r)));
   buf[lid] = acc;
   K(tree)(op, buf, lid);
   if (lid == 0) {
@@ -87,7 +94,7 @@ __kernel void K(reduce_wic)(int op, RGeom g, __global const S* x, __global SACC*
   rgeom_kept(&g, oi, &xo, &oo);
   const long r0 = chunk * g.chunk, r1 = min(g.nred, r0 + g.chunk);
   SACC acc = K(ident)(op);
-  for (long r = r0; r < r1; ++r) acc = K(combine)(op, acc, (SACC)LD(x, xo + rgeom_red(&g, r)));
+  for (long r = r0; r < r1; ++r) acc = K(combine)(op, acc, (SACC)XLD(x, xo + rgeom_red(&g, r)));
   part[poff + t] = acc;
 }
 
@@ -112,7 +119,7 @@ __kernel void K(reduce_wi)(int op, RGeom g, __global S* o, __global const S* x) 
   long xo, oo;
   rgeom_kept(&g, oi, &xo, &oo);
   SACC acc = K(ident)(op);
-  for (long r = 0; r < g.nred; ++r) acc = K(combine)(op, acc, (SACC)LD(x, xo + rgeom_red(&g, r)));
+  for (long r = 0; r < g.nred; ++r) acc = K(combine)(op, acc, (SACC)XLD(x, xo + rgeom_red(&g, r)));
   K(store)(op, o, oo, acc, g.nred);
 }
 
@@ -137,7 +144,7 @@ __kernel void K(argreduce_wg)(int op, RGeom g, __global long* o, __global const 
   rgeom_kept(&g, oi, &xo, &oo);
   C v = 0;
   long vi = -1;
-  for (long r = lid; r < g.nred; r += RL) K(argpick)(op, &v, &vi, LD(x, xo + r * g.rx[0]), r);
+  for (long r = lid; r < g.nred; r += RL) K(argpick)(op, &v, &vi, XLD(x, xo + r * g.rx[0]), r);
   bv[lid] = v;
   bi[lid] = vi;
   for (int s = RL / 2; s > 0; s >>= 1) {
@@ -161,7 +168,7 @@ __kernel void K(argreduce_wi)(int op, RGeom g, __global long* o, __global const 
   rgeom_kept(&g, oi, &xo, &oo);
   C v = 0;
   long vi = -1;
-  for (long r = 0; r < g.nred; ++r) K(argpick)(op, &v, &vi, LD(x, xo + r * g.rx[0]), r);
+  for (long r = 0; r < g.nred; ++r) K(argpick)(op, &v, &vi, XLD(x, xo + r * g.rx[0]), r);
   o[oo] = vi;
 }
 
@@ -275,4 +282,5 @@ __kernel void K(var_part)(int sq, RGeom g, __global S* o, __global const SACC* p
 #endif
 #undef ACC_ADD
 #undef ACC_MUL
+#undef XLD
 #endif

@@ -5,6 +5,12 @@
 //            (Hillis-Steele), each chunk offset by the running total of the previous ones.
 
 #if defined(TYPE)
+// XLD: an element of x; a bool byte other than 0 / 1 is read as 1 (see reduce.cl)
+#if KIND == 0
+#define XLD(p, i) ((uchar)(LD(p, i) != 0))
+#else
+#define XLD(p, i) LD(p, i)
+#endif
 #if KIND == 2
 #define SCAN_OP(op, a, b) ((op) == OP_CUMPROD ? (a) * (b) : (a) + (b))
 #else
@@ -19,7 +25,7 @@ __kernel void K(scan_wi)(int op, RGeom g, __global S* o, __global const S* x) {
   rgeom_kept(&g, line, &xo, &oo);
   SACC acc = op == OP_CUMPROD ? (SACC)1 : (SACC)0;
   for (long j = 0; j < g.nred; ++j) {
-    acc = SCAN_OP(op, acc, (SACC)LD(x, xo + j * g.rx[0]));
+    acc = SCAN_OP(op, acc, (SACC)XLD(x, xo + j * g.rx[0]));
     ST(o, oo + j * g.ro[0], (C)acc);
   }
 }
@@ -33,7 +39,7 @@ __kernel void K(scan_wg)(int op, RGeom g, __global S* o, __global const S* x) {
   SACC carry = op == OP_CUMPROD ? (SACC)1 : (SACC)0;
   for (long base = 0; base < g.nred; base += RL) {
     const long j = base + lid;
-    SACC v = j < g.nred ? (SACC)LD(x, xo + j * g.rx[0]) : (op == OP_CUMPROD ? (SACC)1 : (SACC)0);
+    SACC v = j < g.nred ? (SACC)XLD(x, xo + j * g.rx[0]) : (op == OP_CUMPROD ? (SACC)1 : (SACC)0);
     buf[lid] = v;
     for (int s = 1; s < RL; s <<= 1) {
       barrier(CLK_LOCAL_MEM_FENCE);
@@ -50,4 +56,5 @@ __kernel void K(scan_wg)(int op, RGeom g, __global S* o, __global const S* x) {
   }
 }
 #undef SCAN_OP
+#undef XLD
 #endif
