@@ -22,6 +22,7 @@ from ._creation import (tensor, as_tensor, from_numpy, from_dlpack, zeros, ones,
                         scalar_tensor)
 from ._threads import set_num_threads, get_num_threads
 from . import autograd, backends, nn, optim, utils
+from . import distributions
 from ._device_ns import cuda, opencl
 from .serialization import save, load
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,
