@@ -137,6 +137,46 @@ def can_cast(src, dst) -> bool:
     return True
 
 
+#: the C++ type names PyTorch's messages print for a dtype
+CPP_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                  "int16": "short int", "int32": "int", "int64": "long int",
+                  "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+                  "float64": "double"}
+#: the names c10's checked scalar conversions print
+_CONVERT_NAMES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t",
+                  "int32": "int", "int64": "int64_t", "float16": "c10::Half",
+                  "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+              "float32": 3.4028234663852886e38}
+
+
+def checked_scalar(value, dtype, opmath=False):
+    """``value`` if c10's ``Scalar::to<T>()`` converts it into ``dtype`` (with ``opmath``:
+    into the type kernels compute in, float for float16 and bfloat16), else PyTorch's
+    "value cannot be converted to type ... without overflow". Integers fail out of range
+    (unsigned ones take negatives down to -max: they wrap, so that ``a - b`` is
+    ``a + 255 * b`` in uint8), and for a float value also at NaN and ±inf; floats fail at a
+    finite value beyond their largest one."""
+    name = "float32" if opmath and dtype.name in ("float16", "bfloat16") else dtype.name
+    if dtype is D.bool_ or name == "float64":
+        return value
+    if dtype.is_floating_point:
+        bad = abs(value) > _FLOAT_MAX[name] and (not isinstance(value, float)
+                                                  or math.isfinite(value))
+    else:
+        bits = 8 * dtype.itemsize
+        hi = (1 << (bits - 1)) - 1 if dtype.is_signed else (1 << bits) - 1
+        lo = -hi - 1 if dtype.is_signed else 0
+        if isinstance(value, float):
+            bad = not math.isfinite(value) or not lo <= value <= hi
+        else:
+            bad = not (lo if dtype.is_signed else -hi) <= value <= hi
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {_CONVERT_NAMES[name]} without "
+                           "overflow")
+    return value
+
+
 # ---------------------------------------------------------------------------------
 # execution
 # ---------------------------------------------------------------------------------
@@ -238,14 +278,16 @@ def _unalias(o, dest, ins):
     return out
 
 
-def _write_result(name, dest, ins, shape, out_dtype, o, dev, attrs, inplace=False):
-    """Run into an existing tensor (``out=`` or in-place), casting / staging as needed."""
+def _write_result(name, dest, ins, shape, out_dtype, o, dev, attrs, inplace=False,
+                  rule="cast"):
+    """Run into an existing tensor (``out=`` or in-place), casting / staging as needed;
+    ``rule`` says which dtypes ``dest`` may have (``OpDef.out_dtype``; None: checked
+    already)."""
     if dest.shape != shape:
         raise RuntimeError(f"{name}(): output with shape {shape_str(dest.shape)} doesn't match "
                            f"the broadcast shape {shape_str(shape)}")
-    if not can_cast(out_dtype, dest.dtype):
-        raise RuntimeError(f"{name}(): result type {_tn(out_dtype)} can't be cast to the "
-                           f"desired output type {_tn(dest.dtype)}")
+    if rule is not None:
+        _check_written_dtype(name, dest, out_dtype, rule, inplace)
     if dest.device != dev:
         raise RuntimeError(f"{name}(): Expected out tensor to be on {dev}, but got {dest.device}")
     if 0 in dest._stride:
@@ -257,6 +299,20 @@ def _write_result(name, dest, ins, shape, out_dtype, o, dev, attrs, inplace=Fals
         _copy_same_device(dest, tmp)
     C.bump(dest)
     return dest
+
+
+def _check_written_dtype(name, dest, out_dtype, rule, inplace):
+    """PyTorch's checks of the tensor an op writes (out= or in-place ``self``) against its
+    result dtype, by the op's ``out_dtype`` rule (see ``schema.OpDef``)."""
+    if dest.dtype is out_dtype or rule == "any":
+        return
+    if rule == "exact":
+        raise RuntimeError(f"{name}(): Found dtype {_tn(dest.dtype)} but expected "
+                           f"{_tn(out_dtype)} (the {'in-place' if inplace else 'out='} "
+                           f"tensor must have the result's dtype)")
+    if not can_cast(out_dtype, dest.dtype):
+        raise RuntimeError(f"{name}(): result type {_tn(out_dtype)} can't be cast to the "
+                           f"desired output type {_tn(dest.dtype)}")
 
 
 def _resize_out(name, out, shape):
@@ -357,8 +413,13 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
     if not tensors:
         raise TypeError(f"{name}(): expected at least one tensor argument, got "
                         f"{', '.join(type(a).__name__ for a in args)}")
+    if o.meta is not None:
+        o.meta(args, attrs)
     dev = _device_of(name, tensors) if len(tensors) > 1 else tensors[0].device
     compute, out_dtype = _promote(o, name, args)
+    if inplace or out is not None:  # (checked before the inputs are cast, as PyTorch)
+        rule = o.out_dtype if o.out_dtype.__class__ is str else o.out_dtype(args)
+        _check_written_dtype(name, a0 if inplace else out, out_dtype, rule, inplace)
     if len(tensors) == 1:
         shape = tensors[0].shape
     else:
@@ -376,10 +437,12 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
             a = C.expand_to(a, shape)
         ins.append(a)
     if inplace:
-        return _write_result(name, a0, ins, shape, out_dtype, o, dev, attrs, True)
+        return _write_result(name, a0, ins, shape, out_dtype, o, dev, attrs, True, None)
     if out is not None:
+        if 0 in out._stride:  # (PyTorch checks before it resizes)
+            C.check_writable(out, name)
         _resize_out(name, out, shape)
-        return _write_result(name, out, ins, shape, out_dtype, o, dev, attrs)
+        return _write_result(name, out, ins, shape, out_dtype, o, dev, attrs, rule=None)
     return run(o, dev, ins, attrs, shape, out_dtype)
 
 
@@ -421,8 +484,13 @@ def where(cond, a, b, out=None):
             v = C.scalar_tensor(v, want, dev)
         ins.append(C.expand_to(v, shape))
     if out is not None:
+        if out.dtype is not dt:  # (OpDef.out_dtype "exact", with where's own message)
+            raise RuntimeError(f"where(): Expected out type to be {_tn(dt)} but got "
+                               f"{_tn(out.dtype)}")
+        if 0 in out._stride:
+            C.check_writable(out, "where")
         _resize_out("where", out, shape)
-        return _write_result("where", out, ins, shape, dt, o, dev, {})
+        return _write_result("where", out, ins, shape, dt, o, dev, {}, rule="exact")
     return run(o, dev, ins, {}, shape, dt)
 
 
@@ -622,9 +690,14 @@ def reduce(name, x, dim=None, keepdim=False, dtype=None, out=None, **attrs):
     dims = C.normalize_dims(dim, nd, name)
     rdt = _reduce_dtype(name, o.promotion, x, dtype)
     if name in ("max", "min"):
+        pub = "amax" if name == "max" else "amin"
+        if (dim is None or isinstance(dim, (list, tuple)) and not dim) and \
+                C.numel(x.shape) == 0:
+            raise RuntimeError(f"{pub}(): Expected reduction dim to be specified for "
+                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               f"argument.")
         for d in dims:
             if x.shape[d] == 0:
-                pub = "amax" if name == "max" else "amin"
                 raise IndexError(f"{pub}(): Expected reduction dim {d} to have non-zero size.")
     if nd == 0:
         x1 = C.view_of(x, (1,), (1,), x._offset)

@@ -27,6 +27,19 @@ An :class:`OpDef` holds everything about one op:
   the input conditions that raise (integer division by zero).
 - ``differentiable``: autograd needs a gradient formula for it.
 - ``domain``: where the op is defined (sample inputs for the tests; the docs).
+- ``out_dtype``: which ``out=`` tensor (and which ``self`` of the in-place form) PyTorch
+  accepts, one of :data:`OUT_DTYPE_RULES`: ``cast`` (the result dtype must cast to it:
+  arithmetic, floating-point math), ``exact`` (it must have the result dtype: the unary ops
+  that keep their dtype, ``where``), ``any`` (comparisons and logical ops write 0/1 into
+  any dtype); or ``fn(args) -> rule`` where the overload decides (``clamp``'s bounds,
+  ``lerp``'s weight: numbers or tensors).
+- ``meta``: PyTorch's checks of a call's arguments beyond promotion (``lerp``'s dtypes,
+  ``addcmul``'s ``value``), ``fn(args, attrs)``, run before the inputs are promoted.
+
+In a signature, a positional ``Tensor`` parameter must be a tensor (``hypot``'s
+``other``: PyTorch raises TypeError for a number); ``Tensor|Scalar`` takes a Python number
+too (PyTorch's Scalar overloads: ``add(x, 2)``, ``pow(2, x)``). The frontend's functions and
+methods are generated from that.
 
 Definitions live in ``defs/`` (one module per op family) and are registered with
 :func:`defop`; every list of op names elsewhere (kernels, frontend functions, test
@@ -43,7 +56,7 @@ from . import expr as X
 __all__ = ["OpDef", "Check", "Formula", "OPS", "PRIMITIVES", "op", "defop", "gradient",
            "composite", "install_kernels", "uninstall_kernels",
            "coverage", "elementwise_ops", "table_hash", "KIND_MASKS", "KINDS",
-           "parse_signature"]
+           "OUT_DTYPE_RULES", "parse_signature"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,10 @@ class OpDef:
     #: the public forms the frontend generates for an elementwise op: ``ember.<name>``
     #: (function), ``Tensor.<name>`` (method), ``Tensor.<name>_`` (inplace), ``out=``
     variants: tuple = ("function", "method", "inplace", "out")
+    #: the dtypes ``out=`` / the in-place ``self`` may have (see the module docstring)
+    out_dtype: object = "cast"
+    #: argument checks run before promotion, ``fn(args, attrs)`` (see the module docstring)
+    meta: object = None
     #: device_type -> kernel; the dispatch table for this op (one dict lookup per call).
     kernels: dict = field(default_factory=dict)
 
@@ -147,6 +164,9 @@ class OpDef:
         scalar = self.bodies()[mode]
         return tuple(k for k in X.KINDS if X.body_for(scalar, k) is not None)
 
+
+#: the values of ``OpDef.out_dtype``
+OUT_DTYPE_RULES = ("cast", "exact", "any")
 
 #: the op kinds (what kind of meta step and kernel an op has)
 KINDS = ("elementwise", "reduction", "scan", "index", "matmul", "creation", "copy", "random",
@@ -212,10 +232,11 @@ def defop(name: str, kind: str, signature: str, kernel: str | None = None, *,
           promotion: str = "default", primitive: bool = False, differentiable: bool = True,
           scalar=None, modes: dict | None = None, attrs: dict | None = None,
           checks=(), domain=None, doc: str = "", inputs: tuple | None = None,
-          node=None, variants: tuple | None = None) -> OpDef:
+          node=None, variants: tuple | None = None, out_dtype=None, meta=None) -> OpDef:
     """Register one op. ``scalar`` is an expression (every dtype kind) or a mapping from
     kind (float, sint, uint, bool, int, integral, num, any) to expression; ``attrs`` maps
-    the body's scalar attributes to their defaults."""
+    the body's scalar attributes to their defaults. ``out_dtype`` defaults to ``any`` for
+    ops with a bool result (comparisons, logical ops), else ``cast``."""
     if name in OPS:
         raise ValueError(f"op {name!r} defined twice")
     if kind not in KINDS:
@@ -237,6 +258,12 @@ def defop(name: str, kind: str, signature: str, kernel: str | None = None, *,
               node=node)
     if variants is not None:
         o.variants = tuple(variants)
+    if out_dtype is None:
+        out_dtype = "any" if promotion in ("bool_out", "logical") else "cast"
+    if isinstance(out_dtype, str) and out_dtype not in OUT_DTYPE_RULES:
+        raise ValueError(f"op {name!r}: unknown out_dtype {out_dtype!r} (one of "
+                         f"{', '.join(OUT_DTYPE_RULES)})")
+    o.out_dtype, o.meta = out_dtype, meta
     if scalar is not None:
         for scal in o.bodies().values():
             for e in scal.values():

@@ -9,6 +9,7 @@ definition's ``variants`` say. The few with extra argument handling (``add``'s
 """
 from __future__ import annotations
 
+import math
 import warnings
 from collections import namedtuple
 
@@ -48,54 +49,79 @@ def _s(v):
     raise TypeError(f"unsupported operand type {type(v).__name__}")
 
 
-def _t(x, op):
+def _t(x, op, arg="input", position=None):
+    """``x``, which must be a tensor: PyTorch's TypeError naming the argument otherwise."""
     if not isinstance(x, TensorBase):
-        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+        at = f" (position {position})" if position is not None else ""
+        raise TypeError(f"{op}(): argument '{arg}'{at} must be Tensor, not {type(x).__name__}")
     return x
 
 
 # ---- elementwise: generated from the op table ------------------------------------------------
 #: ops whose public forms are written by hand below
-_HANDWRITTEN = {"add", "sub", "div", "neg", "where", "clamp"}
+_HANDWRITTEN = {"add", "sub", "div", "neg", "where", "clamp", "round", "pow"}
 INPLACE: dict = {}
+METHODS: dict = {}
 ELEMENTWISE: list = []
 
 
 def _generate(o):
-    """``ember.<name>`` and ``Tensor.<name>_`` for one elementwise op, as Python source
-    compiled once (no per-call argument binding)."""
+    """``ember.<name>``, ``Tensor.<name>`` and ``Tensor.<name>_`` for one elementwise op, as
+    Python source compiled once (no per-call argument binding). A positional parameter of
+    type ``Tensor`` in the op's signature must be a tensor (PyTorch's TypeError, naming it
+    and its position in that form); ``Tensor|Scalar`` takes a Python number too."""
     _, params = parse_signature(o.signature)
-    pos = [p[1] for p in params if not p[3]]
+    pos = [(p[1], p[0]) for p in params if not p[3]]
     kws = [(p[1], p[2]) for p in params if p[3]]
-    first = f"_t(input, {o.name!r})" if len(pos) == 1 else "_s(input)"
-    rest = [f"_s({n})" for n in pos[1:]]
     kw_decl = "".join(f", {n}={d}" for n, d in kws)
     kw_pass = "".join(f", {n}={n}" for n, _ in kws)
-    src = [f"def {o.name}({', '.join(['input'] + pos[1:])}, *{kw_decl}, out=None):",
-           f"    return _ew({o.name!r}, {', '.join([first] + rest)}, out=out{kw_pass})"]
+    has_out = "out" in o.variants
+
+    def args(form, shift):
+        """The argument expressions of one form: self / input first, then the rest."""
+        out = []
+        for i, (pname, ptype) in enumerate(pos):
+            name = "input" if i == 0 else pname
+            if i == 0 and shift:
+                out.append("self")
+            elif ptype == "Tensor":
+                out.append(f"_t({name}, {form!r}, {name!r}, {i + 1 - shift})")
+            else:
+                out.append(f"_s({name})")
+        return ", ".join(out)
+
+    rest = "".join(f", {n}" for n, _ in pos[1:])
+    star = f", *{kw_decl}{', out=None' if has_out else ''}" if kws or has_out else ""
+    src = [f"def {o.name}(input{rest}{star}):",
+           f"    return _ew({o.name!r}, {args(o.name, 0)}"
+           f"{', out=out' if has_out else ''}{kw_pass})"]
     star = f", *{kw_decl}" if kws else ""
-    src += [f"def {o.name}_({', '.join(['self'] + pos[1:])}{star}):",
-            f"    return _ew({o.name!r}, {', '.join(['self'] + rest)}, inplace=True"
-            f"{kw_pass})"]
+    src += [f"def {o.name}__method(self{rest}{star}):",
+            f"    return _ew({o.name!r}, {args(o.name, 1)}{kw_pass})",
+            f"def {o.name}_(self{rest}{star}):",
+            f"    return _ew({o.name!r}, {args(o.name + '_', 1)}, inplace=True{kw_pass})"]
     env = {"_ew": E, "_s": _s, "_t": _t}
     exec("\n".join(src), env)  # noqa: S102 - source built from the op table above
-    fn, fn_ = env[o.name], env[o.name + "_"]
-    fn.__doc__ = (f"``ember.{o.signature.split(' ->')[0].replace('self', 'input')}``: "
-                  f"elementwise {o.name} (see PyTorch's ``torch.{o.name}``)."
-                  + (f" {o.doc}." if o.doc else ""))
-    return fn, fn_
+    fn, method, fn_ = env[o.name], env[o.name + "__method"], env[o.name + "_"]
+    fn.__doc__ = method.__doc__ = (
+        f"``ember.{o.signature.split(' ->')[0].replace('self', 'input')}``: elementwise "
+        f"{o.name} (see PyTorch's ``torch.{o.name}``)." + (f" {o.doc}." if o.doc else ""))
+    method.__name__ = method.__qualname__ = o.name
+    return fn, method, fn_
 
 
 for _o in elementwise_ops():
     if _o.name in _HANDWRITTEN:
         continue
-    _fn, _fn_ = _generate(_o)
+    _fn, _method, _fn_ = _generate(_o)
     if "function" in _o.variants:
         globals()[_o.name] = _fn
         ELEMENTWISE.append(_o.name)
+    if "method" in _o.variants:
+        METHODS[_o.name] = _method
     if "inplace" in _o.variants:
         INPLACE[_o.name + "_"] = _fn_
-del _o, _fn, _fn_
+del _o, _fn, _method, _fn_
 
 # PyTorch aliases
 multiply, greater, greater_equal, less, less_equal, not_equal = mul, gt, ge, lt, le, ne  # noqa: F821
@@ -103,7 +129,7 @@ absolute = abs  # noqa: F821
 
 
 def neg(input, *, out=None):
-    if input.dtype is D.bool_:
+    if _t(input, "neg", "input", 1).dtype is D.bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
                            "you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
@@ -118,24 +144,81 @@ negative = neg
 
 
 def add(input, other, *, alpha=1, out=None):
-    other = _s(other)
-    if alpha != 1:
-        other = E("mul", other, alpha) if isinstance(other, TensorBase) else other * alpha
-    return E("add", _s(input), other, out=out)
+    if type(alpha) is int and alpha == 1:
+        return E("add", _s(input), _s(other), out=out)
+    return _add_sub("add", _s(input), _s(other), alpha, out=out)
 
 
 def sub(input, other, *, alpha=1, out=None):
-    other = _s(other)
-    if isinstance(input, TensorBase) and input.dtype is D.bool_ and (
-            not isinstance(other, TensorBase) or other.dtype is D.bool_):
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                           "supported. Use the `^` or `logical_xor()` operator instead.")
-    if alpha != 1:
-        other = E("mul", other, alpha) if isinstance(other, TensorBase) else other * alpha
-    return E("sub", _s(input), other, out=out)
+    a, b = _s(input), _s(other)
+    if (type(a) is bool or type(b) is bool or getattr(a, "dtype", None) is _BOOL
+            or getattr(b, "dtype", None) is _BOOL):
+        _no_bool_subtraction(a, b)
+    if type(alpha) is int and alpha == 1:
+        return E("sub", a, b, out=out)
+    return _add_sub("sub", a, b, alpha, out=out)
 
 
 subtract = sub
+_BOOL = D.bool_  # (sub's check: a bool dtype or a Python bool operand)
+
+
+def add_(self, other, *, alpha=1):
+    if type(alpha) is int and alpha == 1:
+        return E("add", self, _s(other), inplace=True)
+    return _add_sub("add", self, _s(other), alpha, inplace=True)
+
+
+def sub_(self, other, *, alpha=1):
+    other = _s(other)
+    _no_bool_subtraction(self, other)
+    return _add_sub("sub", self, other, alpha, inplace=True)
+
+
+def _is_bool(v) -> bool:
+    return v.dtype is D.bool_ if isinstance(v, TensorBase) else isinstance(v, bool)
+
+
+def _no_bool_subtraction(a, b):
+    """PyTorch refuses ``-`` with a bool operand (tensor or number)."""
+    if _is_bool(a) or _is_bool(b):
+        if _is_bool(a) and _is_bool(b):
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+
+
+def _add_sub(name, a, b, alpha, out=None, inplace=False):
+    """``a + alpha * b`` / ``a - alpha * b`` as PyTorch computes it: ``alpha`` takes no part
+    in type promotion (``add(int8, int8, alpha=2)`` stays int8); it must be an integer for
+    integer results and may be a bool only for bool results; it converts into the result's
+    dtype (overflow raises); floats compute ``alpha * b`` and the sum in one pass (float16
+    and bfloat16 round once, in float)."""
+    if type(alpha) is int and alpha == 1:  # (True and 1.0 take the checks below)
+        return E(name, a, b, out=out, inplace=inplace)
+    alpha = _s(alpha)
+    rt = a.dtype if (isinstance(a, TensorBase) and isinstance(b, TensorBase)
+                     and a.dtype is b.dtype) else D.result_type(a, b)
+    if isinstance(alpha, bool):
+        if rt is not D.bool_:
+            raise RuntimeError(f"{name}(): Boolean alpha only supported for Boolean results.")
+    elif isinstance(alpha, float) and not rt.is_floating_point:
+        raise RuntimeError(f"{name}(): For integral input tensors, argument alpha must not be a "
+                           f"floating point number.")
+    # PyTorch subtracts by adding -alpha: that is what must fit (-(-128) does not in int8)
+    value = alpha if name == "add" or isinstance(alpha, bool) else -alpha
+    O.checked_scalar(value, rt)
+    if rt is D.bool_:  # a | (alpha & b)
+        b = E("mul", b, bool(alpha)) if isinstance(b, TensorBase) else b and bool(alpha)
+        return E(name, a, b, out=out, inplace=inplace)
+    if (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)) and (
+            MODE.grad):  # recorded as PyTorch's graph has it: one add/sub node at the top
+        scaled = E("mul", O.to(b, dtype=rt) if isinstance(b, TensorBase) else b, alpha)
+        return E(name, a, scaled, out=out, inplace=inplace)
+    one = C.scalar_like(1, a) if inplace and a.dtype is rt else 1
+    return E("addcmul", a, b, one, value=value, out=out, inplace=inplace)
 
 
 def div(input, other, *, rounding_mode=None, out=None):
@@ -151,47 +234,76 @@ def div(input, other, *, rounding_mode=None, out=None):
             a = O.cast(a, f) if isinstance(a, TensorBase) else float(a)
             b = O.cast(b, f) if isinstance(b, TensorBase) else float(b)
         return E("div", a, b, out=out)
+    rt = D.result_type(a, b)
+    if rt in (D.float16, D.bfloat16) and not _grad(a, b):
+        res = _div_rounded_16bit(a, b, rounding_mode, rt)
+        if out is None:
+            return res
+        if not O.can_cast(rt, out.dtype):
+            raise RuntimeError(f"div(): result type {D.torch_name(rt)} can't be cast to the "
+                               f"desired output type {D.torch_name(out.dtype)}")
+        if 0 in out._stride:
+            C.check_writable(out, "div")
+        return O.copy_(O._resize_out("div", out, res.shape), res)
     return E("div", a, b, out=out, rounding_mode=rounding_mode)
 
 
 true_divide = divide = div
 
 
+def _div_rounded_16bit(a, b, mode, dt):
+    """Trunc / floor division of float16 and bfloat16 as PyTorch computes it: step by step
+    in that dtype, each step rounding to it (``trunc(a / b)``; floor: c10's
+    ``div_floor_floating``), where ember's kernels compute the whole body in float and
+    round once (``trunc(-4.998)`` is -4, PyTorch's -5 from ``trunc(half(-4.998))``). Until
+    the bodies round their intermediates, this composes ops that each round to ``dt``. A
+    number divisor is PyTorch's other path: in float, the number not rounded to ``dt``."""
+    if not isinstance(b, TensorBase):  # a number divisor: PyTorch computes in float with it
+        return O.to(E("div", O.to(a, dtype=D.float32), b, rounding_mode=mode), dtype=dt)
+    dev = (a if isinstance(a, TensorBase) else b).device
+    a = O.to(a, dtype=dt) if isinstance(a, TensorBase) else O.full((), a, dt, dev)
+    b = O.to(b, dtype=dt) if isinstance(b, TensorBase) else O.full((), b, dt, dev)
+    q = E("div", a, b)
+    if mode == "trunc":
+        return E("trunc", q)
+    mod = E("fmod", a, b)
+    d = E("div", E("sub", a, mod), b)
+    step = E("logical_and", E("ne", mod, 0), E("ne", E("lt", b, 0), E("lt", mod, 0)))
+    d = O.where(step, E("sub", d, 1), d)
+    low = E("floor", d)
+    low = O.where(E("gt", E("sub", d, low), 0.5), E("add", low, 1), low)
+    res = O.where(E("ne", d, 0), low, E("copysign", O.zeros(q.shape, dt, dev), q))
+    return O.where(E("eq", b, 0), q, res)
+
+
+def pow(input, exponent, *, out=None):
+    """``ember.pow(input, exponent, *, out=None)``: ``input ** exponent`` (PyTorch's
+    ``torch.pow``); either may be a number."""
+    return _pow(_s(input), _s(exponent), out=out)
+
+
+def pow_(self, exponent):
+    return _pow(self, _s(exponent), inplace=True)
+
+
+def _pow(a, b, out=None, inplace=False):
+    if isinstance(a, TensorBase) and not a.dtype.is_floating_point:
+        # PyTorch refuses a negative integer exponent for integer and bool tensors (empty
+        # ones too), and gives ones for a 0 (False) exponent and a copy for 1 (True) in any
+        # dtype: a bool tensor takes a bool power (a or not b) though pow has no bool kernel
+        if type(b) is int and b < 0:
+            raise RuntimeError("pow(): Integers to negative integer powers are not allowed.")
+        if type(b) is bool and a.dtype is D.bool_:
+            return E("logical_or", a, not b, out=out, inplace=inplace)
+    return E("pow", a, b, out=out, inplace=inplace)
+
+
 def floor_divide(input, other, *, out=None):
     return div(input, other, rounding_mode="floor", out=out)
 
 
-def _axpy_(self, other, alpha):
-    """``self += alpha * other`` as one addcmul pass (the optimizers' update), for float
-    tensors of one dtype; None when that path does not apply."""
-    if (isinstance(other, TensorBase) and other.dtype is self.dtype
-            and self.dtype.is_floating_point and isinstance(alpha, (int, float))
-            and not isinstance(alpha, bool)):
-        return E("addcmul", self, other, C.scalar_like(1, self), value=alpha, inplace=True)
-    return None
-
-
-def add_(self, other, *, alpha=1):
-    other = _s(other)
-    if alpha != 1:
-        res = _axpy_(self, other, alpha)
-        if res is not None:
-            return res
-        other = E("mul", other, alpha) if isinstance(other, TensorBase) else other * alpha
-    return E("add", self, other, inplace=True)
-
-
-def sub_(self, other, *, alpha=1):
-    other = _s(other)
-    if alpha != 1:
-        res = _axpy_(self, other, -alpha)
-        if res is not None:
-            return res
-        other = E("mul", other, alpha) if isinstance(other, TensorBase) else other * alpha
-    return E("sub", self, other, inplace=True)
-
-
 def div_(self, other, *, rounding_mode=None):
+    C.check_writable(self, "div_")     # (the write below is a copy_)
     src = O.clone(self) if _grad(self, other) else self  # keep the pre-write value for backward
     res = div(src, other, rounding_mode=rounding_mode)
     if not O.can_cast(res.dtype, self.dtype):
@@ -201,22 +313,91 @@ def div_(self, other, *, rounding_mode=None):
 
 
 def floor_divide_(self, other):
+    if self.dtype in (D.float16, D.bfloat16):  # (PyTorch's steps in the dtype: see div)
+        return div_(self, other, rounding_mode="floor")
     return E("div", self, _s(other), inplace=True, rounding_mode="floor")
 
 
 def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
+    _t(condition, "where", "condition", 1)
+    if out is not None:  # (PyTorch's where with out= takes tensors only)
+        _t(input, "where", "input", 2)
+        _t(other, "where", "other", 3)
     return O.where(condition, _s(input), _s(other), out=out)
 
 
+def _bounds(min, max):
+    # (PyTorch takes two numbers or two tensors; ember also takes one of each)
+    return (_s(min) if min is not None else None), (_s(max) if max is not None else None)
+
+
 def clamp(input, min=None, max=None, *, out=None):
-    return O.clamp(input, _s(min) if min is not None else None,
-                   _s(max) if max is not None else None, out=out)
+    return O.clamp(_t(input, "clamp", "input", 1), *_bounds(min, max), out=out)
 
 
 def clamp_(self, min=None, max=None):
-    return O.clamp(self, min, max, inplace=True)
+    return O.clamp(self, *_bounds(min, max), inplace=True)
+
+
+def round(input, *, decimals=None, out=None):
+    """``ember.round(input, *, decimals=0, out=None)``: to the nearest integer, ties to even
+    (PyTorch's ``torch.round``). ``decimals`` rounds to that many decimal places as PyTorch
+    does, ``rint(x * 10**decimals) / 10**decimals`` (``rint(x / 10**-decimals) *
+    10**-decimals`` for negative ones) in float (double for float64); it needs
+    floating-point tensors, even for ``decimals=0``."""
+    _t(input, "round", "input", 1)
+    if decimals is None:
+        return E("round", input, out=out)
+    res = _round_decimals(input, decimals)
+    if out is None:
+        return res
+    if out.dtype is not res.dtype:  # (round's out= takes the result's dtype only)
+        raise RuntimeError(f"round(): Found dtype {D.torch_name(out.dtype)} but expected "
+                           f"{D.torch_name(res.dtype)}")
+    if _grad(input):
+        raise RuntimeError("round(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if 0 in out._stride:
+        C.check_writable(out, "round")
+    return O.copy_(O._resize_out("round", out, res.shape), res)
+
+
+def round_(self, *, decimals=None):
+    if decimals is None:
+        return E("round", self, inplace=True)
+    return O.copy_(self, _round_decimals(self, decimals))
+
+
+def _round_decimals(x, decimals):
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise TypeError(f"round(): argument 'decimals' must be int, not "
+                        f"{type(decimals).__name__}")
+    decimals = int(decimals)
+    if not -(1 << 63) <= decimals < 1 << 63:
+        raise ValueError(f"round(): decimals={decimals} overflows int64 (Overflow when "
+                         f"unpacking long long)")
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f"round(): \"round_cpu\" not implemented for "
+                                  f"'{D.torch_name(x.dtype)}' (round with decimals needs a "
+                                  f"floating-point tensor)")
+    if decimals == 0:
+        return E("round", x)
+    opmath = D.float32 if x.dtype.itemsize == 2 else x.dtype
+    try:
+        scale = 10.0 ** (decimals if decimals > 0 else -decimals)  # (abs is ember.abs here)
+    except OverflowError:
+        scale = math.inf
+    if opmath is D.float32:
+        with np.errstate(over="ignore"):
+            scale = float(np.float32(scale))  # (inf beyond float's range, as C++'s cast)
+    y = O.to(x, dtype=opmath)
+    if decimals > 0:
+        res = E("div", E("round", E("mul", y, scale)), scale)
+    else:
+        res = E("mul", E("round", E("div", y, scale)), scale)
+    return O.to(res, dtype=x.dtype)
 
 
 clip, clip_ = clamp, clamp_
@@ -273,11 +454,17 @@ def amin(input, dim=(), keepdim=False, *, out=None):
 
 
 def argmax(input, dim=None, keepdim=False, *, out=None):
-    return O.arg_reduce("argmax", _t(input, "argmax"), dim, keepdim, out)
+    return O.arg_reduce("argmax", _no_bool(_t(input, "argmax"), "argmax"), dim, keepdim, out)
 
 
 def argmin(input, dim=None, keepdim=False, *, out=None):
-    return O.arg_reduce("argmin", _t(input, "argmin"), dim, keepdim, out)
+    return O.arg_reduce("argmin", _no_bool(_t(input, "argmin"), "argmin"), dim, keepdim, out)
+
+
+def _no_bool(x, op):
+    if x.dtype is D.bool_:
+        raise RuntimeError(f"{op}(): does not support bool input")
+    return x
 
 
 def _max_min(name, input, dim, keepdim, other):
@@ -436,6 +623,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
+    C.check_writable(self, "index_add_")   # (the write is a copy_)
     return O.copy_(self, index_add(self, dim, index, source, alpha=alpha))
 
 
@@ -444,6 +632,9 @@ def masked_fill(input, mask, value):
 
 
 def masked_fill_(self, mask, value):
+    # PyTorch only warns ("deprecated") for an expanded self; ember raises the error it
+    # announces (the write is a copy_)
+    C.check_writable(self, "masked_fill_")
     shape = C.broadcast_shapes(self.shape, mask.shape)
     if shape != self.shape:
         raise RuntimeError(f"masked_fill_(): output with shape {C.shape_str(self.shape)} "
@@ -668,7 +859,7 @@ def equal(input, other):
 
 _NOT_API = {"math", "namedtuple", "np", "C", "D", "O", "V", "IX", "LA", "RD", "E", "VW",
             "TensorBase", "MODE", "warnings", "annotations", "values_indices", "max_ret",
-            "min_ret", "sort_ret", "topk_ret", "INPLACE", "ELEMENTWISE",
+            "min_ret", "sort_ret", "topk_ret", "INPLACE", "ELEMENTWISE", "METHODS",
             "elementwise_ops", "parse_signature"}
 # in-place variants (``exp_``) are Tensor methods only, as in PyTorch
 __all__ = [n for n in list(globals())

@@ -5,6 +5,7 @@ the version counter, and every in-place op bumps it.
 """
 from __future__ import annotations
 
+import operator
 import weakref
 
 import numpy as np
@@ -43,7 +44,7 @@ class Tensor(TensorBase):
     >>> x.t().is_contiguous()
     False
     """
-    __slots__ = ("grad", "grad_fn", "_acc_ref", "_hooks", "_retains")
+    __slots__ = ("_grad", "grad_fn", "_acc_ref", "_hooks", "_retains")
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
@@ -94,6 +95,23 @@ class Tensor(TensorBase):
 
     def is_contiguous(self, memory_format=None) -> bool:
         return C.is_contiguous(self)
+
+    @property
+    def grad(self):
+        """The gradient ``backward()`` accumulated (None until then). Assigning checks what
+        PyTorch checks: a tensor or None, not the tensor itself, and the same dtype, device
+        and size."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            _check_grad(self, value)
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
 
     @property
     def is_leaf(self) -> bool:
@@ -228,7 +246,14 @@ class Tensor(TensorBase):
         if api is None:
             raise RuntimeError("Cannot access accelerator device when none is available.")
         nbytes = self.numel() * self.dtype.itemsize
-        storage = backend_for("cpu").wrap_host_buffer(api.pinned_buffer(max(nbytes, 1)))
+        try:
+            storage = backend_for("cpu").wrap_host_buffer(api.pinned_buffer(max(nbytes, 1)))
+        except C.OutOfMemoryError:
+            raise
+        except MemoryError as e:    # a plugin's page-locked memory ran out
+            raise C.host_out_of_memory(f"the page-locked (pinned) copy of a {self.dtype.name} "
+                                       f"tensor of shape {C.shape_str(self.shape)}", nbytes,
+                                       e) from None
         out = C.new_tensor(storage, self.shape, C.contiguous_strides(self.shape), 0,
                            self.dtype, self.device, [0])
         out.copy_(self)
@@ -387,6 +412,8 @@ class Tensor(TensorBase):
         return write(self)
 
     def fill_(self, value):
+        if not isinstance(value, TensorBase):  # PyTorch checks a number (a tensor is cast)
+            value = K.fill_scalar(value, self.dtype, "fill_", C.numel(self.shape), self.device)
         return self._overwrite("fill", lambda t: O.fill_(t, value))
 
     def zero_(self):
@@ -428,6 +455,8 @@ class Tensor(TensorBase):
     permute = VW.permute
 
     def repeat(self, *sizes):
+        if not sizes:
+            raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
         return F.repeat(self, sizes)
@@ -483,11 +512,19 @@ class Tensor(TensorBase):
 
     def __setitem__(self, key, value):
         value = _s(value)
+        v = V.basic_index(self, key)
+        if v is not None or key is True:
+            # PyTorch copies into a basic-index view (into self[None] for a bare True): a
+            # value that does not broadcast to it fails first, then a view with internal
+            # overlap is refused, even for a scalar (fill_ itself allows it)
+            target = V.basic_index(self, None) if v is None else v
+            if isinstance(value, TensorBase) and value.shape != target.shape:
+                C.expand_to(value, target.shape)
+            C.check_writable(target, "__setitem__")
         if MODE.grad and (self.requires_grad or (isinstance(value, TensorBase)
                                                  and value.requires_grad)):
             IX.index_put_(self, key if isinstance(key, tuple) else (key,), value)
             return
-        v = V.basic_index(self, key)
         if v is None:
             IX.index_put_(self, key, value)
             return
@@ -565,13 +602,15 @@ class Tensor(TensorBase):
         return E("remainder", self, _s(other), inplace=True)
 
     def __pow__(self, other):
-        return E("pow", self, _s(other))
+        if self.dtype.is_floating_point:
+            return E("pow", self, _s(other))
+        return F._pow(self, _s(other))  # (integer tensors: PyTorch's checks of the exponent)
 
     def __rpow__(self, other):
         return E("pow", _s(other), self)
 
     def __ipow__(self, other):
-        return E("pow", self, _s(other), inplace=True)
+        return F._pow(self, _s(other), inplace=True)
 
     def __matmul__(self, other):
         if not isinstance(other, TensorBase):
@@ -685,6 +724,45 @@ def parse_to_args(args, kwargs):
     return device, dtype, copy
 
 
+#: the C++ type names PyTorch's ``.grad`` errors print for a gradient's dtype
+_CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                   "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+                   "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                   "bool": "bool"}
+
+
+def _check_grad(t, g):
+    """PyTorch's checks on ``t.grad = g`` (THPVariable_set_grad), in its order."""
+    if not isinstance(g, TensorBase):
+        raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                        f"{type(g).__name__}")
+    if g is t:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if g.dtype is not t.dtype:
+        raise RuntimeError(f"attempting to assign a gradient with dtype "
+                           f"'{_CPP_TYPE_NAMES.get(g.dtype.name, g.dtype.name)}' to a tensor "
+                           f"with grad_dtype '{D.torch_name(t.dtype)}'. The gradient must "
+                           "match the tensor's dtype.")
+    if g.device.type != t.device.type:
+        raise RuntimeError(f"attempting to assign a gradient with device type "
+                           f"'{g.device.type}' to a tensor with device type '{t.device.type}'. "
+                           "Please ensure that the gradient and the tensor are on the same "
+                           "device")
+    if g.device != t.device:
+        raise RuntimeError(f"attempting to assign a gradient located on device with index "
+                           f"'{_index(g.device)}' to a tensor located on device with index "
+                           f"'{_index(t.device)}'. Please ensure that the gradient and the "
+                           "tensor are on the same device")
+    if tuple(g.shape) != tuple(t.shape):
+        raise RuntimeError(f"attempting to assign a gradient of size '{list(g.shape)}' to a "
+                           f"tensor of size '{list(t.shape)}'. Please ensure that the gradient "
+                           "and the tensor are the same size")
+
+
+def _index(device) -> int:
+    return -1 if device.index is None else device.index
+
+
 def _key(indices):
     return (indices,) if isinstance(indices, TensorBase) else tuple(indices)
 
@@ -697,7 +775,48 @@ def _rebuild(arr, dtype, device, requires_grad):
 
 
 class Size(tuple):
-    """``tensor.size()``: a tuple with ``numel()``."""
+    """``tensor.size()``: a tuple of ints with ``numel()``, as ``torch.Size``.
+
+    >>> ember.Size([2, 3]).numel()
+    6
+    """
+
+    def __new__(cls, sizes=()):
+        if type(sizes) is tuple and all(type(s) is int for s in sizes):  # a tensor's shape
+            return tuple.__new__(cls, sizes)
+        items = []
+        for i, s in enumerate(sizes):
+            if isinstance(s, float) or not hasattr(type(s), "__index__"):
+                v = None
+            else:
+                try:
+                    v = operator.index(s)
+                except (TypeError, RuntimeError, ValueError):  # a float or many-element tensor
+                    v = None
+            if v is None:
+                raise TypeError(f"ember.Size() takes an iterable of 'int' (item {i} is "
+                                f"'{type(s).__name__}')")
+            items.append(v)
+        return tuple.__new__(cls, items)
+
+    def __getitem__(self, key):
+        res = tuple.__getitem__(self, key)
+        return tuple.__new__(Size, res) if isinstance(key, slice) else res
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        return tuple.__new__(Size, tuple(self) * n)
+
+    __rmul__ = __mul__
 
     def numel(self):
         return C.numel(self)
@@ -716,7 +835,7 @@ def _make(storage, shape, stride, offset, dtype, device, vc):
     t.device = device
     t._vc = vc
     t.requires_grad = False
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._base = None
     t._acc_ref = None
@@ -740,13 +859,16 @@ _METHODS = (F.ELEMENTWISE + [
     "outer", "addmm", "square", "count_nonzero", "isclose", "allclose", "equal", "take",
     "float_power", "multiply", "subtract", "divide", "true_divide", "negative", "absolute",
     "greater", "greater_equal", "less", "less_equal", "not_equal", "argwhere", "var_mean",
-    "remainder", "fmod", "broadcast_to", "relu"])
+    "remainder", "fmod", "broadcast_to", "relu", "round", "pow"])
 _INPLACE = list(F.INPLACE) + ["add_", "sub_", "div_", "neg_", "floor_divide_", "clamp_",
-                              "clip_", "lerp_", "addcmul_", "addcdiv_", "scatter_",
-                              "scatter_add_", "index_add_", "masked_fill_", "relu_"]
+                              "clip_", "scatter_", "scatter_add_", "index_add_",
+                              "masked_fill_", "relu_", "round_", "pow_"]
 
 
 def _install():
+    for name, fn in F.METHODS.items():  # the elementwise ops' method forms, generated
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, fn)
     for name in _METHODS:
         if name not in Tensor.__dict__:
             setattr(Tensor, name, getattr(F, name))

@@ -28,26 +28,30 @@ _NO_INPLACE = ("function", "method", "out")
 
 def unary(name, scalar, *, promotion="int_to_float", primitive=False, differentiable=True,
           domain=None, doc="", variants=None):
+    # PyTorch builds the unary ops that keep their dtype with every operand of one dtype:
+    # their out= must have the result's dtype (floating-point math casts to out's)
+    out_dtype = "exact" if promotion in ("default", "integral") else None
     return defop(name, "elementwise", f"{name}(Tensor self) -> Tensor", promotion=promotion,
                  primitive=primitive, differentiable=differentiable, scalar=scalar,
-                 domain=domain, doc=doc, variants=variants)
+                 domain=domain, doc=doc, variants=variants, out_dtype=out_dtype)
 
 
 def binary(name, scalar, *, promotion="default", primitive=False, differentiable=True,
            checks=(), modes=None, signature=None, domain=None, doc="", node=None,
-           variants=None):
+           variants=None, self_type="Tensor", other_type="Tensor|Scalar"):
+    """``self_type`` / ``other_type``: ``Tensor|Scalar`` where PyTorch takes a number too."""
     return defop(name, "elementwise",
-                 signature or f"{name}(Tensor self, Tensor other) -> Tensor",
+                 signature or f"{name}({self_type} self, {other_type} other) -> Tensor",
                  promotion=promotion, primitive=primitive, differentiable=differentiable,
                  scalar=scalar, checks=checks, modes=modes, domain=domain, doc=doc, node=node,
                  variants=variants)
 
 
 def ternary(name, signature, scalar, *, promotion="default", primitive=False, attrs=None,
-            differentiable=True, doc="", variants=None):
+            differentiable=True, doc="", variants=None, out_dtype=None, meta=None):
     return defop(name, "elementwise", signature, promotion=promotion, primitive=primitive,
                  differentiable=differentiable, scalar=scalar, attrs=attrs, doc=doc,
-                 variants=variants)
+                 variants=variants, out_dtype=out_dtype, meta=meta)
 
 
 def absolute(v):
@@ -101,24 +105,28 @@ unary("bitwise_not", {"integral": ~x}, promotion="integral", primitive=True,
       differentiable=False)
 for _n in ("isnan", "isinf", "isfinite"):
     unary(_n, {"any": call(_n, x)}, promotion="bool_out", differentiable=False,
-          variants=_NO_INPLACE)
+          variants=("function", "method"))  # (no out= in PyTorch)
 unary("logical_not", {"bool": ~x}, promotion="logical", differentiable=False)
 
 # ---- binary arithmetic (integers wrap; bool: + is or, * is and) -----------------------------
-binary("add", {"num": a + b, "bool": a | b}, primitive=True)
-binary("sub", {"num": a - b}, primitive=True)
-binary("mul", {"num": a * b, "bool": a & b}, primitive=True)
+binary("add", {"num": a + b, "bool": a | b}, primitive=True, self_type="Tensor|Scalar")
+binary("sub", {"num": a - b}, primitive=True, self_type="Tensor|Scalar")
+binary("mul", {"num": a * b, "bool": a & b}, primitive=True, self_type="Tensor|Scalar")
 _ZERO_DIV = Check(1, b == 0, ("sint", "uint"), "zero_div")
 binary("div", {"float": a / b}, primitive=True, checks=(_ZERO_DIV,),
-       signature="div(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor",
+       signature="div(Tensor|Scalar self, Tensor|Scalar other, *, str? rounding_mode=None) "
+                 "-> Tensor",
        modes={"rounding_mode": {
            "trunc": {"float": call("trunc", a / b), "int": call("idiv_trunc", a, b)},
            "floor": {"float": call("fdiv_floor", a, b), "int": call("idiv_floor", a, b)}}})
-binary("maximum", {"any": nan_max(a, b)}, primitive=True, variants=_NO_INPLACE)
-binary("minimum", {"any": nan_min(a, b)}, primitive=True, variants=_NO_INPLACE)
+binary("maximum", {"any": nan_max(a, b)}, primitive=True, variants=_NO_INPLACE,
+       other_type="Tensor")
+binary("minimum", {"any": nan_min(a, b)}, primitive=True, variants=_NO_INPLACE,
+       other_type="Tensor")
 binary("fmod", {"float": fmod(a, b), "int": call("imod", a, b)}, primitive=True,
        checks=(_ZERO_DIV,), doc="C's fmod: the result takes the dividend's sign")
 binary("pow", {"float": call("pow", a, b), "int": call("ipow", a, b)}, primitive=True,
+       self_type="Tensor|Scalar",
        checks=(Check(1, b < 0, ("sint",), "neg_pow"),), node=lambda ins: (
            "PowBackward1" if all(isinstance(v, C.TensorBase) for v in ins) else
            "PowBackward0" if isinstance(ins[0], C.TensorBase) else "PowBackward2"))
@@ -129,10 +137,11 @@ def _remainder(m):  # Python's %: the result takes the divisor's sign
 
 
 binary("remainder", {"float": _remainder(fmod(a, b)), "sint": _remainder(call("imod", a, b)),
-                     "uint": call("imod", a, b)}, checks=(_ZERO_DIV,))
+                     "uint": call("imod", a, b)}, checks=(_ZERO_DIV,),
+       self_type="Tensor|Scalar")
 
 binary("hypot", {"float": precise("hypot", (a, b), sqrt(a * a + b * b))},
-       doc="sqrt(a^2 + b^2) without overflow or underflow in the squares")
+       other_type="Tensor", doc="sqrt(a^2 + b^2) without overflow or underflow in the squares")
 binary("copysign", {"float": precise("copysign", (a, b), where(
     (b < 0) | ((b == 0) & (1 / b < 0)), -absolute(a), absolute(a)))},
        promotion="int_to_float", doc="|a| with b's sign bit (-0.0 counts as negative)")
@@ -143,29 +152,84 @@ for _n, _e in (("eq", a == b), ("lt", a < b)):
 for _n, _e in (("ne", a != b), ("le", a <= b), ("gt", a > b), ("ge", a >= b)):
     binary(_n, {"any": _e}, promotion="bool_out", differentiable=False)
 for _n, _e in (("bitwise_and", a & b), ("bitwise_or", a | b), ("bitwise_xor", a ^ b)):
-    binary(_n, {"integral": _e}, promotion="integral", primitive=True, differentiable=False)
+    binary(_n, {"integral": _e}, promotion="integral", primitive=True, differentiable=False,
+           self_type="Tensor|Scalar")
 for _n, _e in (("logical_and", a & b), ("logical_or", a | b), ("logical_xor", a ^ b)):
-    binary(_n, {"bool": _e}, promotion="logical", differentiable=False)
+    binary(_n, {"bool": _e}, promotion="logical", differentiable=False, other_type="Tensor")
 
 # ---- ternary -----------------------------------------------------------------------------------
 _c, _p, _q = inputs("cond", "a", "b", types={"cond": BOOL})
-ternary("where", "where(Tensor condition, Tensor self, Tensor other) -> Tensor",
-        {"any": where(_c, _p, _q)}, promotion="none", primitive=True, variants=_NO_INPLACE)
+ternary("where", "where(Tensor condition, Tensor|Scalar self, Tensor|Scalar other) -> Tensor",
+        {"any": where(_c, _p, _q)}, promotion="none", primitive=True, variants=_NO_INPLACE,
+        out_dtype="exact")
+
+
+def _is_t(v) -> bool:
+    return isinstance(v, C.TensorBase)
+
+
+def _lerp_meta(args, attrs):
+    """PyTorch's lerp: ``end``, and a weight tensor with dims, of ``self``'s dtype; a 0-d
+    weight joins type promotion (an int tensor with a 0-d float16 weight gives float16),
+    a number does not and converts to the compute type; floats only."""
+    x, end, w = args
+    if not _is_t(x):
+        return
+    for arg, v in (("end", end), ("weight", w)):
+        if _is_t(v) and (arg == "end" or v.shape) and v.dtype is not x.dtype:
+            raise RuntimeError(f"lerp(): expected dtype {O.CPP_TYPE_NAMES[x.dtype.name]} for "
+                               f"`{arg}` but got dtype {O.CPP_TYPE_NAMES[v.dtype.name]}")
+    rt = D.result_type(x, end, w) if _is_t(w) else x.dtype
+    if not rt.is_floating_point:
+        raise NotImplementedError(f"lerp(): \"lerp_kernel_{'tensor' if _is_t(w) else 'scalar'}"
+                                  f"\" not implemented for '{D.torch_name(rt)}' (lerp needs "
+                                  f"floating-point tensors)")
+    if not _is_t(w):
+        O.checked_scalar(w, x.dtype, opmath=True)
+
+
+def _addcmul_meta(args, attrs):
+    """``value`` converts into the type the kernel computes in (the dtype; float for
+    float16 and bfloat16)."""
+    v = attrs.get("value", 1)
+    if type(v) is int and -128 <= v <= 127:
+        return  # (every dtype holds it: uint8 wraps negatives)
+    if _is_t(args[0]) and args[0].dtype.is_floating_point and not abs(v) > 3.4e38:
+        return  # (a float result computes in float or double: both hold it, NaN included)
+    O.checked_scalar(v, D.result_type(*args), opmath=True)
+
+
+def _addcdiv_meta(args, attrs):
+    if all(_is_t(t) and not t.dtype.is_floating_point for t in args[1:]):
+        raise RuntimeError(
+            "addcdiv(): Integer division with addcdiv is no longer supported, and in a future "
+            "release addcdiv will perform a true division of tensor1 and tensor2. The historic "
+            "addcdiv behavior can be implemented as (input + value * ember.trunc(tensor1 / "
+            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    _addcmul_meta(args, attrs)
+
+
 _s, _e, _w = inputs("a", "b", "w")
 _d = _e - _s
-ternary("lerp", "lerp(Tensor self, Tensor end, Tensor weight) -> Tensor",
+ternary("lerp", "lerp(Tensor self, Tensor end, Tensor|Scalar weight) -> Tensor",
         {"float": where(absolute(_w) < 0.5, _s + _w * _d, _e - _d * (1 - _w))},
-        doc="exact at both ends: a + w (b - a) for |w| < 0.5, b - (b - a)(1 - w) above")
+        doc="exact at both ends: a + w (b - a) for |w| < 0.5, b - (b - a)(1 - w) above",
+        meta=_lerp_meta,  # a weight tensor with dims: one dtype for all (PyTorch's overloads)
+        out_dtype=lambda args: "exact" if _is_t(args[2]) and args[2].shape else "cast")
 _s, _t1, _t2 = inputs("a", "t1", "t2")
 ternary("addcmul",
         "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
-        {"num": _s + attr("value") * (_t1 * _t2)}, attrs={"value": 1})
+        {"num": _s + attr("value") * (_t1 * _t2)}, attrs={"value": 1}, meta=_addcmul_meta)
 ternary("addcdiv",
         "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
-        {"float": _s + attr("value") * (_t1 / _t2)}, attrs={"value": 1})
+        {"float": _s + attr("value") * (_t1 / _t2)}, attrs={"value": 1}, meta=_addcdiv_meta)
 _v, _lo, _hi = inputs("x", "lo", "hi")
 ternary("clamp", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
-        {"num": nan_min(nan_max(_v, _lo), _hi)}, doc="a NaN input or bound gives NaN")
+        {"num": nan_min(nan_max(_v, _lo), _hi)}, doc="a NaN input or bound gives NaN",
+        # number bounds: out= of the result's dtype; tensor bounds: any it casts to
+        out_dtype=lambda args: "cast" if any(map(_is_t, args[1:])) else "exact")
 
 
 # ---- composites: a body computed with tensor ops, unless given here -----------------------------

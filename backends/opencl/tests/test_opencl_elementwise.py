@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ember
-from ocl_helpers import FLOATS, INTS, N, T, layouts, np_dtype
+from ocl_helpers import DEV, FLOATS, INTS, N, T, layouts, np_dtype
 
 rng = np.random.default_rng(1)
 TOL = {ember.float32: 1e-5, ember.float64: 1e-12, ember.float16: 2e-3, ember.bfloat16: 2e-2}
@@ -91,7 +91,9 @@ def test_binary(op, dtype):
         close(N(f(ta, tb)), BINARY[op](a, b), dtype)
     # broadcasting: a row against the matrix, and a Python scalar
     close(N(f(T(a, dtype), T(b[:1], dtype))), BINARY[op](a, b[:1]), dtype)
-    close(N(f(T(a, dtype), 3)), BINARY[op](a, np.asarray(3, a.dtype)), dtype)
+    # (maximum/minimum take tensors only, as in PyTorch: a 0-d tensor there)
+    three = ember.tensor(3, dtype=dtype, device=DEV) if op in ("maximum", "minimum") else 3
+    close(N(f(T(a, dtype), three)), BINARY[op](a, np.asarray(3, a.dtype)), dtype)
 
 
 def test_division_modes():
