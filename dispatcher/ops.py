@@ -94,7 +94,7 @@ def composite_op(name, ins, attrs, outs, dev):
         if k is None:
             return o.composite(*ins, **attrs)
     res = tuple(C.empty(tuple(shape), dtype, dev) for shape, dtype in outs)
-    k(*res, *ins, **attrs)
+    launch(o, dev, k, *res, *ins, **attrs)
     return res[0] if len(res) == 1 else res
 
 
@@ -216,14 +216,20 @@ def run(o, dev, ins, attrs, shape, dtype, out=None):
             return out
     if out is None:
         out = C.empty(shape, dtype, dev)
+    launch(o, dev, k, out, *ins, **attrs)
+    return out
+
+
+def launch(o, dev, k, *args, **attrs):
+    """Call kernel ``k`` of op ``o``: a failed allocation of its scratch memory (C++
+    std::bad_alloc, a MemoryError) becomes ``OutOfMemoryError`` naming the op."""
     try:
-        k(out, *ins, **attrs)
+        k(*args, **attrs)
     except OutOfMemoryError:
         raise
-    except MemoryError as e:    # a kernel's scratch memory (C++ std::bad_alloc)
+    except MemoryError as e:
         raise C.host_out_of_memory(f"the scratch memory of {o.name}() on {dev}", None,
                                    e) from None
-    return out
 
 
 def _copy_same_device(dst, src):
@@ -793,14 +799,16 @@ def softmax_op(name, x, dim, dtype=None):
     if x.requires_grad and MODE.grad:
         return record(o, lambda: softmax_op(name, x, dim, dtype), (x,),
                       {"dim": dim, "dtype": dtype})
+    d = C.normalize_dim(dim, len(x.shape), name)  # a 0-d tensor takes -1 or 0 (PyTorch)
     if dtype is not None:
         x = cast(x, D.to_dtype(dtype))
     if not x.dtype.is_floating_point:
-        raise RuntimeError(f"{name}(): expected a floating-point input, got {_tn(x.dtype)} "
-                           f"(pass dtype=ember.float32 to convert)")
+        if C.numel(x.shape) == 0:  # PyTorch returns an empty non-float input as it is
+            return clone(x)
+        impl = "lastdim_kernel_impl" if d == max(len(x.shape) - 1, 0) else "kernel_impl"
+        raise NotImplementedError(f'"{name}_{impl}" not implemented for {_tn(x.dtype)!r}')
     if not x.shape:
         return _softmax0d(name, x, o)
-    d = C.normalize_dim(dim, len(x.shape), name)
     return run(o, x.device, (x,), {"dim": d}, x.shape, x.dtype)
 
 
@@ -816,9 +824,9 @@ def sort(x, dim=-1, descending=False, stable=False):
         return record(o, lambda: sort(x, dim, descending, stable), (x,),
                       {"dim": dim, "descending": descending, "stable": stable})
     nd = len(x.shape)
+    d = C.normalize_dim(dim, nd, "sort")  # a 0-d tensor takes -1 or 0 (PyTorch)
     if nd == 0:
         return clone(x), zeros((), D.int64, x.device)
-    d = C.normalize_dim(dim, nd, "sort")
     k = o.kernels.get(x.device.type)
     if k is None and o.composite is None:
         backend_for(x.device.type)
@@ -828,7 +836,7 @@ def sort(x, dim=-1, descending=False, stable=False):
     attrs = {"dim": d, "descending": bool(descending), "stable": bool(stable)}
     if k is None:
         return tuple(_no_kernel(o, x.device, [values, indices], (x,), attrs))
-    k(values, indices, x, **attrs)
+    launch(o, x.device, k, values, indices, x, **attrs)
     return values, indices
 
 
@@ -924,7 +932,7 @@ def max_pool(x, kernel, dilation, padding, stride, blocks):
         return o.composite(x, **attrs)
     values = C.empty(shape, x.dtype, x.device)
     indices = C.empty(shape, D.int64, x.device)
-    k(values, indices, x, **attrs)
+    launch(o, x.device, k, values, indices, x, **attrs)
     return values, indices
 
 
@@ -1033,7 +1041,7 @@ def scatter_(x, dim, index, src, reduce=None):
         if k is None:
             _no_kernel(o, x.device, [x], (d, index, src), {"reduce": reduce})
         else:
-            k(x, d, index, src, reduce=reduce)
+            launch(o, x.device, k, x, d, index, src, reduce=reduce)
     C.bump(x)
     return x
 
@@ -1046,7 +1054,7 @@ def nonzero(x):
     n = int(item(reduce("sum", elementwise("ne", x, 0))))
     out = C.empty((n, len(x.shape)), D.int64, x.device)
     if n:
-        k(out, x)
+        launch(o, x.device, k, out, x)
     return out
 
 

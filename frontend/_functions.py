@@ -22,6 +22,7 @@ from ember.dispatcher import views as V
 from ember.dispatcher.core import TensorBase
 from ember.dispatcher.defs import index as IX
 from ember.dispatcher.defs import linalg as LA
+from ember.dispatcher.defs import nn as NN
 from ember.dispatcher.defs import reduction as RD
 from ember.dispatcher.grad_mode import MODE
 from ember.dispatcher.schema import elementwise_ops, parse_signature
@@ -404,11 +405,13 @@ clip, clip_ = clamp, clamp_
 
 
 def relu(input):
-    """max(input, 0) (``torch.relu``)."""
-    return clamp(input, min=0)
+    """max(input, 0) (``torch.relu``); the gradient is 0 where ``input <= 0``."""
+    return NN.relu(input)
 
 
 def relu_(input):
+    if input.requires_grad and MODE.grad:  # the graph keeps a copy, not the overwritten one
+        return input.copy_(NN.relu(input.clone()))
     return clamp_(input, min=0)
 
 
@@ -520,6 +523,33 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """The sum with NaNs counted as zero."""
+    x = _t(input, "nansum")
+    if x.dtype.is_floating_point:
+        x = O.where(O.elementwise("isnan", x), 0, x)
+    return O.reduce("sum", x, dim, keepdim, dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """The mean of the non-NaN elements: ``nansum`` divided by their count, as PyTorch
+    computes it (NaN where every element is NaN)."""
+    x = _t(input, "nanmean")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {D.torch_name(x.dtype)}")
+    count = O.reduce("sum", O.elementwise("logical_not", O.elementwise("isnan", x)), dim,
+                     keepdim)
+    total = nansum(x, dim, keepdim, dtype=dtype)
+    if total.dtype in (D.float16, D.bfloat16):  # divided in float32, as PyTorch's half ops
+        return O.cast(O.elementwise("div", O.cast(total, D.float32), count), total.dtype)
+    return O.elementwise("div", total, count)
 
 
 def logsumexp(input, dim, keepdim=False):

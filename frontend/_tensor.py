@@ -858,7 +858,8 @@ _METHODS = (F.ELEMENTWISE + [
     "flip", "fliplr", "flipud", "roll", "tril", "triu", "matmul", "mm", "bmm", "mv", "dot",
     "outer", "addmm", "square", "count_nonzero", "isclose", "allclose", "equal", "take",
     "float_power", "multiply", "subtract", "divide", "true_divide", "negative", "absolute",
-    "greater", "greater_equal", "less", "less_equal", "not_equal", "argwhere", "var_mean",
+    "greater", "greater_equal", "less", "less_equal", "not_equal", "argwhere", "nansum",
+    "nanmean",
     "remainder", "fmod", "broadcast_to", "relu", "round", "pow"])
 _INPLACE = list(F.INPLACE) + ["add_", "sub_", "div_", "neg_", "floor_divide_", "clamp_",
                               "clip_", "scatter_", "scatter_add_", "index_add_",

@@ -1,4 +1,34 @@
+import glob
 import os
 
 # keep the suite deterministic and quiet about deprecation noise from the oracle
 os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+#: what ember's processes may leave in shared places if they die badly: DataLoader /
+#: multiprocessing temporaries, Open MPI shared-memory segments and session dirs, and
+#: ember.save's temporaries (``.NAME.<pid>.tmp``, which tests write under tmp_path)
+LEAK_PATTERNS = ("/dev/shm/sm_segment.*", "/dev/shm/vader_segment.*", "/tmp/pymp-*",
+                 "/tmp/ompi.*", "/tmp/prte.*", "/dev/shm/ember*", "/tmp/ember-*",
+                 "/dev/shm/sem.mp-*")
+
+
+def _shared_entries():
+    return {p for pat in LEAK_PATTERNS for p in glob.glob(pat)}
+
+
+def pytest_sessionstart(session):
+    session.config._ember_shared_before = _shared_entries()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The suite's own processes (workers killed on purpose, ranks that die) must leave
+    nothing behind in /dev/shm or /tmp: a leak fails the run."""
+    before = getattr(session.config, "_ember_shared_before", None)
+    if before is None or os.environ.get("EMBER_NO_LEAK_CHECK"):
+        return
+    leaked = sorted(_shared_entries() - before)
+    if leaked:
+        print(f"\nLEAK: the test run left {len(leaked)} entries in shared places: "
+              f"{leaked[:20]}")
+        if session.exitstatus == 0:
+            session.exitstatus = 1

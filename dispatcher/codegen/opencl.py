@@ -288,8 +288,9 @@ def render_class(cls: str, ops=None) -> str:
     for i, v in enumerate(ins):
         if v.value[2] == X.BOOL:
             lines.append(f"  const int x{i} = a{i}[off[{i + 1}]] != 0;")
-        else:
-            lines.append(f"  const C x{i} = LD(a{i}, off[{i + 1}]);")
+        else:  # a bool byte other than 0 / 1 reads as true (as in PyTorch)
+            lines += ["#if KIND == 0", f"  const C x{i} = (C)(LD(a{i}, off[{i + 1}]) != 0);",
+                      "#else", f"  const C x{i} = LD(a{i}, off[{i + 1}]);", "#endif"]
     lines += [f"  {'int' if out_bool else 'C'} r = 0;", "  switch (op) {"]
     call_args = ", ".join([f"x{i}" for i in range(n)])
     for o in ops:

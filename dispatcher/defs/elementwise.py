@@ -127,7 +127,9 @@ binary("fmod", {"float": fmod(a, b), "int": call("imod", a, b)}, primitive=True,
        checks=(_ZERO_DIV,), doc="C's fmod: the result takes the dividend's sign")
 binary("pow", {"float": call("pow", a, b), "int": call("ipow", a, b)}, primitive=True,
        self_type="Tensor|Scalar",
-       checks=(Check(1, b < 0, ("sint",), "neg_pow"),), node=lambda ins: (
+       # (a negative *tensor* exponent computes, as PyTorch: 1, -1 or 0; a negative Python
+       # number exponent of an integer tensor raises in the entry point)
+       node=lambda ins: (
            "PowBackward1" if all(isinstance(v, C.TensorBase) for v in ins) else
            "PowBackward0" if isinstance(ins[0], C.TensorBase) else "PowBackward2"))
 

@@ -480,10 +480,6 @@ def test_relu_gradient_at_zero_is_zero(device):
     assert np.signbit(y.detach().cpu().numpy()).tolist() == [False, False, True, False]
 
 
-@pytest.mark.xfail(strict=True, reason="ember.relu / Tensor.relu / relu_ (frontend/_functions.py) "
-                   "still compute clamp(min=0), whose gradient at 0 is 1; they should call "
-                   "ember.dispatcher.defs.nn.relu as nn.functional.relu does (reported, not "
-                   "this change's file)")
 @pytest.mark.parametrize("device", DEVICES)
 def test_ember_relu_function_and_method_gradient_at_zero_is_zero(device):
     for relu in (ember.relu, lambda t: t.relu(), lambda t: (t * 1).relu_()):

@@ -914,10 +914,15 @@ def test_large_int64_values_stay_exact(device):
 
 
 def test_integer_to_negative_integer_power_raises(device):
+    # PyTorch: a negative Python-number exponent of an integer tensor raises; a negative
+    # *tensor* exponent computes (1 for 1, +-1 for -1, else 0)
+    with pytest.raises(RuntimeError, match="negative"):
+        torch.tensor([2, 3]) ** -1
     with pytest.raises(RuntimeError, match="negative"):
         T([2, 3], device) ** -1
-    with pytest.raises(RuntimeError, match="negative"):
-        ember.pow(T([2, 3], device), T([1, -2], device))
+    base, exp = [2, -1, 1, 0, 3, -1, 5], [-1, -3, -2, -1, 2, -2, 0]
+    want = torch.pow(torch.tensor(base), torch.tensor(exp)).tolist()
+    check(ember.pow(T(base, device), T(exp, device)), want, ember.int64)
     check(T([2, 3], device) ** T([0, 3], device), [1, 27], ember.int64)
 
 

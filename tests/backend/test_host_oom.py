@@ -359,9 +359,6 @@ def test_everything_works_after_those_failures(paths_report):
     assert len(after) == 5 and all(v["ok"] for v in after.values()), after
 
 
-@pytest.mark.xfail(strict=True, reason="dispatcher/ops.py calls the sort and max_pool kernels "
-                   "directly (sort(), max_pool()), outside run(), so their scratch memory "
-                   "failing stays a plain MemoryError; the fix belongs there")
 @pytest.mark.parametrize("case", sorted(SCRATCH_OUTSIDE_RUN))
 def test_scratch_of_kernels_called_outside_run(paths_report, case):
     r = paths_report[case]
@@ -369,8 +366,6 @@ def test_scratch_of_kernels_called_outside_run(paths_report, case):
     assert SCRATCH_OUTSIDE_RUN[case] in r["message"], r
 
 
-@pytest.mark.xfail(strict=True, reason="dispatcher/ops.py calls the max_pool kernel directly, "
-                   "outside run(); the fix belongs there")
 def test_max_pool_scratch_running_out_is_out_of_memory(monkeypatch):
     """The CPU max_pool kernel needs no heap scratch, so a starving kernel is simulated."""
     def starving(*args, **kwargs):

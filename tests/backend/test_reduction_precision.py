@@ -74,6 +74,14 @@ def _gaps(request, op, device, test, dtype=None, case=None):
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"ember.{op} does not "
                                               f"exist yet"))
         return
+    if op == "nanmean" and test == "large" and dtype is not None and dtype.itemsize == 2 \
+            and request.node.callspec.params.get("dim") is not None:
+        # a deliberate difference: PyTorch's nanmean over a dim divides by the non-NaN count
+        # converted to the half type (70000 -> inf, so the mean is 0 or NaN); ember divides
+        # in float32, as PyTorch itself does for the full reduction
+        request.applymarker(pytest.mark.xfail(
+            strict=False, reason="PyTorch's half nanmean over a dim rounds the count to half"))
+        return
     if op == "cumprod" and device == "primcpu" and case in ("huge", "huge_2e19"):
         # stays: running products of float32 in float32 in the composite (Hillis-Steele
         # scan), where PyTorch's CPU scan accumulates in double: 1e30 * -1e30 is -inf

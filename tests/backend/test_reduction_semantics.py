@@ -176,17 +176,8 @@ ZERO_D = {
     "softmax": lambda x, d: x.softmax(d), "log_softmax": lambda x, d: x.log_softmax(d),
     "sort": lambda x, d: x.sort(d),
 }
-#: ops whose 0-d check lives in dispatcher/ops.py outside ``reduce`` (softmax_op, sort),
-#: where they take their 0-d shortcut before normalising dim (a pending change there)
-ZERO_D_PENDING = {"softmax", "log_softmax", "sort"}
-
-
 @pytest.mark.parametrize("op", list(ZERO_D))
-def test_zero_dim_tensors_take_dim_minus_one_or_zero(request, device, op):
-    if op in ZERO_D_PENDING:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "dispatcher/ops.py softmax_op / sort return early for 0-d input before "
-            "C.normalize_dim checks dim (not this change's file)")))
+def test_zero_dim_tensors_take_dim_minus_one_or_zero(device, op):
     fn = ZERO_D[op]
     xe, xt = _pair(2.5, "float32", device)
     for dim in (-2, -1, 0, 1):
@@ -194,8 +185,6 @@ def test_zero_dim_tensors_take_dim_minus_one_or_zero(request, device, op):
 
 
 # ---- softmax of integer tensors ----------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="dispatcher/ops.py softmax_op raises for every "
-                   "non-floating input (not this change's file)")
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
 def test_softmax_of_integer_tensors(device, op):
     """An empty integer tensor comes back as it is (its dtype); a non-empty one raises
@@ -259,8 +248,6 @@ BOOL_OPS = {
     "eq_true": lambda x: (x == True).to(_mod(x).int64),  # noqa: E712 - the op under test
 }
 #: elementwise ops on two bools compare their raw bytes (2 == True is False)
-ELEMENTWISE_PENDING = {"eq_true": "the generated elementwise kernels (built from "
-                       "dispatcher/defs/elementwise.py) read bool operands as raw bytes"}
 
 
 @pytest.fixture(scope="module")
@@ -275,9 +262,7 @@ def bool_bytes():
 
 
 @pytest.mark.parametrize("op", list(BOOL_OPS))
-def test_bool_bytes_other_than_0_and_1_count_as_true(request, device, bool_bytes, op):
-    if op in ELEMENTWISE_PENDING:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=ELEMENTWISE_PENDING[op]))
+def test_bool_bytes_other_than_0_and_1_count_as_true(device, bool_bytes, op):
     xt = torch.from_numpy(bool_bytes.copy().view(bool))
     xe = ember.from_numpy(bool_bytes.copy().view(bool)).to(device)
     raw = xe.cpu().numpy().view(np.uint8)

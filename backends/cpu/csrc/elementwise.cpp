@@ -17,6 +17,18 @@ namespace ember {
 struct CpuLoops {
   template <class T, class To, int... In, class F>
   static void launch(const char* op, const Tensor& out, const Tensor* ins, F f) {
+    if constexpr (std::is_same_v<T, bool>) {
+      // bool operands load as bytes and become bool here: a byte other than 0 / 1 (a bool
+      // tensor over foreign memory) reads as true, as in PyTorch
+      auto g = [f](auto... v) { return f(static_cast<bool>(v)...); };
+      launch_loads<uint8_t, To, In...>(op, out, ins, g);
+    } else {
+      launch_loads<T, To, In...>(op, out, ins, f);
+    }
+  }
+
+  template <class T, class To, int... In, class F>
+  static void launch_loads(const char* op, const Tensor& out, const Tensor* ins, F f) {
     if constexpr (sizeof...(In) == 1) {
       unary_op<To, operand_t<T, 0, In...>>(op, out, ins[0], f);
     } else if constexpr (sizeof...(In) == 2) {

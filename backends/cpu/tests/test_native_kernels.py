@@ -697,8 +697,10 @@ def test_int_pow():
     out = empty((4,), "int64")
     C.pow(out, a, b)
     np.testing.assert_array_equal(out.numpy(), [1024, -27, 1, 7 ** 20])
-    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
-        C.pow(out, a, tensor(np.array([1, -1, 1, 1], np.int64)))
+    # a negative exponent computes as PyTorch's integer pow: 1 / a truncated (1, +-1 or 0)
+    C.pow(out, tensor(np.array([2, -1, 1, -1], np.int64)), tensor(np.array([-1, -3, -2, -2],
+                                                                            np.int64)))
+    np.testing.assert_array_equal(out.numpy(), [0, -1, 1, 1])
 
 
 def test_maximum_nan():

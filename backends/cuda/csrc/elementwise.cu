@@ -22,6 +22,17 @@ struct MixedF {
   }
 };
 
+// A bool op's operands load as bytes and become bool here: a byte other than 0 / 1 (a
+// bool tensor over foreign memory) reads as true, as in PyTorch.
+template <class F>
+struct BoolLoads {
+  F f;
+  template <class... V>
+  __device__ auto operator()(V... v) const {
+    return f(static_cast<bool>(v)...);
+  }
+};
+
 // The loops of the generated kernels on the grid.
 struct CudaLoops {
   // the vectorised same-type launcher, or the strided one with each operand's own type
@@ -30,7 +41,9 @@ struct CudaLoops {
     constexpr int N = sizeof...(In);
     const Tensor* ts[N + 1] = {&out};
     for (int i = 0; i < N; ++i) ts[i + 1] = &ins[i];
-    if constexpr (std::is_same_v<To, T> && ((In == E_T) && ...)) {
+    if constexpr (std::is_same_v<T, bool>) {
+      strided<uint8_t, To, In...>(op, ts, BoolLoads<F>{f}, std::make_index_sequence<N>{});
+    } else if constexpr (std::is_same_v<To, T> && ((In == E_T) && ...)) {
       same_type_op<T, N>(op, ts, f);
     } else {
       strided<T, To, In...>(op, ts, f, std::make_index_sequence<N>{});

@@ -59,9 +59,9 @@ CASES = {
                   lambda: torch.remainder(torch.tensor([4, 5], dtype=torch.int32),
                                           torch.tensor([0, 1], dtype=torch.int32)),
                   "remainder(out: int32 [2], a: int32 [2], b: int32 [2])"),
-    "pow": (lambda: ember.pow(T([2, 3]), -1), lambda: torch.pow(torch.tensor([2, 3]), -1),
-            "pow(out: int64 [2], a: int64 [2], b: int64 [2])"),
 }
+# (integer pow by a negative Python number is refused before any kernel runs, as in
+# PyTorch; a negative tensor exponent computes: neither is a kernel error)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -78,7 +78,7 @@ def test_the_error_names_the_op_and_its_arguments(case):
 
 
 def test_messages_follow_pytorch():
-    for case in ("gather", "scatter_", "div floor", "pow"):
+    for case in ("gather", "scatter_", "div floor"):
         run, oracle, _ = CASES[case]
         etype, tmsg = torch_error(oracle)
         res = run()
@@ -86,7 +86,7 @@ def test_messages_follow_pytorch():
             sync()
         # PyTorch's sentence (the kernel cannot know every detail PyTorch prints)
         key = {"gather": "out of bounds", "scatter_": "out of bounds",
-               "div floor": "ZeroDivisionError", "pow": "negative integer powers"}[case]
+               "div floor": "ZeroDivisionError"}[case]
         assert key in tmsg and key in str(info.value), (tmsg, str(info.value))
         del res
 
