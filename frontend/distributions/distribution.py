@@ -67,6 +67,18 @@ class Distribution:
                         f"but found invalid values:\n{value}")
         super().__init__()
 
+    def _expanded(self, cls, batch_shape, _instance, params):
+        """``expand`` of a ``cls`` whose parameters are the tensor attributes ``params``
+        (those present are expanded to the new batch shape; views, no copies)."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = Size(batch_shape)
+        for name in params:
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(batch_shape))
+        super(cls, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def expand(self, batch_shape, _instance=None):
         """A new distribution with the batch dimensions expanded to ``batch_shape`` (views of
         the parameters; no copies)."""
