@@ -1,4 +1,5 @@
 import glob
+import multiprocessing
 import os
 
 # keep the suite deterministic and quiet about deprecation noise from the oracle
@@ -26,7 +27,9 @@ def pytest_sessionfinish(session, exitstatus):
     before = getattr(session.config, "_ember_shared_before", None)
     if before is None or os.environ.get("EMBER_NO_LEAK_CHECK"):
         return
-    leaked = sorted(_shared_entries() - before)
+    # (this process's own multiprocessing temp dir goes at interpreter exit, after us)
+    own = multiprocessing.current_process()._config.get("tempdir")
+    leaked = sorted(_shared_entries() - before - {own})
     if leaked:
         print(f"\nLEAK: the test run left {len(leaked)} entries in shared places: "
               f"{leaked[:20]}")
