@@ -209,6 +209,9 @@ def _conv_padding(padding, kernel, stride, dilation, nd):
 def _convnd(name, input, weight, bias, stride, padding, dilation, groups, nd):
     batched = _check_conv_input(name, input, weight, nd, groups, bias=bias)
     x = input if batched else input.unsqueeze(0)
+    if 0 in x.shape[2:] and x.shape[0] and x.shape[1]:
+        raise RuntimeError("Only zero batch or zero channel inputs are supported, but got "
+                           f"input shape: {list(x.shape)}")
     stride, dilation = _ntuple(nd)(stride), _ntuple(nd)(dilation)
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
