@@ -12,6 +12,7 @@ import numbers
 
 import ember
 from ember import Tensor
+from ember.nn.init import _erfinv
 
 __all__ = ["broadcast_all", "lazy_property", "logits_to_probs", "probs_to_logits", "clamp_probs",
            "lgamma", "digamma", "erfinv", "xlogy", "softplus", "cholesky", "solve_triangular",
@@ -175,25 +176,8 @@ def digamma(x: Tensor) -> Tensor:
 
 
 def erfinv(z: Tensor) -> Tensor:
-    """Inverse error function on (-1, 1): a rational first guess (Giles 2010), then Newton
-    steps on erf(y) = z, each of which doubles the number of correct digits."""
-    w = -ember.log((1.0 - z) * (1.0 + z))
-    central = w < 5.0
-    t = w - 2.5
-    p = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-              -0.00417768164, 0.246640727, 1.50140941):
-        p = p * t + c
-    s = ember.sqrt(w.clamp(min=5.0)) - 3.0
-    q = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-              0.00943887047, 1.00167406, 2.83297682):
-        q = q * s + c
-    y = ember.where(central, p, q) * z
-    scale = 2.0 / math.sqrt(math.pi)
-    for _ in range(3):
-        y = y - (ember.erf(y) - z) / (scale * ember.exp(-y * y))
-    return y
+    """Inverse error function on (-1, 1), to float64 accuracy (three Newton steps)."""
+    return _erfinv(z, newton_steps=3)
 
 
 # ---------------------------------------------------------------------------------------------

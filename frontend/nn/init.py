@@ -81,8 +81,9 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
         return tensor.normal_(mean, std, generator=generator)
 
 
-def _erfinv(z: Tensor) -> Tensor:
-    # Giles' single-precision approximation, then two Newton steps on erf(y) = z
+def _erfinv(z: Tensor, newton_steps: int = 2) -> Tensor:
+    """Inverse error function on (-1, 1): Giles' single-precision approximation, then
+    ``newton_steps`` Newton steps on erf(y) = z (each doubles the correct digits)."""
     w = -ember.log((1.0 - z) * (1.0 + z))
     small = w < 5.0
     ws = w - 2.5
@@ -97,7 +98,7 @@ def _erfinv(z: Tensor) -> Tensor:
         p_l = p_l * wl + c
     y = ember.where(small, p_s, p_l) * z
     two_over_sqrt_pi = 2.0 / math.sqrt(math.pi)
-    for _ in range(2):
+    for _ in range(newton_steps):
         y = y - (ember.erf(y) - z) / (two_over_sqrt_pi * ember.exp(-y * y))
     return y
 
