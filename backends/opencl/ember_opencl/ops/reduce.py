@@ -45,19 +45,28 @@ def _plan(dev, g):
     return "wg"
 
 
+def _line_args(name, out, x, dims, kinds):
+    """The checked launch arguments of a line reduction of ``x`` over ``dims`` into
+    ``out``: (device, out buffer, x buffer, geometry, dtype suffix); None when ``out`` is
+    empty (nothing to launch)."""
+    dev = dev_of(out)
+    check_same(name, out, x)
+    check_kind(name, dev, x.dtype, kinds)
+    if numel(out.shape) == 0:
+        return None
+    ob, oo = buf(out)
+    xb, xo = buf(x)
+    return dev, ob, xb, line_geom(name, x, out, tuple(dims), xo, oo), CTYPES[x.dtype.name].sfx
+
+
 def _reduce(name, kinds):
     code = OPCODES[name]
 
     def kernel(out, x, dims):
-        dev = dev_of(out)
-        check_same(name, out, x)
-        check_kind(name, dev, x.dtype, kinds)
-        if numel(out.shape) == 0:
+        args = _line_args(name, out, x, dims, kinds)
+        if args is None:
             return
-        ob, oo = buf(out)
-        xb, xo = buf(x)
-        g = line_geom(name, x, out, tuple(dims), xo, oo)
-        s = CTYPES[x.dtype.name].sfx
+        dev, ob, xb, g, s = args
         RL = reduce_local(dev)
         plan = _plan(dev, g)
         nout, nchunk = int(g[0]), int(g[7])
@@ -91,15 +100,10 @@ def _var_std(name):
     sq = np.int32(name == "std")
 
     def kernel(out, x, dims, correction=1):
-        dev = dev_of(out)
-        check_same(name, out, x)
-        check_kind(name, dev, x.dtype, FLOAT)
-        if numel(out.shape) == 0:
+        args = _line_args(name, out, x, dims, FLOAT)
+        if args is None:
             return
-        ob, oo = buf(out)
-        xb, xo = buf(x)
-        g = line_geom(name, x, out, tuple(dims), xo, oo)
-        s = CTYPES[x.dtype.name].sfx
+        dev, ob, xb, g, s = args
         # the correction reaches the kernel as its accumulator type (SACC)
         corr = np.float64(correction) if dev.fp64 else np.float32(correction)
         plan = _plan(dev, g)
