@@ -21,8 +21,12 @@ from ._creation import (tensor, as_tensor, from_numpy, from_dlpack, zeros, ones,
                         ones_like, full_like, empty_like, rand_like, randn_like, randint_like,
                         scalar_tensor)
 from ._threads import set_num_threads, get_num_threads
+from ._ops_reduce import *  # noqa: F401,F403
+from ._ops_shape import *  # noqa: F401,F403
+from ._ops_linalg import *  # noqa: F401,F403
+from ._ops_misc import *  # noqa: F401,F403
 from . import autograd, backends, nn, optim, utils
-from . import distributions
+from . import distributions, linalg, special
 from ._device_ns import cuda, opencl
 from .serialization import save, load
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,

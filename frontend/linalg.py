@@ -1,0 +1,4 @@
+"""``ember.linalg``: PyTorch's ``torch.linalg`` namespace."""
+from __future__ import annotations
+
+__all__: list = []

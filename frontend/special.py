@@ -1,0 +1,4 @@
+"""``ember.special``: PyTorch's ``torch.special`` namespace."""
+from __future__ import annotations
+
+__all__: list = []
