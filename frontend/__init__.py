@@ -25,6 +25,7 @@ from ._ops_reduce import *  # noqa: F401,F403
 from ._ops_shape import *  # noqa: F401,F403
 from ._ops_linalg import *  # noqa: F401,F403
 from ._ops_misc import *  # noqa: F401,F403
+from ._ops_nn import *  # noqa: F401,F403
 from . import autograd, backends, nn, optim, utils
 from . import distributions, linalg, special
 from ._device_ns import cuda, opencl
