@@ -1,0 +1,141 @@
+"""Run PyTorch code on ember without editing it: ``import torch`` gives ember.
+
+    python -m ember.as_torch script.py [args...]
+    python -m ember.as_torch -m package.module [args...]
+
+or, from Python, ``ember.as_torch.install()`` before the first ``import torch``.
+
+This is opt-in and meant for trying existing programs and registry packages written for
+PyTorch: ``torch`` and every ``torch.<sub>`` module resolve to ``ember`` and
+``ember.<sub>``. ``torch.__version__`` reads ``"<API level>+ember.<ember's version>"``: the
+PyTorch release whose public API ember follows, with ember's own version as the local label,
+so version checks in libraries see the API they are written against and the label says
+what is really running. A module ember does not have (``torch._C``, ``torch._dynamo``, ...)
+raises ``ModuleNotFoundError`` naming it. A real PyTorch imported before ``install()`` is
+left alone: installing then raises, since two libraries would answer to one name.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import runpy
+import sys
+import types
+
+import ember
+
+__all__ = ["install", "uninstall", "installed", "main", "TORCH_API_LEVEL"]
+
+TORCH_API_LEVEL = "2.13.0"  # the PyTorch release whose public API ember follows
+
+
+class _TorchModule(types.ModuleType):
+    """``torch``: ember's namespace under PyTorch's name (attribute reads and writes go to
+    ember, so ``torch.backends.cudnn.benchmark = True`` sets ember's flag)."""
+
+    def __getattr__(self, name):
+        try:
+            return getattr(ember, name)
+        except AttributeError:
+            raise AttributeError(f"module 'torch' (ember.as_torch) has no attribute {name!r}: "
+                                 f"ember does not provide torch.{name}") from None
+
+    def __setattr__(self, name, value):
+        if name.startswith("__"):
+            super().__setattr__(name, value)
+        else:
+            setattr(ember, name, value)
+
+    def __dir__(self):
+        return sorted(set(dir(ember)) | {"__version__"})
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self):
+        self._specs = {}
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" and not fullname.startswith("torch."):
+            return None
+        is_pkg = fullname == "torch" or hasattr(self._target(fullname), "__path__")
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=is_pkg)
+
+    @staticmethod
+    def _target(fullname):
+        if fullname == "torch":
+            return ember
+        name = "ember" + fullname[len("torch"):]
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name is not None and (e.name == name or name.startswith(e.name + ".")):
+                raise ModuleNotFoundError(
+                    f"No module named {fullname!r} (ember.as_torch maps torch.* to ember.*, "
+                    f"and ember has no {name!r})", name=fullname) from None
+            raise
+
+    def create_module(self, spec):
+        if spec.name == "torch":
+            mod = _TorchModule("torch", ember.__doc__)
+            mod.__version__ = f"{TORCH_API_LEVEL}+ember.{ember.__version__}"
+            mod.__path__ = list(getattr(ember, "__path__", []))
+            return mod
+        target = self._target(spec.name)
+        self._specs[id(target)] = (target.__spec__, getattr(target, "__loader__", None))
+        return target
+
+    def exec_module(self, module):
+        # the import system stamps the torch.* spec on the module it was handed: ember's
+        # modules keep their own
+        saved = self._specs.pop(id(module), None)
+        if saved is not None:
+            module.__spec__, module.__loader__ = saved
+
+
+_FINDER = _Finder()
+
+
+def installed() -> bool:
+    return _FINDER in sys.meta_path
+
+
+def install() -> None:
+    """Make ``import torch`` (and ``torch.<sub>``) give ember from now on."""
+    if installed():
+        return
+    real = sys.modules.get("torch")
+    if real is not None and not isinstance(real, _TorchModule):
+        raise RuntimeError("ember.as_torch.install(): PyTorch is already imported in this "
+                           "process; install the alias before anything imports torch")
+    sys.meta_path.insert(0, _FINDER)
+
+
+def uninstall() -> None:
+    """Remove the alias and forget the ``torch`` modules it handed out."""
+    if _FINDER in sys.meta_path:
+        sys.meta_path.remove(_FINDER)
+    for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+        mod = sys.modules[name]
+        if isinstance(mod, _TorchModule) or getattr(mod, "__name__", "").startswith("ember"):
+            del sys.modules[name]
+
+
+def main(argv=None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.split("\n\n")[1])
+        raise SystemExit(0 if argv else 2)
+    install()
+    if argv[0] == "-m":
+        if len(argv) < 2:
+            raise SystemExit("ember.as_torch: -m needs a module name")
+        sys.argv = argv[1:]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = argv
+        runpy.run_path(argv[0], run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()

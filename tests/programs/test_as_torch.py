@@ -1,0 +1,77 @@
+"""``python -m ember.as_torch``: unedited PyTorch code and PyTorch-based registry packages
+run on ember. Each check runs in a fresh interpreter, so the alias never meets the real torch
+the rest of the suite imports."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def _run(tmp_path, source, *args):
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(source))
+    return subprocess.run([sys.executable, "-m", "ember.as_torch", str(script), *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_import_torch_gives_ember(tmp_path):
+    r = _run(tmp_path, """
+        import sys
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader, TensorDataset
+        import ember
+        assert torch.Tensor is ember.Tensor and nn is ember.nn and F is ember.nn.functional
+        assert nn.__spec__.name == "ember.nn"      # ember's modules keep their own spec
+        assert torch.__version__.endswith("+ember." + ember.__version__)
+        assert sys.argv[1:] == ["--flag", "7"]
+        torch.backends_probe = 1                   # attribute writes reach ember
+        assert ember.backends_probe == 1
+        try:
+            import torch._C  # noqa: F401
+        except ModuleNotFoundError as e:
+            assert "torch._C" in str(e)
+        else:
+            raise AssertionError("torch._C imported")
+        print("ok")
+    """, "--flag", "7")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+def test_refuses_when_real_torch_is_loaded(tmp_path):
+    pytest.importorskip("torch")
+    script = tmp_path / "p.py"
+    script.write_text("import torch\nimport ember.as_torch as a\ntry:\n    a.install()\n"
+                      "except RuntimeError as e:\n    print('refused')\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.stdout.strip() == "refused", r.stderr
+
+
+def test_einops_runs_on_ember(tmp_path):
+    """einops (a registry package written against torch) rearranges ember tensors; the
+    values are checked against NumPy in the same program."""
+    pytest.importorskip("einops")
+    r = _run(tmp_path, """
+        import numpy as np
+        import torch
+        from einops import rearrange, reduce, repeat
+        from einops.layers.torch import Rearrange
+        a = np.arange(24.0).reshape(2, 3, 4)
+        x = torch.tensor(a)
+        np.testing.assert_array_equal(rearrange(x, "b c d -> b (d c)").numpy(),
+                                      a.transpose(0, 2, 1).reshape(2, 12))
+        np.testing.assert_array_equal(reduce(x, "b c d -> b", "max").numpy(), a.max((1, 2)))
+        assert repeat(x[0, 0], "d -> d n", n=3).shape == (4, 3)
+        m = torch.nn.Sequential(Rearrange("b c d -> b (c d)"), torch.nn.Linear(12, 2))
+        assert m(x.float()).shape == (2, 2)
+        print("ok")
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
