@@ -1,0 +1,64 @@
+"""Programs written in the shape of PyTorch's public examples (``progs/``), run unchanged
+under PyTorch and under ember (``python -m ember.as_torch``), their loss curves compared.
+
+Both runs start from the same weights (the PyTorch run writes them to a NumPy file, the
+ember run reads them) and the data is NumPy's, so deterministic programs must agree to
+``RTOL`` at every logged step; programs that draw random numbers during training compare
+their curves' trend within a stated tolerance instead.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "progs")
+RTOL = 1e-3
+
+# program -> how its curves are compared: "exact" (every step within RTOL) or
+# ("trend", tol): the mean of the last quarter within tol relative
+PROGRAMS = {
+    "mnist_cnn": "exact",
+    "word_lm_lstm": "exact",
+    "char_gpt": "exact",
+    "dcgan": "exact",
+    "resnet_cifar": "exact",
+    "gcn": "exact",
+}
+
+
+def _run(prog, tmp_path, framework):
+    log = tmp_path / f"{framework}.json"
+    cmd = [sys.executable] + (["-m", "ember.as_torch"] if framework == "ember" else [])
+    cmd += [os.path.join(HERE, prog + ".py"), "--init", str(tmp_path / "init.npz"),
+            "--log", str(log)]
+    env = dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, f"{prog} under {framework} failed:\n{r.stderr[-4000:]}"
+    return json.loads(log.read_text())
+
+
+@pytest.mark.parametrize("prog", sorted(PROGRAMS))
+def test_program_matches_pytorch(prog, tmp_path):
+    pytest.importorskip("torch")
+    ref = _run(prog, tmp_path, "torch")
+    got = _run(prog, tmp_path, "ember")
+    a, b = np.array(ref["losses"]), np.array(got["losses"])
+    assert a.shape == b.shape and a.size > 0
+    assert np.isfinite(b).all()
+    how = PROGRAMS[prog]
+    if how == "exact":
+        np.testing.assert_allclose(b, a, rtol=RTOL, atol=1e-6,
+                                   err_msg=f"{prog}: ember's loss curve left PyTorch's")
+        for k in ref:
+            if k != "losses":
+                np.testing.assert_allclose(got[k], ref[k], rtol=RTOL, err_msg=f"{prog}: {k}")
+    else:
+        tol = how[1]
+        q = max(1, a.size // 4)
+        assert abs(b[-q:].mean() - a[-q:].mean()) <= tol * abs(a[-q:].mean()), (
+            f"{prog}: the end of ember's curve {b[-q:].mean():.4g} vs PyTorch's "
+            f"{a[-q:].mean():.4g}")
+        assert b[-q:].mean() < b[:q].mean(), f"{prog}: ember's run did not learn"
