@@ -20,7 +20,10 @@ from .modules.utils import _no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_",
-           "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_"]
+           "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_",
+           # deprecated spellings (warn, then call the underscore version)
+           "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
@@ -250,3 +253,56 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
             zero_indices = ember.randperm(rows, generator=generator)[:num_zeros]
             tensor[zero_indices, col_idx] = 0
     return tensor
+
+
+# PyTorch's private helpers that libraries reach for (``_no_grad_trunc_normal_`` in model
+# zoos): the public functions already run without recording gradients
+def _no_grad_uniform_(tensor: Tensor, a: float, b: float, generator=None) -> Tensor:
+    return uniform_(tensor, a, b, generator)
+
+
+def _no_grad_normal_(tensor: Tensor, mean: float, std: float, generator=None) -> Tensor:
+    return normal_(tensor, mean, std, generator)
+
+
+def _no_grad_trunc_normal_(tensor: Tensor, mean: float, std: float, a: float, b: float,
+                           generator=None) -> Tensor:
+    return trunc_normal_(tensor, mean, std, a, b, generator)
+
+
+def _no_grad_fill_(tensor: Tensor, val: float) -> Tensor:
+    return constant_(tensor, val)
+
+
+def _no_grad_zero_(tensor: Tensor) -> Tensor:
+    return zeros_(tensor)
+
+
+def _make_deprecate(meth):
+    """The pre-0.4 spelling without the trailing underscore: warns, then calls ``meth``."""
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__doc__ = (f"{old_name}(...)\n\nDeprecated in favor of "
+                               f"``nn.init.{new_name}``, which it calls after a warning.")
+    deprecated_init.__name__ = old_name
+    deprecated_init.__qualname__ = old_name
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)

@@ -4,7 +4,8 @@ PyTorch's parameter names (``weight_ih_l0``, ``bias_hh_l1_reverse``, ...), gate 
 initialisation U(-1/sqrt(hidden), 1/sqrt(hidden)).
 
 The input projection of a whole sequence is one matmul; only the recurrence loops over
-time steps.
+time steps. A ``PackedSequence`` input (``nn.utils.rnn``) runs each sequence only over
+its own length and returns a ``PackedSequence`` and each sequence's last valid state.
 
 >>> import ember, ember.nn as nn
 >>> lstm = nn.LSTM(10, 20, num_layers=2)
@@ -24,6 +25,7 @@ from ember import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -168,13 +170,15 @@ class RNNBase(Module):
         return s.format(**self.__dict__)
 
     # ---- checks -------------------------------------------------------------------------
-    def _check_input(self, input):
+    def _check_input(self, input, packed_dims=False):
         w = self._flat_weights[0]
         if input.dtype is not w.dtype:
             raise ValueError(f"RNN input dtype (ember.{input.dtype.name}) does not match weight "
                              f"dtype (ember.{w.dtype.name}). Convert input: "
                              f"input.to(ember.{w.dtype.name}), or convert model: "
                              f"model.to(ember.{input.dtype.name})")
+        if packed_dims and input.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {input.dim()}")
         if self.input_size != input.size(-1):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.size(-1)}")
@@ -200,33 +204,77 @@ class RNNBase(Module):
         return input, is_batched                       # input is (L, N, H_in) now
 
     # ---- the layer loop -----------------------------------------------------------------
-    def _run(self, x, h0, c0=None):
-        """x (L, N, H_in); h0/c0 (layers * dirs, N, H). Returns output, h_n, c_n."""
+    def _direction(self, gi_all, h0, c0, weights, offsets, sizes, reverse):
+        """One direction of one layer over all steps.
+
+        ``gi_all`` is the input projection of every step; step ``t`` uses rows
+        ``offsets[t]:offsets[t] + sizes[t]`` of it when packed (``offsets`` not None), else
+        ``gi_all[t]``. Packed batches shrink over time (sequences sorted by length), so the
+        forward pass sets a finished sequence's final state aside, and the reverse pass
+        brings a sequence in (from ``h0``/``c0``) at its last valid step.
+        """
+        w_hh, b_hh, w_hr = weights["weight_hh"], weights.get("bias_hh"), weights.get("weight_hr")
+        steps = len(sizes)
+        h, c = h0, c0
+        if offsets is not None:
+            first = sizes[-1] if reverse else sizes[0]
+            h = h0[:first]
+            c = c0[:first] if c0 is not None else None
+        finished_h, finished_c = [], []
+        seq = [None] * steps
+        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            if offsets is None:
+                gi = gi_all[t]
+            else:
+                n = sizes[t]
+                gi = gi_all[offsets[t]:offsets[t] + n]
+                have = h.shape[0]
+                if n < have:                        # forward: sequences ended before t
+                    finished_h.insert(0, h[n:])
+                    h = h[:n]
+                    if c is not None:
+                        finished_c.insert(0, c[n:])
+                        c = c[:n]
+                elif n > have:                      # reverse: sequences whose last step is t
+                    h = ember.cat([h, h0[have:n]], 0)
+                    if c is not None:
+                        c = ember.cat([c, c0[have:n]], 0)
+            if self.mode == "LSTM":
+                h, c = _lstm_step(gi, h, c, w_hh, b_hh, w_hr)
+            elif self.mode == "GRU":
+                h = _gru_step(gi, h, w_hh, b_hh)
+            else:
+                h = _rnn_step(self.mode, gi, h, w_hh, b_hh)
+            seq[t] = h
+        if finished_h:
+            h = ember.cat([h] + finished_h, 0)
+            if c is not None:
+                c = ember.cat([c] + finished_c, 0)
+        out = ember.stack(seq, 0) if offsets is None else ember.cat(seq, 0)
+        return out, h, c
+
+    def _run(self, x, h0, c0=None, batch_sizes=None):
+        """x (L, N, H_in), or the packed data (sum(batch_sizes), H_in) with ``batch_sizes``
+        a list; h0/c0 (layers * dirs, N, H). Returns output (same layout as x), h_n, c_n."""
         dirs = 2 if self.bidirectional else 1
-        steps = x.shape[0]
+        if batch_sizes is None:
+            sizes, offsets = [x.shape[1]] * x.shape[0], None
+        else:
+            sizes, offsets, total = batch_sizes, [], 0
+            for n in sizes:
+                offsets.append(total)
+                total += n
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
                 names = self._all_weights[layer * dirs + d]
                 p = {n.split("_l")[0]: getattr(self, n) for n in names}
-                w_ih, w_hh = p["weight_ih"], p["weight_hh"]
-                b_ih, b_hh = p.get("bias_ih"), p.get("bias_hh")
-                gi_all = _linear(x, w_ih, b_ih)          # (L, N, G): one matmul per layer
-                h = h0[layer * dirs + d]
-                c = c0[layer * dirs + d] if c0 is not None else None
-                seq = [None] * steps
-                order = range(steps) if d == 0 else range(steps - 1, -1, -1)
-                for t in order:
-                    gi = gi_all[t]
-                    if self.mode == "LSTM":
-                        h, c = _lstm_step(gi, h, c, w_hh, b_hh, p.get("weight_hr"))
-                    elif self.mode == "GRU":
-                        h = _gru_step(gi, h, w_hh, b_hh)
-                    else:
-                        h = _rnn_step(self.mode, gi, h, w_hh, b_hh)
-                    seq[t] = h
-                outs.append(ember.stack(seq, 0))
+                gi_all = _linear(x, p["weight_ih"], p.get("bias_ih"))  # one matmul per layer
+                k = layer * dirs + d
+                out, h, c = self._direction(gi_all, h0[k], c0[k] if c0 is not None else None,
+                                            p, offsets, sizes, reverse=d == 1)
+                outs.append(out)
                 h_n.append(h)
                 if c is not None:
                     c_n.append(c)
@@ -242,8 +290,31 @@ class RNNBase(Module):
             out = out.squeeze(0 if self.batch_first else 1)
         return out
 
-    def _forward_one_state(self, name: str, input: Tensor, hx: Tensor | None):
+    def _unpack(self, packed):
+        """Check a PackedSequence input as PyTorch's ``check_input`` does; returns its data
+        and batch sizes (a list)."""
+        data = packed.data
+        self._check_input(data, packed_dims=True)
+        return data, packed.batch_sizes.tolist()
+
+    @staticmethod
+    def _permute(hx, permutation):
+        return hx if permutation is None else hx.index_select(1, permutation)
+
+    def _forward_one_state(self, name: str, input, hx: Tensor | None):
         """RNN and GRU forward: one hidden state (LSTM has two)."""
+        if isinstance(input, PackedSequence):
+            data, batch_sizes = self._unpack(input)
+            expected = self._expected_hidden(batch_sizes[0], self.hidden_size)
+            if hx is None:
+                hx = ember.zeros(expected, dtype=data.dtype, device=data.device)
+            else:
+                hx = self._permute(hx, input.sorted_indices)
+            self._check_hidden(hx, expected)
+            out, h_n, _ = self._run(data, hx, batch_sizes=batch_sizes)
+            return (PackedSequence(out, input.batch_sizes, input.sorted_indices,
+                                   input.unsorted_indices),
+                    self._permute(h_n, input.unsorted_indices))
         x, is_batched = self._prepare(name, input)
         if hx is not None:
             if is_batched and hx.dim() != 3:
@@ -284,7 +355,7 @@ class RNN(RNNBase):
                              "or 'relu'.")
         super().__init__(mode, *args, **kwargs)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None):
+    def forward(self, input, hx: Tensor | None = None):
         return self._forward_one_state("RNN", input, hx)
 
 
@@ -295,14 +366,22 @@ class LSTM(RNNBase):
     def __init__(self, *args, **kwargs):
         super().__init__("LSTM", *args, **kwargs)
 
-    def forward(self, input: Tensor, hx=None):
-        x, is_batched = self._prepare("LSTM", input)
+    def forward(self, input, hx=None):
+        packed = isinstance(input, PackedSequence)
+        if packed:
+            x, batch_sizes = self._unpack(input)
+            batch, is_batched = batch_sizes[0], True
+        else:
+            x, is_batched = self._prepare("LSTM", input)
+            batch, batch_sizes = x.shape[1], None
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
-        exp_h = self._expected_hidden(x.shape[1], real_hidden)
-        exp_c = self._expected_hidden(x.shape[1], self.hidden_size)
+        exp_h = self._expected_hidden(batch, real_hidden)
+        exp_c = self._expected_hidden(batch, self.hidden_size)
         if hx is None:
             h0 = ember.zeros(exp_h, dtype=x.dtype, device=x.device)
             c0 = ember.zeros(exp_c, dtype=x.dtype, device=x.device)
+        elif packed:
+            h0, c0 = (self._permute(h, input.sorted_indices) for h in hx)
         else:
             h0, c0 = hx
             if is_batched:
@@ -316,7 +395,12 @@ class LSTM(RNNBase):
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
         self._check_hidden(h0, exp_h, "Expected hidden[0] size {}, got {}")
         self._check_hidden(c0, exp_c, "Expected hidden[1] size {}, got {}")
-        out, h_n, c_n = self._run(x, h0, c0)
+        out, h_n, c_n = self._run(x, h0, c0, batch_sizes)
+        if packed:
+            return (PackedSequence(out, input.batch_sizes, input.sorted_indices,
+                                   input.unsorted_indices),
+                    (self._permute(h_n, input.unsorted_indices),
+                     self._permute(c_n, input.unsorted_indices)))
         if not is_batched:
             h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
         return self._finish(out, is_batched), (h_n, c_n)
@@ -330,7 +414,7 @@ class GRU(RNNBase):
             raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         super().__init__("GRU", *args, **kwargs)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None):
+    def forward(self, input, hx: Tensor | None = None):
         return self._forward_one_state("GRU", input, hx)
 
 

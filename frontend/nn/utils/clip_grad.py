@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import types
 import warnings
 
 import ember
@@ -63,7 +64,14 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     >>> float(nn.utils.clip_grad_norm_([p], 1.0))
     6.0
     """
-    params = _tensors(parameters)
+    if isinstance(parameters, Tensor):
+        params = [parameters]
+    else:
+        is_generator = isinstance(parameters, types.GeneratorType)
+        params = list(parameters)
+        if is_generator and not params:
+            warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.",
+                          stacklevel=2)
     grads = [p.grad for p in params if p.grad is not None]
     total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(params, max_norm, total, foreach)
