@@ -62,20 +62,42 @@ def _dt(dtype, default=None):
     return D.to_dtype(dtype) if dtype is not None else (default or D.get_default_dtype())
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, out=None, **_):
-    d = _dt(dtype)
+def _size_arg(size, kwargs, op):
+    """The size of a creation function: its varargs, or ``size=`` as a keyword (PyTorch
+    takes either, never both)."""
+    if "size" in kwargs:
+        if size:
+            raise TypeError(f"{op}() got multiple values for argument 'size'")
+        return (kwargs.pop("size"),)
+    return size
+
+
+def _out_result(res, out, op):
+    if out is None:
+        return res
+    return O.copy_(O._resize_out(op, out, res.shape), res)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
+    d = _dt(dtype if dtype is not None or out is None else out.dtype)
+    size = _size_arg(size, kw, "empty")
+    if out is not None:
+        return O._resize_out("empty", out, _shape(size, "empty", d))
     return _finish(C.empty(_shape(size, "empty", d), d, to_device(device)), requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, **_):
-    d = _dt(dtype)
-    return _finish(O.zeros(_shape(size, "zeros", d), d, to_device(device)), requires_grad)
+def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
+    d = _dt(dtype if dtype is not None or out is None else out.dtype)
+    shape = _shape(_size_arg(size, kw, "zeros"), "zeros", d)
+    return _out_result(_finish(O.zeros(shape, d, to_device(device)), requires_grad), out,
+                       "zeros")
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, **_):
-    d = _dt(dtype)
-    return _finish(O.full(_shape(size, "ones", d), True if d is D.bool_ else 1, d,
-                          to_device(device)), requires_grad)
+def ones(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
+    d = _dt(dtype if dtype is not None or out is None else out.dtype)
+    shape = _shape(_size_arg(size, kw, "ones"), "ones", d)
+    return _out_result(_finish(O.full(shape, True if d is D.bool_ else 1, d,
+                                      to_device(device)), requires_grad), out, "ones")
 
 
 def fill_scalar(value, dtype, op, numel, device):
@@ -88,13 +110,70 @@ def fill_scalar(value, dtype, op, numel, device):
                         check_reduced_floats=numel != 1 or device.type != "cpu")
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, **_):
     if isinstance(fill_value, TensorBase):
         fill_value = fill_value.item()
     d = D.dtype_of_scalar(fill_value) if dtype is None else D.to_dtype(dtype)
     shape, dev = _shape((size,), "full", d), to_device(device)
     value = fill_scalar(fill_value, d, "full", C.numel(shape), dev)
-    return _finish(O.full(shape, value, d, dev), requires_grad)
+    return _out_result(_finish(O.full(shape, value, d, dev), requires_grad), out, "full")
+
+
+# ---- layouts and memory formats -------------------------------------------------------------
+class layout:
+    """A tensor's memory layout (``torch.layout``): ember has dense ``strided`` tensors."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"ember.{self.name}"
+
+
+class memory_format:
+    """A memory format name (``torch.memory_format``), as ``contiguous()``, ``clone()`` and
+    the ``*_like`` functions take it."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"ember.{self.name}"
+
+
+strided = layout("strided")
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+
+
+def channels_last_strides(shape, fmt):
+    """The strides of ``shape`` in a channels-last format (NHWC / NDHWC order)."""
+    nd = len(shape)
+    if fmt is channels_last and nd != 4:
+        raise RuntimeError("required rank 4 tensor to use channels_last format")
+    if fmt is channels_last_3d and nd != 5:
+        raise RuntimeError("required rank 5 tensor to use channels_last_3d format")
+    order = [0] + list(range(2, nd)) + [1]  # outermost to innermost
+    strides = [0] * nd
+    step = 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def _empty_in_format(shape, dtype, device, fmt):
+    """An uninitialised tensor in ``fmt`` (contiguous unless a channels-last format)."""
+    if fmt is None or fmt is contiguous_format or fmt is preserve_format:
+        return C.empty(tuple(shape), dtype, device)
+    if fmt not in (channels_last, channels_last_3d):
+        raise TypeError(f"argument 'memory_format' must be ember.memory_format, not "
+                        f"{type(fmt).__name__}")
+    stride = channels_last_strides(tuple(shape), fmt)
+    base = C.empty((C.numel(shape),), dtype, device)
+    return C.new_tensor(base._storage, tuple(shape), stride, 0, dtype, device, base._vc)
 
 
 def _like(x, dtype, device):
@@ -102,18 +181,27 @@ def _like(x, dtype, device):
             to_device(device) if device is not None else x.device)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               **_):
     d, dev = _like(input, dtype, device)
-    return _finish(C.empty(input.shape, d, dev), requires_grad)
+    return _finish(_empty_in_format(input.shape, d, dev, memory_format), requires_grad)
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               **_):
     d, dev = _like(input, dtype, device)
+    if memory_format in (channels_last, channels_last_3d):
+        return _finish(O.fill_(_empty_in_format(input.shape, d, dev, memory_format), 0),
+                       requires_grad)
     return _finish(O.zeros(input.shape, d, dev), requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              **_):
     d, dev = _like(input, dtype, device)
+    if memory_format in (channels_last, channels_last_3d):
+        return _finish(O.fill_(_empty_in_format(input.shape, d, dev, memory_format), 1),
+                       requires_grad)
     return _finish(O.full(input.shape, 1, d, dev), requires_grad)
 
 
@@ -198,31 +286,58 @@ def _gen(generator, device):
     return generator if generator is not None else default_generator(device)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **_):
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, **kw):
     dev, d = to_device(device), _dt(dtype)
-    t = C.empty(_shape(size, "rand", d), d, dev)
-    return _finish(O.random_(t, "uniform", 0.0, 1.0, _gen(generator, dev)), requires_grad)
+    t = C.empty(_shape(_size_arg(size, kw, "rand"), "rand", d), d, dev)
+    res = _finish(O.random_(t, "uniform", 0.0, 1.0, _gen(generator, dev)), requires_grad)
+    return _out_result(res, out, "rand")
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **_):
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None,
+          **kw):
     dev, d = to_device(device), _dt(dtype)
-    t = C.empty(_shape(size, "randn", d), d, dev)
-    return _finish(O.random_(t, "normal", 0.0, 1.0, _gen(generator, dev)), requires_grad)
+    t = C.empty(_shape(_size_arg(size, kw, "randn"), "randn", d), d, dev)
+    res = _finish(O.random_(t, "normal", 0.0, 1.0, _gen(generator, dev)), requires_grad)
+    return _out_result(res, out, "randn")
 
 
-def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, **_):
-    if size is None:  # randint(high, size)
-        low, high, size = 0, low, high
+def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, device=None,
+            requires_grad=False, out=None, **_):
+    """Integers uniform in ``[low, high)``: ``randint(high, size)``,
+    ``randint(low, high, size)``, or any of them as keywords (PyTorch's overloads)."""
+    args = list(args)
+    if len(args) > 3:
+        raise TypeError(f"randint() takes at most 3 positional arguments ({len(args)} given)")
+    if len(args) == 3:
+        low, high, size = args
+    elif len(args) == 2:
+        if size is not None or high is not None:
+            low, high = args if high is None else (args[0], high)
+            if size is None:
+                size = args[1]
+        else:
+            high, size = args
+    elif len(args) == 1:
+        if high is not None:
+            low = args[0]
+        else:
+            high = args[0]
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
+    if high is None:
+        raise TypeError("randint() missing required argument 'high'")
+    low = 0 if low is None else low
     dev, d = to_device(device), _dt(dtype, D.int64)
-    return CP.randint(int(low), int(high), _shape((size,), "randint", d), _gen(generator, dev),
-                      d, dev)
+    res = CP.randint(int(low), int(high), _shape((size,), "randint", d), _gen(generator, dev),
+                     d, dev)
+    return _out_result(_finish(res, requires_grad), out, "randint")
 
 
-def randperm(n, *, generator=None, dtype=None, device=None, **_):
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None,
+             **_):
     dev = to_device(device)
-    return CP.randperm(int(n), _gen(generator, dev), _dt(dtype, D.int64), dev)
+    res = CP.randperm(int(n), _gen(generator, dev), _dt(dtype, D.int64), dev)
+    return _out_result(_finish(res, requires_grad), out, "randperm")
 
 
 # ---- from Python data and NumPy ---------------------------------------------------

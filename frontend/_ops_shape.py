@@ -1,5 +1,1357 @@
-"""ember's top-level functions and Tensor methods: shape (see frontend/__init__.py)."""
+"""ember's top-level functions and Tensor methods: shape (see frontend/__init__.py).
+
+PyTorch's indexing, shape, creation, random and legacy API: the ops compute in the
+dispatcher's definitions (``defs/index.py``, ``defs/copy.py``); these are their public
+forms with PyTorch's argument handling.
+
+>>> ember.tile(ember.arange(3), (2,)).tolist()
+[0, 1, 2, 0, 1, 2]
+"""
 from __future__ import annotations
+
+import builtins
+import numbers
+import operator
+import warnings
+
+import numpy as np
+
+from ember.dispatcher import core as C
+from ember.dispatcher import dtypes as D
+from ember.dispatcher import ops as O
+from ember.dispatcher import views as V
+from ember.dispatcher.core import TensorBase
+from ember.dispatcher.defs import copy as CP
+from ember.dispatcher.defs import index as IX
+from ember.dispatcher.device import to_device
+from ember.dispatcher.grad_mode import MODE, below_autograd
+
+from . import _creation as K
+from . import _views as VW
+
+E = O.elementwise
 
 __all__: list = []          # names exported as ember.<name>
 TENSOR_METHODS: dict = {}   # name -> function (or property) installed on ember.Tensor
+
+
+def _export(*names):
+    __all__.extend(names)
+
+
+def _method(*names):
+    """Decorator: also install ``fn`` as the Tensor methods ``names`` (default: its name)."""
+    def deco(fn):
+        for n in names or (fn.__name__,):
+            TENSOR_METHODS[n] = fn
+        return fn
+    return deco
+
+
+def _t(x, op, arg="input"):
+    if not isinstance(x, TensorBase):
+        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _inplace(self, op, res):
+    """Write an out-of-place result back into ``self`` (the in-place forms)."""
+    C.check_writable(self, op)
+    if tuple(res.shape) != tuple(self.shape):
+        raise RuntimeError(f"{op}(): output with shape {C.shape_str(self.shape)} doesn't match "
+                           f"the broadcast shape {C.shape_str(res.shape)}")
+    return O.copy_(self, res)
+
+
+# ---- layouts and memory formats (defined with the creation functions that take them) ------
+layout, memory_format = K.layout, K.memory_format
+strided, contiguous_format, preserve_format = K.strided, K.contiguous_format, K.preserve_format
+channels_last, channels_last_3d = K.channels_last, K.channels_last_3d
+channels_last_strides = K.channels_last_strides
+_export("layout", "memory_format", "strided", "contiguous_format", "channels_last",
+        "channels_last_3d", "preserve_format")
+
+
+def in_memory_format(x, fmt):
+    """``x`` laid out in ``fmt`` (a copy unless it already is)."""
+    if fmt is None or fmt is contiguous_format:
+        return O.contiguous(x)
+    if fmt is preserve_format:
+        if C.is_contiguous(x):
+            return x
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if fmt not in (channels_last, channels_last_3d):
+        raise TypeError(f"contiguous(): argument 'memory_format' must be ember.memory_format, "
+                        f"not {type(fmt).__name__}")
+    if is_in_format(x, fmt):
+        return x
+    return O.copy_(K.empty_like(x, memory_format=fmt), x)
+
+
+def is_in_format(x, fmt):
+    """Whether ``x``'s strides are those of ``fmt`` (size-1 dims may have any stride)."""
+    if fmt is None or fmt is contiguous_format or fmt is preserve_format:
+        return C.is_contiguous(x)
+    if fmt not in (channels_last, channels_last_3d):
+        raise RuntimeError(f"is_contiguous(): unsupported memory format {fmt!r}")
+    strides = channels_last_strides(x.shape, fmt)
+    return all(st == s or n == 1 for st, s, n in zip(x._stride, strides, x.shape))
+
+
+# ---- properties and predicates ---------------------------------------------------------
+def _false(self) -> bool:
+    return False
+
+
+for _n in ("is_sparse", "is_quantized", "is_mkldnn", "is_nested", "is_sparse_csr"):
+    TENSOR_METHODS[_n] = property(_false)
+for _n in ("is_meta", "is_mps", "is_xpu", "is_ipu", "is_mtia", "is_maia", "is_vulkan",
+           "is_xla"):
+    TENSOR_METHODS[_n] = property(lambda self, _type=_n[3:]: self.device.type == _type)
+del _n
+
+TENSOR_METHODS["layout"] = property(lambda self: strided)
+TENSOR_METHODS["output_nr"] = property(lambda self: 0)
+
+
+@_method()
+def is_complex(input) -> bool:
+    """False: ember has no complex dtypes."""
+    return False
+
+
+@_method()
+def is_conj(input) -> bool:
+    return False
+
+
+@_method()
+def is_neg(input) -> bool:
+    return False
+
+
+@_method()
+def is_inference(input) -> bool:
+    return False
+
+
+@_method()
+def is_signed(input) -> bool:
+    return input.dtype.is_floating_point or (input.dtype is not D.bool_
+                                             and input.dtype.is_signed)
+
+
+@_method()
+def is_nonzero(input) -> bool:
+    n = C.numel(input.shape)
+    if n != 1:
+        what = "more than one value" if n else "no values"
+        raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
+    return bool(O.item(input))
+
+
+@_method()
+def is_same_size(input, other) -> bool:
+    return tuple(input.shape) == tuple(other.shape)
+
+
+@_method()
+def is_set_to(self, tensor) -> bool:
+    """Whether both tensors view the same storage with the same offset, sizes and strides."""
+    return (self._storage is tensor._storage and self._offset == tensor._offset
+            and tuple(self.shape) == tuple(tensor.shape)
+            and tuple(self._stride) == tuple(tensor._stride))
+
+
+@_method()
+def dim_order(self, *, ambiguity_check=False):
+    """The dims from outermost to innermost in memory (by decreasing stride, ties in
+    order)."""
+    nd = len(self.shape)
+    return tuple(sorted(builtins.range(nd), key=lambda d: -self._stride[d]))
+
+
+_export("is_complex", "is_conj", "is_neg", "is_inference", "is_signed", "is_nonzero",
+        "is_same_size")
+
+
+# ---- conjugation and the real part (ember's dtypes are real) ---------------------------------
+@_method()
+def resolve_conj(input):
+    return input
+
+
+@_method()
+def resolve_neg(input):
+    return input
+
+
+@_method()
+def conj(input):
+    return input
+
+
+@_method()
+def conj_physical(input):
+    return O.clone(input)
+
+
+def conj_physical_(self):
+    return self
+
+
+def real(input):
+    return input
+
+
+def imag(input):
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+TENSOR_METHODS["conj_physical_"] = conj_physical_
+TENSOR_METHODS["real"] = property(real)
+TENSOR_METHODS["imag"] = property(imag)
+
+
+@_method()
+def adjoint(input):
+    if len(input.shape) < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
+                           f"matrices. Got {len(input.shape)}-D tensor.")
+    return VW.transpose(input, -2, -1)
+
+
+def _mH(self):
+    if len(self.shape) < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {len(self.shape)}-D tensor.")
+    return VW.transpose(self, -2, -1)
+
+
+def _H(self):
+    nd = len(self.shape)
+    if nd not in (0, 2):
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{nd}-D tensor.")
+    return VW.transpose(self, 0, 1) if nd == 2 else self
+
+
+TENSOR_METHODS["mH"] = property(_mH)
+TENSOR_METHODS["H"] = property(_H)
+_export("resolve_conj", "resolve_neg", "conj", "conj_physical", "conj_physical_", "real",
+        "imag", "adjoint")
+
+
+# ---- indexing family -------------------------------------------------------------------
+@_method()
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element (or slice along ``dim``) repeated ``repeats`` times.
+
+    >>> ember.repeat_interleave(ember.tensor([1, 2]), 2).tolist()
+    [1, 1, 2, 2]
+    """
+    _t(input, "repeat_interleave")
+    if repeats is None:
+        return IX.repeat_interleave(input, None, None, output_size)
+    if isinstance(repeats, bool) or not (isinstance(repeats, TensorBase)
+                                         or hasattr(type(repeats), "__index__")):
+        raise TypeError(f"repeat_interleave(): argument 'repeats' must be Tensor or int, not "
+                        f"{type(repeats).__name__}")
+    if not isinstance(repeats, TensorBase) and operator.index(repeats) < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    return IX.repeat_interleave(input, repeats, dim, output_size)
+
+
+@_method()
+def diag(input, diagonal=0, *, out=None):
+    return _out(IX.diag(_t(input, "diag"), diagonal), out, "diag")
+
+
+@_method()
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    return IX.diag_embed(_t(input, "diag_embed"), offset, dim1, dim2)
+
+
+@_method()
+def diagflat(input, offset=0):
+    return IX.diag(V.reshape(_t(input, "diagflat"), (-1,)), offset)
+
+
+@_method()
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    return IX.diagonal_scatter(_t(input, "diagonal_scatter"), src, offset, dim1, dim2)
+
+
+@_method()
+def select_scatter(input, src, dim, index):
+    return IX.select_scatter(_t(input, "select_scatter"), src, dim, index)
+
+
+@_method()
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    return IX.slice_scatter(_t(input, "slice_scatter"), src, dim, start, end, step)
+
+
+@_method()
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    return IX.as_strided_scatter(_t(input, "as_strided_scatter"), src, size, stride,
+                                 storage_offset)
+
+
+@_method()
+def index_copy(input, dim, index, source):
+    return IX.index_copy(_t(input, "index_copy"), dim, index, source)
+
+
+@_method()
+def index_copy_(self, dim, index, source):
+    C.check_writable(self, "index_copy_")
+    return O.copy_(self, IX.index_copy(self, dim, index, source))
+
+
+@_method()
+def index_fill(input, dim, index, value):
+    return IX.index_fill(_t(input, "index_fill"), dim, index, F_s(value))
+
+
+@_method()
+def index_fill_(self, dim, index, value):
+    C.check_writable(self, "index_fill_")
+    return O.copy_(self, IX.index_fill(self, dim, index, F_s(value)))
+
+
+def F_s(v):
+    """A number or tensor argument (NumPy scalars become Python numbers)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _key(indices):
+    return (indices,) if isinstance(indices, TensorBase) else tuple(indices)
+
+
+def index_put(input, indices, values, accumulate=False):
+    return IX.index_put(_t(input, "index_put"), _key(indices), F_s(values), accumulate)
+
+
+def index_put_(input, indices, values, accumulate=False):
+    return IX.index_put_(_t(input, "index_put_"), _key(indices), F_s(values), accumulate)
+
+
+@_method()
+def masked_scatter(input, mask, source):
+    return IX.masked_scatter(_t(input, "masked_scatter"), mask, source)
+
+
+@_method()
+def masked_scatter_(self, mask, source):
+    C.check_writable(self, "masked_scatter_")
+    res = IX.masked_scatter(self, mask, source)
+    if tuple(res.shape) != tuple(self.shape):
+        raise RuntimeError(f"masked_scatter_(): output with shape {C.shape_str(self.shape)} "
+                           f"doesn't match the broadcast shape {C.shape_str(res.shape)}")
+    return O.copy_(self, res)
+
+
+@_method()
+def put(input, index, source, accumulate=False):
+    return IX.put(_t(input, "put"), index, source, accumulate)
+
+
+@_method()
+def put_(self, index, source, accumulate=False):
+    C.check_writable(self, "put_")
+    return O.copy_(self, IX.put(self, index, source, accumulate))
+
+
+@_method()
+def take_along_dim(input, indices, dim=None, *, out=None):
+    return _out(IX.take_along_dim(_t(input, "take_along_dim"), indices, dim), out,
+                "take_along_dim")
+
+
+@_method()
+def tril_(self, diagonal=0):
+    return _inplace(self, "tril_", IX.tril(self, diagonal))
+
+
+@_method()
+def triu_(self, diagonal=0):
+    return _inplace(self, "triu_", IX.triu(self, diagonal))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None,
+                 pin_memory=False):
+    return CP.tril_indices(row, col, offset, D.to_dtype(dtype) if dtype else D.int64,
+                           to_device(device))
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None,
+                 pin_memory=False):
+    return CP.triu_indices(row, col, offset, D.to_dtype(dtype) if dtype else D.int64,
+                           to_device(device))
+
+
+@_method()
+def rot90(input, k=1, dims=(0, 1)):
+    return IX.rot90(_t(input, "rot90"), k, dims)
+
+
+@_method()
+def kron(input, other, *, out=None):
+    _t(other, "kron", "other")
+    return _out(IX.kron(_t(input, "kron"), other), out, "kron")
+
+
+def block_diag(*tensors):
+    for i, t in enumerate(tensors):
+        if not isinstance(t, TensorBase):
+            raise TypeError(f"block_diag(): argument 'tensors' must be tuple of Tensors, but "
+                            f"found element of type {type(t).__name__} at pos {i}")
+    return IX.block_diag(tensors)
+
+
+def _tensor_list(op, tensors):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    for i, t in enumerate(tensors):
+        if not isinstance(t, TensorBase):
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    return tensors
+
+
+def meshgrid(*tensors, indexing=None):
+    """Grids of coordinates from 0-d/1-d tensors (``indexing`` 'ij' or 'xy')."""
+    tensors = _tensor_list("meshgrid", tensors)
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    return IX.meshgrid(tensors, indexing)
+
+
+def cartesian_prod(*tensors):
+    tensors = _tensor_list("cartesian_prod", tensors)
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    return IX.cartesian_prod(tensors)
+
+
+def combinations(input, r=2, with_replacement=False):
+    res = IX.combinations(_t(input, "combinations"), r, with_replacement)
+    return res if r != 1 else V.reshape(res, (-1, 1))
+
+
+def vander(x, N=None, increasing=False):
+    return IX.vander(_t(x, "vander", "x"), N, increasing)
+
+
+def tensordot(a, b, dims=2, out=None):
+    """Contract ``dims`` (a count of trailing/leading dims, or two lists) of ``a`` and
+    ``b``."""
+    _t(a, "tensordot", "a")
+    _t(b, "tensordot", "b")
+    if isinstance(dims, TensorBase):
+        dims = dims.tolist() if dims.shape else dims.item()
+    if isinstance(dims, (list, tuple)):
+        if len(dims) != 2:
+            raise RuntimeError("tensordot expects dims to be a list of two lists or an int")
+        da, db = dims
+        for i, d in enumerate((da, db)):
+            if not isinstance(d, (list, tuple)):
+                raise TypeError(f"tensordot(): argument 'dims_{('self', 'other')[i]}' "
+                                f"(position {i + 3}) must be tuple of ints, not "
+                                f"{type(d).__name__}")
+        da, db = list(da), list(db)
+    else:
+        n = operator.index(dims)
+        if n < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={n}")
+        if n > min(len(a.shape), len(b.shape)):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={n}")
+        da = list(builtins.range(len(a.shape) - n, len(a.shape)))
+        db = list(builtins.range(n))
+    return _out(IX.tensordot(a, b, da, db), out, "tensordot")
+
+
+_export("repeat_interleave", "diag", "diag_embed", "diagflat", "diagonal_scatter",
+        "select_scatter", "slice_scatter", "as_strided_scatter", "index_copy", "index_fill",
+        "index_put", "index_put_", "masked_scatter", "put", "take_along_dim", "tril_indices",
+        "triu_indices", "rot90", "kron", "block_diag", "meshgrid", "cartesian_prod",
+        "combinations", "vander", "tensordot")
+
+
+def _out(res, out, op):
+    if out is None:
+        return res
+    return O.copy_(O._resize_out(op, out, res.shape), res)
+
+
+# ---- splitting -------------------------------------------------------------------------
+@_method()
+def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None,
+                 tensor_indices_or_sections=None):
+    """Views of ``input`` split into ``n`` nearly equal parts, or at the given indices
+    (PyTorch's overloads: positional, or ``sections=`` / ``indices=`` /
+    ``tensor_indices_or_sections=``)."""
+    _t(input, "tensor_split")
+    given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections)
+             if v is not None]
+    if len(given) != 1:
+        raise TypeError("tensor_split() expects exactly one of indices_or_sections, sections, "
+                        "indices or tensor_indices_or_sections")
+    indices_or_sections = given[0]
+    nd = len(input.shape)
+    if nd == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    if isinstance(indices_or_sections, TensorBase):
+        ios = indices_or_sections
+        if ios.device.type != "cpu":
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be on cpu, "
+                               f"but it's on {ios.device}")
+        if ios.dtype is not D.int64:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have dtype "
+                               f"of long, but got {D.torch_name(ios.dtype)}")
+        if len(ios.shape) > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a "
+                               f"zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {len(ios.shape)} dims")
+        indices_or_sections = ios.item() if not ios.shape else ios.tolist()
+    d = C.normalize_dim(dim, nd, "tensor_split")
+    n = input.shape[d]
+    if isinstance(indices_or_sections, (list, tuple)):
+        # slices between consecutive indices, with Python's slicing rules
+        bounds = [operator.index(i) for i in indices_or_sections]
+        out, start = [], 0
+        for end in bounds + [None]:
+            lo, hi, _ = slice(start, end).indices(n)
+            out.append(V.narrow(input, d, lo, max(hi - lo, 0)))
+            start = end
+        return tuple(out)
+    sections = operator.index(indices_or_sections)
+    if sections <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+    size, extra = divmod(n, sections)
+    out, start = [], 0
+    for i in builtins.range(sections):
+        length = size + (1 if i < extra else 0)
+        out.append(V.narrow(input, d, start, length))
+        start += length
+    return tuple(out)
+
+
+def _xsplit(op, input, sections, dim, min_dims):
+    nd = len(input.shape)
+    if nd < min_dims:
+        need = "at least 1 dimension" if min_dims == 1 else f"at least {min_dims} dimension"
+        raise RuntimeError(f"torch.{op} requires a tensor with {need}, but got a tensor with "
+                           f"{nd} dimensions!")
+    if isinstance(sections, (list, tuple)):
+        return tensor_split(input, list(sections), dim)
+    s = operator.index(sections)
+    if s != 0 and input.shape[dim] % s:
+        raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size "
+                           f"of the dimension {input.shape[dim]} is not divisible by the "
+                           f"split_size {s}!")
+    return tensor_split(input, s, dim)
+
+
+@_method()
+def hsplit(input, indices_or_sections):
+    _t(input, "hsplit")
+    return _xsplit("hsplit", input, indices_or_sections, 0 if len(input.shape) == 1 else 1, 1)
+
+
+@_method()
+def vsplit(input, indices_or_sections):
+    return _xsplit("vsplit", _t(input, "vsplit"), indices_or_sections, 0, 2)
+
+
+@_method()
+def dsplit(input, indices_or_sections):
+    return _xsplit("dsplit", _t(input, "dsplit"), indices_or_sections, 2, 3)
+
+
+@_method("split_with_sizes", "unsafe_split_with_sizes")
+def split_with_sizes(input, split_sizes, dim=0):
+    return VW.split(_t(input, "split_with_sizes"), [operator.index(s) for s in split_sizes],
+                    dim)
+
+
+@_method()
+def unsafe_split(input, split_size, dim=0):
+    return VW.split(_t(input, "unsafe_split"), split_size, dim)
+
+
+@_method()
+def unsafe_chunk(input, chunks, dim=0):
+    return VW.chunk(_t(input, "unsafe_chunk"), chunks, dim)
+
+
+unsafe_split_with_sizes = split_with_sizes
+_export("tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes", "unsafe_split",
+        "unsafe_chunk", "unsafe_split_with_sizes")
+
+
+# ---- joining and dimension helpers --------------------------------------------------------
+def _atleast(fn, tensors):
+    if len(tensors) == 1:
+        arg = tensors[0]
+        if isinstance(arg, (list, tuple)):
+            return tuple(fn(_t(t, "atleast")) for t in arg)
+        return fn(_t(arg, "atleast"))
+    return tuple(fn(_t(t, "atleast")) for t in tensors)
+
+
+def _at1(t):
+    return V.reshape(t, (1,)) if not t.shape else t
+
+
+def _at2(t):
+    nd = len(t.shape)
+    return V.reshape(t, (1, 1)) if nd == 0 else V.unsqueeze(t, 0) if nd == 1 else t
+
+
+def _at3(t):
+    nd = len(t.shape)
+    if nd == 0:
+        return V.reshape(t, (1, 1, 1))
+    if nd == 1:
+        return V.unsqueeze(V.unsqueeze(t, 0), -1)
+    return V.unsqueeze(t, -1) if nd == 2 else t
+
+
+def atleast_1d(*tensors):
+    return _atleast(_at1, tensors)
+
+
+def atleast_2d(*tensors):
+    return _atleast(_at2, tensors)
+
+
+def atleast_3d(*tensors):
+    return _atleast(_at3, tensors)
+
+
+def _joined(op, tensors):
+    if isinstance(tensors, TensorBase) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
+    for i, t in enumerate(tensors):
+        _t(t, op, f"tensors[{i}]")
+    return tensors
+
+
+def hstack(tensors, *, out=None):
+    ts = [_at1(t) for t in _joined("hstack", tensors)]
+    return _out(IX.cat(ts, 0 if len(ts[0].shape) == 1 else 1), out, "hstack")
+
+
+def vstack(tensors, *, out=None):
+    return _out(IX.cat([_at2(t) for t in _joined("vstack", tensors)], 0), out, "vstack")
+
+
+row_stack = vstack
+
+
+def dstack(tensors, *, out=None):
+    return _out(IX.cat([_at3(t) for t in _joined("dstack", tensors)], 2), out, "dstack")
+
+
+def column_stack(tensors, *, out=None):
+    ts = [V.reshape(t, (-1, 1)) if len(t.shape) <= 1 else t
+          for t in _joined("column_stack", tensors)]
+    return _out(IX.cat(ts, 1), out, "column_stack")
+
+
+@_method()
+def ravel(input):
+    return VW.reshape(_t(input, "ravel"), (-1,))
+
+
+def tile(input, dims):
+    """``input`` repeated ``dims`` times per dimension (leading ones added to the shorter
+    of the two)."""
+    if isinstance(dims, int):
+        dims = (dims,)
+    dims = tuple(operator.index(d) for d in dims)
+    nd = len(input.shape)
+    if len(dims) < nd:
+        dims = (1,) * (nd - len(dims)) + dims
+    return IX.repeat(input, dims)
+
+
+def _tile_method(self, *dims):
+    return tile(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+
+
+TENSOR_METHODS["tile"] = _tile_method
+
+
+@_method()
+def sum_to_size(self, *size):
+    size = K._size(size, "sum_to_size")
+    try:
+        C.broadcast_shapes(size, self.shape)
+        ok = C.broadcast_shapes(size, self.shape) == tuple(self.shape) and \
+            len(size) <= len(self.shape)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size "
+                           f"{{{list(self.shape)}}}.")
+    return V.sum_to(self, tuple(size))
+
+
+@_method("swapaxes_", "swapdims_")
+def swapaxes_(self, axis0, axis1):
+    return self.transpose_(axis0, axis1)
+
+
+_export("atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack", "dstack",
+        "column_stack", "ravel", "tile")
+
+
+# ---- the *_copy ops: the views' values as new tensors -------------------------------------
+def _copy_of(view_fn, doc):
+    def fn(input, *args, out=None, **kwargs):
+        res = view_fn(_t(input, fn.__name__), *args, **kwargs)
+        if isinstance(res, tuple):
+            return tuple(O.clone(r) for r in res)
+        return _out(O.clone(res), out, fn.__name__)
+    fn.__doc__ = doc
+    return fn
+
+
+def _slice(x, dim=0, start=None, end=None, step=1):
+    return IX.slice_view(x, dim, start, end, step)
+
+
+def _expand(x, size, *, implicit=False):
+    return VW.expand(x, size)
+
+
+def _view(x, *size):
+    if len(size) == 1 and isinstance(size[0], D.DType):
+        return view_dtype(x, size[0])
+    return VW.view(x, *size)
+
+
+def _squeeze(x, dim=None):
+    return VW.squeeze(x, dim)
+
+
+def _permute(x, dims):
+    return VW.permute(x, dims)
+
+
+def _as_strided(x, size, stride, storage_offset=None):
+    return VW.as_strided(x, size, stride, storage_offset)
+
+
+def _alias(x):
+    return x
+
+
+def _unbind(x, dim=0):
+    return VW.unbind(x, dim)
+
+
+for _name, _fn in (("alias_copy", _alias), ("expand_copy", _expand),
+                   ("permute_copy", _permute), ("select_copy", VW.select),
+                   ("slice_copy", _slice), ("squeeze_copy", _squeeze),
+                   ("unsqueeze_copy", VW.unsqueeze), ("t_copy", VW.t),
+                   ("transpose_copy", VW.transpose), ("view_copy", _view),
+                   ("unbind_copy", _unbind), ("split_copy", VW.split),
+                   ("split_with_sizes_copy", split_with_sizes),
+                   ("diagonal_copy", VW.diagonal), ("narrow_copy", VW.narrow),
+                   ("unfold_copy", VW.unfold), ("as_strided_copy", _as_strided),
+                   ("detach_copy", lambda x: C.view_of(x, x.shape, x._stride, x._offset)),
+                   ("unsafe_chunk_copy", VW.chunk)):
+    _f = _copy_of(_fn, f"A new tensor with the values of ``{_name[:-5]}`` (PyTorch's "
+                       f"``torch.{_name}``).")
+    _f.__name__ = _f.__qualname__ = _name
+    globals()[_name] = _f
+    if _name != "unsafe_chunk_copy":
+        _export(_name)
+del _name, _fn, _f
+TENSOR_METHODS["narrow_copy"] = globals()["narrow_copy"]
+
+
+# ---- view(dtype): the same bytes as another dtype -------------------------------------------
+def view_dtype(x, dtype):
+    """``x.view(dtype)``: the same memory read as ``dtype``; with a different element size
+    the last dimension scales (PyTorch's rules: stride 1 in the last dim, and sizes, strides
+    and offset divisible by the ratio)."""
+    dtype = D.to_dtype(dtype)
+    old, new = x.dtype.itemsize, dtype.itemsize
+    names = f"{D.torch_name(x.dtype)} as {D.torch_name(dtype)}"
+    if old == new:
+        res = C.view_of(x, x.shape, x._stride, x._offset)
+    else:
+        nd = len(x.shape)
+        if nd == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 to view {names} (different element "
+                               "sizes)")
+        if x._stride[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 to view {names} (different element "
+                               f"sizes), but got {x._stride[-1]}")
+        if old > new:
+            r = old // new
+            shape = x.shape[:-1] + (x.shape[-1] * r,)
+            stride = tuple(s * r for s in x._stride[:-1]) + (1,)
+            offset = x._offset * r
+        else:
+            r = new // old
+            if x.shape[-1] % r:
+                raise RuntimeError(f"self.size(-1) must be divisible by {r} to view {names} "
+                                   f"(different element sizes), but got {x.shape[-1]}")
+            if x._offset % r:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {r} to view "
+                                   f"{names} (different element sizes), but got {x._offset}")
+            for i, s in enumerate(x._stride[:-1]):
+                if s % r:
+                    raise RuntimeError(f"self.stride({i}) must be divisible by {r} to view "
+                                       f"{names} (different element sizes), but got {s}")
+            shape = x.shape[:-1] + (x.shape[-1] // r,)
+            stride = tuple(s // r for s in x._stride[:-1]) + (1,)
+            offset = x._offset // r
+        res = C.view_of(x, shape, stride, offset)
+    res.dtype = dtype
+    res._base = x if x._base is None else x._base
+    return res
+
+
+# ---- creation ---------------------------------------------------------------------------
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False,
+                  layout=None, pin_memory=False):
+    """An uninitialised tensor with the given sizes and strides."""
+    size = tuple(operator.index(s) for s in size)
+    stride = tuple(operator.index(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape (sizes has {len(size)} "
+                           f"elements, strides has {len(stride)})")
+    d = K._dt(dtype)
+    CP.check_new_shape(size, d, "empty_strided")
+    for s in stride:
+        if s < 0:
+            raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
+                               f"got strides: {list(stride)}")
+    extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    base = C.empty((extent,), d, to_device(device))
+    res = C.new_tensor(base._storage, size, stride, 0, d, base.device, base._vc)
+    return K._finish(res, requires_grad)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_grad=False,
+                   layout=None, pin_memory=False):
+    """An uninitialised tensor of ``size`` whose dims lie in memory in the order
+    ``physical_layout`` (outermost first)."""
+    size = tuple(operator.index(s) for s in size)
+    perm = tuple(operator.index(p) for p in physical_layout)
+    if sorted(perm) != list(builtins.range(len(size))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; i.e. len(size) = {len(size)} is not equal to "
+                           f"len(physical_layout) = {len(perm)}")
+    phys = C.contiguous_strides(tuple(size[p] for p in perm))
+    stride = [0] * len(size)
+    for i, p in enumerate(perm):
+        stride[p] = phys[i]
+    return empty_strided(size, stride, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def fill(input, value):
+    """A new tensor like ``input`` filled with ``value`` (``torch.fill``)."""
+    return input.clone().fill_(value)
+
+
+def fill_(input, value):
+    return input.fill_(value)
+
+
+def zero_(input):
+    return input.zero_()
+
+
+@_method()
+def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                      **_):
+    return empty_strided(size, stride, dtype=dtype or self.dtype,
+                         device=device or self.device, requires_grad=requires_grad)
+
+
+_export("empty_strided", "empty_permuted", "fill", "fill_", "zero_")
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """``obj`` as a tensor, sharing memory where it can (tensors, NumPy arrays, buffers);
+    ``copy=True`` always copies, ``copy=False`` raises where sharing is impossible."""
+    dt = D.to_dtype(dtype) if dtype is not None else None
+    dev = to_device(device) if device is not None else None
+    if isinstance(obj, TensorBase):
+        if copy is False and dt is not None and dt is not obj.dtype:
+            raise ValueError(f"can't alias tensor with dtype '{D.torch_name(obj.dtype)}' into "
+                             f"dtype '{D.torch_name(dt)}'.")
+        if copy is False and dev is not None and dev != obj.device:
+            raise ValueError(f"can't alias tensor from device '{obj.device}' to '{dev}'.")
+        res = O.to(obj, dev, dt, copy=bool(copy))
+    elif isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__") or (
+            hasattr(obj, "__buffer__") and not isinstance(obj, (list, tuple))):
+        arr = np.asarray(obj)
+        if copy is not True and (dev is None or dev.type == "cpu") and arr.dtype.kind in "fiub":
+            res = K.from_numpy(arr)
+            if dt is not None and dt is not res.dtype:
+                if copy is False:
+                    raise ValueError(f"can't alias NumPy array with dtype "
+                                     f"'{D.torch_name(res.dtype)}' into dtype "
+                                     f"'{D.torch_name(dt)}'.")
+                res = O.cast(res, dt)
+        else:
+            if copy is False:
+                raise ValueError("can't alias the given object into a tensor on that device.")
+            res = K.tensor(arr, dtype=dt, device=dev)
+    else:
+        if copy is False:
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
+        if isinstance(obj, (list, tuple)) and any(isinstance(v, TensorBase) for v in obj):
+            res = IX.stack([O.to(v, dev, dt) if isinstance(v, TensorBase)
+                            else K.tensor(v, dtype=dt, device=dev) for v in obj])
+        else:
+            res = K.tensor(obj, dtype=dt, device=dev)
+    if requires_grad:
+        res = res.detach().requires_grad_(True) if res.grad_fn is None and res is obj \
+            else res.requires_grad_(True)
+    return res
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D CPU tensor sharing the memory of a Python buffer (``bytes``, ``bytearray``,
+    ``array.array``, ...)."""
+    dt = D.to_dtype(dtype)
+    view = memoryview(buffer).cast("B")
+    length, item = view.nbytes, dt.itemsize
+    if length <= 0 and count == 0 or length == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if offset < 0 or offset > length - 1:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % item:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
+                             f"bytes) must be a multiple of element size ({item})")
+        count = (length - offset) // item
+    elif count * item > length - offset:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({length} bytes)")
+    arr = np.frombuffer(view, dtype=np.uint8, count=count * item, offset=offset)
+    if view.readonly:
+        warnings.warn("The given buffer is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means you can write to the underlying "
+                      "(supposedly non-writable) buffer using the tensor.", UserWarning,
+                      stacklevel=2)
+    if dt is D.bfloat16:
+        raw = K.from_numpy(arr.view(np.int16))
+        res = C.view_of(raw, raw.shape, raw._stride, raw._offset)
+        res.dtype = D.bfloat16
+    else:
+        res = K.from_numpy(arr.view(dt.to_numpy()))
+    return K._finish(res, requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
+             out=None, **_):
+    ends = [K._number(v, "logspace", n, p) for v, n, p in zip((start, end), ("start", "end"),
+                                                              (1, 2))]
+    res = CP.logspace(ends[0], ends[1], operator.index(steps), float(base), K._dt(dtype),
+                      to_device(device))
+    return _out(K._finish(res, requires_grad), out, "logspace")
+
+
+def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
+          out=None, **_):
+    """PyTorch's deprecated ``torch.range``: ``end`` included."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    vals = [K._number(v, "range", n, p) for v, n, p in zip((start, end, step),
+                                                           ("start", "end", "step"), (1, 2, 3))]
+    res = CP.range_(*vals, K._dt(dtype), to_device(device))
+    return _out(K._finish(res, requires_grad), out, "range")
+
+
+def _window(kind, window_length, periodic, alpha, beta, dtype, device, requires_grad):
+    return K._finish(CP.window(kind, operator.index(window_length), bool(periodic), alpha, beta,
+                               K._dt(dtype), to_device(device)), requires_grad)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False,
+                **_):
+    return _window("hann", window_length, periodic, 0.5, 0.5, dtype, device, requires_grad)
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+                   device=None, requires_grad=False, **_):
+    return _window("hamming", window_length, periodic, alpha, beta, dtype, device,
+                   requires_grad)
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, device=None,
+                    requires_grad=False, **_):
+    return _window("blackman", window_length, periodic, 0, 0, dtype, device, requires_grad)
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, device=None,
+                    requires_grad=False, **_):
+    return _window("bartlett", window_length, periodic, 0, 0, dtype, device, requires_grad)
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device=None,
+                  requires_grad=False, **_):
+    return _window("kaiser", window_length, periodic, 0, beta, dtype, device, requires_grad)
+
+
+_export("asarray", "frombuffer", "logspace", "range", "hann_window", "hamming_window",
+        "blackman_window", "bartlett_window", "kaiser_window")
+
+
+# ---- random sampling -------------------------------------------------------------------------
+def _check_gen(generator, device):
+    if generator is not None and generator.device != device:
+        raise RuntimeError(f"Expected a '{device.type}' generator, but found "
+                           f"'{generator.device.type}'")
+    return generator
+
+
+@_method()
+def bernoulli(input, p=None, *, generator=None, out=None):
+    """1 with probability ``input`` (or ``p``), else 0."""
+    _t(input, "bernoulli")
+    with below_autograd():
+        res = CP.bernoulli(input, F_s(p), _check_gen(generator, input.device))
+    return _out(res, out, "bernoulli")
+
+
+@_method()
+def bernoulli_(self, p=0.5, *, generator=None):
+    if not isinstance(p, TensorBase) and not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    return self._overwrite("bernoulli", lambda t: O.copy_(
+        t, CP.bernoulli(t, F_s(p), _check_gen(generator, t.device))))
+
+
+@_method()
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    _t(input, "multinomial")
+    with below_autograd():
+        res = CP.multinomial(input, operator.index(num_samples), bool(replacement),
+                             _check_gen(generator, input.device))
+    return _out(res, out, "multinomial")
+
+
+def poisson(input, generator=None):
+    _t(input, "poisson")
+    with below_autograd():
+        return CP.poisson(input, _check_gen(generator, input.device))
+
+
+def binomial(count, prob, generator=None):
+    _t(count, "binomial", "count")
+    _t(prob, "binomial", "prob")
+    with below_autograd():
+        return CP.binomial(count, prob, _check_gen(generator, count.device))
+
+
+def _fill_with(self, name, sample, generator):
+    """Overwrite ``self`` with ``sample(self, generator)`` (recorded as a constant)."""
+    return self._overwrite(name, lambda t: O.copy_(
+        t, sample(t, _check_gen(generator, t.device))))
+
+
+@_method()
+def exponential_(self, lambd=1.0, *, generator=None):
+    """Fill in place with samples of the exponential distribution of rate ``lambd``."""
+    return _fill_with(self, "exponential", lambda t, g: CP.exponential(t, lambd, g), generator)
+
+
+@_method()
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """Fill in place with ``exp`` of normal samples (``mean``, ``std``)."""
+    return _fill_with(self, "log_normal", lambda t, g: CP.log_normal(t, mean, std, g),
+                      generator)
+
+
+@_method()
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Fill in place with samples of the Cauchy distribution."""
+    return _fill_with(self, "cauchy", lambda t, g: CP.cauchy(t, median, sigma, g), generator)
+
+
+@_method()
+def geometric_(self, p, *, generator=None):
+    return self._overwrite("geometric", lambda t: O.copy_(
+        t, CP.geometric(t, p, _check_gen(generator, t.device))))
+
+
+@_method()
+def random_(self, from_=0, to=None, *, generator=None, **kwargs):
+    """Integers uniform in ``[from, to - 1]`` (``random_(to)``: from 0; ``random_()``: up
+    to the dtype's largest)."""
+    if "from" in kwargs:
+        from_ = kwargs.pop("from")
+    if kwargs:
+        raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return self._overwrite("random", lambda t: O.copy_(
+        t, CP.random(t, from_, to, _check_gen(generator, t.device))))
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,
+           requires_grad=False, **_):
+    """Normal samples with the given means and standard deviations (tensors or numbers:
+    PyTorch's four overloads)."""
+    mt, st = isinstance(mean, TensorBase), isinstance(std, TensorBase)
+    if not mt and not st:
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments - got "
+                            f"({type(mean).__name__}, {type(std).__name__}), but expected one "
+                            "of: (Tensor mean, Tensor std), (Tensor mean, float std), (float "
+                            "mean, Tensor std), (float mean, float std, tuple of ints size)")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+        d = K._dt(dtype) if out is None or dtype is not None else out.dtype
+        dev = to_device(device) if out is None or device is not None else out.device
+        shape = K._size((size,), "normal")
+        res = O.random_(C.empty(shape, d, dev), "normal", float(mean), float(std),
+                        _check_gen(generator, dev))
+        return _out(K._finish(res, requires_grad), out, "normal")
+    ref = mean if mt else std
+    if mt and st:
+        shape = C.broadcast_shapes(mean.shape, std.shape)
+        dt = D.promote_types(mean.dtype, std.dtype)
+    else:
+        shape, dt = ref.shape, ref.dtype
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"normal_kernel_{ref.device.type}\" not implemented for "
+                                  f"'{D.torch_name(dt)}'")
+    if st:
+        if C.numel(std.shape) and O.item(O.reduce("max", O.cast(E("lt", std, 0), D.uint8))):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    with below_autograd():
+        z = O.random_(C.empty(shape, dt, ref.device), "normal", 0.0, 1.0,
+                      _check_gen(generator, ref.device))
+        res = E("add", E("mul", z, std.detach() if st else float(std)),
+                mean.detach() if mt else float(mean))
+    if MODE.grad and O.requires_grad((mean if mt else None, std if st else None)):
+        # PyTorch's normal passes a zero gradient to mean and std
+        zero = 0.0
+        for t in (mean if mt else None, std if st else None):
+            if t is not None and t.requires_grad:
+                res = E("add", res, E("mul", C.expand_to(t, shape) if t.shape != shape else t,
+                                      zero))
+    return _out(res, out, "normal")
+
+
+_export("bernoulli", "multinomial", "poisson", "binomial", "normal")
+
+
+# ---- legacy tensor types -------------------------------------------------------------------
+class _LegacyTensorType(type):
+    """``isinstance(x, ember.FloatTensor)``: a CPU tensor of that dtype."""
+
+    def __instancecheck__(cls, obj):
+        return (isinstance(obj, TensorBase) and obj.dtype is cls.dtype
+                and obj.device.type == "cpu")
+
+    def __call__(cls, *args, device=None):
+        return legacy_new(cls.dtype, args, device, cls.__name__)
+
+    def __repr__(cls):
+        return f"<class 'ember.{cls.__name__}'>"
+
+
+def legacy_new(dtype, args, device, name="Tensor"):
+    """PyTorch's legacy constructor ``torch.FloatTensor(*sizes)`` / ``(data)`` / ``()`` /
+    ``(tensor)``."""
+    if not args:
+        return K.empty(0, dtype=dtype, device=device)
+    if len(args) == 1:
+        a = args[0]
+        if isinstance(a, TensorBase):
+            if a.dtype is not dtype:
+                raise TypeError(f"expected {D.torch_name(dtype)} (got {D.torch_name(a.dtype)})")
+            return a
+        if isinstance(a, (numbers.Number, np.generic)) and not isinstance(a, (int, np.integer)):
+            raise TypeError(f"new(): data must be a sequence (got {type(a).__name__})")
+        if isinstance(a, (list, tuple, np.ndarray)) and type(a).__name__ != "Size":
+            return K.tensor(a, dtype=dtype, device=device)
+    for i, s in enumerate(args if len(args) > 1 or not isinstance(args[0], tuple)
+                          else args[0]):
+        if isinstance(s, bool) or not hasattr(type(s), "__index__"):
+            raise TypeError(f"{name}(): argument 'size' must be tuple of ints, but found "
+                            f"element of type {type(s).__name__} at pos {i}")
+    return K.empty(*args, dtype=dtype, device=device)
+
+
+_LEGACY = {"FloatTensor": D.float32, "DoubleTensor": D.float64, "HalfTensor": D.float16,
+           "BFloat16Tensor": D.bfloat16, "LongTensor": D.int64, "IntTensor": D.int32,
+           "ShortTensor": D.int16, "CharTensor": D.int8, "ByteTensor": D.uint8,
+           "BoolTensor": D.bool_}
+for _name, _dt in _LEGACY.items():
+    globals()[_name] = _LegacyTensorType(_name, (), {"dtype": _dt, "__module__": "ember"})
+    _export(_name)
+del _name, _dt
+
+
+def parse_type(spec):
+    """``(dtype, device type or None)`` of a ``Tensor.type(...)`` argument: a dtype, a
+    legacy class, or its name (``'torch.FloatTensor'``, ``'torch.cuda.HalfTensor'``)."""
+    if isinstance(spec, D.DType):
+        return spec, None
+    if isinstance(spec, _LegacyTensorType):
+        return spec.dtype, "cpu"
+    if isinstance(spec, str):
+        parts = spec.split(".")
+        if len(parts) >= 2 and parts[0] in ("torch", "ember") and parts[-1] in _LEGACY:
+            middle = parts[1:-1]
+            if not middle:
+                return _LEGACY[parts[-1]], "cpu"
+            if len(middle) == 1:
+                return _LEGACY[parts[-1]], middle[0]
+        raise ValueError(f"invalid type: '{spec}'")
+    raise TypeError(f"type(): argument 'dtype' must be ember.dtype or str, not "
+                    f"{type(spec).__name__}")
+
+
+@_method()
+def new(self, *args, device=None):
+    """``self.new(*sizes)`` / ``self.new(data)``: PyTorch's legacy constructor with
+    ``self``'s dtype and device."""
+    return legacy_new(self.dtype, args, device if device is not None else self.device,
+                      "new")
+
+
+@_method()
+def type_as(self, other):
+    return O.to(self, None, other.dtype)
+
+
+# ---- resize and the Python-function maps (CPU) -----------------------------------------------
+def _capacity(t) -> int | None:
+    """Elements of ``t``'s dtype its storage holds from ``t``'s offset on (None if the
+    backend does not say)."""
+    nbytes = getattr(t._storage, "nbytes", None)
+    if nbytes is None:
+        try:
+            nbytes = len(memoryview(t._storage).cast("B"))
+        except TypeError:
+            return None
+    return nbytes // t.dtype.itemsize - t._offset
+
+
+@_method()
+def resize_(self, *sizes, memory_format=None):
+    """Give ``self`` the shape ``sizes`` (contiguous): the storage is kept when it is large
+    enough, else the values are copied into a larger one (new elements uninitialised)."""
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = K._shape(sizes, "resize_", self.dtype)
+    n = C.numel(shape)
+    cap = _capacity(self)
+    if cap is None or n > cap:
+        new = C.empty(shape, self.dtype, self.device)
+        keep = min(n, cap if cap is not None else 0)
+        if keep and cap is not None:
+            src = C.new_tensor(self._storage, (keep,), (1,), self._offset, self.dtype,
+                               self.device, self._vc)
+            O.copy_(V.narrow(V.reshape(new, (-1,)), 0, 0, keep), src)
+        self._storage, self._offset = new._storage, 0
+    self.shape, self._stride = tuple(shape), C.contiguous_strides(tuple(shape))
+    return self
+
+
+@_method()
+def resize(self, *sizes):
+    """The deprecated out-of-place ``resize``: a reshape that keeps the element count."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    shape = K._size(sizes, "resize")
+    n, have = C.numel(shape), C.numel(self.shape)
+    if n != have:
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, shape))} ({n} elements in "
+                           f"total), but the given tensor has a size of "
+                           f"{'x'.join(map(str, self.shape))} ({have} elements). autograd's "
+                           "resize can only change the shape of a given tensor, while "
+                           "preserving the number of elements. ")
+    return VW.reshape(self, shape)
+
+
+@_method()
+def resize_as(self, tensor):
+    return resize(self, tensor.shape)
+
+
+@_method()
+def resize_as_(self, the_template, memory_format=None):
+    return resize_(self, the_template.shape)
+
+
+def _cpu_only(op, self, *others):
+    """PyTorch's checks of the Python-function maps: CPU tensors, ``others`` of
+    ``self``'s dtype."""
+    for t in (self,) + others:
+        if t.device.type != "cpu":
+            raise TypeError(f"{op} is only implemented on CPU tensors")
+    for name, t in zip(("other",) if op == "map_" else ("x", "y"), others):
+        if t.dtype is not self.dtype:
+            raise TypeError(f"{op}: expected ember.{D.torch_name(self.dtype)}Tensor for "
+                            f"'{name}' (got ember.{D.torch_name(t.dtype)}Tensor)")
+
+
+@_method()
+def apply_(self, callable):
+    """Replace every element ``x`` with ``callable(x)`` (CPU tensors; slow, as PyTorch's)."""
+    _cpu_only("apply_", self)
+    if self.requires_grad and MODE.grad:
+        raise RuntimeError("apply_ on a tensor that requires grad is not supported")
+    arr = K.numpy_of(self)
+    flat = [callable(v) for v in arr.reshape(-1).tolist()]
+    arr[...] = np.asarray(flat, dtype=arr.dtype).reshape(arr.shape) if flat else arr
+    C.bump(self)
+    return self
+
+
+@_method()
+def map_(self, tensor, callable):
+    """``self[i] = callable(self[i], tensor[i])`` with ``tensor`` broadcast (CPU)."""
+    _cpu_only("map_", self, tensor)
+    other = K.numpy_of(C.expand_to(tensor, self.shape))
+    arr = K.numpy_of(self)
+    flat = [callable(a, b) for a, b in zip(arr.reshape(-1).tolist(),
+                                           np.broadcast_to(other, arr.shape).reshape(-1)
+                                           .tolist())]
+    if flat:
+        arr[...] = np.asarray(flat, dtype=arr.dtype).reshape(arr.shape)
+    C.bump(self)
+    return self
+
+
+@_method()
+def map2_(self, x, y, callable):
+    """``self[i] = callable(self[i], x[i], y[i])`` with ``x`` and ``y`` broadcast (CPU)."""
+    _cpu_only("map2_", self, x, y)
+    a = K.numpy_of(self)
+    b = K.numpy_of(C.expand_to(x, self.shape)).reshape(-1).tolist()
+    c = K.numpy_of(C.expand_to(y, self.shape)).reshape(-1).tolist()
+    flat = [callable(p, q, r) for p, q, r in zip(a.reshape(-1).tolist(), b, c)]
+    if flat:
+        a[...] = np.asarray(flat, dtype=a.dtype).reshape(a.shape)
+    C.bump(self)
+    return self

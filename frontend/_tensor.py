@@ -48,8 +48,21 @@ class Tensor(TensorBase):
     __slots__ = ("_grad", "grad_fn", "_acc_ref", "_hooks", "_retains")
     __array_priority__ = 1000
 
+    def __new__(cls, *args, device=None):
+        """PyTorch's legacy constructor: ``ember.Tensor(2, 3)`` (uninitialised, the default
+        dtype), ``ember.Tensor([1, 2])`` (data), ``ember.Tensor()`` (empty)."""
+        t = _ops_shape.legacy_new(D.get_default_dtype(), args, device)
+        if cls is Tensor:
+            return t
+        sub = _new(cls)  # a subclass (with its own __dict__): the same tensor state
+        for klass in type(t).__mro__:
+            for name in getattr(klass, "__slots__", ()):
+                if hasattr(t, name) and name not in ("__weakref__", "__dict__"):
+                    setattr(sub, name, getattr(t, name))
+        return sub
+
     def __init__(self, *args, **kwargs):
-        raise TypeError("construct tensors with ember.tensor(...), ember.zeros(...), etc.")
+        pass  # everything happens in __new__
 
     # ---- metadata ----------------------------------------------------------------
     @property
@@ -95,7 +108,9 @@ class Tensor(TensorBase):
         return int(base) + self._offset * self.dtype.itemsize
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return C.is_contiguous(self)
+        if memory_format is None:
+            return C.is_contiguous(self)
+        return _ops_shape.is_in_format(self, memory_format)
 
     @property
     def grad(self):
@@ -357,10 +372,16 @@ class Tensor(TensorBase):
     def cuda(self, device=None):
         return O.to(self, to_device(device if device is not None else "cuda"))
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """The type name (``'ember.FloatTensor'``), or a cast to ``dtype``: a dtype, a
+        legacy class (``ember.DoubleTensor``) or its name (``'torch.DoubleTensor'``)."""
         if dtype is None:
-            return f"ember.{D.torch_name(self.dtype)}Tensor"
-        return O.to(self, None, dtype)
+            dtype = kwargs.pop("dtype", None)
+        if dtype is None:
+            prefix = "" if self.device.type == "cpu" else f"{self.device.type}."
+            return f"ember.{prefix}{D.torch_name(self.dtype)}Tensor"
+        dt, dev = _ops_shape.parse_type(dtype)
+        return O.to(self, dev if dev is not None and dev != self.device.type else None, dt)
 
     def float(self):
         return O.to(self, None, D.float32)
@@ -393,10 +414,14 @@ class Tensor(TensorBase):
         return O.to(self, None, D.bool_)
 
     def contiguous(self, memory_format=None):
-        return O.contiguous(self)
+        if memory_format is None:
+            return O.contiguous(self)
+        return _ops_shape.in_memory_format(self, memory_format)
 
     def clone(self, *, memory_format=None):
-        return O.clone(self)
+        if memory_format in (None, _ops_shape.contiguous_format, _ops_shape.preserve_format):
+            return O.clone(self)
+        return _ops_shape.in_memory_format(O.clone(self), memory_format)
 
     def copy_(self, src, non_blocking=False):
         return O.copy_(self, src)
@@ -445,7 +470,9 @@ class Tensor(TensorBase):
     # ---- views ------------------------------------------------------------------------
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], D.DType):
-            raise NotImplementedError("view(dtype) is not supported yet")
+            if shape[0] is self.dtype:  # (a plain view, recorded for autograd)
+                return VW.view(self, self.shape)
+            return _ops_shape.view_dtype(self, shape[0])
         return VW.view(self, *shape)
 
     view_as = VW.view_as

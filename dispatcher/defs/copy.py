@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import struct
+import warnings
 
 from .. import core as C
 from .. import dtypes as D
@@ -461,3 +462,505 @@ def randperm(n, generator, dtype, device):
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
     u = O.random_(C.empty((n,), D.float64, device), "uniform", 0.0, 1.0, generator)
     return O.cast(O.sort(u, 0)[1], dtype)
+
+
+# ---- more creation: index grids, windows, log-spaced values ---------------------------------
+for _n, _sig in (
+        ("tril_indices", "tril_indices(int row, int col, int offset=0, *, dtype, device) "
+                         "-> Tensor"),
+        ("triu_indices", "triu_indices(int row, int col, int offset=0, *, dtype, device) "
+                         "-> Tensor"),
+        ("logspace", "logspace(start, end, int steps, float base=10.0, *, dtype, device) "
+                     "-> Tensor"),
+        ("range", "range(start, end, step=1, *, dtype, device) -> Tensor  # end included"),
+        ("window", "window(str kind, int window_length, bool periodic=True, float alpha, "
+                   "float beta, *, dtype, device) -> Tensor  # hann/hamming/blackman/bartlett/"
+                   "kaiser")):
+    defop(_n, "creation", _sig, "(composite only)", promotion="none", differentiable=False)
+del _n, _sig
+
+
+def _tri_indices(op, row, col, offset, dtype, device, upper):
+    for name, v in (("row", row), ("col", col)):
+        if v < 0:
+            raise RuntimeError(f"{name} must be non-negative, got{v}")
+    if dtype.is_floating_point or dtype is D.bool_:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{D.torch_name(dtype)}'")
+    rows = V.unsqueeze(O.arange(0, row, 1, D.int64, device), 1)
+    cols = V.unsqueeze(O.arange(0, col, 1, D.int64, device), 0)
+    diff = O.elementwise("sub", cols, rows)
+    keep = O.elementwise("ge" if upper else "le", diff, offset)
+    if not row or not col:
+        return O.zeros((2, 0), dtype, device)
+    return O.cast(V.t(O.nonzero(keep)), dtype)
+
+
+@composite("tril_indices")
+def tril_indices(row, col, offset, dtype, device):
+    """The (row, column) indices of the lower triangle of a ``row x col`` matrix, row by
+    row (PyTorch's order)."""
+    return _tri_indices("tril_indices", row, col, offset, dtype, device, upper=False)
+
+
+@composite("triu_indices")
+def triu_indices(row, col, offset, dtype, device):
+    return _tri_indices("triu_indices", row, col, offset, dtype, device, upper=True)
+
+
+@composite("logspace")
+def logspace(start, end, steps, base, dtype, device):
+    """``base ** linspace(start, end, steps)``, the exponents and powers in float64 (so
+    integer dtypes get exact powers), then converted to ``dtype``."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    check_new_shape((steps,), dtype, "logspace")
+    if steps == 0:
+        return C.empty((0,), dtype, device)
+    if dtype.is_floating_point:
+        exps = linspace(start, end, steps, D.float64, device)
+    else:  # PyTorch's integer loop: exponents from a double step, truncated powers
+        exps = linspace(float(start), float(end), steps, D.float64, device)
+    return O.cast(O.elementwise("pow", float(base), exps), dtype)
+
+
+@composite("range")
+def range_(start, end, step, dtype, device):
+    """PyTorch's deprecated ``range``: ``start`` to ``end`` included, by ``step``."""
+    if step == 0:
+        raise RuntimeError("range(): step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"range(): unsupported range: {start} -> {end}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    n = int(math.floor((end - start) / step)) + 1
+    check_new_shape((n,), dtype, "range")
+    vals = O.elementwise("add", O.elementwise("mul", O.arange(0, n, 1, D.float64, device),
+                                              float(step)), float(start))
+    return O.cast(vals, dtype)
+
+
+def _bessel_i0(x):
+    """The modified Bessel function I0 of a float64 tensor, from its power series
+    ``sum_k ((x/2)^k / k!)^2`` (converges for every x; 120 terms cover |x| <= 100)."""
+    E = O.elementwise
+    q = E("mul", E("mul", x, x), 0.25)
+    term = O.full(x.shape, 1.0, D.float64, x.device)
+    total = O.full(x.shape, 1.0, D.float64, x.device)
+    for k in range(1, 120):
+        term = E("div", E("mul", term, q), float(k * k))
+        total = E("add", total, term)
+    return total
+
+
+_WINDOWS = ("hann", "hamming", "blackman", "bartlett", "kaiser")
+
+
+@composite("window")
+def window(kind, window_length, periodic, alpha, beta, dtype, device):
+    """PyTorch's window functions, as PyTorch computes them: the same sequence of ops in
+    ``dtype`` (so float16/bfloat16 round where PyTorch's do); ``periodic`` windows are the
+    symmetric window of ``window_length + 1`` without its last value. Kaiser's Bessel
+    function is evaluated in float64."""
+    op = f"{kind}_window"
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"{op} expects floating point dtypes, got: {D.torch_name(dtype)}")
+    if window_length < 0:
+        raise RuntimeError(f"{op} requires non-negative window_length, got window_length="
+                           f"{window_length}")
+    if window_length == 0:
+        return C.empty((0,), dtype, device)
+    if window_length == 1:
+        return O.full((1,), 1.0, dtype, device)
+    E = O.elementwise
+    n = window_length + 1 if periodic else window_length
+    i = O.arange(0, n, 1, dtype, device)
+    if kind in ("hann", "hamming"):
+        a, b = (0.5, 0.5) if kind == "hann" else (alpha, beta)
+        w = E("add", E("mul", E("cos", E("mul", i, 2.0 * math.pi / (n - 1))), -b), a)
+    elif kind == "blackman":
+        base = E("mul", i, math.pi / (n - 1))
+        w = E("add", E("sub", E("mul", E("cos", E("mul", base, 4.0)), 0.08),
+                       E("mul", E("cos", E("mul", base, 2.0)), 0.5)), 0.42)
+    elif kind == "bartlett":
+        w = E("mul", i, 2.0 / (n - 1))
+        half = ((n - 1) >> 1) + 1
+        w = cat_halves(w, half, n, lambda t: E("add", E("mul", t, -1.0), 2.0))
+    else:  # kaiser: I0(beta * sqrt(1 - ((i - m) / m)^2)) / I0(beta), m = (n - 1) / 2
+        m = (n - 1) / 2.0
+        r = E("div", E("sub", O.arange(0, n, 1, D.float64, device), m), m)
+        arg = E("mul", E("sqrt", E("maximum", E("sub", 1.0, E("mul", r, r)), 0.0)),
+                float(beta))
+        w = E("div", _bessel_i0(arg), _bessel_i0(O.full((), float(beta), D.float64, device)))
+        w = O.cast(w, dtype)
+    return V.narrow(w, 0, 0, window_length) if periodic else w
+
+
+def cat_halves(w, half, n, second):
+    """``w`` with ``second`` applied to its elements from ``half`` on."""
+    out = O.clone(w)
+    if n - half:
+        O.copy_(V.narrow(out, 0, half, n - half), second(V.narrow(w, 0, half, n - half)))
+    return out
+
+
+# ---- sampling from distributions (composites of the uniform/normal primitives) --------------
+for _n, _sig in (
+        ("bernoulli", "bernoulli(Tensor self, Tensor|float? p=None, *, generator) -> Tensor"),
+        ("multinomial", "multinomial(Tensor self, int num_samples, bool replacement=False, *, "
+                        "generator) -> Tensor"),
+        ("poisson", "poisson(Tensor self, *, generator) -> Tensor"),
+        ("binomial", "binomial(Tensor count, Tensor prob, *, generator) -> Tensor"),
+        ("exponential", "exponential_(Tensor self, float lambd=1, *, generator) -> Tensor"),
+        ("geometric", "geometric_(Tensor self, float p, *, generator) -> Tensor"),
+        ("log_normal", "log_normal_(Tensor self, float mean=1, float std=2, *, generator) "
+                       "-> Tensor"),
+        ("cauchy", "cauchy_(Tensor self, float median=0, float sigma=1, *, generator) "
+                   "-> Tensor"),
+        ("random", "random_(Tensor self, int from=0, int? to=None, *, generator) -> Tensor")):
+    defop(_n, "random", _sig, "(composite only)", promotion="none", differentiable=False)
+del _n, _sig
+
+
+def _uniform(shape, device, generator):
+    """float64 uniform samples in [0, 1)."""
+    return O.random_(C.empty(tuple(shape), D.float64, device), "uniform", 0.0, 1.0, generator)
+
+
+def _any(mask) -> bool:
+    return bool(C.numel(mask.shape)) and bool(O.item(O.reduce("max", O.cast(mask, D.uint8))))
+
+
+def _float_only(op, x, what="self"):
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{D.torch_name(x.dtype)}'")
+
+
+@composite("bernoulli")
+def bernoulli(x, p=None, generator=None):
+    """1 with probability ``p`` (``x``'s values when ``p`` is None), else 0, in ``x``'s
+    dtype and shape."""
+    E = O.elementwise
+    if p is None:
+        _float_only("bernoulli_tensor_cpu_p_", x)
+        probs = x
+    elif O._is_t(p):
+        probs = C.expand_to(p, x.shape) if p.shape != x.shape else p
+    else:
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        probs = p
+    if O._is_t(probs) and C.numel(probs.shape):
+        bad = E("logical_or", E("lt", probs, 0), E("gt", probs, 1))
+        if _any(E("logical_or", bad, E("isnan", probs))):
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+    u = _uniform(x.shape, x.device, generator)
+    return O.cast(E("lt", u, O.cast(probs, D.float64) if O._is_t(probs) else float(probs)),
+                  x.dtype)
+
+
+@composite("multinomial")
+def multinomial(probs, num_samples, replacement=False, generator=None):
+    """Category indices drawn from the rows of ``probs`` (weights, not necessarily
+    normalised). With replacement: inverse CDF. Without: the largest ``p / q`` for ``q``
+    exponential samples (the order of an exponential race, PyTorch's method)."""
+    E = O.elementwise
+    nd = len(probs.shape)
+    if nd not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not probs.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{D.torch_name(probs.dtype)}")
+    n = probs.shape[-1]
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > n:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    if n > 1 << 24:
+        raise RuntimeError("number of categories cannot exceed 2^24")
+    p = O.cast(probs if nd == 2 else V.unsqueeze(probs, 0), D.float64)
+    rows = p.shape[0]
+    if C.numel(p.shape):
+        bad = E("logical_or", E("lt", p, 0.0), E("logical_not", E("isfinite", p)))
+        if _any(bad):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        total = O.reduce("sum", p, -1, True)
+        if _any(E("le", total, 0.0)):
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement:  # (categories of weight 0 come last, as in PyTorch)
+        q = E("neg", E("log1p", E("neg", _uniform(p.shape, p.device, generator))))
+        keys = E("div", p, q)
+        idx = V.narrow(O.sort(keys, -1, True, False)[1], -1, 0, num_samples)
+    else:
+        cdf = O.scan("cumsum", p, -1)
+        cdf = E("div", cdf, V.narrow(cdf, -1, n - 1, 1))
+        u = _uniform((rows, num_samples), p.device, generator)
+        below = E("le", V.unsqueeze(cdf, 1), V.unsqueeze(u, 2))
+        idx = E("minimum", O.reduce("sum", O.cast(below, D.int64), -1), n - 1)
+    idx = O.contiguous(idx)
+    return idx if nd == 2 else V.reshape(idx, (num_samples,))
+
+
+#: log(k!) for k < 10 (exact to double precision): the Stirling series takes over above
+_LOG_FACT = [math.lgamma(k + 1) for k in range(10)]
+
+
+def _factorial_table(device):
+    table = O.full((10,), 0.0, D.float64, device)
+    for i, v in enumerate(_LOG_FACT):
+        if v:
+            O.fill_(V.narrow(table, 0, i, 1), v)
+    return table
+
+
+def _log_factorial(k, table):
+    """``lgamma(k + 1)`` for a float64 tensor of non-negative integers: ``table``
+    (``_factorial_table``) below 10, Stirling's series (error < 1e-12) from 10 on."""
+    E = O.elementwise
+    small = O.gather(table, 0, O.cast(E("minimum", E("maximum", k, 0.0), 9.0), D.int64))
+    x = E("add", E("maximum", k, 10.0), 1.0)
+    inv = E("reciprocal", x)
+    inv2 = E("mul", inv, inv)
+    series = E("mul", inv, E("sub", 1.0 / 12, E("mul", inv2, E("sub", 1.0 / 360,
+                                                                E("mul", inv2, 1.0 / 1260)))))
+    big = E("add", E("sub", E("mul", E("sub", x, 0.5), E("log", x)), x),
+            E("add", series, 0.5 * math.log(2 * math.pi)))
+    return O.where(E("lt", k, 10.0), small, big)
+
+
+def _flat64(x):
+    return O.cast(O.contiguous(V.reshape(x, (-1,))), D.float64)
+
+
+@composite("poisson")
+def poisson(rates, generator=None):
+    """Poisson samples with the given rates: multiplication of uniforms (Knuth) below rate
+    10, Hörmann's transformed rejection (PTRS) from 10 on, as PyTorch."""
+    E = O.elementwise
+    if not rates.dtype.is_floating_point:
+        raise NotImplementedError(f"\"poisson_cpu\" not implemented for "
+                                  f"'{D.torch_name(rates.dtype)}'")
+    lam = _flat64(rates)
+    n = C.numel(lam.shape)
+    if not n:
+        return O.clone(rates)
+    if _any(E("logical_or", E("lt", lam, 0.0), E("isnan", lam))):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    dev = lam.device
+    # Knuth: count the uniforms whose running product stays above exp(-rate)
+    small = E("lt", lam, 10.0)
+    limit = E("exp", E("neg", lam))
+    prod = O.full((n,), 1.0, D.float64, dev)
+    count = O.zeros((n,), D.float64, dev)
+    active = E("logical_and", small, E("gt", lam, 0.0))
+    while _any(active):
+        prod = E("mul", prod, O.where(active, _uniform((n,), dev, generator), 1.0))
+        hit = E("logical_and", active, E("gt", prod, limit))
+        count = E("add", count, O.cast(hit, D.float64))
+        active = hit
+    # PTRS for the large rates
+    big = E("logical_not", small)
+    if _any(big):
+        lam_b = E("maximum", lam, 10.0)
+        slam = E("sqrt", lam_b)
+        loglam = E("log", lam_b)
+        b = E("add", E("mul", slam, 2.53), 0.931)
+        a = E("add", E("mul", b, 0.02483), -0.059)
+        inv_alpha = E("add", E("div", 1.1328, E("sub", b, 3.4)), 1.1239)
+        vr = E("sub", 0.9277, E("div", 3.6224, E("sub", b, 2.0)))
+        table = _factorial_table(dev)
+        pending = big
+        while _any(pending):
+            u = E("sub", _uniform((n,), dev, generator), 0.5)
+            v = _uniform((n,), dev, generator)
+            us = E("sub", 0.5, E("abs", u))
+            k = E("floor", E("add", E("mul", E("add", E("div", E("mul", a, 2.0), us), b), u),
+                                 E("add", lam_b, 0.43)))
+            quick = E("logical_and", E("ge", us, 0.07), E("le", v, vr))
+            reject = E("logical_or", E("lt", k, 0.0),
+                       E("logical_and", E("lt", us, 0.013), E("gt", v, us)))
+            lhs = E("sub", E("add", E("log", v), E("log", inv_alpha)),
+                    E("log", E("add", E("div", a, E("mul", us, us)), b)))
+            rhs = E("sub", E("add", E("neg", lam_b), E("mul", E("maximum", k, 0.0), loglam)),
+                    _log_factorial(E("maximum", k, 0.0), table))
+            ok = E("logical_or", quick, E("logical_and", E("logical_not", reject),
+                                          E("le", lhs, rhs)))
+            take = E("logical_and", pending, ok)
+            count = O.where(take, k, count)
+            pending = E("logical_and", pending, E("logical_not", ok))
+    return O.cast(V.reshape(count, rates.shape), rates.dtype)
+
+
+@composite("binomial")
+def binomial(count, prob, generator=None):
+    """Binomial samples: waiting times between successes (inversion) while
+    ``n * min(p, 1-p) < 10``, Hörmann's BTRS rejection above, as PyTorch."""
+    E = O.elementwise
+    if not count.dtype.is_floating_point:
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
+                         f"{D.torch_name(count.dtype)}")
+    if prob.dtype is not count.dtype:
+        raise RuntimeError(f"Found dtype {D.torch_name(prob.dtype)} but expected "
+                           f"{D.torch_name(count.dtype)}")
+    shape = C.broadcast_shapes(count.shape, prob.shape)
+    nn = _flat64(C.expand_to(count, shape))
+    p = _flat64(C.expand_to(prob, shape))
+    size = C.numel(shape)
+    if not size:
+        return C.empty(shape, count.dtype, count.device)
+    dev = nn.device
+    # as PyTorch: p is clamped to [0, 1], a count below 0 gives 0, NaN or infinite input NaN
+    bad = E("logical_or", E("logical_or", E("isnan", p), E("isnan", nn)), E("isinf", nn))
+    nn = O.where(bad, 0.0, E("maximum", nn, 0.0))
+    p = O.where(bad, 0.5, E("minimum", E("maximum", p, 0.0), 1.0))
+    flip_ = E("gt", p, 0.5)
+    q = O.where(flip_, E("sub", 1.0, p), p)
+    out = O.zeros((size,), D.float64, dev)
+    small = E("lt", E("mul", nn, q), 10.0)
+    # inversion: successes while the geometric waiting times fit in n trials
+    log_q = E("log1p", E("neg", q))
+    trials = O.zeros((size,), D.float64, dev)
+    active = E("logical_and", small, E("gt", q, 0.0))
+    while _any(active):
+        u = _uniform((size,), dev, generator)
+        wait = E("ceil", E("div", E("log1p", E("neg", u)), log_q))
+        trials = E("add", trials, O.where(active, E("maximum", wait, 1.0), 0.0))
+        hit = E("logical_and", active, E("le", trials, nn))
+        out = E("add", out, O.cast(hit, D.float64))
+        active = hit
+    big = E("logical_not", small)
+    if _any(big):
+        qb = E("minimum", E("maximum", q, 1e-12), 0.5)
+        nb = E("maximum", nn, 20.0)
+        spq = E("sqrt", E("mul", E("mul", nb, qb), E("sub", 1.0, qb)))
+        b = E("add", E("mul", spq, 2.53), 1.15)
+        a = E("add", E("add", E("mul", b, 0.0248), -0.0873), E("mul", qb, 0.01))
+        c = E("add", E("mul", nb, qb), 0.5)
+        vr = E("sub", 0.92, E("div", 4.2, b))
+        alpha = E("mul", E("add", E("div", 5.1, b), 2.83), spq)
+        lpq = E("log", E("div", qb, E("sub", 1.0, qb)))
+        m = E("floor", E("mul", E("add", nb, 1.0), qb))
+        table = _factorial_table(dev)
+        h = E("add", _log_factorial(m, table), _log_factorial(E("sub", nb, m), table))
+        pending = big
+        while _any(pending):
+            u = E("sub", _uniform((size,), dev, generator), 0.5)
+            v = _uniform((size,), dev, generator)
+            us = E("sub", 0.5, E("abs", u))
+            k = E("floor", E("add", E("mul", E("add", E("div", E("mul", a, 2.0), us), b), u), c))
+            inside = E("logical_and", E("ge", k, 0.0), E("le", k, nb))
+            quick = E("logical_and", E("ge", us, 0.07), E("le", v, vr))
+            kk = E("minimum", E("maximum", k, 0.0), nb)
+            lv = E("log", E("div", E("mul", v, alpha), E("add", E("div", a, E("mul", us, us)),
+                                                              b)))
+            bound = E("add", E("sub", E("sub", h, _log_factorial(kk, table)),
+                               _log_factorial(E("sub", nb, kk), table)),
+                      E("mul", E("sub", kk, m), lpq))
+            ok = E("logical_and", inside, E("logical_or", quick, E("le", lv, bound)))
+            take = E("logical_and", pending, ok)
+            out = O.where(take, kk, out)
+            pending = E("logical_and", pending, E("logical_not", ok))
+    out = O.where(flip_, E("sub", nn, out), out)
+    out = O.where(bad, math.nan, out)
+    return O.cast(V.reshape(out, shape), count.dtype)
+
+
+def _continuous(op, x):
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{op} distribution is a continuous probability distribution. dtype "
+                           f"must be a floating point but you specified "
+                           f"{D.torch_name(x.dtype)}")
+
+
+@composite("exponential")
+def exponential(x, lambd=1.0, generator=None):
+    """A tensor like ``x`` of exponential samples: ``-log(1 - u) / lambd``."""
+    _continuous("Exponential", x)
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
+    E = O.elementwise
+    u = _uniform(x.shape, x.device, generator)
+    return O.cast(E("div", E("neg", E("log1p", E("neg", u))), float(lambd)), x.dtype)
+
+
+@composite("geometric")
+def geometric(x, p, generator=None):
+    """Geometric samples (trials up to the first success, from 1):
+    ``ceil(log(1 - u) / log(1 - p))``."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
+    E = O.elementwise
+    u = _uniform(x.shape, x.device, generator)
+    v = E("maximum", E("ceil", E("div", E("log1p", E("neg", u)), math.log1p(-p))), 1.0)
+    return O.cast(v, x.dtype)
+
+
+@composite("log_normal")
+def log_normal(x, mean=1.0, std=2.0, generator=None):
+    _continuous("LogNormal", x)
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
+    z = O.random_(C.empty(x.shape, D.float64, x.device), "normal", float(mean), float(std),
+                  generator)
+    return O.cast(O.elementwise("exp", z), x.dtype)
+
+
+@composite("cauchy")
+def cauchy(x, median=0.0, sigma=1.0, generator=None):
+    _continuous("Cauchy", x)
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+    E = O.elementwise
+    u = _uniform(x.shape, x.device, generator)
+    v = E("add", E("mul", E("tan", E("mul", E("sub", u, 0.5), math.pi)), float(sigma)),
+          float(median))
+    return O.cast(v, x.dtype)
+
+
+_C_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short",
+            "int32": "int", "int64": "long", "bool": "bool", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
+
+
+def _random_bounds(dtype):
+    """``[lowest, highest]`` that ``random_`` may produce for ``dtype``: the integers a
+    floating dtype holds exactly (its mantissa), the range of an integer dtype."""
+    if dtype is D.bool_:
+        return 0, 1
+    if dtype.is_floating_point:
+        digits = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}[dtype.name]
+        return -(1 << digits), 1 << digits
+    return _int_bounds(dtype)
+
+
+@composite("random")
+def random(x, low=0, high=None, generator=None):
+    """``random_(from, to)``: integers uniform in ``[from, to - 1]``; without ``to``, up to
+    the dtype's largest (its mantissa's range for floats)."""
+    lo, hi = _random_bounds(x.dtype)
+    cname = _C_NAMES[x.dtype.name]
+    if high is None:
+        if low != 0:  # random_(to)
+            low, high = 0, low
+        else:
+            high = hi + 1
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    if x.dtype.is_floating_point:  # PyTorch warns: the values are no longer exact
+        for name, v in (("from", low), ("to - 1", high - 1)):
+            if not lo <= v <= hi:
+                digits = hi.bit_length() - 1
+                warnings.warn(f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
+                              f"precision limitations {cname} can support discrete uniform "
+                              f"distribution only within this range. This warning will "
+                              "become an error in version 1.7 release, please fix the code "
+                              "in advance", UserWarning, stacklevel=4)
+    elif not lo <= low <= hi:
+        raise RuntimeError(f"from is out of bounds for {cname}")
+    elif not lo <= high - 1 <= hi:
+        raise RuntimeError(f"to - 1 is out of bounds for {cname}")
+    E = O.elementwise
+    u = _uniform(x.shape, x.device, generator)
+    v = E("floor", E("add", E("mul", u, float(high - low)), float(low)))
+    return O.cast(E("minimum", v, float(high - 1)), x.dtype)
