@@ -510,3 +510,19 @@ def test_pin_memory_pins_batches_when_an_accelerator_offers_it(num_workers):
         assert not unpinned[0].is_pinned()
     finally:
         unregister_backend("pindev")
+
+
+def test_random_sampler_with_replacement_draws_lazily():
+    """PyTorch draws a replacement sampler's indices in blocks: an effectively infinite
+    ``num_samples`` must not allocate them all (it used to raise MemoryError)."""
+    import itertools
+
+    from ember.utils.data import RandomSampler
+    s = RandomSampler(range(10), replacement=True, num_samples=10**10,
+                      generator=ember.Generator().manual_seed(0))
+    assert len(s) == 10**10
+    first = list(itertools.islice(iter(s), 10000))
+    assert len(first) == 10000 and min(first) >= 0 and max(first) <= 9
+    assert len(set(first)) == 10
+    small = list(RandomSampler(range(3), replacement=True, num_samples=4097))
+    assert len(small) == 4097

@@ -43,6 +43,9 @@ class SequentialSampler(Sampler[int]):
         return len(self.data_source)
 
 
+_REPLACEMENT_BLOCK = 4096
+
+
 class RandomSampler(Sampler[int]):
     """A random permutation of the indices, or ``num_samples`` indices drawn with
     ``replacement``.
@@ -77,7 +80,11 @@ class RandomSampler(Sampler[int]):
         n = len(self.data_source)
         g = self.generator
         if self.replacement:
-            yield from ember.randint(0, n, (self.num_samples,), generator=g).tolist()
+            # drawn lazily in blocks, as PyTorch does: num_samples may be far larger than
+            # memory (an "infinite" sampler)
+            for start in range(0, self.num_samples, _REPLACEMENT_BLOCK):
+                size = min(_REPLACEMENT_BLOCK, self.num_samples - start)
+                yield from ember.randint(0, n, (size,), generator=g).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from ember.randperm(n, generator=g).tolist()
