@@ -26,6 +26,10 @@ PROGRAMS = {
     "dcgan": "exact",
     "resnet_cifar": "exact",
     "gcn": "exact",
+    "vae": "exact",
+    "seq2seq_attention": "exact",
+    "forward_forward": "exact",
+    "reinforce": "exact",
 }
 
 
