@@ -30,6 +30,8 @@ PROGRAMS = {
     "seq2seq_attention": "exact",
     "forward_forward": "exact",
     "reinforce": "exact",
+    "packed_lstm_classifier": "exact",
+    "vit": "exact",
 }
 
 
