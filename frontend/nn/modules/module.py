@@ -19,6 +19,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
+import ember
 from ember import Tensor
 from ember._tensor import parse_to_args
 
@@ -89,6 +90,26 @@ def _typename(obj) -> str:
 def _forward_unimplemented(self, *input: Any) -> None:
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                               '"forward" function')
+
+
+def _state_tensor(value):
+    """A state-dict value as an ember tensor: ember tensors as they are, anything speaking
+    DLPack (torch tensors, NumPy arrays) through DLPack, sharing memory where it can; other
+    values are returned unchanged (the caller reports them)."""
+    if isinstance(value, Tensor) or not hasattr(value, "__dlpack__"):
+        return value
+    detach = getattr(value, "detach", None)
+    if callable(detach):
+        value = detach()     # torch exports no tensor that requires grad
+    try:
+        return ember.from_dlpack(value)
+    except (BufferError, TypeError, RuntimeError, ValueError) as err:
+        if str(getattr(value, "dtype", "")).endswith("bfloat16") and hasattr(value, "float"):
+            # NumPy (ember's DLPack bridge) has no bfloat16; its float32 widening is exact
+            return ember.from_dlpack(value.float()).to(ember.bfloat16)
+        raise TypeError(f"load_state_dict: can't convert a {type(value).__module__}."
+                        f"{type(value).__qualname__} to an ember tensor through DLPack: "
+                        f"{err}") from err
 
 
 class Module:
@@ -571,7 +592,7 @@ class Module:
                 if strict:
                     missing_keys.append(key)
                 continue
-            input_param = state_dict[key]
+            input_param = _state_tensor(state_dict[key])
             if not isinstance(input_param, Tensor):
                 error_msgs.append(f'While copying the parameter named "{key}", expected '
                                   "ember.Tensor or Tensor-like object from checkpoint but "
@@ -623,9 +644,21 @@ class Module:
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
                         assign: bool = False):
         """Copy parameters and buffers from ``state_dict`` into this module and its
-        descendants. With ``strict`` the keys must match ``state_dict()``'s exactly.
+        descendants. With ``strict`` the keys must match ``state_dict()``'s exactly; with
+        ``assign`` the state dict's tensors replace the module's (keeping each parameter's
+        ``requires_grad``) instead of being copied into them.
+
+        Values may be ember tensors or anything that speaks DLPack (torch tensors, NumPy
+        arrays), so a state dict from ``torch.load`` or ``model.state_dict()`` of a torch
+        model loads directly.
 
         Returns ``_IncompatibleKeys(missing_keys, unexpected_keys)``.
+
+        >>> import ember, numpy as np
+        >>> lin = ember.nn.Linear(2, 1)
+        >>> state = {"weight": np.ones((1, 2), np.float32), "bias": np.zeros(1, np.float32)}
+        >>> lin.load_state_dict(state)
+        <All keys matched successfully>
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
