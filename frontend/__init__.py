@@ -26,8 +26,9 @@ from ._ops_shape import *  # noqa: F401,F403
 from ._ops_linalg import *  # noqa: F401,F403
 from ._ops_misc import *  # noqa: F401,F403
 from ._ops_nn import *  # noqa: F401,F403
+from ._ops_sparse import *  # noqa: F401,F403
 from . import autograd, backends, nn, optim, utils
-from . import distributions, linalg, special
+from . import distributions, linalg, sparse, special
 from ._device_ns import cuda, opencl
 from .serialization import save, load
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,
