@@ -32,6 +32,8 @@ PROGRAMS = {
     "reinforce": "exact",
     "packed_lstm_classifier": "exact",
     "vit": "exact",
+    "conv_autoencoder": "exact",
+    "transformer_translation": "exact",
 }
 
 
