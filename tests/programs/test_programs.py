@@ -34,25 +34,40 @@ PROGRAMS = {
     "vit": "exact",
     "conv_autoencoder": "exact",
     "transformer_translation": "exact",
+    "super_resolution": "exact",
+    "text_classifier_bag": "exact",
+    "lbfgs_regression": "exact",
 }
 
 
-def _run(prog, tmp_path, framework):
-    log = tmp_path / f"{framework}.json"
+def _run_all(outdir, framework):
+    """Every program under one framework, in one interpreter."""
     cmd = [sys.executable] + (["-m", "ember.as_torch"] if framework == "ember" else [])
-    cmd += [os.path.join(HERE, prog + ".py"), "--init", str(tmp_path / "init.npz"),
-            "--log", str(log)]
+    cmd += [os.path.join(HERE, "_runner.py"), str(outdir), *sorted(PROGRAMS)]
     env = dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    assert r.returncode == 0, f"{prog} under {framework} failed:\n{r.stderr[-4000:]}"
-    return json.loads(log.read_text())
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
+    assert r.returncode == 0, f"the {framework} runner failed:\n{r.stderr[-4000:]}"
+
+
+@pytest.fixture(scope="module")
+def outdir(tmp_path_factory):
+    pytest.importorskip("torch")
+    d = tmp_path_factory.mktemp("programs")
+    _run_all(d, "torch")   # writes the initial weights the ember run then reads
+    _run_all(d, "ember")
+    return d
+
+
+def _result(outdir, prog, framework):
+    err = outdir / f"{prog}.{framework}.err"
+    assert not err.exists(), f"{prog} under {framework} failed:\n{err.read_text()[-4000:]}"
+    return json.loads((outdir / f"{prog}.{framework}.json").read_text())
 
 
 @pytest.mark.parametrize("prog", sorted(PROGRAMS))
-def test_program_matches_pytorch(prog, tmp_path):
-    pytest.importorskip("torch")
-    ref = _run(prog, tmp_path, "torch")
-    got = _run(prog, tmp_path, "ember")
+def test_program_matches_pytorch(prog, outdir):
+    ref = _result(outdir, prog, "torch")
+    got = _result(outdir, prog, "ember")
     a, b = np.array(ref["losses"]), np.array(got["losses"])
     assert a.shape == b.shape and a.size > 0
     assert np.isfinite(b).all()
