@@ -27,6 +27,7 @@ from ._ops_linalg import *  # noqa: F401,F403
 from ._ops_misc import *  # noqa: F401,F403
 from ._ops_nn import *  # noqa: F401,F403
 from ._ops_sparse import *  # noqa: F401,F403
+from ._ops_compat import *  # noqa: F401,F403
 from . import autograd, backends, nn, optim, utils
 from . import distributions, linalg, sparse, special
 from ._device_ns import cuda, opencl

@@ -23,7 +23,8 @@ from ember.dispatcher.plugins import backend_for
 from . import _creation as K
 from . import _device_ns
 from . import _functions as F
-from . import _ops_linalg, _ops_misc, _ops_nn, _ops_reduce, _ops_shape, _ops_sparse
+from . import (_ops_compat, _ops_linalg, _ops_misc, _ops_nn, _ops_reduce, _ops_shape,
+               _ops_sparse)
 from . import autograd
 from . import _views as VW
 from ._repr import tensor_repr
@@ -904,7 +905,8 @@ def _install():
     for name in _INPLACE:
         fn = F.INPLACE.get(name) or getattr(F, name)
         setattr(Tensor, name, fn)
-    for mod in (_ops_reduce, _ops_shape, _ops_linalg, _ops_misc, _ops_nn, _ops_sparse):
+    for mod in (_ops_reduce, _ops_shape, _ops_linalg, _ops_misc, _ops_nn, _ops_sparse,
+                _ops_compat):
         for name, fn in mod.TENSOR_METHODS.items():
             if name not in Tensor.__dict__:
                 setattr(Tensor, name, fn)

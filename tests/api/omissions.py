@@ -62,6 +62,10 @@ OMITTED = {
             "set_autocast_ipu_enabled", "set_autocast_xla_dtype", "set_autocast_xla_enabled",
             "is_autocast_ipu_enabled", "is_autocast_xla_enabled")},
         "thread_safe_generator": "a private helper of torch.random re-exported by accident",
+        **{n: ("an undocumented ATen entry point behind nn.RNN/LSTM/GRU (programs use the "
+               "modules or their cells)") for n in ("lstm", "gru", "rnn_relu", "rnn_tanh")},
+        **{n: "the __torch_function__ protocol, which ember does not have"
+           for n in ("DisableTorchFunction", "DisableTorchFunctionSubclass")},
         "FatalError": "raised by PyTorch's C++ core on internal invariant failures only",
     },
     "Tensor": {
@@ -76,6 +80,8 @@ OMITTED = {
             "ipu", "xpu", "mtia", "to_mkldnn", "is_ipu", "is_xpu", "is_mtia", "is_maia",
             "is_vulkan", "is_mkldnn", "is_xla")},
         **{n: _REMOVED for n in ("symeig", "reinforce", "volatile")},
+        "index": "binds first-class dimensions of the functorch.dim prototype, not indexing",
+        "name": "named tensors are a prototype API PyTorch marks unstable",
         **{n: _ATEN_INTERNAL for n in (
             "resize_as_sparse_", "sparse_resize_", "sparse_resize_and_clear_", "smm",
             "sspaddmm", "hash_tensor", "slice_inverse", "module_load", "storage_type",
