@@ -19,6 +19,7 @@ import inspect
 import math
 import warnings
 
+from . import autocast as AC
 from . import core as C
 from . import dtypes as D
 from . import fallback as FB
@@ -62,6 +63,8 @@ def recorded(name: str):
 
         @functools.wraps(fn)
         def entry(*args, **kwargs):
+            if AC.ACTIVE[0]:
+                args, kwargs = AC.cast_call(name, args, kwargs, to)
             if MODE.grad and o.grad is not None:
                 ins = tuple(args[i] if i < len(args) else kwargs.get(params[i])
                             for i in where)
@@ -83,6 +86,8 @@ def composite_op(name, ins, attrs, outs, dev):
     kernel has no backward of its own then); otherwise the device's kernel writes into
     freshly allocated outputs, or the composite runs where there is none."""
     o = OPS[name]
+    if AC.ACTIVE[0]:
+        ins, outs = AC.cast_composite(name, ins, outs, to)
     if requires_grad(ins) and MODE.grad:
         if o.grad is not None:
             return record(o, lambda: composite_op(name, ins, attrs, outs, dev), ins, attrs)
@@ -382,6 +387,8 @@ _SCALAR_KIND = {bool: 0, int: 1, float: 2}
 def elementwise(name, *args, out=None, inplace=False, **attrs):
     """Run a schema elementwise op on tensors and Python scalars with broadcasting."""
     o = OPS[name]
+    if AC.ACTIVE[0] and out is None and not inplace:
+        args = AC.cast_args(name, args, to)
     for a in args:  # (inline: this is the hottest path there is)
         if isinstance(a, TensorBase) and a.requires_grad and MODE.grad and o.differentiable:
             if o.grad is not None:
@@ -689,6 +696,8 @@ def reduce(name, x, dim=None, keepdim=False, dtype=None, out=None, **attrs):
     o = OPS[name]
     if not _is_t(x):
         raise TypeError(f"{name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
+    if AC.ACTIVE[0] and out is None and dtype is None:
+        (x,) = AC.cast_args(name, (x,), to)
     if x.requires_grad and MODE.grad and o.grad is not None:
         return record(o, lambda: reduce(name, x, dim, keepdim, dtype, out, **attrs), (x,),
                       dict(attrs, dim=dim, keepdim=keepdim, dtype=dtype), out=out)
@@ -796,6 +805,8 @@ def scan(name, x, dim, dtype=None, out=None):
 
 def softmax_op(name, x, dim, dtype=None):
     o = OPS[name]
+    if AC.ACTIVE[0] and dtype is None:
+        (x,) = AC.cast_args(name, (x,), to)
     if x.requires_grad and MODE.grad:
         return record(o, lambda: softmax_op(name, x, dim, dtype), (x,),
                       {"dim": dim, "dtype": dtype})
@@ -1063,6 +1074,8 @@ def nonzero(x):
 # ---------------------------------------------------------------------------------
 
 def bmm(a, b, out=None):
+    if AC.ACTIVE[0] and out is None:
+        a, b = AC.cast_args("bmm", (a, b), to)
     if requires_grad((a, b)) and MODE.grad:
         return record(OPS["bmm"], lambda: bmm(a, b, out), (a, b), {}, out=out)
     if len(a.shape) != 3 or len(b.shape) != 3:

@@ -16,6 +16,8 @@ from ember.dispatcher.device import to_device
 from ember.dispatcher.plugins import backend_for
 from ember.dispatcher.random import default_generator
 
+from ._defaults import default_device_or
+
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full",
            "empty", "arange", "linspace", "eye", "rand", "randn", "randint", "randperm",
            "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
@@ -58,6 +60,11 @@ def _finish(t, requires_grad):
     return t
 
 
+def _dev(device):
+    """``device``, or the default device (``ember.set_default_device``) when None."""
+    return to_device(default_device_or(device))
+
+
 def _dt(dtype, default=None):
     return D.to_dtype(dtype) if dtype is not None else (default or D.get_default_dtype())
 
@@ -83,13 +90,13 @@ def empty(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
     size = _size_arg(size, kw, "empty")
     if out is not None:
         return O._resize_out("empty", out, _shape(size, "empty", d))
-    return _finish(C.empty(_shape(size, "empty", d), d, to_device(device)), requires_grad)
+    return _finish(C.empty(_shape(size, "empty", d), d, _dev(device)), requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
     d = _dt(dtype if dtype is not None or out is None else out.dtype)
     shape = _shape(_size_arg(size, kw, "zeros"), "zeros", d)
-    return _out_result(_finish(O.zeros(shape, d, to_device(device)), requires_grad), out,
+    return _out_result(_finish(O.zeros(shape, d, _dev(device)), requires_grad), out,
                        "zeros")
 
 
@@ -97,7 +104,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
     d = _dt(dtype if dtype is not None or out is None else out.dtype)
     shape = _shape(_size_arg(size, kw, "ones"), "ones", d)
     return _out_result(_finish(O.full(shape, True if d is D.bool_ else 1, d,
-                                      to_device(device)), requires_grad), out, "ones")
+                                      _dev(device)), requires_grad), out, "ones")
 
 
 def fill_scalar(value, dtype, op, numel, device):
@@ -114,7 +121,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     if isinstance(fill_value, TensorBase):
         fill_value = fill_value.item()
     d = D.dtype_of_scalar(fill_value) if dtype is None else D.to_dtype(dtype)
-    shape, dev = _shape((size,), "full", d), to_device(device)
+    shape, dev = _shape((size,), "full", d), _dev(device)
     value = fill_scalar(fill_value, d, "full", C.numel(shape), dev)
     return _out_result(_finish(O.full(shape, value, d, dev), requires_grad), out, "full")
 
@@ -256,7 +263,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if dtype is None:
         dtype = (D.get_default_dtype() if any(isinstance(v, float) for v in vals)
                  else D.int64)
-    return _finish(CP.arange(*vals, D.to_dtype(dtype), to_device(device)), requires_grad)
+    return _finish(CP.arange(*vals, D.to_dtype(dtype), _dev(device)), requires_grad)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, **_):
@@ -275,11 +282,11 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not "
                         f"{type(steps).__name__}")
     return _finish(CP.linspace(ends[0], ends[1], operator.index(steps), _dt(dtype),
-                               to_device(device)), requires_grad)
+                               _dev(device)), requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **_):
-    return _finish(CP.eye(n, m, _dt(dtype), to_device(device)), requires_grad)
+    return _finish(CP.eye(n, m, _dt(dtype), _dev(device)), requires_grad)
 
 
 def _gen(generator, device):
@@ -287,7 +294,7 @@ def _gen(generator, device):
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, **kw):
-    dev, d = to_device(device), _dt(dtype)
+    dev, d = _dev(device), _dt(dtype)
     t = C.empty(_shape(_size_arg(size, kw, "rand"), "rand", d), d, dev)
     res = _finish(O.random_(t, "uniform", 0.0, 1.0, _gen(generator, dev)), requires_grad)
     return _out_result(res, out, "rand")
@@ -295,7 +302,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None,
           **kw):
-    dev, d = to_device(device), _dt(dtype)
+    dev, d = _dev(device), _dt(dtype)
     t = C.empty(_shape(_size_arg(size, kw, "randn"), "randn", d), d, dev)
     res = _finish(O.random_(t, "normal", 0.0, 1.0, _gen(generator, dev)), requires_grad)
     return _out_result(res, out, "randn")
@@ -327,7 +334,7 @@ def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, d
     if high is None:
         raise TypeError("randint() missing required argument 'high'")
     low = 0 if low is None else low
-    dev, d = to_device(device), _dt(dtype, D.int64)
+    dev, d = _dev(device), _dt(dtype, D.int64)
     res = CP.randint(int(low), int(high), _shape((size,), "randint", d), _gen(generator, dev),
                      d, dev)
     return _out_result(_finish(res, requires_grad), out, "randint")
@@ -335,7 +342,7 @@ def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, d
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None,
              **_):
-    dev = to_device(device)
+    dev = _dev(device)
     res = CP.randperm(int(n), _gen(generator, dev), _dt(dtype, D.int64), dev)
     return _out_result(_finish(res, requires_grad), out, "randperm")
 
@@ -384,12 +391,13 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         return _finish(res, requires_grad)
     arr, inferred = _infer(data)
     dt = D.to_dtype(dtype) if dtype is not None else inferred
-    return _finish(_from_host_array(arr, dt, to_device(device)), requires_grad)
+    return _finish(_from_host_array(arr, dt, _dev(device)), requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
     if isinstance(data, TensorBase):
         return O.to(data, device, dtype)
+    device = default_device_or(device)
     if isinstance(data, np.ndarray) and (device is None or to_device(device).type == "cpu"):
         t = from_numpy(data)
         return O.cast(t, D.to_dtype(dtype)) if dtype is not None else t

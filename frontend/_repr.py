@@ -8,10 +8,12 @@ import numpy as np
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
 
+# the print options (``ember.set_printoptions`` changes them); SCI_MODE None: automatic
 PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE = None
 
 
 class _Formatter:
@@ -39,6 +41,8 @@ class _Formatter:
             hi, lo = nz.max(), nz.min()
             if hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4:
                 self.sci_mode = True
+        if SCI_MODE is not None:
+            self.sci_mode = bool(SCI_MODE)
         for v in finite.tolist():
             self.width = max(self.width, len(self._fmt(v)))
 

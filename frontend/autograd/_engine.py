@@ -23,6 +23,8 @@ from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher.dtypes import torch_name
 
+from .anomaly_mode import ANOMALY, warn_forward_trace
+
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "is_grad_enabled", "set_grad_enabled",
            "no_grad", "enable_grad", "inference_mode", "is_inference_mode_enabled",
            "run_backward", "backward", "grad"]
@@ -126,36 +128,68 @@ class inference_mode(_ModeContext):
 
 
 # ---------------------------------------------------------------------------------------
+class _SavedHooks:
+    """The saved-tensor hook pairs in force (``autograd.graph.saved_tensors_hooks``); the
+    innermost pair packs what nodes save."""
+    __slots__ = ("stack", "disabled")
+
+    def __init__(self):
+        self.stack: list = []
+        self.disabled = None
+
+
+SAVED_HOOKS = _SavedHooks()
+
+
 class SavedTensor:
     """A tensor kept for backward, with the version it had when saved.
 
     Outputs are saved as a detached alias (no reference cycle output → node → output);
     unpacking re-attaches the node so ``create_graph`` still differentiates through it.
+    Under ``saved_tensors_hooks`` only what the pack hook returns is kept, and the unpack
+    hook gives the tensor back in backward.
     """
-    __slots__ = ("data", "version", "is_output", "requires_grad", "grad_fn")
+    __slots__ = ("data", "version", "is_output", "requires_grad", "grad_fn", "packed",
+                 "unpack_hook")
 
     def __init__(self, t, is_output=False):
         self.version = t._vc[0]
         self.is_output = is_output
         self.requires_grad = t.requires_grad or is_output
+        self.grad_fn = None
         if is_output:
             self.data = C.view_of(t, t.shape, t._stride, t._offset)
-            self.grad_fn = None
         else:
             self.data = t
-            self.grad_fn = None
+        if SAVED_HOOKS.stack:
+            pack, self.unpack_hook = SAVED_HOOKS.stack[-1]
+            # (the hook runs without hooks: what its own ops save is not packed again)
+            stack, SAVED_HOOKS.stack = SAVED_HOOKS.stack, []
+            try:
+                self.packed = pack(self.data)
+            finally:
+                SAVED_HOOKS.stack = stack
+            self.data = None
+        else:
+            self.unpack_hook = None
 
     def unpack(self, node):
-        d = self.data
-        if d._vc[0] != self.version:
-            role = "output 0 of " if self.is_output else "an input of "
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{_type_str(d)} {list(d.shape)}], which is "
-                f"{role}{node.name()}"
-                f", is at version {d._vc[0]}; expected version {self.version} instead. Hint: "
-                "the operation that modified it ran after the forward pass saved it; use "
-                "an out-of-place op, or .clone() the tensor before modifying it.")
+        if self.unpack_hook is not None:
+            d = self.unpack_hook(self.packed)
+            if not isinstance(d, TensorBase):
+                raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor "
+                                f"but got result of type {type(d).__name__}")
+        else:
+            d = self.data
+            if d._vc[0] != self.version:
+                role = "output 0 of " if self.is_output else "an input of "
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: [{_type_str(d)} {list(d.shape)}], which is "
+                    f"{role}{node.name()}"
+                    f", is at version {d._vc[0]}; expected version {self.version} instead. "
+                    "Hint: the operation that modified it ran after the forward pass saved "
+                    "it; use an out-of-place op, or .clone() the tensor before modifying it.")
         if self.is_output and self.requires_grad and MODE.grad:
             alias = C.view_of(d, d.shape, d._stride, d._offset)
             alias.requires_grad = True
@@ -365,7 +399,10 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
                 else:
                     _accumulate_leaf(inputs[capture_ids[id(node)]], grad, create_graph,
                                      handed, hooks=False)
-            outs = node.apply(grad)
+            if ANOMALY.enabled:
+                outs = _apply_checked(node, grad)
+            else:
+                outs = node.apply(grad)
             if node._hooks:
                 for h in node._hooks:
                     h(outs, (grad,))
@@ -396,6 +433,26 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
             out.append(g)
         return tuple(out)
     return None
+
+
+def _apply_checked(node, grad):
+    """``node.apply`` under anomaly detection: an error is preceded by the warning showing
+    the node's forward call, and NaN gradients raise (PyTorch's message)."""
+    try:
+        outs = node.apply(grad)
+    except Exception:
+        warn_forward_trace(node)
+        raise
+    if ANOMALY.check_nan:
+        for i, g in enumerate(outs):
+            if isinstance(g, Slot):
+                g = g.g
+            if isinstance(g, TensorBase) and g.dtype.is_floating_point and bool(
+                    g.isnan().any()):
+                warn_forward_trace(node)
+                raise RuntimeError(f"Function '{node.name()}' returned nan values in its "
+                                   f"{i}th output.")
+    return outs
 
 
 def _skip(node, deps, buffers, ready, queued):

@@ -20,6 +20,7 @@ from ember.dispatcher.schema import parse_signature
 from ember.dispatcher.core import TensorBase
 
 from ._engine import SavedTensor, _edge, node_type
+from .anomaly_mode import ANOMALY, forward_trace
 
 __all__ = ["record_op", "record_view", "sum_to", "check_inplace", "install"]
 
@@ -152,6 +153,8 @@ def record_op(o, run, inputs, attrs, inplace=False):
     saved = [get(before, attrs, outs) for get in plan.getters]
     name = o.node(inputs) if callable(o.node) else (o.node or _signature_name(o))
     node = node_type(name)(plan.vjp, tuple(edges), saved, {}, tuple(metas))
+    if ANOMALY.enabled:
+        node._ctx["anomaly_trace"] = forward_trace()
     first.requires_grad = True
     first.grad_fn = node
     if inplace:

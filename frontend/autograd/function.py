@@ -17,6 +17,7 @@ from ember.dispatcher import ops as O
 from ember.dispatcher.core import TensorBase
 
 from ._engine import _FREED, MODE, Node, SavedTensor, Slot, _edge, no_grad
+from .anomaly_mode import ANOMALY, forward_trace
 
 
 class FunctionCtx:
@@ -104,6 +105,8 @@ class Function:
         node = node_cls(vjp, edges, (), {"_function": ctx},
                         tuple(getattr(a, "shape", None) for a in args))
         ctx._node = node
+        if ANOMALY.enabled:
+            node._ctx["anomaly_trace"] = forward_trace()
         if len(outs) == 1:
             if differentiable:
                 outs[0].requires_grad = True

@@ -1,0 +1,179 @@
+"""Op-level profiling: timed kernel calls and user ranges, for ``ember.profiler``.
+
+While a profiling session is active every kernel in the kernel table is replaced by a
+timing wrapper (and put back when the last session stops), so the per-op hot path of
+the dispatcher is untouched when nobody profiles: no flag is tested on it. Each call
+becomes an :class:`Event` (the op's name, start and end in nanoseconds, the thread, the
+input shapes when asked, and its parent: the innermost open range of that thread), and
+``range_push``/``range_pop`` open and close named ranges (``record_function``).
+
+Ops that run as composites appear as the primitives they are made of; a backend's
+asynchronous kernels (OpenCL, CUDA) are timed as their launches (what PyTorch reports as
+CPU time too).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from .core import TensorBase
+from .plugins import BACKENDS, backend_for, ensure_loaded
+from .schema import OPS
+
+__all__ = ["Event", "Session", "start", "stop", "range_push", "range_pop", "active"]
+
+
+class Event:
+    """One timed op call or user range."""
+    __slots__ = ("name", "start_ns", "end_ns", "thread", "shapes", "parent", "kind",
+                 "device_type", "children_ns", "id")
+
+    def __init__(self, name, kind, thread, parent, device_type="cpu", shapes=None):
+        self.name = name
+        self.kind = kind            # "op" (a kernel call) or "user" (record_function)
+        self.thread = thread
+        self.parent = parent
+        self.device_type = device_type
+        self.shapes = shapes
+        self.start_ns = time.perf_counter_ns()
+        self.end_ns = None
+        self.children_ns = 0
+        self.id = 0
+
+    @property
+    def duration_ns(self) -> int:
+        return (self.end_ns or time.perf_counter_ns()) - self.start_ns
+
+    @property
+    def self_ns(self) -> int:
+        return self.duration_ns - self.children_ns
+
+
+class Session:
+    """The events of one profiler (several sessions may record at once)."""
+
+    def __init__(self, record_shapes: bool = False):
+        self.record_shapes = record_shapes
+        self.events: list = []
+        self.recording = True
+
+
+_SESSIONS: list = []
+_LOCK = threading.Lock()
+_ORIGINAL: dict = {}        # (op name, device type) -> the unwrapped kernel
+_COUNTER = [0]
+
+
+class _Stack(threading.local):
+    def __init__(self):
+        self.open: list = []
+
+
+_STACK = _Stack()
+
+
+def active() -> bool:
+    return bool(_SESSIONS)
+
+
+def _shapes(args):
+    out = []
+    for a in args:
+        if isinstance(a, TensorBase):
+            out.append(list(a.shape))
+        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], TensorBase):
+            out.append([list(t.shape) for t in a])
+        else:
+            out.append([])
+    return out
+
+
+def _begin(name, kind, device_type="cpu", args=None):
+    stack = _STACK.open
+    parent = stack[-1] if stack else None
+    shapes = None
+    if args is not None and any(s.record_shapes for s in _SESSIONS):
+        shapes = _shapes(args)
+    ev = Event(name, kind, threading.get_ident(), parent, device_type, shapes)
+    _COUNTER[0] += 1
+    ev.id = _COUNTER[0]
+    stack.append(ev)
+    return ev
+
+
+def _end(ev):
+    ev.end_ns = time.perf_counter_ns()
+    stack = _STACK.open
+    if stack and stack[-1] is ev:
+        stack.pop()
+    elif ev in stack:
+        stack.remove(ev)
+    if ev.parent is not None:
+        ev.parent.children_ns += ev.duration_ns
+    for s in _SESSIONS:
+        if s.recording:
+            s.events.append(ev)
+
+
+def range_push(name: str):
+    """Open a named range on this thread (``record_function``); returns its event."""
+    return _begin(name, "user")
+
+
+def range_pop(ev) -> None:
+    _end(ev)
+
+
+def _timed(name, device_type, kernel):
+    def timed_kernel(*args, **kwargs):
+        # (args[0] is the output the dispatcher allocated; the inputs follow)
+        ev = _begin(name, "op", device_type, args[1:])
+        try:
+            return kernel(*args, **kwargs)
+        finally:
+            _end(ev)
+    timed_kernel.__wrapped__ = kernel
+    return timed_kernel
+
+
+def _wrap_all():
+    ensure_loaded()
+    for t in list(BACKENDS):
+        try:
+            backend_for(t)
+        except Exception:  # a broken plugin is reported elsewhere; profile the others
+            continue
+    for o in OPS.values():
+        for dev, k in list(o.kernels.items()):
+            if (o.name, dev) not in _ORIGINAL:
+                _ORIGINAL[(o.name, dev)] = k
+                o.kernels[dev] = _timed(o.name, dev, k)
+
+
+def _unwrap_all():
+    for (name, dev), k in _ORIGINAL.items():
+        o = OPS.get(name)
+        if o is not None and getattr(o.kernels.get(dev), "__wrapped__", None) is k:
+            o.kernels[dev] = k
+    _ORIGINAL.clear()
+
+
+def start(record_shapes: bool = False) -> Session:
+    """Begin a session: kernels are timed until :func:`stop`."""
+    s = Session(record_shapes)
+    with _LOCK:
+        if not _SESSIONS:
+            _wrap_all()
+        _SESSIONS.append(s)
+    return s
+
+
+def stop(session: Session) -> list:
+    """End ``session``; returns its events (kernels are restored with the last one)."""
+    with _LOCK:
+        if session in _SESSIONS:
+            _SESSIONS.remove(session)
+        if not _SESSIONS:
+            _unwrap_all()
+    session.recording = False
+    return session.events

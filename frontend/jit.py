@@ -1,0 +1,305 @@
+"""``ember.jit``: PyTorch's TorchScript names, so programs that decorate with them run.
+
+ember runs eagerly: ``script`` and ``trace`` return the function or module they are given,
+unchanged (no TorchScript compilation; the program computes exactly what the eager code
+computes). Once ``ember.compile`` exists they may hand the function to it; until then this
+module only keeps decorated code running. ``is_scripting()`` is therefore always False,
+``is_tracing()`` True only inside ``trace``'s call of the function, and ``save``/``load``
+of TorchScript archives raise NotImplementedError (use ``ember.save`` of a state dict).
+
+>>> @ember.jit.script
+... def f(x):
+...     return x * 2
+>>> f(ember.ones(2))
+tensor([2., 2.])
+"""
+from __future__ import annotations
+
+import builtins
+import contextlib
+import typing
+import warnings
+from concurrent.futures import Future as _ConcurrentFuture
+
+__all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "Final",
+           "annotations", "annotate", "is_scripting", "is_tracing", "fork", "wait", "save",
+           "load", "export_opnames", "ScriptModule", "ScriptFunction",
+           "RecursiveScriptModule", "TracedModule",
+           "TopLevelTracedModule", "Attribute", "Future", "interface", "freeze",
+           "optimize_for_inference", "script_if_tracing", "script_method", "isinstance",
+           "Error", "TracerWarning", "ScriptWarning", "TracingCheckError",
+           "optimized_execution", "fuser", "set_fusion_strategy", "enable_onednn_fusion",
+           "onednn_fusion_enabled", "strict_fusion", "CompilationUnit"]
+
+#: ``ember.jit.Final[int]`` marks a constant attribute, as ``typing.Final``
+Final = typing.Final
+
+_TRACING = [0]
+
+
+class _Annotations:
+    """``ember.jit.annotations``: the typing names TorchScript code imports from it."""
+    Any = typing.Any
+    Dict = typing.Dict
+    List = typing.List
+    Optional = typing.Optional
+    Tuple = typing.Tuple
+    Union = typing.Union
+    BroadcastingList1 = typing.List
+    BroadcastingList2 = typing.List
+    BroadcastingList3 = typing.List
+
+
+annotations = _Annotations()
+
+
+class ScriptModule:
+    """The type TorchScript modules have in PyTorch. ember never creates one (``script``
+    returns the module itself); the name exists for ``isinstance`` checks and
+    subclassing in ported code."""
+
+
+class RecursiveScriptModule(ScriptModule):
+    pass
+
+
+class TracedModule(ScriptModule):
+    pass
+
+
+class TopLevelTracedModule(TracedModule):
+    pass
+
+
+class ScriptFunction:
+    """The type of scripted functions in PyTorch (ember returns the function itself)."""
+
+
+class CompilationUnit:
+    def __init__(self, lang=None, _frames_up=0):
+        raise NotImplementedError("ember.jit.CompilationUnit: ember has no TorchScript "
+                                  "compiler; write the code as Python functions.")
+
+
+class Error(RuntimeError):
+    pass
+
+
+class TracerWarning(Warning):
+    pass
+
+
+class ScriptWarning(Warning):
+    pass
+
+
+class TracingCheckError(Exception):
+    pass
+
+
+def is_scripting() -> bool:
+    """False: ember never compiles to TorchScript, code always runs as Python."""
+    return False
+
+
+def is_tracing() -> bool:
+    """True while ``ember.jit.trace`` runs the traced function on its example inputs."""
+    return _TRACING[0] > 0
+
+
+def _deprecated(name):
+    # PyTorch 2.13 deprecates TorchScript the same way
+    warnings.warn(f"`ember.jit.{name}` is deprecated. Please switch to `ember.compile` or "
+                  "`ember.export` once they exist (ember runs the code eagerly).",
+                  DeprecationWarning, stacklevel=3)
+
+
+def script(obj=None, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
+    """Return ``obj`` (a function, module or class) unchanged: ember runs it eagerly."""
+    _deprecated("script")
+    return obj
+
+
+def script_method(fn):
+    return fn
+
+
+def script_if_tracing(fn):
+    return fn
+
+
+def _run_traced(fn, example_inputs, kwargs=None):
+    _TRACING[0] += 1
+    try:
+        if kwargs:
+            fn(**kwargs)
+        elif builtins.isinstance(example_inputs, tuple):
+            fn(*example_inputs)
+        elif example_inputs is not None:
+            fn(example_inputs)
+    finally:
+        _TRACING[0] -= 1
+
+
+def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inputs=None,
+          check_tolerance=1e-5, strict=True, _force_outplace=False,
+          _module_class=None, _compilation_unit=None, example_kwarg_inputs=None,
+          _store_inputs=True):
+    """Run ``func`` once on ``example_inputs`` (as PyTorch's tracer does, so errors show
+    up here) and return ``func`` unchanged: ember runs it eagerly afterwards."""
+    _deprecated("trace")
+    if example_inputs is not None or example_kwarg_inputs is not None:
+        _run_traced(func, example_inputs, example_kwarg_inputs)
+    return func
+
+
+def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None,
+                 check_tolerance=1e-5, strict=True, _force_outplace=False,
+                 _module_class=None, _compilation_unit=None, example_inputs_is_kwarg=False,
+                 _store_inputs=True):
+    """``inputs`` maps method names to example inputs; each method runs once and the
+    module comes back unchanged."""
+    _deprecated("trace_method")
+    if not builtins.isinstance(inputs, dict):
+        raise AttributeError("expected a dictionary of (method_name, input) pairs")
+    for name, example in inputs.items():
+        method = getattr(mod, name)
+        if example_inputs_is_kwarg:
+            _run_traced(method, None, example)
+        else:
+            _run_traced(method, example if builtins.isinstance(example, tuple) else (example,))
+    return mod
+
+
+def ignore(drop=False, **kwargs):
+    """Decorator leaving a function to Python (it always is in ember)."""
+    if callable(drop):
+        return drop
+
+    def deco(fn):
+        return fn
+    return deco
+
+
+def unused(fn):
+    """Decorator for functions TorchScript should not compile (they run as they are)."""
+    return fn
+
+
+def export(fn):
+    """Decorator marking a module method as a TorchScript entry point (no effect)."""
+    return fn
+
+
+def interface(obj):
+    return obj
+
+
+def annotate(the_type, the_value):
+    """``the_value`` (TorchScript's type hint for an expression)."""
+    return the_value
+
+
+def isinstance(obj, target_type):  # noqa: A001 (PyTorch's name)
+    """``builtins.isinstance`` over typing generics (``List[int]``) as far as the origin
+    type: ember does not check element types."""
+    origin = typing.get_origin(target_type) or target_type
+    if origin is typing.Union:
+        return any(builtins.isinstance(obj, typing.get_origin(t) or t)
+                   for t in typing.get_args(target_type))
+    if target_type is typing.Any:
+        return True
+    return builtins.isinstance(obj, origin)
+
+
+class Future(_ConcurrentFuture):
+    """What ``fork`` returns; ``wait`` (or ``.wait()``) gives the value."""
+
+    def wait(self):
+        return self.result()
+
+    def value(self):
+        return self.result()
+
+    def done(self):
+        return super().done()
+
+
+def fork(func, *args, **kwargs) -> Future:
+    """Run ``func(*args, **kwargs)`` now (ember runs eagerly) and return a finished
+    :class:`Future` holding its result or exception."""
+    fut = Future()
+    try:
+        fut.set_result(func(*args, **kwargs))
+    except Exception as e:  # the exception is re-raised by wait(), as PyTorch's
+        fut.set_exception(e)
+    return fut
+
+
+def wait(future):
+    """The value of a :class:`Future` from ``fork``."""
+    return future.wait()
+
+
+def save(m, f, _extra_files=None):
+    raise NotImplementedError("ember.jit.save(): ember has no TorchScript archives; save the "
+                              "weights with ember.save(model.state_dict(), path) and rebuild "
+                              "the module in Python.")
+
+
+def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
+    raise NotImplementedError("ember.jit.load(): ember cannot run TorchScript archives; load "
+                              "a state dict with ember.load(path) into a Python module "
+                              "instead.")
+
+
+def export_opnames(m):
+    raise NotImplementedError("ember.jit.export_opnames(): there is no TorchScript graph "
+                              "whose operators could be listed (ember runs eagerly).")
+
+
+def freeze(mod, preserved_attrs=None, optimize_numerics=True):
+    """The module, unchanged (nothing to freeze without TorchScript)."""
+    return mod
+
+
+def optimize_for_inference(mod, other_methods=None):
+    """The module, unchanged (ember has no TorchScript graph to optimise)."""
+    return mod
+
+
+class Attribute:
+    """``ember.jit.Attribute(value, type)``: the value (the type is a TorchScript hint)."""
+
+    def __new__(cls, value, type=None):  # noqa: A002 (PyTorch's name)
+        return value
+
+
+@contextlib.contextmanager
+def optimized_execution(should_optimize):
+    yield
+
+
+@contextlib.contextmanager
+def fuser(name):
+    yield
+
+
+@contextlib.contextmanager
+def strict_fusion():
+    yield
+
+
+def set_fusion_strategy(strategy):
+    return list(strategy)
+
+
+_ONEDNN = [False]
+
+
+def enable_onednn_fusion(enabled: bool) -> None:
+    _ONEDNN[0] = bool(enabled)
+
+
+def onednn_fusion_enabled() -> bool:
+    return _ONEDNN[0]
