@@ -475,3 +475,23 @@ def test_pickle_module_roundtrip():
     back = pickle.loads(pickle.dumps(net))
     assert isinstance(back[0].weight, nn.Parameter)
     assert ember.allclose(back(x), net(x))
+
+
+def test_private_hook_registrars_and_to_empty_as_torch():
+    """The private registrars libraries call and Module.to_empty, side by side with torch."""
+    import torch
+    for lib in (ember, torch):
+        calls = []
+        m = lib.nn.Linear(2, 3)
+        m._register_load_state_dict_pre_hook(lambda sd, prefix, *a: calls.append("pre"))
+        m._register_load_state_dict_pre_hook(
+            lambda mod, sd, prefix, *a: calls.append(type(mod).__name__), with_module=True)
+        m._register_state_dict_hook(lambda mod, sd, prefix, meta: calls.append("post"))
+        m.load_state_dict(m.state_dict())
+        assert calls == ["post", "pre", "Linear"], lib
+        e = m.to_empty(device="cpu")
+        assert e is m and tuple(m.weight.shape) == (3, 2)
+        assert isinstance(m.weight, lib.nn.Parameter)
+    m = ember.nn.Linear(2, 3)
+    m.to_empty(device="opencl")
+    assert m.weight.device.type == "opencl" and m.bias.device.type == "opencl"

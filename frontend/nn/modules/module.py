@@ -459,6 +459,11 @@ class Module:
                 self._buffers[key] = fn(buf)
         return self
 
+    def to_empty(self, *, device, recurse=True) -> Module:
+        """Move parameters and buffers to ``device`` without copying their values (they
+        are uninitialised there, as PyTorch's)."""
+        return self._apply(lambda t: ember.empty_like(t, device=device), recurse=recurse)
+
     def apply(self, fn: Callable[[Module], None]) -> Module:
         """Call ``fn`` on every submodule (children first) and then on self."""
         for module in self.children():
@@ -568,6 +573,19 @@ class Module:
         handle = RemovableHandle(self._load_state_dict_pre_hooks)
         self._load_state_dict_pre_hooks[handle.id] = (
             lambda *a, _m=weakref.ref(self): hook(_m(), *a))
+        return handle
+
+    def _register_state_dict_hook(self, hook):
+        """PyTorch's private name for a state-dict post hook, which libraries still call."""
+        return self.register_state_dict_post_hook(hook)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """A load pre-hook called as ``hook(state_dict, prefix, ...)`` or, with
+        ``with_module=True``, ``hook(module, state_dict, prefix, ...)`` (PyTorch's)."""
+        if with_module:
+            return self.register_load_state_dict_pre_hook(hook)
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = hook
         return handle
 
     def register_load_state_dict_post_hook(self, hook):
