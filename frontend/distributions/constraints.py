@@ -11,10 +11,12 @@ import ember
 
 from .utils import cholesky_ok
 
-__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky",
+           "dependent", "dependent_property",
            "greater_than", "greater_than_eq", "independent", "integer_interval", "interval",
            "half_open_interval", "is_dependent", "less_than", "lower_cholesky",
-           "lower_triangular", "nonnegative", "nonnegative_integer", "one_hot", "positive",
+           "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
+           "positive",
            "positive_definite", "positive_integer", "positive_semidefinite", "real",
            "real_vector", "simplex", "square", "stack", "symmetric", "unit_interval"]
 
@@ -111,6 +113,37 @@ class _IndependentConstraint(Constraint):
 
     def __repr__(self):
         return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """Support of ``MixtureSameFamily``: ``base_constraint`` (the components' support) checked
+    against a value broadcast over the component dimension, which is then reduced."""
+
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError(f"base_constraint must be a Constraint, got "
+                                 f"{type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        unsqueezed = value.unsqueeze(-1 - self.event_dim)
+        result = self.base_constraint.check(unsqueezed)
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        keep = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({repr(self.base_constraint)})"
 
 
 class _Boolean(Constraint):
@@ -226,6 +259,20 @@ class _HalfOpenInterval(Constraint):
     def __repr__(self):
         return (f"HalfOpenInterval(lower_bound={self.lower_bound}, "
                 f"upper_bound={self.upper_bound})")
+
+
+class _Multinomial(Constraint):
+    """Nonnegative integer vectors summing to at most ``upper_bound`` (integrality is not
+    checked, as in PyTorch)."""
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+        super().__init__()
+
+    def check(self, x):
+        return (x >= 0).all(-1) & (x.sum(-1) <= self.upper_bound)
 
 
 class _Simplex(Constraint):
@@ -370,6 +417,7 @@ unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
+multinomial = _Multinomial
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 corr_cholesky = _CorrCholesky()

@@ -16,7 +16,7 @@ from ember.nn.init import _erfinv
 
 __all__ = ["broadcast_all", "lazy_property", "logits_to_probs", "probs_to_logits", "clamp_probs",
            "lgamma", "digamma", "erfinv", "xlogy", "softplus", "cholesky", "solve_triangular",
-           "sum_rightmost", "eps_of", "tiny_of"]
+           "sum_rightmost", "eps_of", "tiny_of", "vec_to_tril_matrix", "tril_matrix_to_vec"]
 
 _EPS = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07,
         "float16": 0.0009765625, "bfloat16": 0.0078125}
@@ -224,3 +224,65 @@ def solve_triangular(lower: Tensor, b: Tensor) -> Tensor:
             r = r - lower[..., i, k:k + 1] * rows[k]
         rows.append(r / lower[..., i, i:i + 1])
     return ember.stack(rows, dim=-2)
+
+
+def _tril_positions(n: int, diag: int):
+    """Row-major (row, col) positions of the entries of an n x n matrix on or below ``diag``."""
+    return [(i, j) for i in range(n) for j in range(n) if j <= i + diag]
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """Fill the entries on and below diagonal ``diag`` of a square matrix, row by row, from the
+    last dimension of ``vec``; the other entries are 0 (differentiable, no in-place writes)."""
+    m = vec.shape[-1]
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > eps_of(vec.dtype):
+        raise ValueError(f"The size of last dimension is {m} which cannot be expressed as the "
+                         "lower triangular part of a square D x D matrix.")
+    n = round(n)
+    index = [[m] * n for _ in range(n)]
+    for k, (i, j) in enumerate(_tril_positions(n, diag)):
+        index[i][j] = k
+    padded = ember.cat([vec, ember.zeros(tuple(vec.shape[:-1]) + (1,), dtype=vec.dtype,
+                                         device=vec.device)], -1)
+    return padded[..., ember.tensor(index, dtype=ember.int64, device=vec.device)]
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The entries on and below diagonal ``diag`` of the last two dims, row by row."""
+    n = mat.shape[-1]
+    positions = _tril_positions(n, diag)
+    flat = mat.reshape(tuple(mat.shape[:-2]) + (n * n,))
+    index = ember.tensor([i * n + j for i, j in positions], dtype=ember.int64, device=mat.device)
+    return flat[..., index]
+
+
+# ---------------------------------------------------------------------------------------------
+# Inverse trigonometric functions as composites (used only when ember has no kernel for them):
+# reduce |x| <= 1 with atan(x) = pi/2 - atan(1/x), halve the angle twice with
+# atan(x) = 2 atan(x / (1 + sqrt(1 + x^2))) so that |x| <= tan(pi/16), then sum the Taylor series
+# (the first omitted term is below 1e-18).
+# ---------------------------------------------------------------------------------------------
+def atan(x: Tensor) -> Tensor:
+    """Arctangent, elementwise (``ember.atan`` when ember provides it)."""
+    if hasattr(ember, "atan"):
+        return ember.atan(x)
+    big = x.abs() > 1
+    safe = ember.where(big, x, ember.ones_like(x))
+    y = ember.where(big, 1.0 / safe, x)
+    for _ in range(2):
+        y = y / (1 + ember.sqrt(1 + y * y))
+    y2 = y * y
+    series = ember.zeros_like(y)
+    for k in reversed(range(13)):
+        series = series * y2 + ((-1) ** k) / (2 * k + 1)
+    small = 4 * y * series
+    return ember.where(big, x.sign() * (math.pi / 2) - small, small)
+
+
+def acos(x: Tensor) -> Tensor:
+    """Arccosine on [-1, 1] (``ember.acos`` when ember provides it)."""
+    if hasattr(ember, "acos"):
+        return ember.acos(x)
+    # acos(x) = 2 atan(sqrt((1 - x) / (1 + x))), finite at x = -1 through the pi branch
+    return 2 * atan(ember.sqrt((1 - x).clamp(min=0.0)) / ember.sqrt((1 + x).clamp(min=0.0)))

@@ -184,6 +184,9 @@ def test_kl_multivariate_normal_independent_and_registry():
     tiq = td.Independent(td.Normal(T([1.0, 1.0]), T([2.0, 2.0])), 1)
     close(ed.kl_divergence(ip, iq), td.kl_divergence(tip, tiq))
     with pytest.raises(NotImplementedError, match="No KL"):
+        ed.kl_divergence(ed.Poisson(E([1.0])), ed.Uniform(E([0.0]), E([1.0])))
+    # two different exponential families fall to the Bregman pair, which refuses, as in torch
+    with pytest.raises(NotImplementedError, match="different exponential families"):
         ed.kl_divergence(ed.Poisson(E([1.0])), ed.Normal(E([0.0]), E([1.0])))
 
     class MyNormal(ed.Normal):
@@ -311,11 +314,15 @@ def test_rsample_is_reparameterised():
         assert d.has_rsample
         d.rsample((10,)).sum().backward()
         assert all(p.grad is not None for p in params)
-    for d in (ed.Gamma(E([1.0]), E([1.0])), ed.Beta(E([1.0]), E([1.0])),
-              ed.Dirichlet(E([1.0, 1.0]))):
-        assert not d.has_rsample
-        with pytest.raises(NotImplementedError, match="rsample"):
-            d.rsample()
+    # Gamma/Beta/Dirichlet: implicit reparameterisation (gradients checked in
+    # test_distributions_more.py against torch's incomplete gamma function)
+    for cls, args in (("Gamma", (E([1.5]), E([1.0]))), ("Beta", (E([1.5]), E([2.0]))),
+                      ("Dirichlet", (E([1.5, 2.0]),))):
+        params = [a.requires_grad_() for a in args]
+        d = getattr(ed, cls)(*params)
+        assert d.has_rsample == getattr(td, cls)(*[T(a.tolist()) for a in args]).has_rsample
+        d.rsample((10,)).sum().backward()
+        assert all(p.grad is not None for p in params)
 
 
 def test_validate_args_errors_match_torch():
