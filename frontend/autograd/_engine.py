@@ -480,17 +480,29 @@ class Slot:
         self.i, self.n, self.g = i, n, g
 
 
+def _is_sparse(g):
+    return getattr(g, "is_sparse", False)
+
+
+def _add_grads(a, b):
+    """a + b for gradient buffers; sparse COO gradients add through their own methods:
+    sparse + sparse stays sparse, otherwise the sum is dense."""
+    if _is_sparse(a) or _is_sparse(b):
+        return b + a if _is_sparse(a) and not _is_sparse(b) else a + b
+    return O.elementwise("add", a, b)
+
+
 def _accumulate(buffers, nodes, node, g):
     k = id(node)
     if type(g) is Slot:
         lst = buffers.get(k)
         if lst is None:
             lst = buffers[k] = [None] * g.n
-        lst[g.i] = g.g if lst[g.i] is None else O.elementwise("add", lst[g.i], g.g)
+        lst[g.i] = g.g if lst[g.i] is None else _add_grads(lst[g.i], g.g)
         nodes[k] = node
         return
     cur = buffers.get(k)
-    buffers[k] = g if cur is None else O.elementwise("add", cur, g)
+    buffers[k] = g if cur is None else _add_grads(cur, g)
     nodes[k] = node
 
 
@@ -525,6 +537,18 @@ def _accumulate_leaf_grad(v, grad, create_graph, handed, hooks):
             grad = r
     if not create_graph:
         grad = grad.detach() if grad.requires_grad else grad
+    if _is_sparse(grad) or _is_sparse(v.grad):   # PyTorch's AccumulateGrad for sparse grads
+        if grad.dtype is not v.dtype:
+            grad = grad.to(v.dtype)
+        if v.grad is None:
+            v.grad = grad if create_graph else grad.clone()
+        elif create_graph or not _is_sparse(grad):
+            v.grad = _add_grads(v.grad, grad)        # out of place; sparse + dense is dense
+        elif _is_sparse(v.grad):
+            v.grad.add_(grad)                        # sparse += sparse, in place
+        else:
+            grad._add_into_(v.grad)                  # dense += sparse, in place
+        return
     if grad.shape != v.shape:
         grad = V.sum_to(grad, v.shape)
     if grad.dtype is not v.dtype:
