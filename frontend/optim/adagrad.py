@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ember.dispatcher import dtypes as D
+
 from .. import _creation as K
-from .optimizer import (Optimizer, _check_lr, _check_unsupported, _get_scalar_dtype,
-                        _get_value, _use_no_grad)
+from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr,
+                        _check_not_sparse, _get_scalar_dtype, _get_value,
+                        _use_grad_for_differentiable)
 
 __all__ = ["Adagrad"]
 
@@ -49,24 +52,33 @@ class Adagrad(Optimizer):
                              f"{initial_accumulator_value}")
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        _check_unsupported("Adagrad", differentiable=differentiable, fused=fused)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value,
                         foreach=foreach, maximize=maximize, differentiable=differentiable,
                         fused=fused)
         super().__init__(params, defaults)
+        _check_fused_flags(fused, differentiable, foreach)
         for group in self.param_groups:
             for p in group["params"]:
-                self._init_state(p)
+                self._init_state(p, group)
 
-    def _init_state(self, p) -> dict:
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+
+    def _init_state(self, p, group) -> dict:
         state = self.state[p]
         if len(state) == 0:
-            state["step"] = K.tensor(0.0, dtype=_get_scalar_dtype())
+            step_dtype = D.float32 if group["fused"] else _get_scalar_dtype()
+            state["step"] = K.tensor(0.0, dtype=step_dtype)
             state["sum"] = K.full_like(p, self.defaults["initial_accumulator_value"])
         return state
 
-    @_use_no_grad
+    @_use_grad_for_differentiable
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns ``closure()`` if given."""
         loss = self._closure_loss(closure)
@@ -76,7 +88,10 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                state = self._init_state(p)
+                _check_not_sparse("Adagrad", p.grad)
+                if group["fused"]:
+                    _check_fused_param(p)
+                state = self._init_state(p, group)
                 state["step"] += 1
                 step = _get_value(state["step"])
                 grad = -p.grad if group["maximize"] else p.grad

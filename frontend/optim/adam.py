@@ -6,8 +6,12 @@ from collections.abc import Iterable
 
 from .. import _creation as K
 from .. import _functions as F
-from .optimizer import (Optimizer, _check_lr, _check_unsupported, _get_scalar_dtype,
-                        _get_value, _use_no_grad)
+from ember.dispatcher import dtypes as D
+
+from .._tensor import Tensor
+from .optimizer import (Optimizer, _check_capturable, _check_fused_flags, _check_fused_param,
+                        _check_lr, _check_not_sparse, _get_scalar_dtype, _get_value,
+                        _use_grad_for_differentiable)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -41,7 +45,11 @@ class Adam(Optimizer):
                  foreach: bool | None = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False,
                  fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
-        _check_lr(lr)
+        if isinstance(lr, Tensor):
+            if foreach and not capturable:
+                raise ValueError("lr as a Tensor is not supported for capturable=False and "
+                                 "foreach=True")
+            _check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -52,26 +60,44 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        _check_unsupported(type(self).__name__, capturable=capturable,
-                           differentiable=differentiable, fused=fused)
+        if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
+                or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))):
+            raise ValueError("betas must be either both floats or both Tensors")
+        for i in (0, 1):
+            if isinstance(betas[i], Tensor):
+                if not capturable and foreach:
+                    raise ValueError(f"betas[{i}] as a Tensor is not supported for "
+                                     "capturable=False and foreach=True")
+                if betas[i].numel() != 1:
+                    raise ValueError(f"Tensor betas[{i}] must be 1-element")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        _check_fused_flags(fused, differentiable, foreach)
 
-    def _init_state(self, p, amsgrad: bool) -> dict:
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, default in (("amsgrad", False), ("maximize", False), ("foreach", None),
+                                 ("capturable", False), ("differentiable", False),
+                                 ("decoupled_weight_decay", False), ("fused", None)):
+                group.setdefault(key, default)
+
+    def _init_state(self, p, amsgrad: bool, fused=False) -> dict:
         state = self.state[p]
         if len(state) == 0:
             # the step counter stays on the CPU: its value feeds Python-side bias corrections
-            state["step"] = K.tensor(0.0, dtype=_get_scalar_dtype())
+            # (float32 for fused, as PyTorch's fused kernels keep it)
+            state["step"] = K.tensor(0.0, dtype=D.float32 if fused else _get_scalar_dtype())
             state["exp_avg"] = K.zeros_like(p)
             state["exp_avg_sq"] = K.zeros_like(p)
             if amsgrad:
                 state["max_exp_avg_sq"] = K.zeros_like(p)
         return state
 
-    @_use_no_grad
+    @_use_grad_for_differentiable
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns ``closure()`` if given."""
         loss = self._closure_loss(closure)
@@ -80,10 +106,14 @@ class Adam(Optimizer):
             lr = _get_value(group["lr"])
             beta1, beta2 = (_get_value(b) for b in group["betas"])
             weight_decay, eps, amsgrad = group["weight_decay"], group["eps"], group["amsgrad"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self._init_state(p, amsgrad)
+            params = [p for p in group["params"] if p.grad is not None]
+            if group["capturable"]:
+                _check_capturable(params)
+            for p in params:
+                _check_not_sparse(type(self).__name__, p.grad)
+                if group["fused"]:
+                    _check_fused_param(p)
+                state = self._init_state(p, amsgrad, group["fused"])
                 grad = -p.grad if group["maximize"] else p.grad
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 state["step"] += 1
@@ -97,6 +127,11 @@ class Adam(Optimizer):
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
+                if group["differentiable"]:
+                    # as PyTorch: bias corrections from the step tensor (its dtype), and
+                    # nothing updated in place that autograd saved
+                    self._differentiable_update(p, state, lr, beta1, beta2, eps, amsgrad)
+                    continue
                 step = _get_value(state["step"])
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
@@ -109,6 +144,25 @@ class Adam(Optimizer):
                     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
                 p.addcdiv_(exp_avg, denom, value=-step_size)
         return loss
+
+    @staticmethod
+    def _differentiable_update(p, state, lr, beta1, beta2, eps, amsgrad) -> None:
+        step = state["step"]
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        # (``number / tensor`` is ``tensor.reciprocal() * number`` in PyTorch)
+        step_size_neg = (bias_correction1.reciprocal() * lr).neg()
+        bias_correction2_sqrt = bias_correction2.sqrt()
+        if amsgrad:
+            max_exp_avg_sq = state["max_exp_avg_sq"]
+            max_exp_avg_sq.copy_(F.maximum(max_exp_avg_sq.clone(), exp_avg_sq))
+            second = max_exp_avg_sq
+        else:
+            second = exp_avg_sq
+        denom = (second.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(
+            step_size_neg.reciprocal() * eps)
+        p.addcdiv_(exp_avg.clone(), denom)
 
 
 class AdamW(Adam):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from copy import deepcopy
 from itertools import chain
@@ -23,9 +23,11 @@ from ember.dispatcher import dtypes as D
 
 from .._creation import tensor
 from .._tensor import Tensor
-from ..autograd import enable_grad, no_grad
+from ..autograd import enable_grad, set_grad_enabled
+from ..nn.modules.module import RemovableHandle
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
+           "register_optimizer_step_post_hook"]
 
 StateDict = dict[str, Any]
 
@@ -63,23 +65,99 @@ def _check_lr(lr) -> None:
         raise ValueError("Tensor lr must be 1-element")
 
 
-def _check_unsupported(name: str, **flags) -> None:
-    """Reject PyTorch flags that ember accepts for signature compatibility but does not
-    implement (``differentiable``, ``fused``, ``capturable``); ``foreach`` is accepted and
-    ignored, since the per-tensor loop computes the same update."""
-    for flag, value in flags.items():
-        if value:
-            raise NotImplementedError(f"{name}({flag}=True) is not supported by ember; "
-                                      f"leave {flag} at its default")
+# device types as PyTorch names them in its checks of ``capturable`` and ``fused``
+_CAPTURABLE_DEVICES = ["cuda", "xpu", "hpu", "privateuseone"]
+_FUSED_DEVICES = ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]
 
 
-def _use_no_grad(step: Callable) -> Callable:
-    """Run an optimizer's ``step`` under ``ember.no_grad()``: updates are not recorded."""
+def _check_capturable(params, *, what: str = "params and state_steps",
+                      supports_xla: bool = True) -> None:
+    """``capturable=True`` keeps step counters on the parameter's device for graph capture;
+    as in PyTorch, it is refused at ``step()`` time for parameters on other devices (the
+    CPU among them). On a supported device ember runs the ordinary update."""
+    devices = _CAPTURABLE_DEVICES + (["xla"] if supports_xla else [])
+    if not all(p.device.type in devices for p in params):
+        raise AssertionError(f"If capturable=True, {what} must be on supported devices: "
+                             f"{devices}.")
+
+
+def _check_fused_flags(fused, differentiable, foreach) -> None:
+    """The constructor-time checks PyTorch makes for ``fused=True``."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _check_fused_param(p: Tensor) -> None:
+    """``fused=True`` needs floating-point parameters; ember computes the same update as the
+    per-tensor loop (PyTorch's fused kernels differ from it only in rounding)."""
+    if not p.is_floating_point():
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors "
+                           f"of supported devices: {_FUSED_DEVICES} but {p.dtype} and "
+                           f"{p.device.type}")
+
+
+def _check_not_sparse(name: str, grad: Tensor) -> None:
+    if getattr(grad, "is_sparse", False):
+        raise RuntimeError(f"{name} does not support sparse gradients")
+
+
+def _use_grad_for_differentiable(step: Callable) -> Callable:
+    """Run an optimizer's ``step`` with autograd recording only when the optimizer was built
+    with ``differentiable=True`` (so the update itself can be differentiated), as PyTorch."""
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
-        with no_grad():
+        with set_grad_enabled(bool(self.defaults.get("differentiable", False))):
             return step(self, *args, **kwargs)
+    return wrapper
+
+
+_use_no_grad = _use_grad_for_differentiable
+
+_global_optimizer_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_optimizer_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    """Register ``hook(optimizer, args, kwargs) -> None or (args, kwargs)`` to run before
+    every optimizer's ``step``; returns a handle whose ``remove()`` unregisters it."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    """Register ``hook(optimizer, args, kwargs) -> None`` to run after every optimizer's
+    ``step``; returns a handle whose ``remove()`` unregisters it."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
+
+
+def _hook_step(func: Callable) -> Callable:
+    """Wrap a class's ``step`` so the global and per-optimizer step hooks run around it."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        self = args[0]
+        for pre_hook in chain(_global_optimizer_pre_hooks.values(),
+                              self._optimizer_step_pre_hooks.values()):
+            result = pre_hook(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(f"{func} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+        out = func(*args, **kwargs)
+        for post_hook in chain(self._optimizer_step_post_hooks.values(),
+                               _global_optimizer_post_hooks.values()):
+            post_hook(self, args, kwargs)
+        return out
+    wrapper.hooked = True
     return wrapper
 
 
@@ -101,6 +179,7 @@ class Optimizer:
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
+        self._init_hooks()
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got " + _typename(params))
@@ -115,6 +194,89 @@ class Optimizer:
         for param_group in param_groups:
             self.add_param_group(param_group)
 
+    OptimizerPreHook = Callable  # hook(optimizer, args, kwargs) -> None | (args, kwargs)
+    OptimizerPostHook = Callable  # hook(optimizer, args, kwargs) -> None
+    profile_hook_step = staticmethod(_hook_step)
+
+    def _optimizer_step_code(self) -> None:
+        """An empty hook PyTorch's profiler traces after each step; kept for subclasses."""
+
+    def _cuda_graph_capture_health_check(self) -> None:
+        """PyTorch checks ``capturable`` during CUDA graph capture here; ember has no graph
+        capture, so there is nothing to check (subclasses may still call it)."""
+
+    _accelerator_graph_capture_health_check = _cuda_graph_capture_health_check
+
+    @staticmethod
+    def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices: bool = False):
+        """Split parallel lists of tensors by the (device, dtype) of the first list's
+        tensors: ``{(device, dtype): ([sub-list per input list], indices)}``."""
+        grouped: dict[Any, tuple[list, list]] = {}
+        for i, t in enumerate(tensorlistlist[0]):
+            key = (t.device, t.dtype)
+            if key not in grouped:
+                grouped[key] = ([[] for _ in tensorlistlist], [])
+            lists, indices = grouped[key]
+            for sub, source in zip(lists, tensorlistlist):
+                sub.append(source[i] if source else None)
+            indices.append(i)
+        return grouped
+
+    def _init_hooks(self) -> None:
+        self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._patch_step_function()
+
+    def _patch_step_function(self) -> None:
+        """Wrap the class's ``step`` once so that step hooks run around every call."""
+        cls = self.__class__
+        if not getattr(cls.step, "hooked", False):
+            cls.step = _hook_step(cls.step)
+
+    # ---- hooks ------------------------------------------------------------------------
+    @staticmethod
+    def _register(hooks: OrderedDict, hook: Callable, prepend: bool) -> RemovableHandle:
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Run ``hook(optimizer, args, kwargs) -> None or (args, kwargs)`` before each
+        ``step`` of this optimizer (a returned pair replaces ``step``'s arguments)."""
+        return self._register(self._optimizer_step_pre_hooks, hook, False)
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Run ``hook(optimizer, args, kwargs) -> None`` after each ``step``."""
+        return self._register(self._optimizer_step_post_hooks, hook, False)
+
+    def register_state_dict_pre_hook(self, hook: Callable,
+                                     prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(optimizer) -> None`` at the start of ``state_dict()``."""
+        return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable,
+                                      prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(optimizer, state_dict) -> state_dict or None`` at the end of
+        ``state_dict()``; a returned dict replaces the result."""
+        return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable,
+                                          prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(optimizer, state_dict) -> state_dict or None`` before
+        ``load_state_dict`` loads; a returned dict is loaded instead."""
+        return self._register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable,
+                                           prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(optimizer) -> None`` after ``load_state_dict`` has loaded."""
+        return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
     # ---- pickling and printing --------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         return {"defaults": self.defaults, "state": self.state,
@@ -124,6 +286,8 @@ class Optimizer:
         """Install ``state``; groups saved without a newer hyper-parameter get its default,
         and ``step`` counters saved as numbers become tensors."""
         self.__dict__.update(state)
+        if "_optimizer_step_pre_hooks" not in self.__dict__:
+            self._init_hooks()
         for group in self.param_groups:
             for name, default in self.defaults.items():
                 if default is not required:
@@ -251,6 +415,8 @@ class Optimizer:
         >>> list(sd["state"]), sd["param_groups"][0]["params"]
         ([0], [0])
         """
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         index: dict[int, int] = {}
         start = 0
 
@@ -266,13 +432,28 @@ class Optimizer:
         param_groups = [pack_group(g) for g in self.param_groups]
         packed_state = {(index[id(k)] if isinstance(k, Tensor) else k): v
                         for k, v in self.state.items()}
-        return {"state": packed_state, "param_groups": param_groups}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     @staticmethod
-    def _process_value_according_to_param_policy(param: Tensor, value: Tensor, key=None):
-        # ``step`` counters stay as saved (a CPU scalar); other state follows its parameter's
-        # device and, for floating parameters, its dtype.
+    def _process_value_according_to_param_policy(param: Tensor, value: Tensor, param_id,
+                                                 param_groups, key=None):
+        # ``step`` counters stay as saved (a CPU scalar) unless the group is fused or
+        # capturable (then float32 on the parameter's device, as PyTorch); other state
+        # follows its parameter's device and, for floating parameters, its dtype.
+        fused = capturable = False
+        for group in param_groups:
+            if param_id in group["params"]:
+                fused = group.get("fused", False)
+                capturable = group.get("capturable", False)
+                break
         if key == "step":
+            if capturable or fused:
+                return value.to(dtype=D.float32, device=param.device)
             return value
         if param.is_floating_point():
             return value.to(dtype=param.dtype, device=param.device)
@@ -286,6 +467,11 @@ class Optimizer:
         Create an ``LRScheduler`` before loading: its construction would overwrite the loaded
         learning rates.
         """
+        state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -296,20 +482,21 @@ class Optimizer:
         id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
 
-        def cast(param, value, key=None):
+        def cast(param, value, param_id, key=None):
             if isinstance(value, Tensor):
-                return Optimizer._process_value_according_to_param_policy(param, value, key)
+                return Optimizer._process_value_according_to_param_policy(
+                    param, value, param_id, saved_groups, key)
             if isinstance(value, dict):
-                return {k: cast(param, v, key=k) for k, v in value.items()}
+                return {k: cast(param, v, param_id, key=k) for k, v in value.items()}
             if isinstance(value, (list, tuple)):
-                return type(value)(cast(param, v) for v in value)
+                return type(value)(cast(param, v, param_id) for v in value)
             return value
 
         state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
                 param = id_map[k]
-                state[param] = cast(param, v)
+                state[param] = cast(param, v, k)
             else:
                 state[k] = v
 
@@ -321,3 +508,5 @@ class Optimizer:
 
         param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
         self.__setstate__({"state": state, "param_groups": param_groups})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)

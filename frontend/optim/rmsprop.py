@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .. import _creation as K
-from .optimizer import (Optimizer, _check_lr, _check_unsupported, _get_scalar_dtype,
-                        _get_value, _use_no_grad)
+from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_not_sparse,
+                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable)
 
 __all__ = ["RMSprop"]
 
@@ -50,11 +50,18 @@ class RMSprop(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
-        _check_unsupported("RMSprop", capturable=capturable, differentiable=differentiable)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, default in (("momentum", 0), ("centered", False), ("foreach", None),
+                                 ("maximize", False), ("differentiable", False),
+                                 ("capturable", False)):
+                group.setdefault(key, default)
 
     def _init_state(self, p, group) -> dict:
         state = self.state[p]
@@ -67,7 +74,7 @@ class RMSprop(Optimizer):
                 state["grad_avg"] = K.zeros_like(p)
         return state
 
-    @_use_no_grad
+    @_use_grad_for_differentiable
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns ``closure()`` if given."""
         loss = self._closure_loss(closure)
@@ -75,9 +82,11 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             lr = _get_value(group["lr"])
             alpha, eps, momentum = group["alpha"], group["eps"], group["momentum"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            params = [p for p in group["params"] if p.grad is not None]
+            if group["capturable"]:
+                _check_capturable(params)
+            for p in params:
+                _check_not_sparse("RMSprop", p.grad)
                 state = self._init_state(p, group)
                 grad = -p.grad if group["maximize"] else p.grad
                 square_avg = state["square_avg"]

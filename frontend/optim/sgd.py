@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .optimizer import Optimizer, _check_lr, _check_unsupported, _get_value, _use_no_grad
+from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr,
+                        _get_value, _use_grad_for_differentiable)
 
 __all__ = ["SGD"]
 
@@ -43,13 +44,22 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        _check_unsupported("SGD", differentiable=differentiable, fused=fused)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         foreach=foreach, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        _check_fused_flags(fused, differentiable, foreach)
 
-    @_use_no_grad
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
+
+    @_use_grad_for_differentiable
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns ``closure()`` if given."""
         loss = self._closure_loss(closure)
@@ -61,6 +71,8 @@ class SGD(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                if group["fused"]:
+                    _check_fused_param(p)
                 grad = -p.grad if group["maximize"] else p.grad
                 if weight_decay != 0:
                     grad = grad.add(p, alpha=weight_decay)
@@ -72,5 +84,8 @@ class SGD(Optimizer):
                     else:
                         buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                     grad = grad.add(buf, alpha=momentum) if nesterov else buf
-                p.add_(grad, alpha=-lr)
+                if getattr(grad, "is_sparse", False):
+                    grad._add_into_(p, alpha=-lr)   # dense += sparse
+                else:
+                    p.add_(grad, alpha=-lr)
         return loss

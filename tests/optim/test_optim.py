@@ -415,9 +415,10 @@ def test_tensor_lr_must_have_one_element():
         eoptim.SGD([ember.zeros(1, requires_grad=True)], lr=ember.tensor([0.1, 0.2]))
 
 
-def test_unsupported_flags_are_refused():
-    with pytest.raises(NotImplementedError, match="fused=True"):
-        eoptim.Adam([ember.zeros(1, requires_grad=True)], fused=True)
+def test_fused_is_accepted_like_torch():
+    eoptim.Adam([ember.zeros(1, requires_grad=True)], fused=True)
+    with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together."):
+        eoptim.Adam([ember.zeros(1, requires_grad=True)], fused=True, foreach=True)
 
 
 def test_load_state_dict_mismatches():
