@@ -10,9 +10,12 @@ PyTorch: ``torch`` and every ``torch.<sub>`` module resolve to ``ember`` and
 ``ember.<sub>``. ``torch.__version__`` reads ``"<API level>+ember.<ember's version>"``: the
 PyTorch release whose public API ember follows, with ember's own version as the local label,
 so version checks in libraries see the API they are written against and the label says
-what is really running. A module ember does not have (``torch._C``, ``torch._dynamo``, ...)
-raises ``ModuleNotFoundError`` naming it. A real PyTorch imported before ``install()`` is
-left alone: installing then raises, since two libraries would answer to one name.
+what is really running. ``torch._C`` and ``torch.utils._pytree`` are the small shims in
+``ember._torch_c`` (only the private names registry packages need, each documented there;
+any other ``torch._C`` name raises ``AttributeError`` naming it). Any other module ember
+does not have (``torch._dynamo``, ``torch._inductor``, ...) raises ``ModuleNotFoundError``
+naming it. A real PyTorch imported before ``install()`` is left alone: installing then
+raises, since two libraries would answer to one name.
 """
 from __future__ import annotations
 
@@ -25,9 +28,14 @@ import types
 
 import ember
 
+from . import _torch_c
+
 __all__ = ["install", "uninstall", "installed", "main", "TORCH_API_LEVEL"]
 
 TORCH_API_LEVEL = "2.13.0"  # the PyTorch release whose public API ember follows
+
+# private torch modules packages touch, and the shim each resolves to
+_PRIVATE = {"torch._C": _torch_c.C, "torch.utils._pytree": _torch_c.pytree}
 
 
 class _TorchModule(types.ModuleType):
@@ -35,6 +43,8 @@ class _TorchModule(types.ModuleType):
     ember, so ``torch.backends.cudnn.benchmark = True`` sets ember's flag)."""
 
     def __getattr__(self, name):
+        if name == "_C":
+            return _torch_c.C
         try:
             return getattr(ember, name)
         except AttributeError:
@@ -48,7 +58,7 @@ class _TorchModule(types.ModuleType):
             setattr(ember, name, value)
 
     def __dir__(self):
-        return sorted(set(dir(ember)) | {"__version__"})
+        return sorted(set(dir(ember)) | {"__version__", "_C"})
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -65,6 +75,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def _target(fullname):
         if fullname == "torch":
             return ember
+        if fullname in _PRIVATE:
+            return _PRIVATE[fullname]
         name = "ember" + fullname[len("torch"):]
         try:
             return importlib.import_module(name)
@@ -82,6 +94,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             mod.__path__ = list(getattr(ember, "__path__", []))
             return mod
         target = self._target(spec.name)
+        if spec.name in _PRIVATE:
+            return target
         self._specs[id(target)] = (target.__spec__, getattr(target, "__loader__", None))
         return target
 
@@ -91,6 +105,11 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         saved = self._specs.pop(id(module), None)
         if saved is not None:
             module.__spec__, module.__loader__ = saved
+        # ``from torch.utils import _pytree`` reads the attribute on ember.utils
+        for full, shim in _PRIVATE.items():
+            parent, _, child = full.rpartition(".")
+            if parent != "torch" and module.__name__ == "ember" + parent[len("torch"):]:
+                setattr(module, child, shim)
 
 
 _FINDER = _Finder()
@@ -117,7 +136,8 @@ def uninstall() -> None:
         sys.meta_path.remove(_FINDER)
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         mod = sys.modules[name]
-        if isinstance(mod, _TorchModule) or getattr(mod, "__name__", "").startswith("ember"):
+        if (isinstance(mod, _TorchModule) or name in _PRIVATE
+                or getattr(mod, "__name__", "").startswith("ember")):
             del sys.modules[name]
 
 
@@ -138,4 +158,8 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # run through the importable module, so ``ember.as_torch.installed()``/``uninstall()``
+    # in the program see the same finder as the one this command installs
+    import ember.as_torch
+
+    ember.as_torch.main()
