@@ -357,7 +357,7 @@ def _(g, self, result, dim=None, keepdim=False, correction=1):
 
 
 @gradient("norm")
-def _(g, self, result, p=2, dim=None, keepdim=False):
+def _norm_backward(g, self, result, p=2, dim=None, keepdim=False):
     """PyTorch's norm_backward, branch by branch (0 where the norm is 0; the max norm's
     gradient goes to the maxima and to NaNs)."""
     x = self
@@ -618,9 +618,11 @@ def _logaddexp(a, b):
 
 
 @composite("logcumsumexp")
-def logcumsumexp(x, dim):
+@O.recorded("logcumsumexp")
+def logcumsumexp(self, dim):
     """A Hillis–Steele scan of logaddexp: no term underflows as ``log(cumsum(exp(x - m)))``
     would for elements far below the maximum."""
+    x = self
     d = C.normalize_dim(dim, len(x.shape), "logcumsumexp")
     if not x.dtype.is_floating_point:
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
@@ -635,6 +637,36 @@ def logcumsumexp(x, dim):
         y = cat([V.narrow(y, d, 0, k), _logaddexp(a, b)], d)
         k *= 2
     return O.clone(y) if y is x else y
+
+
+#: the most negative finite value, PyTorch's stand-in for log(0) in logcumsumexp_backward
+_LOWEST = {D.float64: -1.7976931348623157e308, D.float32: -3.4028234663852886e38}
+
+
+@gradient("logcumsumexp")
+def _(g, self, result, dim):
+    """PyTorch's logcumsumexp_backward: exp(reverse logcumsumexp(log|g| - result) + self),
+    for the positive and the negative parts of ``g`` (log 0 taken as the lowest finite
+    value): infinite inputs give NaN, and huge ones the rounding PyTorch's has."""
+    if not self.shape or C.numel(self.shape) == 0:
+        return (g,)
+    if g.dtype in _HALF:
+        out = _logcumsumexp_grad(O.cast(g, D.float32), O.cast(self, D.float32),
+                                 O.cast(result, D.float32), dim)
+        return (O.cast(out, g.dtype),)
+    return (_logcumsumexp_grad(g, self, result, dim),)
+
+
+def _logcumsumexp_grad(g, x, result, dim):
+    d = C.normalize_dim(dim, len(x.shape), "logcumsumexp")
+    lowest = _LOWEST[g.dtype]
+    log_abs = E("log", E("abs", g))
+    parts = []
+    for keep in (E("gt", g, 0), E("lt", g, 0)):
+        t = E("sub", O.where(keep, log_abs, lowest), result)
+        t = flip(logcumsumexp(flip(t, (d,)), d), (d,))
+        parts.append(E("exp", E("add", t, x)))
+    return E("sub", parts[0], parts[1])
 
 
 # ---- median, nanmedian, kthvalue, mode --------------------------------------------------------
@@ -765,12 +797,10 @@ def kthvalue(x, k, dim=-1, keepdim=False):
 
 
 def _runs(s, d):
-    """For sorted ``s``: True where an element equals the one before it along ``d`` (NaNs
-    equal each other)."""
+    """For sorted ``s``: True where an element equals the one before it along ``d`` (a NaN
+    equals nothing, as in PyTorch's ``!=`` between neighbours)."""
     a, b = _shifted(s, d, 1)
     same = E("eq", a, b)
-    if s.dtype.is_floating_point:
-        same = E("logical_or", same, E("logical_and", E("isnan", a), E("isnan", b)))
     first = O.zeros(_keep_shape(s, (d,)), D.bool_, s.device)
     return cat([first, same], d)
 
@@ -782,16 +812,46 @@ def _run_starts(same, d):
     return O.gather(starts, d, _cum_extreme_indices(starts, d, True))
 
 
+def _insertion_sorted(x, d):
+    """(values, indices) of ``x`` along ``d`` in the order PyTorch's CPU mode sees them: an
+    insertion sort by ``<`` (what std::sort does for up to 16 elements). A NaN compares
+    false both ways, so a NaN stays where it is and stops the elements inserted after it
+    (unless smaller than the first element), and the order depends on where NaNs are.
+    Equal values keep their order (stable), so a run's last element is its last
+    occurrence."""
+    n = x.shape[d]
+    s, idx = x, _positions(x, d)
+    pos = _positions(x, d)
+    for i in _range(1, n):
+        v = V.narrow(s, d, i, 1)
+        front = E("lt", v, V.narrow(s, d, 0, 1))
+        # the last element before i that v is not smaller than: v goes right after it
+        stop = O.where(E("logical_not", E("lt", v, V.narrow(s, d, 0, i))),
+                       V.narrow(pos, d, 0, i), -1)
+        at = O.where(front, 0, E("add", O.reduce("max", stop, (d,), keepdim=True), 1))
+        shift = E("logical_and", E("gt", pos, at), E("le", pos, i))
+        src = O.where(E("eq", pos, at), i, O.where(shift, E("sub", pos, 1), pos))
+        s, idx = O.gather(s, d, src), O.gather(idx, d, src)
+    return s, idx
+
+
 @composite("mode")
 def mode(x, dim=-1, keepdim=False):
     """The most frequent value along ``dim`` (the smallest of equally frequent ones) and the
-    index of its last occurrence."""
+    index of its last occurrence. A NaN equals nothing, not even another NaN (a run of its
+    own); with NaNs in a line of up to 16 elements the lines are ordered as PyTorch's CPU
+    kernel orders them (``_insertion_sorted``), so a NaN first in its line is its mode when
+    no value repeats. (Over 16, PyTorch's std::sort with NaNs has no defined order; these
+    lines are sorted with NaNs last.)"""
     d = C.normalize_dim(dim, len(x.shape), "mode")
     if not x.shape:
         return _zero_d_pair(x)
     _nonempty_dim("mode", x, d)
     with below_autograd():
-        s, order = O.sort(x, d, stable=True)
+        if x.dtype.is_floating_point and x.shape[d] <= 16:
+            s, order = _insertion_sorted(x, d)
+        else:
+            s, order = O.sort(x, d, stable=True)
         pos = _positions(s, d)
         run = E("sub", pos, _run_starts(_runs(s, d), d))
         best = O.arg_reduce("argmax", run, d, keepdim=True)   # the first longest run's end
@@ -1380,6 +1440,12 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
         right = cat([b, ones2, n2], -1)
         sq = matmul(left, V.transpose(right, -1, -2))
         return E("sqrt", E("maximum", sq, O.zeros((), sq.dtype, sq.device)))
+    if math.isinf(p):   # PyTorch's running max(agg, |d|) from 0 skips NaN coordinates
+        ad = E("abs", _pair_diff(a, b))
+        return O.reduce("max", O.where(E("isnan", ad), 0.0, ad), -1)
+    if p == 0:          # PyTorch's sum of min(ceil(|d|), 1): a NaN coordinate gives NaN
+        ad = E("abs", _pair_diff(a, b))
+        return O.reduce("sum", E("minimum", E("ceil", ad), 1.0), -1)
     return norm(_pair_diff(a, b), p, -1)
 
 
@@ -1392,12 +1458,14 @@ def _(g, x1, x2, result, p=2.0):
     diff = _pair_diff(x1, x2)
     r = V.unsqueeze(result, -1)
     gk = V.unsqueeze(g, -1)
-    if p == 1:
-        t = E("sign", diff)
+    if p == 1:  # (a NaN coordinate passes NaN back, as PyTorch's)
+        t = O.where(E("isnan", diff), diff, E("sign", diff))
     elif p == 2:
         t = O.where(E("eq", r, 0), 0.0, diff / r)
-    elif math.isinf(p):
-        t = E("sign", diff) * O.to(E("eq", E("abs", diff), r), None, g.dtype)
+    elif math.isinf(p):  # PyTorch's sign(d) * (1 - min(1, ceil(||d| - r|))): NaN at NaN d or
+        # at |d| = r = inf
+        sign = O.where(E("isnan", diff), diff, E("sign", diff))
+        t = sign * (1 - E("minimum", E("ceil", E("abs", E("abs", diff) - r)), 1.0))
     elif p < 2:
         t = E("sign", diff) * E("pow", E("abs", diff), p - 1) / E("pow", r, p - 1)
         t = O.where(E("logical_or", E("eq", r, 0),
@@ -1527,9 +1595,11 @@ def corrcoef(x):
 
 
 @composite("renorm")
-def renorm(x, p, dim, maxnorm):
+@O.recorded("renorm")
+def renorm(self, p, dim, maxnorm):
     """Each slice along ``dim`` whose p-norm exceeds ``maxnorm`` scaled down to it
     (PyTorch's ``maxnorm / (norm + 1e-7)``)."""
+    x = self
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"renorm: expected a floating point or complex tensor as input. "
                            f"Got {_tname(x.dtype)}")
@@ -1545,6 +1615,22 @@ def renorm(x, p, dim, maxnorm):
     nrm = norm(x, p, others, True)
     factor = O.where(E("gt", nrm, maxnorm), E("div", maxnorm, E("add", nrm, 1e-7)), 1.0)
     return E("mul", x, O.to(factor, None, x.dtype))
+
+
+@gradient("renorm")
+def _(g, self, p, dim, maxnorm):
+    """PyTorch's renorm_backward, in its order of operations: a slice whose norm is not
+    above ``maxnorm`` (a NaN norm included) passes ``g`` through unchanged."""
+    d = C.normalize_dim(dim, len(self.shape), "renorm")
+    others = tuple(i for i in _range(len(self.shape)) if i != d)
+    # the norm and the sum in PyTorch's CPU accumulation type (float64 for float32)
+    acc = D.float64 if self.dtype is D.float32 else _wide(self).dtype
+    nrm = norm(O.cast(self, acc), p, others, True)
+    nb = _norm_backward(O.reduce("sum", O.cast(self * g, acc), others, True), self, nrm, p,
+                        others, True)[0]
+    inv = E("reciprocal", nrm + 1e-7)
+    out = O.where(E("gt", nrm, maxnorm), O.cast(inv * maxnorm, g.dtype) * (g - inv * nb), g)
+    return (O.cast(out, g.dtype),)
 
 
 # ---- integration and numerical derivatives ----------------------------------------------------
