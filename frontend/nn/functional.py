@@ -514,19 +514,53 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 
 # ==== padding and resampling ==========================================================
 def _pad_index(n, left, right, mode, dim, input):
+    """Source positions along one dim of length ``n`` for PyTorch's reflect / replicate /
+    circular padding, negative pads included: reflect and replicate index the *uncropped*
+    input (ATen's reflection/replication kernels), circular wraps the cropped part (ATen's
+    ``_pad_circular``)."""
+    out = n + left + right
+    i0, o0 = max(0, -left), max(0, left)
     if mode == "reflect":
         if left >= n or right >= n:
             raise RuntimeError(f"Argument #4: Padding size should be less than the "
                                f"corresponding input dimension, but got: padding ({left}, "
                                f"{right}) at dimension {dim} of input {list(input.shape)}")
-        idx = list(range(left, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - right, -1))
-    elif mode == "replicate":
-        idx = [0] * left + list(range(n)) + [n - 1] * right
-    else:  # circular
-        if left > n or right > n:
-            raise RuntimeError("Padding value causes wrapping around more than once.")
-        idx = list(range(n - left, n)) + list(range(n)) + list(range(right))
-    return idx
+        src = [2 * left - j if j < left else j if j < n + left else 2 * (n + left - 1) - j
+               for j in range(out)]
+        return [j - o0 + i0 for j in src]
+    if mode == "replicate":
+        src = [left if j < left else j if j < n + left else n + left - 1 for j in range(out)]
+        return [j - o0 + i0 for j in src]
+    if left > n or right > n:
+        raise RuntimeError("Padding value causes wrapping around more than once.")
+    if out <= 0:
+        return []
+    kept = n - max(-left, 0) - max(-right, 0)
+    lp, rp = max(left, 0), max(right, 0)
+    if kept <= 0 or lp > kept or rp > kept:
+        # PyTorch copies the wrap from the padded output itself: here the source overlaps
+        # the destination (or is empty, where PyTorch reads uninitialised memory)
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the "
+                           "written-to tensor refer to a single memory location. Please "
+                           "clone() the tensor before performing the operation.")
+    return [i0 + (k % kept) for k in range(-lp, kept + rp)]
+
+
+def _check_pad_output(input, pad, mode, npad):
+    """PyTorch's 'too small' check of reflect / replicate padding with negative pads (1-d:
+    an empty output is an error; 2-d and 3-d: a negative one)."""
+    if mode == "circular":
+        for i in range(npad):
+            if input.shape[-1 - i] + pad[2 * i] + pad[2 * i + 1] < 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+        return
+    names = "WHD"[:npad]
+    sizes = [input.shape[-1 - i] for i in range(npad)]
+    outs = [sizes[i] + pad[2 * i] + pad[2 * i + 1] for i in range(npad)]
+    if any(o < (1 if npad == 1 else 0) for o in outs):
+        ins = ", ".join(f"{names[i]}: {sizes[i]}" for i in reversed(range(npad)))
+        res = " ".join(f"{names[i]}: {outs[i]}" for i in reversed(range(npad)))
+        raise RuntimeError(f"input ({ins}) is too small. Calculated output {res}")
 
 
 def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
@@ -559,16 +593,13 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    _check_pad_output(input, pad, mode, npad)
     x = input
     for i in range(npad):
         dim = input.dim() - 1 - i
         left, right = pad[2 * i], pad[2 * i + 1]
         if left == 0 and right == 0:
             continue
-        if left < 0 or right < 0:
-            n = x.shape[dim]
-            x = x.narrow(dim, max(-left, 0), n - max(-left, 0) - max(-right, 0))
-            left, right = max(left, 0), max(right, 0)
         idx = _pad_index(x.shape[dim], left, right, mode, dim, input)
         x = x.index_select(dim, ember.tensor(idx, dtype=ember.int64, device=x.device))
     return x
@@ -642,7 +673,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if size is None and scale_factor is None:
         raise ValueError("either size or scale_factor should be defined")
     modes = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "area": (1, 2, 3),
-             "linear": (1,), "bilinear": (2,), "trilinear": (3,)}
+             "linear": (1,), "bilinear": (2,), "bicubic": (2,), "trilinear": (3,)}
     if mode not in modes or nd not in (1, 2, 3):
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
@@ -652,6 +683,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         need = {"linear": 3, "bilinear": 4, "trilinear": 5}[mode]
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {need}D "
                                   "input")
+    if antialias and (mode not in ("bilinear", "bicubic") or input.dim() != 4):
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
+                         "requires a 4-D tensor as input")
+    _check_interp_dtype(input, mode, nd)
     sp = input.shape[2:]
     if size is not None:
         out = list(_ntuple(nd)(size))
@@ -669,10 +704,170 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             idx = _nearest_index(sp[i], out[i], scales[i], mode == "nearest-exact", x.device)
             x = x.index_select(2 + i, idx)
         return x
+    if antialias:
+        return _antialiased(x, sp, out, scales, align_corners, mode)
+    if mode == "bicubic":
+        if x.dtype is ember.uint8:
+            return _resample_uint8(x, sp, out, scales, align_corners, mode, False)
+        return _bicubic(x, sp, out, scales, align_corners)
+    if x.dtype is ember.uint8:
+        return _resample_uint8(x, sp, out, scales, align_corners, mode, False)
+    return _linear_resample(x, sp, out, scales, align_corners, nd)
+
+
+def _check_interp_dtype(input, mode, nd):
+    """PyTorch's CPU kernels: nearest, bilinear and bicubic take uint8 besides the float
+    types; no other integer (or bool) input."""
+    dt = input.dtype
+    if dt.is_floating_point or (dt is ember.uint8 and mode in ("nearest", "nearest-exact",
+                                                               "bilinear", "bicubic")):
+        return
+    if mode in ("nearest", "nearest-exact"):
+        kernel = "upsample_nearest2d_channels_last" if nd == 2 else \
+            "compute_indices_weights_nearest"
+    elif mode == "bilinear":
+        kernel = "upsample_bilinear2d_channels_last"
+    elif mode == "bicubic":
+        kernel = "compute_indices_weights_cubic"
+    elif mode == "area":
+        kernel = "adaptive_avg_pool3d_cpu" if nd == 3 else "adaptive_avg_pool2d"
+    else:
+        kernel = "compute_indices_weights_linear"
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{_tname(dt)}\'')
+
+
+def _aa_filter(mode, v, a=-0.5):
+    v = abs(v)
+    if mode == "bilinear":
+        return 1.0 - v if v < 1.0 else 0.0
+    # PyTorch's antialiased bicubic uses a = -0.5 (PIL's), its uint8 one without
+    # antialiasing a = -0.75
+    if v < 1.0:
+        return ((a + 2.0) * v - (a + 3.0)) * v * v + 1.0
+    if v < 2.0:
+        return (((v - 5.0) * v + 8.0) * v - 4.0) * a
+    return 0.0
+
+
+def _aa_matrix(in_size, out_size, scale, align_corners, mode, antialias=True):
+    """The (out, in) resampling matrix of PyTorch's separable interpolation kernels (its
+    antialiased ones, and its uint8 ones): each output averages the inputs under a filter,
+    stretched by the downscale factor when antialiasing, weights normalised to sum 1."""
+    if align_corners:
+        sc = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    elif scale is not None and scale > 0:
+        sc = 1.0 / scale
+    else:
+        sc = in_size / out_size
+    half = 1.0 if mode == "bilinear" else 2.0
+    stretch = antialias and sc >= 1.0
+    support = half * sc if stretch else half
+    invscale = 1.0 / sc if stretch else 1.0
+    delta = 0.5 if align_corners and not antialias else 0.0
+    a = -0.5 if antialias else -0.75
+    rows = []
+    for i in range(out_size):
+        center = sc * (i + 0.5 - delta)
+        lo = max(int(center - support + 0.5 + delta), 0)
+        hi = min(int(center + support + 0.5 + delta), in_size)
+        w = [_aa_filter(mode, (j - center + 0.5 - delta) * invscale, a)
+             for j in range(lo, hi)]
+        total = sum(w)
+        row = [0.0] * in_size
+        for j, wj in zip(range(lo, hi), w):
+            row[j] = wj / total if total != 0.0 else wj
+        rows.append(row)
+    return rows
+
+
+def _antialiased(x, sp, out, scales, align_corners, mode):
+    """PyTorch's antialiased bilinear / bicubic resampling (separable, last dim first) as
+    one small matrix product per dim."""
+    if x.dtype is ember.uint8:
+        return _resample_uint8(x, sp, out, scales, align_corners, mode, True)
+    for i in reversed(range(2)):
+        m = ember.tensor(_aa_matrix(sp[i], out[i], scales[i], align_corners, mode),
+                         dtype=x.dtype, device=x.device)
+        x = ember.matmul(x.transpose(2 + i, -1), m.t()).transpose(2 + i, -1)
+    return x
+
+
+def _resample_uint8(x, sp, out, scales, align_corners, mode, antialias):
+    """PyTorch's uint8 bilinear / bicubic kernel: per dim (last first) the float weights
+    as int16 fixed point with the most bits that fit, an integer weighted sum rounded
+    half up, shifted back and clamped to 0..255."""
+    for i in reversed(range(2)):
+        if sp[i] == out[i] and not antialias and scales[i] in (None, 1.0):
+            continue
+        if mode == "bicubic" and not antialias:
+            rows = _cubic_rows(sp[i], out[i], scales[i], align_corners)
+        else:
+            rows = _aa_matrix(sp[i], out[i], scales[i], align_corners, mode, antialias)
+        top = max((abs(w) for row in rows for w in row), default=0.0)
+        bits = 0
+        while bits < 22 and int(0.5 + top * (1 << (bits + 1))) < (1 << 15):
+            bits += 1
+        fixed = [[int(w * (1 << bits) - 0.5) if w < 0 else int(w * (1 << bits) + 0.5)
+                  for w in row] for row in rows]
+        m = ember.tensor(fixed, dtype=ember.int64, device=x.device)
+        acc = ember.matmul(x.long().transpose(2 + i, -1), m.t()) + (1 << (bits - 1) if bits
+                                                                      else 0)
+        acc = ember.div(acc, 1 << bits, rounding_mode="floor")
+        x = acc.clamp(0, 255).to(ember.uint8).transpose(2 + i, -1)
+    return x
+
+
+def _cubic_rows(in_size, out_size, scale, align_corners):
+    """The (out, in) matrix of PyTorch's bicubic resampling along one dim (A = -0.75, the
+    taps past a border clamped onto it)."""
+    if align_corners:
+        sc = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    elif scale is not None and scale > 0:
+        sc = 1.0 / scale
+    else:
+        sc = in_size / out_size
+    rows = []
+    for i in range(out_size):
+        src = sc * i if align_corners else sc * (i + 0.5) - 0.5
+        fl = math.floor(src)
+        t = src - fl
+        row = [0.0] * in_size
+        for k, w in enumerate(_cubic_weights(t)):
+            row[min(max(fl - 1 + k, 0), in_size - 1)] += w
+        rows.append(row)
+    return rows
+
+
+def _bicubic(x, sp, out, scales, align_corners):
+    """PyTorch's bicubic upsampling (A = -0.75, taps clamped to the border), separable,
+    last dim first."""
+    wdt = _weight_dtype(x.dtype)
+    for i in reversed(range(2)):
+        dim = 2 + i
+        sc = _interp_scale(sp[i], out[i], scales[i], align_corners, wdt, x.device)
+        pos = ember.arange(out[i], dtype=wdt, device=x.device)
+        src = sc * pos if align_corners else sc * (pos + 0.5) - 0.5
+        fl = src.floor()
+        w = _cubic_weights(src - fl)
+        base = fl.long()
+        shape = [1] * x.dim()
+        shape[dim] = out[i]
+        acc = None
+        for k in range(4):
+            idx = (base - 1 + k).clamp(0, sp[i] - 1)
+            term = x.index_select(dim, idx) * w[k].to(x.dtype).reshape(shape)
+            acc = term if acc is None else acc + term
+        x = acc
+    return x
+
+
+def _linear_resample(x, sp, out, scales, align_corners, nd, only=None):
     # PyTorch's separable form, innermost (last) dim first: t0 * w0 + t1 * w1 per dim. A
     # weight of 0 times an inf neighbour is NaN there as in PyTorch; a difference form
     # (a + (b - a) * w) would turn inf into NaN where both neighbours are the same inf.
     for i in reversed(range(nd)):
+        if only is not None and i != only:
+            continue
         dim = 2 + i
         i0, w0, i1, w1 = _linear_weights(sp[i], out[i], scales[i], align_corners, x.dtype,
                                          x.device)
@@ -689,10 +884,23 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
+def _check_shuffle(name, input, factor, what):
+    if input.dim() < 3:
+        raise RuntimeError(f"{name} expects input to have at least 3 dimensions, but got input "
+                           f"with {input.dim()} dimension(s)")
+    if factor <= 0:
+        raise RuntimeError(f"{name} expects a positive {what}, but got {factor}")
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C*r^2, H, W) -> (*, C, H*r, W*r)."""
     r = upscale_factor
+    _check_shuffle("pixel_shuffle", input, r, "upscale_factor")
     *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     n = len(lead)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
@@ -702,7 +910,13 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """(*, C, H*r, W*r) -> (*, C*r^2, H, W)."""
     r = downscale_factor
+    _check_shuffle("pixel_unshuffle", input, r, "downscale_factor")
     *lead, c, h, w = input.shape
+    for what, size, dim in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(f"pixel_unshuffle expects {what} to be divisible by "
+                               f"downscale_factor, but input.size({dim})={size} is not "
+                               f"divisible by {r}")
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     n = len(lead)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
@@ -710,7 +924,17 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, g * c, *) -> the channels of the ``g`` groups interleaved."""
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
     n, c = input.shape[:2]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
     rest = input.shape[2:]
     return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(input.shape)
 
@@ -725,8 +949,15 @@ def _inplace(input: Tensor, fn, inplace: bool) -> Tensor:
     return input.copy_(fn(src))
 
 
+def _tensor_input(name: str, input) -> None:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+
+
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)``; the gradient is 0 where ``x <= 0`` (PyTorch's threshold_backward)."""
+    _tensor_input("relu", input)
     return _inplace(input, _nn.relu, inplace)
 
 
@@ -735,6 +966,7 @@ def relu_(input: Tensor) -> Tensor:
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    _tensor_input("relu6", input)
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
@@ -803,6 +1035,7 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
+    _tensor_input("hardtanh", input)
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     return _inplace(input, lambda x: _nn.hardtanh(x, min_val, max_val), inplace)
@@ -1644,3 +1877,1074 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
         loss = loss * weight
     loss = loss.sum(dim=input.dim() - 1) / input.shape[-1]
     return _reduce(loss, reduction)
+
+
+# ==== more layers: indices forms, 3-d transposed conv, LP / unpooling / fractional pools ====
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """``max_pool1d`` returning ``(values, indices)`` whatever ``return_indices`` says."""
+    return _max_poolnd("max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                       True, 1)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return _max_poolnd("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                       True, 2)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return _max_poolnd("max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                       True, 3)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max("adaptive_max_pool1d", input, output_size, True, 1)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max("adaptive_max_pool2d", input, output_size, True, 2)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max("adaptive_max_pool3d", input, output_size, True, 3)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1) -> Tensor:
+    """Transposed 3-D convolution; ``weight`` is (C_in, C_out / groups, kD, kH, kW)."""
+    return _conv_transposend("conv_transpose3d", input, weight, bias, stride, padding,
+                             output_padding, groups, dilation, 3)
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-D convolution over time-batch-channel input: ``input`` (T, B, C_in), ``weight``
+    (K, C_in, C_out), ``bias`` (C_out,) -> (T + 2 * pad - K + 1, B, C_out)."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
+
+
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
+    k = _ntuple(nd)(kernel_size)
+    avg = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[nd]
+    x = input.pow(norm_type)
+    out = avg(x, k if nd > 1 else k[0], stride, 0, ceil_mode)
+    return (ember.sign(out) * relu(out.abs())).mul(_prod(k)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
+    """``(sum over the window of x^p)^(1/p)`` (PyTorch's: an average pool times the window
+    size; negative sums give 0)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input: Tensor, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input: Tensor, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    nd = len(kernel_size)
+    default = [(input.shape[-nd + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d]
+               for d in range(nd)]
+    if output_size is None:
+        return default
+    output_size = list(output_size)
+    if len(output_size) == nd + 2:
+        output_size = output_size[2:]
+    if len(output_size) != nd:
+        raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} "
+                         f"elements, but it has a length of '{len(output_size)}'")
+    for d in range(nd):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < output_size[d] < hi:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between '
+                             f"{lo} and {hi})")
+    return output_size
+
+
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
+    k = _ntuple(nd)(kernel_size)
+    s = k if stride is None else _ntuple(nd)(stride)
+    p = _ntuple(nd)(padding)
+    out_sp = [int(v) for v in _unpool_output_size(input, k, s, p, output_size)]
+    name = f"max_unpooling{nd}d" if nd > 1 else "max_unpool1d"
+    if indices.dtype is not ember.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: "
+                           f"{_tname(indices.dtype)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input "
+                           f"tensor ({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    idx = indices if batched else indices.unsqueeze(0)
+    n, c = x.shape[0], x.shape[1]
+    plane = _prod(out_sp)
+    in_plane = _prod(x.shape[2:])
+    flat_idx = idx.reshape(n, c, in_plane)
+    if flat_idx.numel() and bool(((flat_idx < 0) | (flat_idx >= plane)).any()):
+        bad = int(flat_idx[(flat_idx < 0) | (flat_idx >= plane)].reshape(-1)[0].item())
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(map(str, out_sp))}")
+    base = ember.zeros((n, c, plane), dtype=x.dtype, device=x.device)
+    out = base.scatter(2, flat_idx, x.reshape(n, c, in_plane)).reshape(n, c, *out_sp)
+    return out if batched else out.squeeze(0)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool1d``: each value goes to the position its index
+    names, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+def _fractional_starts(samples, in_size, out_size, pool, dtype):
+    """PyTorch's generate_intervals in the input's dtype: window starts (N, C, out)."""
+    i = ember.arange(out_size, dtype=dtype, device=samples.device)
+    if out_size > 1:
+        alpha = ember.tensor(float(in_size - pool), dtype=dtype, device=samples.device) / \
+            float(out_size - 1)
+        u = samples.unsqueeze(-1)
+        starts = ((i + u) * alpha).trunc() - (u * alpha).trunc()
+        starts = starts.long()
+        last = ember.full(starts.shape[:-1] + (1,), in_size - pool, dtype=ember.int64,
+                          device=samples.device)
+        return ember.cat([starts[..., :-1], last], -1)
+    return ember.full(samples.shape + (out_size,), in_size - pool, dtype=ember.int64,
+                      device=samples.device)
+
+
+def _fractional_max_pool(name, input, kernel_size, output_size, output_ratio, return_indices,
+                         _random_samples, nd):
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an "
+                         "output_ratio")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: "
+                           f"{list(input.shape)}")
+    k = _ntuple(nd)(kernel_size)
+    sp = input.shape[-nd:]
+    if output_size is None:
+        ratio = _ntuple(nd)(output_ratio)
+        if len(ratio) > nd:
+            raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple "
+                             "of Ints.")
+        out = [int(sp[i] * ratio[i]) for i in range(nd)]
+    else:
+        out = list(_ntuple(nd)(output_size))
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    n, c = x.shape[0], x.shape[1]
+    if _random_samples is None:
+        _random_samples = ember.rand(n, c, nd, dtype=x.dtype, device=x.device)
+    if _random_samples.dim() != 3 or tuple(_random_samples.shape) != (n, c, nd):
+        raise RuntimeError(f"{name}(): expected _random_samples of shape {[n, c, nd]}, but "
+                           f"got {list(_random_samples.shape)}")
+    for i in range(nd):
+        if out[i] + k[i] - 1 > sp[i]:
+            raise RuntimeError(f"{name}(): pool size {k[i]} too large relative to input size "
+                               f"{sp[i]} and output size {out[i]} at dimension {i}")
+    # PyTorch's sample order: the last spatial dim takes sample 0 in 2-d (W, H); in 3-d the
+    # samples go in order (T, H, W)
+    order = [1, 0] if nd == 2 else list(range(nd))
+    flat = ember.zeros((n, c, 1), dtype=ember.int64, device=x.device)
+    mult = 1
+    for i in reversed(range(nd)):
+        starts = _fractional_starts(_random_samples[:, :, order[i]].detach(), sp[i], out[i],
+                                    k[i], x.dtype)                      # (N, C, out_i)
+        pos = starts.unsqueeze(-1) + ember.arange(k[i], device=x.device)  # (N, C, out_i, k_i)
+        # broadcast into (N, C, out_0, k_0, out_1, k_1, ...) as a flat plane index
+        shape = [n, c] + [1] * (2 * nd)
+        shape[2 + 2 * i], shape[3 + 2 * i] = out[i], k[i]
+        term = (pos * mult).reshape(shape)
+        flat = term if i == nd - 1 else flat + term
+        mult *= sp[i]
+    perm = [0, 1] + [2 + 2 * i for i in range(nd)] + [3 + 2 * i for i in range(nd)]
+    flat = flat.permute(*perm).reshape(n, c, _prod(out), _prod(k))
+    vals = x.reshape(n, c, _prod(sp)).gather(2, flat.reshape(n, c, _prod(out) * _prod(k)))
+    vals = vals.reshape(flat.shape)
+    # the first maximum, a NaN wins (PyTorch's `val > max || isnan(val)`)
+    key = ember.where(vals.isnan(), math.inf, vals).detach()
+    arg = key.argmax(-1, keepdim=True)
+    values = vals.gather(-1, arg).reshape(n, c, *out)
+    index = flat.gather(-1, arg).reshape(n, c, *out)
+    if not batched:
+        values, index = values.squeeze(0), index.squeeze(0)
+    return (values, index) if return_indices else values
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return _fractional_max_pool("fractional_max_pool2d", input, kernel_size, output_size,
+                                output_ratio, True, _random_samples, 2)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """Max pooling over pseudo-random windows (Graham, 2014); ``_random_samples`` (N, C, 2)
+    in [0, 1) fixes them."""
+    return _fractional_max_pool("fractional_max_pool2d", input, kernel_size, output_size,
+                                output_ratio, return_indices, _random_samples, 2)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return _fractional_max_pool("fractional_max_pool3d", input, kernel_size, output_size,
+                                output_ratio, True, _random_samples, 3)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    return _fractional_max_pool("fractional_max_pool3d", input, kernel_size, output_size,
+                                output_ratio, return_indices, _random_samples, 3)
+
+
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    return channel_shuffle(input, groups)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ==== more activations and dropout =====================================================
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, inplace=True)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """Alpha dropout of whole channels (one draw per (sample, channel))."""
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 1:
+        return _inplace(input, lambda x: x * 0.0, inplace)
+    alpha = -_SELU_ALPHA * _SELU_SCALE
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    b = -a * alpha * p
+    shape = input.shape[:2] + (1,) * (input.dim() - 2)
+    keep = (ember.rand(shape, dtype=input.dtype, device=input.device) >= p).to(input.dtype)
+    return _inplace(input, lambda x: (x * keep + (1 - keep) * alpha) * a + b, inplace)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """Samples of the Gumbel-softmax distribution; ``hard`` gives one-hot samples with the
+    soft sample's gradient (straight-through)."""
+    if not logits.dtype.is_floating_point:
+        raise RuntimeError(f"Exponential distribution is a continuous probability "
+                           f"distribution. dtype must be a floating point but you specified "
+                           f"{_tname(logits.dtype)}")
+    u = ember.rand(logits.shape, dtype=logits.dtype, device=logits.device)
+    gumbels = -(-ember.log1p(-u)).log()          # -log(Exponential(1))
+    y = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y
+    index = y.argmax(dim, keepdim=True)
+    y_hard = ember.zeros_like(logits).scatter(dim, index, 1.0)
+    return y_hard - y.detach() + y
+
+
+# ==== more losses ======================================================================
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, size_average=None, reduce=None,
+                      reduction: str = "mean") -> Tensor:
+    """Multi-class hinge loss: ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C``."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if input.dim() > 2 or (input.dim() == 2 and input.shape[1] == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    n, c = x.shape
+    t = target.reshape(-1)
+    if t.numel() != n:
+        raise RuntimeError(f"inconsistent target size, expected {n} but got "
+                           f"{list(target.shape)}")
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got "
+                           f"{list(weight.shape)}")
+    if t.numel() and bool(((t < 0) | (t >= c)).any()):
+        raise RuntimeError("target out of range")
+    xy = x.gather(1, t.reshape(-1, 1))
+    z = (x - xy + margin).clamp(min=0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight[t].reshape(-1, 1)
+    z = ember.where(ember.arange(c, device=x.device) == t.reshape(-1, 1), 0.0, z)
+    loss = z.sum(1) / c
+    if input.dim() < 2:
+        loss = loss.reshape(target.shape) if reduction == "none" else loss
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                           reduction: str = "mean") -> Tensor:
+    """``sum_{j in targets, i not in targets} max(0, 1 - (x[j] - x[i])) / C``; ``target``
+    lists class indices, ended by the first -1."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if input.dim() > 2 or (input.dim() == 2 and input.shape[1] == 0) or \
+            tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}"
+                           if tuple(target.shape) == tuple(input.shape) else
+                           f"inconsistent target size: {list(target.shape)} for input of "
+                           f"size: {list(input.shape)}")
+    x = input.reshape(1, -1) if input.dim() < 2 else input
+    t = target.reshape(x.shape)
+    n, c = x.shape
+    valid = (t < 0).long().cumsum(1) == 0                                  # before the first -1
+    if bool((valid & (t >= c)).any()):
+        raise RuntimeError(f"multilabel_margin_loss: target index out of range for {c} classes")
+    safe = ember.where(valid, t, 0)
+    classes = ember.arange(c, device=x.device)
+    is_target = ((safe.unsqueeze(2) == classes) & valid.unsqueeze(2)).any(1)  # (N, C)
+    xt = x.gather(1, safe)                                                 # (N, S)
+    hinge = (1 - xt.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)            # (N, S, C)
+    keep = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
+    loss = ember.where(keep, hinge, 0.0).sum((1, 2)) / c
+    if input.dim() < 2:
+        loss = loss.reshape(()) if reduction == "none" else loss
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """Triplet loss with a custom distance (default ``pairwise_distance``)."""
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than "
+                         f"0, got {margin} instead")
+    reduction = _reduction(reduction)
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim == n_dim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {a_dim}D, "
+                           f"positive {p_dim}D, and negative {n_dim}D inputs")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = ember.minimum(d_neg, dist(positive, negative))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction)
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """The p-norm distances between the rows of an (N, M) input: the upper triangle of
+    ``cdist(input, input)`` as N * (N - 1) / 2 values."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    rows = [i for i in range(n) for _ in range(i + 1, n)]
+    cols = [j for i in range(n) for j in range(i + 1, n)]
+    if not rows:
+        return ember.zeros(0, dtype=input.dtype, device=input.device)
+    ri = ember.tensor(rows, dtype=ember.int64, device=input.device)
+    ci = ember.tensor(cols, dtype=ember.int64, device=input.device)
+    return (input.index_select(0, ri) - input.index_select(0, ci)).norm(p, 1)
+
+
+def _ctc_targets(targets, target_lengths, n):
+    """Targets as an (N, S_max) int64 table, from the padded or concatenated form."""
+    lengths = [int(v) for v in target_lengths]
+    s_max = max(lengths) if lengths else 0
+    if targets.dim() == 2:
+        table = targets[:, :s_max] if s_max else targets[:, :0]
+        return table.long(), lengths
+    rows, start = [], 0
+    for length in lengths:
+        row = targets[start:start + length].long()
+        if length < s_max:
+            row = ember.cat([row, ember.zeros(s_max - length, dtype=ember.int64,
+                                              device=targets.device)])
+        rows.append(row)
+        start += length
+    if not rows:
+        return ember.zeros((0, s_max), dtype=ember.int64, device=targets.device), lengths
+    return ember.stack(rows), lengths
+
+
+def _ctc_alpha(lp, ext, in_lens, ext_lens, allow_skip):
+    """The CTC forward variables log alpha (T, N, S') and the per-sample log likelihood."""
+    t_max, n, s = lp.shape[0], lp.shape[1], ext.shape[1]
+    neg_inf = ember.full((n, s), -math.inf, dtype=lp.dtype, device=lp.device)
+    emit = lp.gather(2, ext.unsqueeze(0).expand(t_max, n, s))             # (T, N, S')
+    pos = ember.arange(s, device=lp.device)
+    first = ember.where(pos < 2, 0.0, -math.inf).to(lp.dtype)
+    first = ember.where(pos.unsqueeze(0) < ext_lens.unsqueeze(1), first, -math.inf)
+    alphas = [emit[0] + first]
+    pad1 = ember.full((n, 1), -math.inf, dtype=lp.dtype, device=lp.device)
+    pad2 = ember.full((n, 2), -math.inf, dtype=lp.dtype, device=lp.device)
+    for t in range(1, t_max):
+        prev = alphas[-1]
+        a1 = ember.cat([pad1, prev[:, :-1]], 1)
+        a2 = ember.where(allow_skip, ember.cat([pad2, prev[:, :-2]], 1), neg_inf) \
+            if s > 1 else neg_inf
+        stacked = ember.stack([prev, a1, a2])
+        m = stacked.amax(0)
+        m_safe = ember.where(m == -math.inf, 0.0, m)
+        lse = (stacked - m_safe).exp().sum(0).log() + m_safe
+        new = lse + emit[t]
+        alive = (t < in_lens).reshape(n, 1)
+        alphas.append(ember.where(alive, new, prev))
+    return ember.stack(alphas), emit
+
+
+class _CTCLoss(ember.autograd.Function):
+    """CTC negative log likelihood per sample with PyTorch's gradient formula (its backward
+    returns ``exp(log_probs) - gamma``: the gradient of the logits when ``log_probs`` is
+    their log_softmax)."""
+
+    @staticmethod
+    def forward(ctx, log_probs, ext, in_lens, ext_lens, allow_skip, zero_infinity):
+        with _no_grad():
+            alpha, _ = _ctc_alpha(log_probs, ext, in_lens, ext_lens, allow_skip)
+            n = log_probs.shape[1]
+            last_t = (in_lens - 1).clamp(min=0)
+            a_last = alpha.gather(0, last_t.reshape(1, n, 1).expand(1, n, alpha.shape[2]))[0]
+            l1 = a_last.gather(1, (ext_lens - 1).clamp(min=0).reshape(n, 1))[:, 0]
+            l2 = a_last.gather(1, (ext_lens - 2).clamp(min=0).reshape(n, 1))[:, 0]
+            l2 = ember.where(ext_lens > 1, l2, -math.inf)
+            m = ember.maximum(l1, l2)
+            m_safe = ember.where(m == -math.inf, 0.0, m)
+            ll = ((l1 - m_safe).exp() + (l2 - m_safe).exp()).log() + m_safe
+            nll = -ll
+            nll = ember.where(in_lens == 0, ember.where(ext_lens == 1, 0.0, nll), nll)
+        ctx.save_for_backward(log_probs, alpha, nll)
+        ctx.args = (ext, in_lens, ext_lens, allow_skip, zero_infinity)
+        return ember.where((nll == math.inf) & zero_infinity, 0.0, nll) \
+            if zero_infinity else nll
+
+    @staticmethod
+    def backward(ctx, grad):
+        log_probs, alpha, nll = ctx.saved_tensors
+        ext, in_lens, ext_lens, allow_skip, zero_infinity = ctx.args
+        with _no_grad():
+            t_max, n, c = log_probs.shape
+            s = ext.shape[1]
+            emit = log_probs.gather(2, ext.unsqueeze(0).expand(t_max, n, s))
+            pos = ember.arange(s, device=log_probs.device)
+            end = (pos.unsqueeze(0) == (ext_lens - 1).unsqueeze(1)) | \
+                (pos.unsqueeze(0) == (ext_lens - 2).unsqueeze(1))
+            # allow_skip[s] says s may come from s - 2; going backwards, s may go to s + 2
+            skip_next = ember.cat([allow_skip[:, 2:], ember.zeros((n, min(2, s)),
+                                                                 dtype=ember.bool,
+                                                                 device=ext.device)], 1) \
+                if s > 1 else allow_skip & False
+            neg_inf = ember.full((n, s), -math.inf, dtype=log_probs.dtype,
+                                 device=log_probs.device)
+            pad1 = ember.full((n, 1), -math.inf, dtype=log_probs.dtype, device=log_probs.device)
+            pad2 = ember.full((n, 2), -math.inf, dtype=log_probs.dtype, device=log_probs.device)
+            betas = [None] * t_max
+            beta = neg_inf
+            for t in reversed(range(t_max)):
+                is_last = (t == in_lens - 1).reshape(n, 1)
+                init = ember.where(end & (pos.unsqueeze(0) < ext_lens.unsqueeze(1)),
+                                   emit[t], -math.inf)
+                b1 = ember.cat([beta[:, 1:], pad1], 1)
+                b2 = ember.where(skip_next, ember.cat([beta[:, 2:], pad2], 1), neg_inf) \
+                    if s > 1 else neg_inf
+                stacked = ember.stack([beta, b1, b2])
+                m = stacked.amax(0)
+                m_safe = ember.where(m == -math.inf, 0.0, m)
+                step = (stacked - m_safe).exp().sum(0).log() + m_safe + emit[t]
+                alive = (t < in_lens - 1).reshape(n, 1)
+                beta = ember.where(is_last, init, ember.where(alive, step, neg_inf))
+                betas[t] = beta
+            beta = ember.stack(betas)                                     # (T, N, S')
+            ab = alpha + beta                                             # log(alpha beta)
+            # log sum over the extended positions of each class
+            m = ab.amax(2, keepdim=True)
+            m_safe = ember.where(m == -math.inf, 0.0, m)
+            w = (ab - m_safe).exp()
+            acc = ember.zeros((t_max, n, c), dtype=log_probs.dtype, device=log_probs.device)
+            acc = acc.scatter_add(2, ext.unsqueeze(0).expand(t_max, n, s), w)
+            lcab = acc.log() + m_safe
+            g = log_probs.exp() - (lcab + nll.reshape(1, n, 1) - log_probs).exp()
+            time = ember.arange(t_max, device=log_probs.device).reshape(t_max, 1, 1)
+            g = ember.where(time < in_lens.reshape(1, n, 1), g, 0.0)
+            if zero_infinity:
+                g = ember.where((nll == math.inf).reshape(1, n, 1), 0.0, g)
+            g = g * grad.reshape(1, n, 1)
+        return g, None, None, None, None, None
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
+             blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
+    """Connectionist Temporal Classification loss (Graves et al., 2006) of (T, N, C)
+    log-probabilities (or unbatched (T, C)) against padded (N, S) or concatenated targets."""
+    reduction = _reduction(reduction)
+    unbatched = log_probs.dim() == 2
+    lp = log_probs.unsqueeze(1) if unbatched else log_probs
+    if lp.dim() != 3:
+        raise RuntimeError(f"ctc_loss(): expected log_probs to be 2-D or 3-D, but got "
+                           f"{log_probs.dim()}-D")
+    if lp.numel() == 0:
+        raise RuntimeError("log_probs tensor must not be empty")
+    t_max, n, c = lp.shape
+    if not 0 <= blank < c:
+        raise RuntimeError("blank must be in label range")
+    in_l = input_lengths if isinstance(input_lengths, Tensor) else ember.tensor(
+        list(input_lengths) if not isinstance(input_lengths, int) else [input_lengths])
+    tg_l = target_lengths if isinstance(target_lengths, Tensor) else ember.tensor(
+        list(target_lengths) if not isinstance(target_lengths, int) else [target_lengths])
+    in_l, tg_l = in_l.reshape(-1).long(), tg_l.reshape(-1).long()
+    tg = targets.unsqueeze(0) if unbatched and targets.dim() == 1 else targets
+    if in_l.numel() != n:
+        raise RuntimeError(f"input_lengths must be of size batch_size ({n}), got "
+                           f"{in_l.numel()}")
+    if tg_l.numel() != n:
+        raise RuntimeError(f"target_lengths must be of size batch_size ({n}), got "
+                           f"{tg_l.numel()}")
+    if n and bool((in_l > t_max).any()):
+        bad = int(in_l.max().item())
+        raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got "
+                           f"value {bad} (while checking arguments for ctc_loss_cpu)")
+    table, lengths = _ctc_targets(tg, tg_l.tolist(), n)
+    s_max = table.shape[1]
+    # extended labels: blank, l1, blank, l2, ..., blank
+    s = 2 * s_max + 1
+    ext = ember.full((n, s), blank, dtype=ember.int64, device=lp.device)
+    if s_max:
+        ext[:, 1::2] = table.to(lp.device)
+    ext_lens = tg_l.to(lp.device) * 2 + 1
+    prev2 = ember.cat([ember.full((n, 2), -1, dtype=ember.int64, device=lp.device),
+                       ext[:, :-2]], 1)
+    allow_skip = (ext != blank) & (ext != prev2)
+    nll = _CTCLoss.apply(lp, ext, in_l.to(lp.device), ext_lens, allow_skip, zero_infinity)
+    if unbatched:
+        nll = nll.squeeze(0)
+    if reduction == "none":
+        return nll
+    if reduction == "sum":
+        return nll.sum()
+    denom = tg_l.to(lp.device).clamp(min=1).to(nll.dtype)
+    return (nll / (denom.squeeze(0) if unbatched else denom)).mean()
+
+
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
+                         linear_bias: Tensor | None = None, weight: Tensor | None = None,
+                         reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options=None) -> Tensor:
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)`` (PyTorch's
+    reference path; ``options`` selects PyTorch's chunked path, the same result)."""
+    logits = linear(input, linear_weight, linear_bias)
+    return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None
+                         else ignore_index, reduction=reduction,
+                         label_smoothing=label_smoothing)
+
+
+# ==== embedding bag ====================================================================
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sums, means or maxima of bags of embeddings without building the per-index rows of a
+    plain ``embedding`` per bag: bags are the rows of a 2-D ``input``, or ``offsets`` cut a
+    1-D one. Entries equal to ``padding_idx`` are left out of their bag."""
+    return _embedding_bag(input, weight, offsets, max_norm, norm_type, mode,
+                          per_sample_weights, include_last_offset, padding_idx)[0]
+
+
+def _embedding_bag(input, weight, offsets, max_norm, norm_type, mode, per_sample_weights,
+                   include_last_offset, padding_idx):
+    """(output, offset2bag, bag_size, max_indices) as ATen's embedding_bag."""
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.dim()}")
+    if input.dtype not in (ember.int64, ember.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got "
+                           f"{_tname(input.dtype)} instead (while checking arguments for "
+                           "embedding_bag)")
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+                         f"is not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences. However, found "
+                             f"offsets of type {type(offsets)}")
+        b, length = input.shape
+        offsets = ember.arange(0, b * length, max(length, 1), device=input.device)[:b] \
+            if length else ember.zeros(b, dtype=ember.int64, device=input.device)
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    modes = {"sum": 0, "mean": 1, "max": 2}
+    if mode not in modes:
+        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0 and padding_idx >= num:
+            raise AssertionError("padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -num:
+                raise AssertionError("padding_idx must be within num_embeddings")
+            padding_idx = num + padding_idx
+    flat = input.long().reshape(-1)
+    if flat.numel() and bool(((flat < 0) | (flat >= num)).any()):
+        bad = int(((flat < 0) | (flat >= num)).long().argmax().item())
+        raise RuntimeError(f"Index {bad} of input takes value {int(flat[bad].item())} which is "
+                           f"not in the valid range [0, {num})")
+    offs = [int(v) for v in offsets.long().tolist()]
+    total = flat.numel()
+    if include_last_offset:
+        starts, ends = offs[:-1], offs[1:]
+    else:
+        starts, ends = offs, offs[1:] + [total]
+    if offs and offs[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                           f"mini-batch has to start from position 0. However, got {offs[0]}")
+    if offs and offs[-1] > total:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length ({total}), "
+                           f"but got offsets[-1] of {offs[-1]}")
+    nbags = len(starts)
+    if max_norm is not None:
+        _embedding_renorm_(weight, flat, max_norm, norm_type)
+    bag_of = [bag for bag in range(nbags) for _ in range(max(ends[bag] - starts[bag], 0))]
+    bag = ember.tensor(bag_of, dtype=ember.int64, device=weight.device)
+    rows = weight.index_select(0, flat) if total else weight[:0]
+    keep = flat != padding_idx if padding_idx is not None else None
+    if keep is not None:
+        rows = ember.where(keep.unsqueeze(1), rows, 0.0)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1, 1).to(rows.dtype)
+    d = weight.shape[1]
+    count = ember.zeros(nbags, dtype=ember.int64, device=weight.device)
+    if len(bag_of):
+        ones = keep.long() if keep is not None else ember.ones(len(bag_of), dtype=ember.int64,
+                                                               device=weight.device)
+        count = count.index_add(0, bag, ones)
+    if mode in ("sum", "mean"):
+        out = ember.zeros((nbags, d), dtype=weight.dtype, device=weight.device)
+        if len(bag_of):
+            out = out.index_add(0, bag, rows[:len(bag_of)])
+        if mode == "mean":
+            out = out / count.clamp(min=1).to(out.dtype).unsqueeze(1)
+        max_idx = ember.zeros(0, dtype=ember.int64, device=weight.device)
+    else:
+        longest = max([e - s for s, e in zip(starts, ends)] + [0])
+        slot = [k - starts[b_] for b_ in range(nbags) for k in range(starts[b_], ends[b_])]
+        if longest:
+            dense_idx = ember.tensor([b_ * longest + k for b_, k in zip(bag_of, slot)],
+                                     dtype=ember.int64, device=weight.device)
+            vals = rows[:len(bag_of)]
+            if keep is not None:
+                vals = ember.where(keep.unsqueeze(1), vals, -math.inf)
+            dense = ember.full((nbags * longest, d), -math.inf, dtype=weight.dtype,
+                               device=weight.device)
+            dense = dense.index_copy(0, dense_idx, vals).reshape(nbags, longest, d)
+            arg = dense.detach().argmax(1, keepdim=True)
+            out = dense.gather(1, arg).squeeze(1)
+            empty = (count == 0).unsqueeze(1)
+            out = ember.where(empty, 0.0, out)
+            flat_pad = ember.full((nbags * longest,), -1, dtype=ember.int64,
+                                  device=weight.device).index_copy(0, dense_idx, flat)
+            max_idx = flat_pad.reshape(nbags, longest, 1).expand(nbags, longest, d).gather(
+                1, arg).squeeze(1)
+            max_idx = ember.where(empty, -1, max_idx)
+        else:
+            out = ember.zeros((nbags, d), dtype=weight.dtype, device=weight.device)
+            max_idx = ember.full((nbags, d), -1, dtype=ember.int64, device=weight.device)
+    return out, bag, count, max_idx
+
+
+# ==== spatial transformers =============================================================
+def _align_warning(align_corners):
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
+                      "the old behavior is desired. See the documentation of grid_sample for "
+                      "details.", stacklevel=3)
+        return False
+    return align_corners
+
+
+def _base_coords(n, align_corners, dtype, device):
+    if n <= 1:
+        return ember.zeros(max(n, 0), dtype=dtype, device=device)
+    c = ember.linspace(-1.0, 1.0, n, dtype=dtype, device=device)
+    return c if align_corners else c * ((n - 1) / n)
+
+
+def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
+    """The sampling grid (N, *spatial, nd) of the affine maps ``theta``."""
+    size = [int(v) for v in size]
+    nd = len(size) - 2
+    sp = size[2:]
+    axes = [_base_coords(sp[i], align_corners, theta.dtype, theta.device) for i in range(nd)]
+    # base[..., :] = (x, y[, z], 1) with x along the last spatial dim
+    parts = []
+    for j in range(nd):
+        i = nd - 1 - j
+        shape = [1] * nd
+        shape[i] = sp[i]
+        parts.append(axes[i].reshape(shape).expand(*sp))
+    parts.append(ember.ones(sp, dtype=theta.dtype, device=theta.device))
+    base = ember.stack(parts, -1).reshape(1, -1, nd + 1)                      # (1, P, nd+1)
+    grid = ember.matmul(base, theta.transpose(1, 2))                          # (N, P, nd)
+    return grid.reshape(size[0], *sp, nd)
+
+
+def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
+    """A 2-D or 3-D flow field (sampling grid) for ``grid_sample`` from a batch of affine
+    matrices ``theta`` (N, 2, 3) or (N, 3, 4)."""
+    align_corners = _align_warning(align_corners)
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got "
+                         f"{theta.dtype}")
+    size = list(size)
+    if len(size) == 4:
+        if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"{size}. Got {theta.shape}.")
+        spatial = size[-2:]
+    elif len(size) == 5:
+        if theta.dim() != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"{size}. Got {theta.shape}.")
+        spatial = size[-3:]
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
+                      "grids when align_corners=True. This is not an intended use case of "
+                      "affine_grid. See the documentation of affine_grid for details.",
+                      stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    return affine_grid_generator(theta, size, align_corners)
+
+
+def _grid_unnormalize(coord, size, align_corners):
+    if align_corners:
+        return (coord + 1) / 2 * (size - 1)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _reflect_coords(x, twice_low, twice_high):
+    if twice_low == twice_high:
+        return x * 0.0
+    lo = twice_low / 2
+    span = (twice_high - twice_low) / 2
+    x = (x - lo).abs()
+    extra = ember.fmod(x, span)
+    flips = (x / span).floor().detach()
+    even = ember.fmod(flips, 2) == 0
+    return ember.where(even, extra + lo, span - extra + lo)
+
+
+def _grid_padded(coord, size, padding_mode, align_corners):
+    """PyTorch's compute_coordinates: border clips, reflection reflects then clips."""
+    if padding_mode == "border":
+        return coord.clamp(0, size - 1)
+    if padding_mode == "reflection":
+        if align_corners:
+            coord = _reflect_coords(coord, 0, 2 * (size - 1))
+        else:
+            coord = _reflect_coords(coord, -1, 2 * size - 1)
+        return coord.clamp(0, size - 1)
+    return coord
+
+
+def _gather_taps(flat_x, idx_list, sizes, padding_mode):
+    """Values of (N, C, P) ``flat_x`` at integer positions (one (N, Q) index per spatial
+    dim, last dim last), zero where a tap falls outside (zeros padding); -> (N, C, Q)."""
+    n, c = flat_x.shape[0], flat_x.shape[1]
+    inside = None
+    flat = None
+    for idx, size in zip(idx_list, sizes):
+        ok = (idx >= 0) & (idx < size)
+        inside = ok if inside is None else inside & ok
+        safe = idx.clamp(0, size - 1)
+        flat = safe if flat is None else flat * size + safe
+    vals = flat_x.gather(2, flat.unsqueeze(1).expand(n, c, flat.shape[1]))
+    if padding_mode == "zeros":
+        vals = ember.where(inside.unsqueeze(1), vals, 0.0)
+    return vals
+
+
+def _cubic_weights(t):
+    a = -0.75
+    w0 = ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a
+    w1 = ((a + 2) * t - (a + 3)) * t * t + 1
+    u = 1 - t
+    w2 = ((a + 2) * u - (a + 3)) * u * u + 1
+    w3 = ((a * (u + 1) - 5 * a) * (u + 1) + 8 * a) * (u + 1) - 4 * a
+    return [w0, w1, w2, w3]
+
+
+def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                 align_corners: bool) -> Tensor:
+    """``grid_sample`` with PyTorch's integer modes (0 bilinear, 1 nearest, 2 bicubic;
+    padding 0 zeros, 1 border, 2 reflection)."""
+    mode = ("bilinear", "nearest", "bicubic")[interpolation_mode]
+    pmode = ("zeros", "border", "reflection")[padding_mode]
+    nd = input.dim() - 2
+    if input.dim() not in (4, 5) or grid.dim() != input.dim():
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number "
+                           f"of dimensions, but got input with sizes {list(input.shape)} and "
+                           f"grid with sizes {list(grid.shape)}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last "
+                           f"dimension, but got grid with sizes {list(grid.shape)}")
+    if mode == "bicubic" and nd != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if input.dtype is not grid.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, "
+                           f"but input has {_tname(input.dtype)} and grid has "
+                           f"{_tname(grid.dtype)}")
+    n, c = input.shape[0], input.shape[1]
+    sp = list(input.shape[2:])
+    out_sp = list(grid.shape[1:-1])
+    q = _prod(out_sp)
+    flat_x = input.reshape(n, c, _prod(sp))
+    g = grid.reshape(n, q, nd)
+    # grid's last axis is (x, y[, z]): x indexes the last spatial dim
+    coords = [_grid_unnormalize(g[:, :, nd - 1 - i], sp[i], align_corners) for i in range(nd)]
+    if mode == "bicubic":
+        fl = [co.floor().detach() for co in coords]
+        ts = [co - f for co, f in zip(coords, fl)]
+        wy, wx = _cubic_weights(ts[0]), _cubic_weights(ts[1])
+        out = None
+        for a in range(4):
+            for b in range(4):
+                iy = fl[0] - 1 + a
+                ix = fl[1] - 1 + b
+                iy = _grid_padded(iy, sp[0], pmode, align_corners).detach()
+                ix = _grid_padded(ix, sp[1], pmode, align_corners).detach()
+                vals = _gather_taps(flat_x, [iy.long(), ix.long()], sp, pmode)
+                term = vals * (wy[a] * wx[b]).unsqueeze(1)
+                out = term if out is None else out + term
+        return out.reshape(n, c, *out_sp)
+    coords = [_grid_padded(co, sp[i], pmode, align_corners) for i, co in enumerate(coords)]
+    if mode == "nearest":
+        idx = [co.detach().round().long() for co in coords]
+        out = _gather_taps(flat_x, idx, sp, pmode)
+        if grid.requires_grad:
+            # PyTorch's grid gradient of nearest sampling is zeros (not none): an exact zero
+            # term that keeps the grid in the graph
+            off = ember.zeros(g.shape, dtype=ember.bool, device=g.device)
+            out = out + ember.where(off, g, 0.0).sum((1, 2)).reshape(n, 1, 1)
+        return out.reshape(n, c, *out_sp)
+    lo = [co.floor().detach() for co in coords]
+    frac = [co - f for co, f in zip(coords, lo)]
+    out = None
+    for corner in range(2 ** nd):
+        idx, w = [], None
+        for i in range(nd):
+            hi = (corner >> (nd - 1 - i)) & 1
+            idx.append((lo[i] + hi).long())
+            wi = frac[i] if hi else 1 - frac[i]
+            w = wi if w is None else w * wi
+        term = _gather_taps(flat_x, idx, sp, pmode) * w.unsqueeze(1)
+        out = term if out is None else out + term
+    return out.reshape(n, c, *out_sp)
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
+                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+    """Sample ``input`` (N, C, H, W) or (N, C, D, H, W) at the normalised positions of
+    ``grid`` (N, H_out, W_out, 2) / (N, D_out, H_out, W_out, 3), in [-1, 1]."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    align_corners = _align_warning(align_corners)
+    return grid_sampler(input, grid, ("bilinear", "nearest", "bicubic").index(mode),
+                        ("zeros", "border", "reflection").index(padding_mode), align_corners)
+
+
+# ==== grouped and scaled matrix products ===============================================
+def grouped_mm(mat_a: Tensor, mat_b: Tensor, *, offs: Tensor | None = None,
+               bias: Tensor | None = None, out_dtype=None) -> Tensor:
+    """Matrix products of groups (mixture-of-experts layers): 3-D operands pair up along
+    dim 0; a 2-D operand is cut into groups by ``offs`` (group i ends at ``offs[i]``).
+    Rows or columns past ``offs[-1]`` come out as zeros (PyTorch leaves them unset)."""
+    if mat_a.dim() not in (2, 3) or mat_b.dim() not in (2, 3):
+        raise RuntimeError(f"grouped_mm: mat_a and mat_b must be 2D or 3D, got "
+                           f"{mat_a.dim()}D and {mat_b.dim()}D")
+    both_3d = mat_a.dim() == 3 and mat_b.dim() == 3
+    if both_3d != (offs is None):
+        raise RuntimeError("grouped_mm: offs is required when an operand is 2D and must be "
+                           "None when both are 3D")
+    if both_3d:
+        out = ember.matmul(mat_a, mat_b)
+    else:
+        ends = [int(v) for v in offs.tolist()]
+        starts = [0] + ends[:-1]
+        if mat_a.dim() == 2 and mat_b.dim() == 3:        # rows of a by group
+            parts = [ember.matmul(mat_a[s0:e], mat_b[g]) for g, (s0, e) in
+                     enumerate(zip(starts, ends))]
+            rest = mat_a.shape[0] - (ends[-1] if ends else 0)
+            parts.append(ember.zeros((rest, mat_b.shape[2]), dtype=mat_a.dtype,
+                                     device=mat_a.device))
+            out = ember.cat(parts, 0)
+        elif mat_a.dim() == 3 and mat_b.dim() == 2:      # columns of b by group
+            parts = [ember.matmul(mat_a[g], mat_b[:, s0:e]) for g, (s0, e) in
+                     enumerate(zip(starts, ends))]
+            rest = mat_b.shape[1] - (ends[-1] if ends else 0)
+            parts.append(ember.zeros((mat_a.shape[1], rest), dtype=mat_a.dtype,
+                                     device=mat_a.device))
+            out = ember.cat(parts, 1)
+        else:                                            # the shared K dim by group
+            out = ember.stack([ember.matmul(mat_a[:, s0:e], mat_b[s0:e]) for s0, e in
+                               zip(starts, ends)])
+    if bias is not None:
+        out = out + bias
+    return out.to(out_dtype) if out_dtype is not None else out
+
+
+def scaled_mm(mat_a, mat_b, scale_a, scale_recipe_a, scale_b, scale_recipe_b, swizzle_a=None,
+              swizzle_b=None, bias=None, output_dtype=None, contraction_dim=(),
+              use_fast_accum=False):
+    raise NotImplementedError("scaled_mm multiplies float8/float4 matrices with block "
+                              "scales; ember has no float8 dtypes, so it is not available")
+
+
+def scaled_grouped_mm(mat_a, mat_b, scale_a, scale_recipe_a, scale_b, scale_recipe_b,
+                      swizzle_a=None, swizzle_b=None, bias=None, offs=None,
+                      output_dtype=None, contraction_dim=(), use_fast_accum=False):
+    raise NotImplementedError("scaled_grouped_mm multiplies float8/float4 matrices with "
+                              "block scales; ember has no float8 dtypes, so it is not "
+                              "available")
+
+
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+# ==== PyTorch's helpers of this module ================================================
+def has_torch_function(*args, **kwargs) -> bool:
+    """Always False: ember tensors have no ``__torch_function__`` overrides."""
+    return False
+
+
+has_torch_function_unary = has_torch_function
+has_torch_function_variadic = has_torch_function
+
+
+def handle_torch_function(public_api, relevant_args, *args, **kwargs):
+    raise NotImplementedError("handle_torch_function: ember has no __torch_function__ "
+                              "overrides to dispatch to")
+
+
+def assert_int_or_pair(arg, arg_name: str, message: str) -> None:
+    if not (isinstance(arg, int) or len(arg) == 2):
+        raise AssertionError(message.format(arg_name))
+
+
+boolean_dispatched: dict = {}
+
+
+def boolean_dispatch(arg_name, arg_index, default, if_true, if_false, module_name, func_name):
+    """A function calling ``if_true`` or ``if_false`` by the boolean argument ``arg_name``
+    (PyTorch's helper behind ``max_pool2d(return_indices=...)``)."""
+    def fn(*args, **kwargs):
+        flag = kwargs[arg_name] if arg_name in kwargs else (
+            args[arg_index] if arg_index < len(args) else default)
+        return if_true(*args, **kwargs) if flag else if_false(*args, **kwargs)
+    if if_true.__doc__ is None and if_false.__doc__ is not None:
+        if_true.__doc__ = if_false.__doc__
+    elif if_false.__doc__ is None and if_true.__doc__ is not None:
+        if_false.__doc__ = if_true.__doc__
+    elif if_false.__doc__ is not None and if_true.__doc__ is not None:
+        raise RuntimeError("only one function can have a docstring")
+    fn.__doc__ = if_true.__doc__
+    if module_name is not None:
+        fn.__module__ = module_name
+    if func_name is not None:
+        fn.__name__ = func_name
+    boolean_dispatched[fn] = {"if_true": if_true, "if_false": if_false, "index": arg_index,
+                              "default": default, "arg_name": arg_name}
+    return fn
+
+
+__all__ += [
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices", "conv_transpose3d", "conv_tbc", "lp_pool1d",
+    "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices", "native_channel_shuffle", "upsample_nearest",
+    "upsample_bilinear", "celu_", "selu_", "rrelu_", "feature_alpha_dropout", "gumbel_softmax",
+    "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss", "pdist",
+    "ctc_loss", "linear_cross_entropy", "embedding_bag", "affine_grid", "grid_sample",
+    "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
+    "handle_torch_function", "assert_int_or_pair", "boolean_dispatch", "grouped_mm",
+    "scaled_mm", "scaled_grouped_mm",
+]

@@ -1,7 +1,9 @@
 """The layers of ``ember.nn``, one file per family (as ``torch.nn.modules``)."""
 # ruff: noqa: F401, F403
-from . import (activation, batchnorm, container, conv, dropout, flatten, linear, loss,
-               normalization, padding, pooling, rnn, sparse, transformer, upsampling)
+from . import (activation, adaptive, batchnorm, channelshuffle, container, conv, distance,
+               dropout, flatten, fold, instancenorm, lazy, linear, linear_cross_entropy,
+               linear_cross_entropy_options, loss, normalization, padding, pixelshuffle,
+               pooling, rnn, sparse, transformer, upsampling)
 from .module import Module
 from .container import *
 from .linear import *
@@ -11,6 +13,7 @@ from .dropout import *
 from .sparse import *
 from .normalization import *
 from .batchnorm import *
+from .instancenorm import *
 from .conv import *
 from .pooling import *
 from .padding import *
@@ -18,8 +21,17 @@ from .upsampling import *
 from .loss import *
 from .rnn import *
 from .transformer import *
+from .adaptive import *
+from .channelshuffle import *
+from .distance import *
+from .fold import *
+from .pixelshuffle import *
+from .linear_cross_entropy_options import *
+from .lazy import LazyModuleMixin
 
-__all__ = ["Module"] + [name for m in (container, linear, flatten, activation, dropout, sparse,
-                                       normalization, batchnorm, conv, pooling, padding,
-                                       upsampling, loss, rnn, transformer)
-                        for name in m.__all__]
+__all__ = ["Module", "LazyModuleMixin"] + [
+    name for m in (container, linear, flatten, activation, dropout, sparse, normalization,
+                   batchnorm, instancenorm, conv, pooling, padding, upsampling, loss, rnn,
+                   transformer, adaptive, channelshuffle, distance, fold, pixelshuffle,
+                   linear_cross_entropy_options)
+    for name in m.__all__]

@@ -7,12 +7,13 @@ from ember import Tensor
 from .. import functional as F
 from .. import init as _init
 from ..parameter import Parameter
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh",
            "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink",
            "LeakyReLU", "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign",
-           "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax"]
+           "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax", "MultiheadAttention"]
 
 
 def _inplace_str(inplace, lead=", "):
@@ -325,3 +326,88 @@ class LogSoftmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class MultiheadAttention(Module):
+    """``softmax(Q K^T / sqrt(d)) V`` over ``num_heads`` heads with input and output
+    projections. Inputs are (L, N, E), or (N, L, E) with ``batch_first``, or unbatched.
+
+    Returns ``(output, weights)``; weights are averaged over heads unless
+    ``average_attn_weights=False``, and ``None`` when ``need_weights=False``.
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim=None, vdim=None,
+                 batch_first: bool = False, device=None, dtype=None):
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        super().__init__()
+        fk = dict(device=device, dtype=dtype)
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        assert self.head_dim * num_heads == self.embed_dim, \
+            "embed_dim must be divisible by num_heads"
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(ember.empty((embed_dim, embed_dim), **fk))
+            self.k_proj_weight = Parameter(ember.empty((embed_dim, self.kdim), **fk))
+            self.v_proj_weight = Parameter(ember.empty((embed_dim, self.vdim), **fk))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(ember.empty((3 * embed_dim, embed_dim), **fk))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(ember.empty(3 * embed_dim, **fk))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **fk)
+        if add_bias_kv:
+            self.bias_k = Parameter(ember.empty((1, 1, embed_dim), **fk))
+            self.bias_v = Parameter(ember.empty((1, 1, embed_dim), **fk))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        if self._qkv_same_embed_dim:
+            _init.xavier_uniform_(self.in_proj_weight)
+        else:
+            _init.xavier_uniform_(self.q_proj_weight)
+            _init.xavier_uniform_(self.k_proj_weight)
+            _init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            _init.constant_(self.in_proj_bias, 0.0)
+            _init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            _init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            _init.xavier_normal_(self.bias_v)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor,
+                key_padding_mask: Tensor | None = None, need_weights: bool = True,
+                attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                is_causal: bool = False):
+        is_batched = query.dim() == 3
+        if self.batch_first and is_batched:
+            query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        separate = not self._qkv_same_embed_dim
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=separate, q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if self.batch_first and is_batched:
+            out = out.transpose(1, 0)
+        return out, weights

@@ -1,8 +1,6 @@
-"""``BatchNorm1d/2d/3d`` (running statistics, ``num_batches_tracked``) and
-``InstanceNorm1d/2d/3d``."""
+"""``BatchNorm1d/2d/3d`` (running statistics, ``num_batches_tracked``), their lazy forms
+and ``SyncBatchNorm`` (statistics all-reduced over ``ember.distributed``)."""
 from __future__ import annotations
-
-import warnings
 
 import ember
 from ember import Tensor
@@ -10,10 +8,12 @@ from ember import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ._functions import SyncBatchNorm as _SyncBatchNormFunction
+from .lazy import LazyModuleMixin, UninitializedBuffer, UninitializedParameter
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
-           "InstanceNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
+           "LazyBatchNorm3d", "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -128,48 +128,129 @@ class BatchNorm3d(_BatchNorm):
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
 
 
-class _InstanceNorm(_NormBase):
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
-                 affine: bool = False, track_running_stats: bool = False, device=None,
-                 dtype=None, *, bias: bool = True):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
-                         dtype, bias=bias)
+class _LazyNormBase(LazyModuleMixin, _NormBase):
+    """``num_features`` from the first input's dim 1."""
 
-    _no_batch_dim = 0
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None, *, bias=True) -> None:
+        # affine / running stats off here: the uninitialized tensors replace them
+        super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if self.track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = ember.tensor(0, dtype=ember.int64, device=device)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input) -> None:
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]
+            if self.affine:
+                self.weight.materialize((self.num_features,))
+                if self.bias is not None:
+                    self.bias.materialize((self.num_features,))
+            if self.track_running_stats:
+                self.running_mean.materialize((self.num_features,))
+                self.running_var.materialize((self.num_features,))
+            self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    cls_to_become = BatchNorm1d
+    _check_input_dim = BatchNorm1d._check_input_dim
+
+
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    cls_to_become = BatchNorm2d
+    _check_input_dim = BatchNorm2d._check_input_dim
+
+
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    cls_to_become = BatchNorm3d
+    _check_input_dim = BatchNorm3d._check_input_dim
+
+
+def _distributed():
+    """``ember.distributed`` when a process group is up, else None (looked up at call time:
+    ``ember.distributed`` is an optional part of the package)."""
+    dist = getattr(ember, "distributed", None)
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    return dist
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose training statistics are the whole process group's: the
+    per-channel sum, sum of squares and count are all-reduced over ``ember.distributed``
+    (and so are the input gradient's sums in backward). Without an initialised process
+    group, in eval mode or with one rank, it is ``BatchNorm``.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, process_group=None,
+                 device=None, dtype=None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype)
+        self.process_group = process_group
 
     def _check_input_dim(self, input):
-        nd = self._no_batch_dim
-        if input.dim() not in (nd, nd + 1):
-            raise ValueError(f"expected {nd}D or {nd + 1}D input (got {input.dim()}D input)")
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
 
-    def _apply_instance_norm(self, input):
-        return F.instance_norm(input, self.running_mean, self.running_var, self.weight,
-                               self.bias, self.training or not self.track_running_stats,
-                               self.momentum if self.momentum is not None else 0.0, self.eps)
+    def _check_non_zero_input_channels(self, input):
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
-        feature_dim = input.dim() - self._no_batch_dim
-        if input.size(feature_dim) != self.num_features:
-            if self.affine:
-                raise ValueError(f"expected input's size at dim={feature_dim} to match "
-                                 f"num_features ({self.num_features}), but got: "
-                                 f"{input.size(feature_dim)}.")
-            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. "
-                          "You can silence this warning by not passing in num_features, "
-                          "which is not used because affine=False", stacklevel=2)
-        if input.dim() == self._no_batch_dim:
-            return self._apply_instance_norm(input.unsqueeze(0)).squeeze(0)
-        return self._apply_instance_norm(input)
+        self._check_non_zero_input_channels(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.affine is not None and self.track_running_stats and \
+                self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        running_mean = self.running_mean if not self.training or self.track_running_stats \
+            else None
+        running_var = self.running_var if not self.training or self.track_running_stats \
+            else None
+        dist = _distributed() if bn_training and self.training else None
+        group = self.process_group
+        if dist is not None and dist.get_world_size(group) <= 1:
+            dist = None
+        if dist is None:
+            return F.batch_norm(input, running_mean, running_var, self.weight, self.bias,
+                                bn_training, factor, self.eps)
+        return _SyncBatchNormFunction.apply(input, self.weight, self.bias, running_mean,
+                                            running_var, self.eps, factor, group, dist)
 
-
-class InstanceNorm1d(_InstanceNorm):
-    _no_batch_dim = 2
-
-
-class InstanceNorm2d(_InstanceNorm):
-    _no_batch_dim = 3
-
-
-class InstanceNorm3d(_InstanceNorm):
-    _no_batch_dim = 4
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every ``BatchNorm*D`` layer replaced by a ``SyncBatchNorm`` that
+        shares its parameters and buffers."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = SyncBatchNorm(module.num_features, module.eps, module.momentum,
+                                module.affine, module.track_running_stats, process_group)
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return out

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from collections import abc as container_abcs
 from itertools import chain, islice
@@ -18,7 +19,8 @@ from ember import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict"]
 
 
 class Sequential(Module):
@@ -453,3 +455,16 @@ class ParameterDict(Module):
 
     def __call__(self, input):
         raise RuntimeError("ParameterDict should not be called.")
+
+
+class Container(Module):
+    """Deprecated: a Module whose keyword arguments become its children (warns, as
+    PyTorch)."""
+
+    def __init__(self, **kwargs) -> None:
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
+                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)

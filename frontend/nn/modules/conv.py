@@ -1,5 +1,6 @@
-"""``Conv1d/2d/3d`` and ``ConvTranspose1d/2d`` with PyTorch's parameters, defaults and
-initialisation (kaiming_uniform_(a=sqrt(5)), bias uniform in ±1/sqrt(fan_in))."""
+"""``Conv1d/2d/3d``, ``ConvTranspose1d/2d/3d`` and their lazy forms with PyTorch's
+parameters, defaults and initialisation (kaiming_uniform_(a=sqrt(5)), bias uniform in
+±1/sqrt(fan_in))."""
 from __future__ import annotations
 
 import math
@@ -10,10 +11,13 @@ from ember import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from .lazy import LazyModuleMixin, UninitializedParameter
 from .module import Module
 from .utils import _pair, _reverse_repeat_tuple, _single, _triple
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+           "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 
 class _ConvNd(Module):
@@ -222,3 +226,128 @@ class ConvTranspose2d(_ConvTransposeNd):
                                   self.kernel_size, 2, self.dilation)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op,
                                   self.groups, self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution; weight (C_in, C_out/groups, kD, kH, kW)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride),
+                         _triple(padding), _triple(dilation), True, _triple(output_padding),
+                         groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        op = self._output_padding(input, output_size, self.stride, self.padding,
+                                  self.kernel_size, 3, self.dilation)
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, op,
+                                  self.groups, self.dilation)
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """``in_channels`` from the first input (dim 1 batched, dim 0 unbatched)."""
+
+    def _lazy_init(self, out_channels, bias, device, dtype):
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor, *args, **kwargs) -> None:
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            if self.transposed:
+                shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+            else:
+                shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
+            self.weight.materialize(shape)
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+    def _get_in_channels(self, input: Tensor) -> int:
+        nd = self._get_num_spatial_dims()
+        if input.dim() not in (nd + 1, nd + 2):
+            raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                               f"{self.__class__.__name__}, but got input of size: "
+                               f"{input.shape}")
+        return input.shape[1] if input.dim() == nd + 2 else input.shape[0]
+
+    def _get_num_spatial_dims(self) -> int:
+        raise NotImplementedError
+
+
+class _LazyConv(_LazyConvXdMixin):
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        # bias=False here: the uninitialized one replaces it
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
+                         padding_mode, device, dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class _LazyConvTranspose(_LazyConvXdMixin):
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                         dilation, padding_mode, device, dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConv1d(_LazyConv, Conv1d):
+    """A ``Conv1d`` whose ``in_channels`` is inferred from the first input."""
+    cls_to_become = Conv1d
+
+    def _get_num_spatial_dims(self) -> int:
+        return 1
+
+
+class LazyConv2d(_LazyConv, Conv2d):
+    """A ``Conv2d`` whose ``in_channels`` is inferred from the first input.
+
+    >>> import ember, ember.nn as nn
+    >>> m = nn.LazyConv2d(8, 3)
+    >>> m(ember.randn(1, 3, 5, 5)).shape, m.weight.shape
+    ((1, 8, 3, 3), (8, 3, 3, 3))
+    """
+    cls_to_become = Conv2d
+
+    def _get_num_spatial_dims(self) -> int:
+        return 2
+
+
+class LazyConv3d(_LazyConv, Conv3d):
+    cls_to_become = Conv3d
+
+    def _get_num_spatial_dims(self) -> int:
+        return 3
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    cls_to_become = ConvTranspose1d
+
+    def _get_num_spatial_dims(self) -> int:
+        return 1
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    cls_to_become = ConvTranspose2d
+
+    def _get_num_spatial_dims(self) -> int:
+        return 2
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d
+
+    def _get_num_spatial_dims(self) -> int:
+        return 3

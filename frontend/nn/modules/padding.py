@@ -1,5 +1,5 @@
-"""Padding layers: ``ZeroPad1d/2d``, ``ConstantPad1d/2d``, ``ReflectionPad1d/2d``,
-``ReplicationPad1d/2d``, ``CircularPad1d/2d``."""
+"""Padding layers: ``ZeroPad1d/2d/3d``, ``ConstantPad1d/2d/3d``, ``ReflectionPad1d/2d/3d``,
+``ReplicationPad1d/2d/3d``, ``CircularPad1d/2d/3d`` (negative pads crop, as PyTorch)."""
 from __future__ import annotations
 
 from ember import Tensor
@@ -8,9 +8,10 @@ from .. import functional as F
 from .module import Module
 from .utils import _ntuple
 
-__all__ = ["ConstantPad1d", "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d",
-           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
-           "CircularPad2d"]
+__all__ = ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
+           "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ReflectionPad1d",
+           "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+           "ReplicationPad3d"]
 
 
 class _PadNd(Module):
@@ -43,6 +44,10 @@ class ConstantPad2d(ConstantPad1d):
     n = 2
 
 
+class ConstantPad3d(ConstantPad1d):
+    n = 3
+
+
 class ZeroPad1d(ConstantPad1d):
     def __init__(self, padding):
         super().__init__(padding, 0.0)
@@ -53,6 +58,10 @@ class ZeroPad1d(ConstantPad1d):
 
 class ZeroPad2d(ZeroPad1d):
     n = 2
+
+
+class ZeroPad3d(ZeroPad1d):
+    n = 3
 
 
 class ReflectionPad1d(_PadNd):
@@ -77,3 +86,15 @@ class CircularPad1d(_PadNd):
 
 class CircularPad2d(_PadNd):
     mode, n = "circular", 2
+
+
+class ReflectionPad3d(_PadNd):
+    mode, n = "reflect", 3
+
+
+class ReplicationPad3d(_PadNd):
+    mode, n = "replicate", 3
+
+
+class CircularPad3d(_PadNd):
+    mode, n = "circular", 3
