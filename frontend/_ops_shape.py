@@ -1043,6 +1043,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 def bernoulli_(self, p=0.5, *, generator=None):
     if not isinstance(p, TensorBase) and not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    C.check_writable(self, "bernoulli_")    # (the write is a copy_: name the op, draw nothing)
     return self._overwrite("bernoulli", lambda t: O.copy_(
         t, CP.bernoulli(t, F_s(p), _check_gen(generator, t.device))))
 
@@ -1070,7 +1071,9 @@ def binomial(count, prob, generator=None):
 
 
 def _fill_with(self, name, sample, generator):
-    """Overwrite ``self`` with ``sample(self, generator)`` (recorded as a constant)."""
+    """Overwrite ``self`` with ``sample(self, generator)`` (recorded as a constant). The
+    write is a ``copy_``: an expanded ``self`` is refused first, by the op's name."""
+    C.check_writable(self, name + "_")
     return self._overwrite(name, lambda t: O.copy_(
         t, sample(t, _check_gen(generator, t.device))))
 
@@ -1096,8 +1099,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 
 @_method()
 def geometric_(self, p, *, generator=None):
-    return self._overwrite("geometric", lambda t: O.copy_(
-        t, CP.geometric(t, p, _check_gen(generator, t.device))))
+    return _fill_with(self, "geometric", lambda t, g: CP.geometric(t, p, g), generator)
 
 
 @_method()
@@ -1108,8 +1110,7 @@ def random_(self, from_=0, to=None, *, generator=None, **kwargs):
         from_ = kwargs.pop("from")
     if kwargs:
         raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    return self._overwrite("random", lambda t: O.copy_(
-        t, CP.random(t, from_, to, _check_gen(generator, t.device))))
+    return _fill_with(self, "random", lambda t, g: CP.random(t, from_, to, g), generator)
 
 
 def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,

@@ -13,6 +13,7 @@ A new schema op without an entry here makes ``test_every_schema_op_has_an_entry`
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -568,4 +569,366 @@ _add(OpInfo("randperm", None, [
 ], zero_d=False, empty=[S(fn=lambda **k: ember.randperm(0, **k), dtype=DTYPE, device=DEVICE,
                           generator=GEN(1))]))
 
-del _n, _o
+
+# ---- reductions, scans, statistics, search (dispatcher/defs/reduction.py) -----------------
+def _values_only(actual, expected, sample, built):
+    assert_close(actual[0], expected[0], what="values")
+
+
+def _first(fn):
+    def call(*a, **k):
+        return fn(*a, **k)[0]
+    call.__name__ = fn.__name__
+    return call
+
+
+_add(OpInfo("cummax", ember.cummax, [S(T(3, 5), 1), S(T(2, 3, 4), 0)], out=True,
+            special=True))
+_add(OpInfo("cummin", ember.cummin, [S(T(3, 5), 1), S(T(4, 3), -2)], out=True, special=True))
+_add(OpInfo("logcumsumexp", ember.logcumsumexp, [S(T(3, 5), 1), S(T(2, 3, 4), 0)], out=True,
+            special=True, scale=4))
+_add(OpInfo("median", ember.median, [S(T(3, 5)), S(T(2, 3, 4, distinct=True))],
+            special=True))
+_add(OpInfo("nanmedian", ember.nanmedian, [S(T(3, 5)), S(T(2, 3, 4, distinct=True))],
+            special=True))
+_add(OpInfo("median_dim", ember.median, [S(T(3, 5, distinct=True), 1),
+                                         S(T(2, 3, 4, distinct=True), 0, keepdim=True)],
+            check=_values_only, out=True))
+_add(OpInfo("nanmedian_dim", ember.nanmedian, [S(T(3, 5, distinct=True), 1),
+                                               S(T(4, 3, distinct=True), -2, True)],
+            check=_values_only, special=True))
+_add(OpInfo("kthvalue", ember.kthvalue, [S(T(3, 5, distinct=True), 2),
+                                         S(T(4, 3, distinct=True), 1, 0, True)],
+            check=_values_only, zero_d=[S(T(), 1)], empty=[S(T(0, 4), 1, dim=1)]))
+_add(OpInfo("mode", ember.mode, [S(T(3, 6, low=-2, high=2), 1), S(T(4, 3, distinct=True), 0)],
+            check=_values_only))
+_add(OpInfo("quantile", ember.quantile, [
+    S(T(3, 5), 0.3), S(T(3, 5), 0.3, 1, True), S(T(2, 3, 4), 0.7, -1, interpolation="lower"),
+    S(T(4, 5), 0.5, 0, interpolation="midpoint"), S(T(4, 5), 0.25, 1, interpolation="nearest"),
+    S(T(4, 5), 0.35, 1, interpolation="higher")],
+    dtypes=(ember.float32, ember.float64), empty=False, special=True))
+_add(OpInfo("nanquantile", ember.nanquantile, [S(T(3, 5), 0.3), S(T(3, 5), 0.6, 1)],
+            dtypes=(ember.float32, ember.float64), empty=False, special=True))
+_add(OpInfo("aminmax", ember.aminmax, [S(T(3, 5)), S(T(3, 5), dim=1),
+                                       S(T(2, 3, 4), dim=-1, keepdim=True)],
+            out=True, special=True, empty=[S(T(0, 4), dim=1)]))
+_add(OpInfo("bincount", ember.bincount, [
+    S(Idx(7, high=5)), S(Idx(7, high=5), minlength=8), S(Idx(6, high=4), T(6))],
+    dtypes=(ember.float32, ember.float64), zero_d=False))
+_add(OpInfo("histc", ember.histc, [S(T(3, 5), 4), S(T(20), 6, -1, 2)],
+            dtypes=(ember.float32, ember.float64), out=True))
+_add(OpInfo("histogramdd", ember.histogramdd, [
+    S(T(12, 2), [3, 4]), S(T(10, 2), 3, range=[-1., 1., -2., 2.], density=True),
+    S(T(10, 1), T(10, low=0, high=1),
+      fn=lambda x, w: ember.histogramdd(x, 3, weight=w)),
+    S(T(30), 5, fn=ember.histogram)],
+    dtypes=(ember.float32, ember.float64), zero_d=False, empty=False))
+_add(OpInfo("searchsorted", ember.searchsorted, [
+    S(Fixed(F64, 6, low=-3, high=3, distinct=True, grad=False), T(3, 4),
+      fn=lambda s, v, **k: ember.searchsorted(s.sort().values, v, **k)),
+    S(T(4, 5), T(4, 3), fn=lambda s, v, **k: ember.searchsorted(s.sort().values, v, **k),
+      right=True)], zero_d=False, empty=False))
+_add(OpInfo("bucketize", ember.bucketize, [
+    S(T(3, 4), T(5, distinct=True), fn=lambda v, b, **k: ember.bucketize(v, b.sort().values,
+                                                                           **k)),
+    S(T(6), T(4, distinct=True), fn=lambda v, b, **k: ember.bucketize(v, b.sort().values,
+                                                                       right=True))],
+    zero_d=False, empty=False))
+_add(OpInfo("isin", ember.isin, [S(T(3, 4, low=-3, high=3), T(5, low=-3, high=3)),
+                                 S(T(6), T(3), invert=True)],
+            dtypes=(ember.int8, ember.int16, ember.int32, ember.int64, ember.float32,
+                    ember.float64)))
+_add(OpInfo("unique", ember.unique, [
+    S(T(3, 5, low=-3, high=3), return_inverse=True, return_counts=True),
+    S(T(6, 2, low=-1, high=1), dim=0)],
+    dtypes=(ember.int8, ember.int16, ember.int32, ember.int64, ember.uint8), zero_d=False,
+    empty=False))
+_add(OpInfo("unique_consecutive", ember.unique_consecutive, [
+    S(T(12, low=-1, high=1), return_inverse=True, return_counts=True),
+    S(T(6, 2, low=0, high=1), dim=0)],
+    dtypes=(ember.int8, ember.int16, ember.int32, ember.int64, ember.uint8), zero_d=False,
+    empty=False))
+_add(OpInfo("cdist", ember.cdist, [S(T(4, 3), T(5, 3)), S(T(2, 4, 3), T(5, 3), p=1.),
+                                   S(T(4, 3), T(5, 3), p=3.),
+                                   S(T(30, 3), T(5, 3))],
+            dtypes=(ember.float32, ember.float64), zero_d=False, empty=False, scale=4))
+_add(OpInfo("dist", ember.dist, [S(T(3, 4), T(4)), S(T(3, 4), T(3, 4), 1)],
+            dtypes=(ember.float16, ember.bfloat16, ember.float32, ember.float64), zero_d=False,
+            scale=4))
+_add(OpInfo("diff", ember.diff, [S(T(3, 5)), S(T(4, 5), 2, 0), S(T(3, 4), T(3, 2), T(3, 1),
+                                                                  fn=lambda x, p, a: ember.diff(
+                                                                      x, prepend=p, append=a))],
+            out=True, zero_d=False))
+_add(OpInfo("trace", ember.trace, [S(T(3, 4)), S(T(5, 5))], zero_d=False,
+            dtypes=(ember.int32, ember.int64, ember.float32, ember.float64)))
+_add(OpInfo("cov", ember.cov, [S(T(3, 6)), S(T(6), correction=0),
+                               S(T(3, 5), Fixed(ember.int64, 5, low=1, high=3, grad=False),
+                                 Fixed(F64, 5, low=0.1, high=1, grad=False),
+                                 fn=lambda x, f, a: ember.cov(x, fweights=f, aweights=a))],
+            dtypes=(ember.float32, ember.float64), zero_d=False, empty=False, scale=4))
+_add(OpInfo("corrcoef", ember.corrcoef, [S(T(3, 6)), S(T(2, 5))],
+            dtypes=(ember.float32, ember.float64), zero_d=False, empty=False, scale=4))
+_add(OpInfo("renorm", ember.renorm, [S(T(3, 4), 2, 0, 1.), S(T(2, 3, 4), 1, 2, 2.)],
+            inplace=_method("renorm_"), out=True, zero_d=False,
+            dtypes=(ember.float32, ember.float64)))
+_add(OpInfo("trapezoid", ember.trapezoid, [S(T(3, 5)), S(T(3, 5), dx=0.5, dim=0),
+                                           S(T(3, 5), T(5, distinct=True))],
+            zero_d=False, dtypes=(ember.float32, ember.float64)))
+_add(OpInfo("cumulative_trapezoid", ember.cumulative_trapezoid, [
+    S(T(3, 5)), S(T(3, 5), dx=0.5, dim=0), S(T(3, 5), T(5, distinct=True))],
+    zero_d=False, dtypes=(ember.float32, ember.float64)))
+_add(OpInfo("gradient", _first(ember.gradient), [
+    S(T(4, 5)), S(T(4, 5), spacing=2., dim=1, edge_order=2)],
+    zero_d=False, empty=False, dtypes=(ember.float32, ember.float64), scale=4))
+_add(OpInfo("scatter_reduce", ember.scatter_reduce, [
+    S(T(3, 4), 1, Idx(3, 5, high=4), T(3, 5), r) for r in ("sum", "prod", "mean", "amax",
+                                                              "amin")
+] + [S(T(3, 4), 0, Idx(2, 4, high=3), T(2, 4), "amax", include_self=False)],
+    inplace=_method("scatter_reduce_"), zero_d=False, empty=False,
+    dtypes=(ember.int32, ember.int64, ember.float32, ember.float64)))
+_add(OpInfo("index_reduce", ember.index_reduce, [
+    S(T(4, 3), 0, Fixed(ember.int64, 5, low=0, high=3, grad=False), T(5, 3), r)
+    for r in ("prod", "mean", "amax", "amin")],
+    inplace=_method("index_reduce_"), zero_d=False, empty=False,
+    dtypes=(ember.int64, ember.float32, ember.float64)))
+
+# ---- shape and index ops (dispatcher/defs/index.py) ----------------------------------------
+_add(OpInfo("repeat_interleave", ember.repeat_interleave, [
+    S(T(3, 4), 2, dim=1), S(T(2, 3), 3),
+    S(T(3, 4), Idx(3, high=3), dim=0),
+    S(T(2, 3), Idx(3, high=4), 1, output_size=None),
+    S(Idx(4, high=3), fn=ember.repeat_interleave),          # repeats alone: index of each
+    S(T(3, 2), 2, fn=lambda x, r: x.repeat_interleave(r, dim=-1)),
+], zero_d=[S(T(), 3)], empty=[S(T(0, 3), 2, dim=0)]))
+_add(OpInfo("diag", ember.diag, [S(T(4)), S(T(3), 1), S(T(3), -2), S(T(3, 4)),
+                                 S(T(4, 3), -1), S(T(3, 4), 2)],
+            out=True, zero_d=False, empty=[S(T(0)), S(T(0, 3))]))
+_add(OpInfo("diag_embed", ember.diag_embed, [S(T(3)), S(T(2, 3), 1), S(T(2, 3), -1, 0, 2),
+                                             S(T(2, 3), fn=lambda x: x.diag_embed(0, -1, 0))],
+            zero_d=False))
+_add(OpInfo("diagonal_scatter", ember.diagonal_scatter, [
+    S(T(3, 4), T(3)), S(T(3, 4), T(3), 1), S(T(3, 4), T(2), -1),
+    S(T(2, 3, 4), T(2, 3), 0, 1, 2), S(T(4, 3), T(3), fn=lambda x, s: x.diagonal_scatter(s)),
+], zero_d=False, empty=False))
+_add(OpInfo("select_scatter", ember.select_scatter, [
+    S(T(3, 4), T(4), 0, 1), S(T(2, 3, 4), T(2, 4), 1, -1), S(T(3, 4), T(3), -1, 2),
+], zero_d=False, empty=[S(T(3, 0), T(0), 0, 1)]))
+_add(OpInfo("slice_scatter", ember.slice_scatter, [
+    S(T(5, 4), T(2, 4), 0, 1, 5, 2), S(T(3, 6), T(3, 2), 1, None, None, 3),
+    S(T(4, 3), T(4, 3)), S(T(4, 5), T(4, 2), dim=-1, start=-2),
+], zero_d=False, empty=[S(T(0, 3), T(0, 2), 1, 1)]))
+_add(OpInfo("as_strided_scatter", ember.as_strided_scatter, [
+    S(T(3, 4), T(2, 2), (2, 2), (1, 2)), S(T(12), T(3, 2), (3, 2), (2, 1), 1),
+    S(T(2, 3), T(3), (3,), (2,)),
+], zero_d=False, empty=False))
+_add(OpInfo("index_copy", ember.index_copy, [
+    S(T(4, 3), 0, Idx(2, high=4, distinct_dim=0), T(2, 3)),
+    S(T(3, 5), 1, Idx(3, high=5, distinct_dim=0), T(3, 3)),
+    S(T(2, 4, 3), -2, Idx(4, high=4, distinct_dim=0), T(2, 4, 3)),
+], inplace=_method("index_copy_"), zero_d=False,
+    empty=[S(T(4, 3), 0, Idx(0, high=4), T(0, 3))]))
+_add(OpInfo("index_fill", ember.index_fill, [
+    S(T(4, 3), 0, Idx(2, high=4), 1.5), S(T(3, 5), 1, Idx(3, high=5), -2),
+    S(T(2, 3, 4), -1, Idx(5, high=4), 0),
+], inplace=_method("index_fill_"), zero_d=False, special=True,
+    empty=[S(T(4, 3), 0, Idx(0, high=4), 1)]))
+_add(OpInfo("masked_scatter", ember.masked_scatter, [
+    S(T(3, 4), Mask(3, 4), T(12)), S(T(3, 4), Mask(4), T(3, 4)),
+    S(T(2, 3), Mask(2, 1), T(7)),
+], inplace=_method("masked_scatter_"), special=True))
+_add(OpInfo("put", ember.put, [
+    S(T(3, 4), Idx(5, high=12, distinct_dim=0), T(5)),
+    S(T(3, 4), Idx(2, 3, high=12), T(2, 3), accumulate=True),
+    S(T(3, 4), Idx(4, high=12, distinct_dim=0), T(4), fn=lambda x, i, s: x.put(i, s)),
+], inplace=_method("put_"), zero_d=False, empty=[S(T(3, 4), Idx(0, high=12), T(0))]))
+_add(OpInfo("take_along_dim", ember.take_along_dim, [
+    S(T(3, 4), Idx(3, 2, high=4), 1), S(T(3, 4), Idx(5, high=12)),
+    S(T(3, 4), Idx(1, 4, high=3), 0), S(T(2, 3, 4), Idx(2, 3, 1, high=4), -1),
+], out=True, zero_d=False, empty=[S(T(3, 4), Idx(3, 0, high=4), 1)]))
+_add(OpInfo("rot90", ember.rot90, [S(T(3, 4)), S(T(3, 4), 2), S(T(2, 3, 4), -1, (1, 2)),
+                                   S(T(3, 4), 3, (1, 0)), S(T(3, 4), 4)],
+            zero_d=False))
+_add(OpInfo("kron", ember.kron, [S(T(2, 3), T(3, 2)), S(T(3), T(2, 2)),
+                                 S(T(2, 1, 2), T(2, 3))], out=True, zero_d=[S(T(), T(2))]))
+_add(OpInfo("block_diag", lambda *t: ember.block_diag(*t), [
+    S(T(2, 3), T(3, 2)), S(T(2), T(3, 1)), S(T(2, 2), T(1, 3), T(2, 1)),
+], zero_d=[S(T(), T())], empty=[S(T(0, 2), T(2, 0))]))
+_add(OpInfo("cartesian_prod", lambda *t: ember.cartesian_prod(*t), [
+    S(T(3), T(2)), S(T(4)), S(T(2), T(3), T(2)),
+], zero_d=False, empty=[S(T(0), T(3))]))
+_add(OpInfo("combinations", ember.combinations, [
+    S(T(4)), S(T(5), 3), S(T(4), with_replacement=True), S(T(3), r=1), S(T(3), 4),
+], zero_d=False, empty=[S(T(0))]))
+_add(OpInfo("vander", ember.vander, [
+    S(T(4, low=-2, high=2)), S(T(3, low=-2, high=2), 5),
+    S(T(4, low=-2, high=2), increasing=True), S(T(3), N=1),
+], zero_d=False, empty=[S(T(0))]))
+_add(OpInfo("tensordot", ember.tensordot, [
+    S(T(2, 3, 4), T(3, 4, 5)), S(T(3, 4), T(4, 5), 1), S(T(2, 3), T(3, 2), 0),
+    S(T(2, 3, 4), T(4, 2), ([0, 2], [1, 0])),
+], out=True, zero_d=False, empty=False))
+
+# ---- more creation: index grids, log-spaced values, ranges, windows -------------------------
+for _n in ("tril_indices", "triu_indices"):
+    _f = getattr(ember, _n)
+    _add(OpInfo(_n, None, [
+        S(fn=lambda _f=_f, **k: _f(4, 3, **k), dtype=DTYPE, device=DEVICE),
+        S(fn=lambda _f=_f, **k: _f(3, 5, 1, **k), dtype=DTYPE, device=DEVICE),
+        S(fn=lambda _f=_f, **k: _f(4, 4, -1, **k), dtype=DTYPE, device=DEVICE),
+        S(fn=lambda _f=_f, **k: _f(3, 4, -5, **k), dtype=DTYPE, device=DEVICE),
+    ], zero_d=False, empty=[S(fn=lambda _f=_f, **k: _f(0, 3, **k), dtype=DTYPE,
+                              device=DEVICE)]))
+_add(OpInfo("logspace", None, [
+    S(fn=lambda **k: ember.logspace(-1, 2, 7, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.logspace(0, 3, 4, base=2, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.logspace(2, 2, 1, **k), dtype=DTYPE, device=DEVICE),
+], zero_d=False, empty=[S(fn=lambda **k: ember.logspace(0, 1, 0, **k), dtype=DTYPE,
+                          device=DEVICE)]))
+def _range(*args, **kwargs):
+    """``ember.range`` without its deprecation warning (PyTorch's, tested elsewhere)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return ember.range(*args, **kwargs)
+
+
+_add(OpInfo("range", None, [
+    S(fn=lambda **k: _range(0, 5, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: _range(-1.5, 2, 0.5, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: _range(5, -3, -2, **k), dtype=DTYPE, device=DEVICE),
+], zero_d=False, empty=False))
+_add(OpInfo("window", None, [
+    S(fn=lambda **k: ember.hann_window(8, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.hann_window(7, periodic=False, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.hamming_window(6, True, 0.5, 0.4, **k), dtype=DTYPE,
+      device=DEVICE),
+    S(fn=lambda **k: ember.blackman_window(9, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.bartlett_window(5, periodic=False, **k), dtype=DTYPE,
+      device=DEVICE),
+    S(fn=lambda **k: ember.kaiser_window(6, beta=5.0, **k), dtype=DTYPE, device=DEVICE),
+    S(fn=lambda **k: ember.hann_window(1, **k), dtype=DTYPE, device=DEVICE),
+], zero_d=False, empty=[S(fn=lambda **k: ember.hann_window(0, **k), dtype=DTYPE,
+                          device=DEVICE)], scale=2))
+
+# ---- sampling: the device's stream must be the CPU's (same seed, same values) ---------------
+_add(OpInfo("bernoulli", ember.bernoulli, [
+    S(T(3, 4, low=0, high=1), generator=GEN(5)),
+    S(T(3, 4), 0.3, generator=GEN(6)),
+    S(T(3, 4), T(3, 4, low=0, high=1), generator=GEN(7)),
+], inplace=_method("bernoulli_"), out=True))
+_add(OpInfo("multinomial", ember.multinomial, [
+    S(T(5, low=0.1, high=1), 3, generator=GEN(5)),
+    S(T(3, 5, low=0.1, high=1), 8, replacement=True, generator=GEN(6)),
+    S(T(3, 6, low=0, high=1, zeros=0.3), 2, generator=GEN(7)),
+], out=True, zero_d=False, empty=False))
+_add(OpInfo("poisson", ember.poisson, [
+    S(T(3, 4, low=0, high=5), generator=GEN(3)), S(T(20, low=10, high=40), generator=GEN(4)),
+]))
+_add(OpInfo("binomial", ember.binomial, [
+    S(T(3, 4, low=0, high=10), T(3, 4, low=0, high=1), generator=GEN(3)),
+    S(T(8, low=20, high=60), T(8, low=0, high=1), generator=GEN(4)),
+]))
+
+
+def _sampler(name, *args):
+    def call(x, generator, **kwargs):
+        return getattr(x, name + "_")(*args, generator=generator, **kwargs)
+    call.__name__ = f"Tensor.{name}_"
+    return call
+
+
+for _n, _a in (("exponential", (2.0,)), ("geometric", (0.3,)), ("log_normal", (0.5, 0.4)),
+               ("cauchy", (0.5, 2.0)), ("random", ())):
+    _add(OpInfo(_n, _sampler(_n, *_a), [S(T(3, 4), generator=GEN(5), mutates=True),
+                                        S(T(2, 3, 4), generator=GEN(6), mutates=True)],
+                inplace=_sampler(_n, *_a), scale=4))
+OP_DB["random"].samples += [S(T(3, 4), generator=GEN(7), mutates=True,
+                              fn=lambda x, **k: x.random_(-3, 10, **k)),
+                            S(T(3, 4), generator=GEN(8), mutates=True,
+                              fn=lambda x, **k: x.random_(5, **k))]
+
+# ---- linear algebra: factorizations and solvers (dispatcher/defs/linalg.py) --------------
+# The LAPACK kernels run on the CPU for every device; the inputs are made well conditioned
+# (diagonally dominant, symmetric positive definite) inside the call, so the layouts still
+# reach the op.
+_LA = ember.linalg
+_FLT = (F32, F64)
+
+
+def _eye_like(a):
+    return ember.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+
+
+def _wc(a):
+    """``a + 4 I``: for entries in [-1, 1] and n <= 4, diagonally dominant."""
+    return a + 4 * _eye_like(a)
+
+
+def _sym(a):
+    return a + a.mT
+
+
+def _spd(a):
+    return a @ a.mT + a.shape[-1] * _eye_like(a)
+
+
+def _sq(*shape):
+    return T(*shape, low=-1, high=1)
+
+
+def _la(name, fn, samples, **kw):
+    _add(OpInfo(name, fn, samples, zero_d=False, empty=kw.pop("empty", False),
+                dtypes=_FLT, scale=kw.pop("scale", 4), **kw))
+
+
+_la("linalg_det", _LA.det, [S(T(3, 3)), S(T(2, 4, 4)), S(T(1, 1))], empty=[S(T(0, 0))])
+_la("linalg_slogdet_packed", _LA.slogdet, [S(T(3, 3)), S(T(2, 4, 4))])
+_la("linalg_inv", lambda a: _LA.inv(_wc(a)), [S(_sq(3, 3)), S(_sq(2, 4, 4))])
+_la("linalg_solve", lambda a, b, **k: _LA.solve(_wc(a), b, **k), [
+    S(_sq(3, 3), T(3, 2)), S(_sq(2, 3, 3), T(2, 3, 1)), S(_sq(3, 3), T(2, 3), left=False)])
+_la("linalg_solve_triangular", lambda a, b, **k: _LA.solve_triangular(_wc(a), b, **k), [
+    S(_sq(3, 3), T(3, 2), upper=True), S(_sq(3, 3), T(3, 2), upper=False, unitriangular=True),
+    S(_sq(2, 3, 3), T(2, 2, 3), upper=True, left=False)])
+_la("linalg_trsm", lambda a, b, **k: _LA.solve_triangular(_wc(a), b, **k), [
+    S(_sq(3, 3), T(3, 2), upper=False), S(_sq(3, 3), T(2, 3), upper=True, left=False)],
+    grad=False)
+_la("linalg_cholesky", lambda a, **k: _LA.cholesky(_spd(a), **k), [
+    S(_sq(3, 3)), S(_sq(2, 3, 3), upper=True)])
+_la("linalg_cholesky_ex", lambda a, **k: _LA.cholesky_ex(_spd(a), **k), [
+    S(_sq(3, 3)), S(_sq(2, 3, 3), upper=True),
+    S(T(3, 3), fn=lambda a: _LA.cholesky_ex(-_spd(a)))])       # not positive definite: info
+_la("linalg_qr_packed", _LA.qr, [S(T(4, 3)), S(T(3, 4)), S(T(2, 4, 3), mode="complete")])
+_la("linalg_qr", _LA.qr, [S(T(4, 3), mode="r"), S(T(3, 4), "complete")], grad=False)
+_la("geqrf", ember.geqrf, [S(T(4, 3)), S(T(3, 4)), S(T(2, 3, 3))])
+_la("linalg_householder_product", _LA.householder_product, [
+    S(T(4, 3), T(3)), S(T(4, 3), T(2)), S(T(2, 3, 3), T(2, 3))])
+_la("ormqr", ember.ormqr, [
+    S(T(4, 3), T(3), T(4, 2)), S(T(4, 3), T(2), T(4, 2), transpose=True),
+    S(T(3, 3), T(3), T(2, 3), left=False)])
+_la("linalg_svd_packed", _LA.svd, [S(T(4, 3)), S(T(3, 4), full_matrices=False),
+                                   S(T(2, 3, 3))])
+_la("linalg_svd", _LA.svd, [S(T(4, 3), full_matrices=False), S(T(3, 4))], grad=False)
+_la("linalg_svdvals", _LA.svdvals, [S(T(4, 3)), S(T(2, 3, 5))])
+_la("linalg_eigh_packed", lambda a, *r, **k: _LA.eigh(_sym(a), *r, **k), [
+    S(T(3, 3)), S(T(2, 4, 4), "U")])
+_la("linalg_eigh", lambda a, *r, **k: _LA.eigh(_sym(a), *r, **k), [S(T(3, 3))], grad=False)
+_la("linalg_eigvalsh", lambda a, *r, **k: _LA.eigvalsh(_sym(a), *r, **k), [
+    S(T(3, 3)), S(T(2, 4, 4), UPLO="U")])
+_la("linalg_pinv", _LA.pinv, [
+    S(T(4, 3)), S(T(3, 4)), S(T(3, 3), fn=lambda a: _LA.pinv(_sym(a), hermitian=True))])
+_la("linalg_lstsq_solution", lambda a, b: _LA.lstsq(a, b).solution, [
+    S(T(5, 3), T(5, 2)), S(T(2, 4, 3), T(2, 4, 1))])
+_la("linalg_lstsq", _LA.lstsq, [S(T(5, 3), T(5, 2), driver="gelsd"),
+                                S(T(5, 3), T(5, 2), driver="gelsy")], grad=False)
+_la("linalg_matrix_exp", _LA.matrix_exp, [S(_sq(3, 3)), S(_sq(2, 4, 4)), S(T(2, 2))])
+_la("linalg_lu_factor_ex", _LA.lu_factor_ex, [S(T(3, 3)), S(T(2, 4, 4)), S(T(3, 4))])
+_la("linalg_lu_solve", lambda a, b, **k: _LA.lu_solve(*_LA.lu_factor(_wc(a)), b, **k), [
+    S(_sq(3, 3), T(3, 2)), S(_sq(3, 3), T(2, 3), left=False),
+    S(_sq(2, 3, 3), T(2, 3, 1), adjoint=True)])
+_la("linalg_lu_pivots_to_permutation", _LA.lu, [S(T(3, 3)), S(T(4, 3)), S(T(2, 3, 4))],
+    grad=False)
+_la("linalg_ldl_factor_ex", lambda a, **k: _LA.ldl_factor_ex(_sym(a), **k), [
+    S(T(3, 3)), S(T(2, 4, 4))])
+_la("linalg_ldl_solve", lambda a, b: _LA.ldl_solve(*_LA.ldl_factor(_sym(_wc(a))), b), [
+    S(_sq(3, 3), T(3, 2)), S(_sq(2, 4, 4), T(2, 4, 1))])
+
+del _n, _o, _f, _a

@@ -29,6 +29,7 @@ def away_from_ties(*shape):
 
 
 IDX = ember.tensor([[0, 2, 1], [1, 0, 0]])
+EYE3 = ember.eye(3, dtype=ember.float64)
 F = ember.nn.functional
 #: batch_norm's running mean and variance (inputs that do not require grad)
 RUNNING = (X(3, requires_grad=False), X(3, low=0.5, high=2.0, requires_grad=False))
@@ -159,6 +160,90 @@ RECIPES = {
         [X(2, 2, 3, 4), X(2, 2, 5, 4), X(2, 2, 5, 3), X(3, 5),
          X(2, 3, 4), X(2, 5, 4), X(2, 5, 3),
          X(2, 2, 3, 4), X(2, 1, 5, 4), X(2, 1, 5, 3)]),
+    # reductions, scans, statistics
+    "cummax": (lambda x: ember.cummax(x, 1).values, [away_from_ties(3, 4)]),
+    "cummin": (lambda x: ember.cummin(x, 0).values, [away_from_ties(3, 4)]),
+    "logcumsumexp": (lambda x: ember.logcumsumexp(x, 1), [X(3, 4)]),
+    "median": (lambda x: ember.median(x), [away_from_ties(3, 4)]),
+    "nanmedian": (lambda x: ember.nanmedian(x), [away_from_ties(3, 4)]),
+    "median_dim": (lambda x: ember.median(x, 1).values, [away_from_ties(3, 4)]),
+    "nanmedian_dim": (lambda x: ember.nanmedian(x, 0, keepdim=True).values,
+                      [away_from_ties(3, 4)]),
+    "kthvalue": (lambda x: ember.kthvalue(x, 2, 1).values, [away_from_ties(3, 4)]),
+    "mode": (lambda x: ember.mode(x, 1).values, [away_from_ties(3, 4)]),
+    "quantile": (lambda x: ember.quantile(x, ember.tensor([0.25, 0.6], dtype=ember.float64),
+                                          1), [away_from_ties(3, 4)]),
+    "nanquantile": (lambda x: ember.nanquantile(x, 0.4, 0, interpolation="midpoint"),
+                    [away_from_ties(3, 4)]),
+    "aminmax": (lambda x: ember.aminmax(x, dim=1).max, [away_from_ties(3, 4)]),
+    "cdist": (lambda a, b: ember.cdist(a, b), [X(3, 2), X(4, 2)]),
+    "dist": (lambda a, b: ember.dist(a, b, 3), [X(3, 4), X(4)]),
+    "diff": (lambda x: ember.diff(x, 2, 1), [X(3, 5)]),
+    "trace": (lambda x: ember.trace(x), [X(3, 4)]),
+    "cov": (lambda x: ember.cov(x), [X(3, 5)]),
+    "corrcoef": (lambda x: ember.corrcoef(x), [X(3, 5)]),
+    "renorm": (lambda x: ember.renorm(x, 2, 0, 0.5), [X(3, 4)]),
+    "trapezoid": (lambda y, x: ember.trapezoid(y, x), [X(3, 4), X(4)]),
+    "cumulative_trapezoid": (lambda y: ember.cumulative_trapezoid(y, dx=0.5), [X(3, 4)]),
+    "gradient": (lambda x: ember.gradient(x, edge_order=2)[1], [X(3, 4)]),
+    "scatter_reduce": (lambda x, s: ember.scatter_reduce(
+        x, 1, ember.tensor([[0, 2, 1, 2], [1, 0, 0, 2]]), s, "prod"), [X(2, 3), X(2, 4)]),
+    "index_reduce": (lambda x, s: ember.index_reduce(x, 0, ember.tensor([0, 2, 0]), s, "amax"),
+                     [away_from_ties(3, 2), away_from_ties(3, 2) + 0.1]),
+    # shape and index ops
+    "repeat_interleave": (lambda x: (ember.repeat_interleave(x, ember.tensor([1, 0, 2]), 0),
+                                     x.repeat_interleave(2)), [X(3, 2)]),
+    "diag": (lambda v, m: (ember.diag(v, 1), ember.diag(m, -1)), [X(3), X(3, 4)]),
+    "diag_embed": (lambda x: ember.diag_embed(x, -1, 0, 2), [X(2, 3)]),
+    "diagonal_scatter": (lambda x, s: ember.diagonal_scatter(x, s, 1), [X(3, 4), X(3)]),
+    "select_scatter": (lambda x, s: ember.select_scatter(x, s, 1, -1), [X(2, 3, 4), X(2, 4)]),
+    "slice_scatter": (lambda x, s: ember.slice_scatter(x, s, 0, 1, 5, 2), [X(5, 3), X(2, 3)]),
+    "as_strided_scatter": (lambda x, s: ember.as_strided_scatter(x, s, (2, 2), (1, 2), 1),
+                           [X(3, 4), X(2, 2)]),
+    "index_copy": (lambda x, s: ember.index_copy(x, 0, ember.tensor([2, 0]), s),
+                   [X(3, 2), X(2, 2)]),
+    "index_fill": (lambda x: ember.index_fill(x, 1, ember.tensor([0, 2]), -1.0), [X(2, 3)]),
+    "masked_scatter": (lambda x, s: ember.masked_scatter(
+        x, ember.tensor([[True, False, True], [False, True, True]]), s), [X(2, 3), X(5)]),
+    "put": (lambda x, s: (ember.put(x, ember.tensor([4, 0, 2]), s),
+                          ember.put(x, ember.tensor([1, 1, 5]), s, accumulate=True)),
+            [X(2, 3), X(3)]),
+    "take_along_dim": (lambda x: ember.take_along_dim(x, ember.tensor([[0, 2], [1, 1]]), 1),
+                       [X(2, 3)]),
+    "rot90": (lambda x: (ember.rot90(x), ember.rot90(x, -1, (1, 0))), [X(2, 3)]),
+    "kron": (ember.kron, [X(2, 3), X(3, 2)]),
+    "block_diag": (lambda a, b: ember.block_diag(a, b), [X(2, 3), X(2)]),
+    "cartesian_prod": (lambda a, b: ember.cartesian_prod(a, b), [X(3), X(2)]),
+    "combinations": (lambda x: (ember.combinations(x), ember.combinations(
+        x, 2, with_replacement=True)), [X(4)]),
+    "vander": (lambda x: ember.vander(x, 4, increasing=True), [X(3)]),
+    "tensordot": (lambda a, b: ember.tensordot(a, b, ([0, 2], [1, 0])), [X(2, 3, 4), X(4, 2)]),
+    # linear algebra (well-conditioned inputs: diagonally dominant, positive definite)
+    "linalg_det": (ember.linalg.det, [X(3, 3)]),
+    "linalg_slogdet_packed": (lambda a: ember.linalg.slogdet(a).logabsdet, [X(2, 3, 3)]),
+    "linalg_inv": (lambda a: ember.linalg.inv(a + 4 * EYE3), [X(3, 3)]),
+    "linalg_solve": (lambda a, b: (ember.linalg.solve(a + 4 * EYE3, b),
+                                   ember.linalg.solve(a + 4 * EYE3, b.mT, left=False)),
+                     [X(3, 3), X(3, 2)]),
+    "linalg_solve_triangular": (lambda a, b: (
+        ember.linalg.solve_triangular(a + 4 * EYE3, b, upper=True),
+        ember.linalg.solve_triangular(a + 4 * EYE3, b.mT, upper=False, left=False,
+                                      unitriangular=True)), [X(3, 3), X(3, 2)]),
+    "linalg_cholesky": (lambda a: ember.linalg.cholesky(a @ a.mT + 3 * EYE3, upper=True),
+                        [X(3, 3)]),
+    "linalg_qr_packed": (lambda a: ember.linalg.qr(a), [X(4, 3)]),
+    "linalg_svd_packed": (lambda a: (ember.linalg.svd(a, full_matrices=False).S,
+                                     ember.linalg.svd(a, full_matrices=False).U.abs().sum()),
+                          [X(4, 3)]),
+    "linalg_svdvals": (ember.linalg.svdvals, [X(3, 4)]),
+    "linalg_eigh_packed": (lambda a: (ember.linalg.eigh(a + a.mT).eigenvalues,
+                                      ember.linalg.eigh(a + a.mT).eigenvectors.abs()),
+                           [X(3, 3)]),
+    "linalg_eigvalsh": (lambda a: ember.linalg.eigvalsh(a + a.mT, "U"), [X(3, 3)]),
+    "linalg_pinv": (ember.linalg.pinv, [X(4, 3)]),
+    "linalg_lstsq_solution": (lambda a, b: ember.linalg.lstsq(a, b).solution,
+                              [X(5, 3), X(5, 2)]),
+    "linalg_matrix_exp": (ember.linalg.matrix_exp, [X(3, 3)]),
 }
 
 def _generic_recipe(o):

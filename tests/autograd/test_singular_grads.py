@@ -302,8 +302,51 @@ ATTRS = {"p": (1, 1.5, 3, 0.5, 0, inf, -inf), "correction": (0, 2), "keepdim": (
          "descending": (True,), "largest": (False,), "k": (2,)}
 
 
+def _first(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+#: the reductions whose signature is not (self, dim, ...): their calls on the rows (x has
+#: one row of ROWS per line; constant operands are made with ``x.new_tensor``)
+_POINTS = [[0, 0, 0, 0], [1, 2, 3, 4], [0, 0, 0, 1]]     # rows of ROWS: zero distances
+_QUANTILE = [("rows", lambda lib, x, f: f(x, 0.3, 1)),
+             ("rows q=0.5 keepdim", lambda lib, x, f: f(x, 0.5, 1, keepdim=True))] + [
+    (f"rows {m}", lambda lib, x, f, m=m: f(x, 0.4, 1, interpolation=m))
+    for m in ("lower", "higher", "midpoint", "nearest")] + [
+    ("rows two q", lambda lib, x, f: f(x, x.new_tensor([0.25, 1.0]), 1))]
+CALLS = {
+    "median": [("whole", lambda lib, x: lib.median(x))],
+    "nanmedian": [("whole", lambda lib, x: lib.nanmedian(x))],
+    "median_dim": [("rows", lambda lib, x: lib.median(x, 1).values),
+                   ("rows keepdim", lambda lib, x: lib.median(x, -1, True)[0])],
+    "nanmedian_dim": [("rows", lambda lib, x: lib.nanmedian(x, 1).values),
+                      ("rows keepdim", lambda lib, x: lib.nanmedian(x, -1, True)[0])],
+    "quantile": [(c, lambda lib, x, fn=fn: fn(lib, x, lib.quantile)) for c, fn in _QUANTILE],
+    "nanquantile": [(c, lambda lib, x, fn=fn: fn(lib, x, lib.nanquantile))
+                    for c, fn in _QUANTILE],
+    "renorm": [(f"rows p={p}", lambda lib, x, p=p: lib.renorm(x, p, 0, 1.0))
+               for p in (1, 2, 3, inf)],
+    "trace": [("rows", lambda lib, x: lib.trace(x)),
+              ("columns", lambda lib, x: lib.trace(x.t()))],
+    "cdist": [(f"to rows p={p}", lambda lib, x, p=p: lib.cdist(x, x.new_tensor(_POINTS), p))
+              for p in (2.0, 1.0, 0.0, 3.0, 0.5, inf)],
+    "dist": [(f"p={p}", lambda lib, x, p=p: lib.dist(x, x.new_tensor([0, 1, 2, 0]), p))
+             for p in (2, 1, 3, 0, inf)],
+    "cov": [("rows", lambda lib, x: lib.cov(x)),
+            ("rows correction=0", lambda lib, x: lib.cov(x, correction=0))],
+    "corrcoef": [("rows", lambda lib, x: lib.corrcoef(x))],
+}
+#: which of several equal values these return (and so which gets the gradient) PyTorch
+#: leaves unspecified: their gradients are compared summed over equal values, as sort's
+TIES_UNSPECIFIED = {"kthvalue", "median", "median_dim", "nanmedian", "nanmedian_dim", "mode"}
+
+
 def _reduction_variants(o):
     """(case id, call(lib, x) -> tensor, input rows, dims reshaping) for one op."""
+    if o.name in CALLS:
+        for case, call in CALLS[o.name]:
+            yield case, call, ROWS, None
+        return
     name, params = parse_signature(o.signature)
     params = {p[1]: p for p in params[1:]}
     positional = [p for p in params.values() if not p[3]]
@@ -405,7 +448,7 @@ def test_reduction_gradients_at_singular_points(name, dtype, device):
         want.backward(torch.tensor(g, dtype=t_dt))
         got.backward(ember.tensor(g, dtype=e_dt).to(device))
         groups = _tie_groups(x.reshape(x.shape[0], -1) if x.ndim > 1 else x.reshape(1, -1)) \
-            if o.kind == "sort" else None
+            if o.kind == "sort" or name in TIES_UNSPECIFIED else None
         flat = x.reshape(x.shape[0], -1) if x.ndim > 1 else x.reshape(1, -1)
         column = [np.repeat(np.arange(flat.shape[0]), flat.shape[1]), flat.reshape(-1)]
         _check(what + " (inputs: row, value)", _numpy(ex.grad), _numpy(tx.grad), column,

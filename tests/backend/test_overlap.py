@@ -27,9 +27,11 @@ Differences from PyTorch, each deliberate:
 * ``out=`` with internal overlap of a reduction (sum, prod, argmax, argmin) or of ``bmm``:
   PyTorch does not check these outs and writes several results over each other (the last
   one wins), while it raises for ``mean`` and ``mm``; ember raises for all (a result that
-  depends on the order of writes is never wanted).
-* ``masked_fill_`` into an expanded tensor: PyTorch warns that this is deprecated (and
-  will become an error); ember raises that error already.
+  depends on the order of writes is never wanted). The same for the outs of ``cummax``,
+  ``cummin``, ``histc``, ``multinomial`` and ``randperm``, and for ``tril_``/``triu_`` into
+  an expanded tensor (PyTorch checks none of these).
+* ``masked_fill_`` and ``index_fill_`` into an expanded tensor: PyTorch warns that this is
+  deprecated (and will become an error); ember raises that error already.
 * PyTorch raises for partial overlap; ember computes the result as if the inputs had been
   cloned (the issue's request).
 
@@ -247,7 +249,9 @@ def makers(device):
 
 
 #: op -> (fn(x, src, new) writing into x in place, whether PyTorch raises for an expanded
-#: x (True) / writes without error (False) / only warns that this is deprecated ("warns"))
+#: x (True) / writes without error (False) / only warns that this is deprecated ("warns") /
+#: writes without checking, several results over each other ("unchecked": ember raises,
+#: see the module docstring))
 OTHER_INPLACE = {
     "copy": (lambda x, src, new: x.copy_(src), True),
     "fill": (lambda x, src, new: x.fill_(2.5), False),
@@ -257,6 +261,26 @@ OTHER_INPLACE = {
     "masked_fill": (lambda x, src, new: x.masked_fill_(src > 0, -1.0), "warns"),
     "uniform": (lambda x, src, new: x.uniform_(), True),
     "normal": (lambda x, src, new: x.normal_(), True),
+    "addmm": (lambda x, src, new: x.unsqueeze(0).addmm_(src[:1, None], src[None]), True),
+    "tril": (lambda x, src, new: x.unsqueeze(0).tril_(), "unchecked"),
+    "triu": (lambda x, src, new: x.unsqueeze(0).triu_(1), "unchecked"),
+    "cumsum": (lambda x, src, new: x.cumsum_(0), True),
+    "cumprod": (lambda x, src, new: x.cumprod_(0), True),
+    "renorm": (lambda x, src, new: x.unsqueeze(0).renorm_(2, 0, 1.0), True),
+    "scatter_reduce": (lambda x, src, new: x.scatter_reduce_(0, new([2, 0]), src[:2], "amax"),
+                       True),
+    "index_reduce": (lambda x, src, new: x.index_reduce_(0, new([1, 2]), src[:2], "amax"),
+                     True),
+    "index_copy": (lambda x, src, new: x.index_copy_(0, new([1, 2]), src[:2]), True),
+    "index_fill": (lambda x, src, new: x.index_fill_(0, new([1, 2]), -1.0), "warns"),
+    "masked_scatter": (lambda x, src, new: x.masked_scatter_(src > 0, src), True),
+    "put": (lambda x, src, new: x.put_(new([1, 3]), src[:2]), True),
+    "bernoulli": (lambda x, src, new: x.bernoulli_(0.5), True),
+    "exponential": (lambda x, src, new: x.exponential_(), True),
+    "geometric": (lambda x, src, new: x.geometric_(0.3), True),
+    "log_normal": (lambda x, src, new: x.log_normal_(), True),
+    "cauchy": (lambda x, src, new: x.cauchy_(), True),
+    "random": (lambda x, src, new: x.random_(0, 10), True),
 }
 
 
@@ -353,10 +377,60 @@ OTHER_OUT = {
                "float32"),
     "bmm": (lambda lib, new, a, out: lib.bmm(a[None], new(ONES[None]), out=out), (1, 3, 2),
             "float32"),
+    # reductions, scans, statistics, search
+    "cummax": (lambda lib, new, a, out: lib.cummax(a, 1, out=(out, lib.empty(
+        3, 4, dtype=lib.int64, device=a.device))), (3, 4), "float32"),
+    "cummin": (lambda lib, new, a, out: lib.cummin(a, 1, out=(out, lib.empty(
+        3, 4, dtype=lib.int64, device=a.device))), (3, 4), "float32"),
+    "logcumsumexp": (lambda lib, new, a, out: lib.logcumsumexp(a, 1, out=out), (3, 4),
+                     "float32"),
+    "median": (lambda lib, new, a, out: lib.median(a, 1, out=(out, lib.empty(
+        3, dtype=lib.int64, device=a.device))), (3,), "float32"),
+    "nanmedian": (lambda lib, new, a, out: lib.nanmedian(a, 1, out=(out, lib.empty(
+        3, dtype=lib.int64, device=a.device))), (3,), "float32"),
+    "mode": (lambda lib, new, a, out: lib.mode(a, 1, out=(out, lib.empty(
+        3, dtype=lib.int64, device=a.device))), (3,), "float32"),
+    "kthvalue": (lambda lib, new, a, out: lib.kthvalue(a, 2, 1, out=(out, lib.empty(
+        3, dtype=lib.int64, device=a.device))), (3,), "float32"),
+    "aminmax": (lambda lib, new, a, out: lib.aminmax(a, dim=1, out=(out, lib.empty(
+        3, device=a.device))), (3,), "float32"),
+    "quantile": (lambda lib, new, a, out: lib.quantile(a, 0.5, 1, out=out), (3,), "float32"),
+    "nanquantile": (lambda lib, new, a, out: lib.nanquantile(a, 0.5, 1, out=out), (3,),
+                    "float32"),
+    "histc": (lambda lib, new, a, out: lib.histc(a, 4, out=out), (4,), "float32"),
+    "searchsorted": (lambda lib, new, a, out: lib.searchsorted(new([-0.5, 0.5]), a, out=out),
+                     (3, 4), "int64"),
+    "bucketize": (lambda lib, new, a, out: lib.bucketize(a, new([-0.5, 0.5]), out=out),
+                  (3, 4), "int64"),
+    "diff": (lambda lib, new, a, out: lib.diff(a, out=out), (3, 3), "float32"),
+    "renorm": (lambda lib, new, a, out: lib.renorm(a, 2, 0, 1.0, out=out), (3, 4), "float32"),
+    # shape and index ops
+    "diag": (lambda lib, new, a, out: lib.diag(a, out=out), (3,), "float32"),
+    "take_along_dim": (lambda lib, new, a, out: lib.take_along_dim(a, new([[0, 2]] * 3), 1,
+                                                                   out=out), (3, 2), "float32"),
+    "kron": (lambda lib, new, a, out: lib.kron(a, new(ONES), out=out), (12, 8), "float32"),
+    "tensordot": (lambda lib, new, a, out: lib.tensordot(a, new(ONES), 1, out=out), (3, 2),
+                  "float32"),
+    # creation and sampling: the out's device is the device
+    "logspace": (lambda lib, new, a, out: lib.logspace(0, 1, 5, out=out), (5,), "float32"),
+    "range": (lambda lib, new, a, out: lib.range(0, 4, out=out), (5,), "float32"),
+    "normal": (lambda lib, new, a, out: lib.normal(a, 1.0, out=out), (3, 4), "float32"),
+    "randint": (lambda lib, new, a, out: lib.randint(0, 5, (3, 4), out=out), (3, 4), "int64"),
+    "randperm": (lambda lib, new, a, out: lib.randperm(5, out=out), (5,), "int64"),
+    "bernoulli": (lambda lib, new, a, out: lib.bernoulli(a.abs() / 4, out=out), (3, 4),
+                  "float32"),
+    "multinomial": (lambda lib, new, a, out: lib.multinomial(new(ONES), 1, out=out), (4, 1),
+                    "int64"),
+    # linear algebra
+    "geqrf": (lambda lib, new, a, out: lib.geqrf(a, out=(out, lib.empty(3, device=a.device))),
+              (3, 4), "float32"),
+    "ormqr": (lambda lib, new, a, out: lib.ormqr(a, a[0, :3] * 0 + 0.5, a, out=out), (3, 4),
+              "float32"),
 }
 #: ops whose out= PyTorch lets several results write to one location (see the module
 #: docstring): ember raises
-RAISES_WHERE_PYTORCH_DOES_NOT = {"sum", "prod", "argmax", "argmin", "bmm"}
+RAISES_WHERE_PYTORCH_DOES_NOT = {"sum", "prod", "argmax", "argmin", "bmm", "cummax", "cummin",
+                                 "histc", "multinomial", "randperm"}
 
 
 def test_every_out_op_of_the_table_is_covered():
