@@ -14,6 +14,7 @@ import math
 import warnings
 from collections import namedtuple
 
+from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
@@ -307,6 +308,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
 
 
 def addmv_(input, mat, vec, *, beta=1, alpha=1):
+    C.check_writable(input, "addmv_")  # (refuse before computing)
     return input.copy_(addmv(input, mat, vec, beta=beta, alpha=alpha))
 
 
@@ -322,6 +324,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
 
 
 def addr_(input, vec1, vec2, *, beta=1, alpha=1):
+    C.check_writable(input, "addr_")  # (refuse before computing)
     return input.copy_(addr(input, vec1, vec2, beta=beta, alpha=alpha))
 
 
@@ -346,6 +349,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 
 def addbmm_(input, batch1, batch2, *, beta=1, alpha=1):
+    C.check_writable(input, "addbmm_")  # (refuse before computing)
     return input.copy_(addbmm(input, batch1, batch2, beta=beta, alpha=alpha))
 
 
@@ -359,11 +363,13 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 
 def baddbmm_(input, batch1, batch2, *, beta=1, alpha=1):
+    C.check_writable(input, "baddbmm_")  # (refuse before computing)
     return input.copy_(baddbmm(input, batch1, batch2, beta=beta, alpha=alpha))
 
 
 def addmm_(input, mat1, mat2, *, beta=1, alpha=1):
     """In place: input = beta * input + alpha * (mat1 @ mat2)."""
+    C.check_writable(input, "addmm_")  # (refuse before computing)
     return input.copy_(LA.addmm(input, mat1, mat2, beta, alpha))
 
 

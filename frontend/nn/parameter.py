@@ -12,7 +12,8 @@ import weakref
 import ember
 from ember import Tensor
 
-__all__ = ["Parameter", "Buffer", "is_lazy"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer",
+           "UninitializedTensorMixin", "is_lazy"]
 
 
 class Parameter(Tensor):
@@ -100,8 +101,70 @@ def _buffer_persistent(t) -> bool:
     return _BUFFER_FLAGS[id(t)][1]
 
 
+class UninitializedTensorMixin:
+    """Shared by the uninitialized parameter and buffer: no data, no shape to ask for."""
+    __slots__ = ()
+    cls_to_become: type = Tensor
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Give the tensor memory of ``shape`` (uninitialised values) in place and turn it
+        into a plain ``cls_to_become``."""
+        device = self.device if device is None else device
+        dtype = self.dtype if dtype is None else dtype
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        with ember.no_grad():
+            _set_data(self, ember.empty(shape, device=device, dtype=dtype))
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self):
+        return f"<{self.__class__.__name__}>"
+
+    def __reduce_ex__(self, proto):
+        return (self.__class__, (self.requires_grad,))
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A ``Parameter`` of a lazy module whose shape is not known yet."""
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        data = ember.empty(0, device=device, dtype=dtype)
+        return Parameter.__new__(cls, data, requires_grad)
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        pass
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, self.device, self.dtype)
+        return memo[id(self)]
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer of a lazy module whose shape is not known yet."""
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
+        t = ember.empty(0, device=device, dtype=dtype)
+        t.__class__ = cls
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None):
+        pass
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, self.device, self.dtype)
+        return memo[id(self)]
+
+
 def is_lazy(param) -> bool:
-    return False
+    """Whether ``param`` is an uninitialized parameter or buffer."""
+    return isinstance(param, UninitializedTensorMixin)
 
 
 def _set_data(param, new):

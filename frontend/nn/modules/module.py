@@ -112,6 +112,17 @@ def _state_tensor(value):
                         f"{err}") from err
 
 
+class _WithModule:
+    """A load-state-dict pre-hook called with the module as its first argument."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+
 class Module:
     """Base class for all neural network modules (``torch.nn.Module``).
 
@@ -571,8 +582,7 @@ class Module:
 
     def register_load_state_dict_pre_hook(self, hook):
         handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = (
-            lambda *a, _m=weakref.ref(self): hook(_m(), *a))
+        self._load_state_dict_pre_hooks[handle.id] = _WithModule(hook)
         return handle
 
     def _register_state_dict_hook(self, hook):
@@ -596,8 +606,11 @@ class Module:
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs) -> None:
         for hook in self._load_state_dict_pre_hooks.values():
-            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                 error_msgs)
+            # a hook registered with the module gets the module it runs on (a deep copy's
+            # hooks see the copy)
+            args = (self,) if type(hook) is _WithModule else ()
+            hook(*args, state_dict, prefix, local_metadata, strict, missing_keys,
+                 unexpected_keys, error_msgs)
         persistent_buffers = {k: v for k, v in self._buffers.items()
                               if k not in self._non_persistent_buffers_set}
         local_state = {k: v for k, v in itertools.chain(self._parameters.items(),
