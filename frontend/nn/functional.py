@@ -25,6 +25,7 @@ from ember.dispatcher import ops as _ops
 from ember.dispatcher.defs import linalg as _linalg
 from ember.dispatcher.defs import nn as _nn
 
+from .. import _sparse_tensor
 from .modules.utils import _no_grad, _ntuple, _pair
 
 __all__ = [
@@ -1399,6 +1400,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
+    if sparse:  # the weight's gradient is a sparse COO tensor (PyTorch's sparse=True)
+        return _sparse_tensor.embedding_sparse(input, weight, padding_idx, scale_grad_by_freq)
     return _nn.embedding(weight, input, -1 if padding_idx is None else padding_idx,
                          scale_grad_by_freq)
 

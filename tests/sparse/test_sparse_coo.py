@@ -462,3 +462,24 @@ def test_to_sparse_gradient():
     torch.sparse.mm(x.to_sparse(), d).sum().backward()
     ember.sparse.mm(e.to_sparse(), ember.tensor(d.numpy())).sum().backward()
     _close(e.grad, x.grad)
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "SparseAdam"])
+def test_sparse_embedding_trains_like_torch(opt_name):
+    """Embedding(sparse=True) end to end: a sparse COO weight gradient from backward(),
+    consumed by SGD / SparseAdam, the weights following PyTorch's step by step."""
+    def run(lib):
+        w = np.random.default_rng(0).standard_normal((7, 3)).astype(np.float32)
+        emb = lib.nn.Embedding(7, 3, sparse=True, padding_idx=2)
+        with lib.no_grad():
+            emb.weight.copy_(lib.tensor(w))
+        opt = getattr(lib.optim, opt_name)(emb.parameters(), lr=0.1)
+        for step in range(3):
+            idx = lib.tensor([[1, 2, 4], [4, 4, 6], [0, 1, 2]][step:] + [[5, 5, 3]])
+            opt.zero_grad()
+            (emb(idx) ** 2).sum().backward()
+            assert emb.weight.grad.is_sparse
+            opt.step()
+        return emb.weight.detach().numpy()
+
+    np.testing.assert_allclose(run(ember), run(torch), rtol=1e-6, atol=1e-7)
