@@ -4,6 +4,7 @@ reaches for: ``detach``/``rsub``/``can_cast``/``unravel_index``/``nonzero_static
 semantics (see frontend/__init__.py for how these modules are wired)."""
 from __future__ import annotations
 
+import math
 import os
 import warnings
 
@@ -19,7 +20,14 @@ from . import _functions as F
 
 __all__ = ["detach", "detach_", "rsub", "can_cast", "get_device", "is_distributed",
            "unravel_index", "nonzero_static", "set_default_tensor_type", "from_file", "cond",
-           "AcceleratorError", "resize_as_", "get_device_module"]
+           "AcceleratorError", "resize_as_", "get_device_module", "pi", "e", "inf", "nan",
+           "newaxis"]
+
+pi = math.pi
+e = math.e
+inf = math.inf
+nan = math.nan
+newaxis = None
 
 
 class AcceleratorError(RuntimeError):

@@ -13,6 +13,7 @@ as each node finishes unless ``retain_graph``.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections import deque
 from weakref import ref as _weakref
 
@@ -21,6 +22,7 @@ from ember.dispatcher.core import TensorBase
 from ember.dispatcher import grad_mode
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
+from ember.dispatcher.defs import index as IX
 from ember.dispatcher.dtypes import torch_name
 
 from .anomaly_mode import ANOMALY, warn_forward_trace
@@ -613,8 +615,22 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False, materialize_grads=False):
-    """The gradients of ``outputs`` with respect to ``inputs`` (nothing is accumulated)."""
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs`` (nothing is accumulated).
+
+    PyTorch's signature: ``only_inputs`` is deprecated and ignored (a warning when False);
+    ``is_grads_batched=True`` treats the first dim of every ``grad_outputs`` tensor as a
+    batch of vectors and returns the stacked results, computed one vector after another
+    (not a batching transform)."""
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
+    allow_unused = bool(allow_unused)
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     grad_outputs = _as_tuple(grad_outputs)
@@ -634,3 +650,26 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         res = tuple(O.zeros(t.shape, t.dtype, t.device) if g is None else g
                     for g, t in zip(res, inputs))
     return res
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    grad_outputs = _as_tuple(grad_outputs)
+    if not grad_outputs or any(g is None for g in grad_outputs):
+        raise RuntimeError("If `is_grads_batched=True`, every grad_outputs tensor must be given "
+                           "with a leading batch dimension")
+    n = grad_outputs[0].shape[0] if grad_outputs[0].shape else 0
+    per = []
+    for i in range(n):
+        per.append(grad(outputs, inputs, tuple(g[i] for g in grad_outputs),
+                        retain_graph=True if i < n - 1 else retain_graph,
+                        create_graph=create_graph, allow_unused=allow_unused,
+                        materialize_grads=materialize_grads))
+    out = []
+    for j, t in enumerate(_as_tuple(inputs)):
+        col = [p[j] for p in per]
+        if any(c is None for c in col):
+            out.append(None)
+        else:
+            out.append(IX.stack(col, 0))
+    return tuple(out)

@@ -1,6 +1,6 @@
 """``ember.utils``: helpers around the tensor library — ``data`` (datasets and loaders),
 ``checkpoint`` (activation checkpointing) and ``tensorboard`` (``SummaryWriter``; imported
 on demand, it needs the optional ``tensorboard`` package)."""
-from . import checkpoint, data  # noqa: F401
+from . import checkpoint, data, dlpack  # noqa: F401
 
-__all__ = ["data", "checkpoint"]
+__all__ = ["data", "checkpoint", "dlpack"]

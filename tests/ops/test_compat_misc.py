@@ -130,3 +130,50 @@ def test_get_device_module_and_accelerator_error():
     with pytest.raises(RuntimeError):
         ember.get_device_module("nosuchdevice")
     assert issubclass(ember.AcceleratorError, RuntimeError)
+
+
+def test_constants_match_torch():
+    for name in ("pi", "e", "inf", "nan", "newaxis"):
+        a, b = getattr(ember, name), getattr(torch, name)
+        assert (a is b) or a == b or (a != a and b != b), name
+
+
+def test_compiler_answers_of_an_eager_run():
+    assert ember.compiler.is_compiling() is torch.compiler.is_compiling() is False
+    assert ember.compiler.is_exporting() is False
+
+    def f(x):
+        return x + 1
+    assert ember.compiler.allow_in_graph(f) is f
+    assert ember.compiler.disable(f) is f
+    assert ember.compiler.disable(recursive=False)(f) is f
+    with pytest.raises(RuntimeError):
+        ember.compiler.set_stance("nonsense")
+
+
+def test_dlpack_round_trip_shares_memory():
+    t = ember.arange(4.0)
+    back = ember.utils.dlpack.from_dlpack(ember.utils.dlpack.to_dlpack(t))
+    t[0] = 7.0
+    assert back[0].item() == 7.0   # the same memory
+    tt = torch.utils.dlpack.from_dlpack(ember.utils.dlpack.to_dlpack(ember.arange(3.0)))
+    np.testing.assert_array_equal(tt.numpy(), [0.0, 1.0, 2.0])
+    dl = ember.utils.dlpack.DLDeviceType
+    assert int(dl.kDLCPU) == int(torch.utils.dlpack.DLDeviceType.kDLCPU)
+
+
+def test_autograd_grad_signature_as_torch():
+    """only_inputs (deprecated) in its position, allow_unused after it, is_grads_batched."""
+    for lib in (ember, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        unused = lib.tensor([1.0], requires_grad=True)
+        g = lib.autograd.grad((x * 3).sum(), (x, unused), None, None, False, True, True)
+        assert g[1] is None
+        np.testing.assert_array_equal(g[0].detach().numpy(), [3.0, 3.0])
+    xe = ember.tensor([1.0, 2.0], requires_grad=True)
+    xt = torch.tensor([1.0, 2.0], requires_grad=True)
+    ge = ember.autograd.grad(xe ** 3, xe, ember.eye(2), is_grads_batched=True)[0]
+    gt = torch.autograd.grad(xt ** 3, xt, torch.eye(2), is_grads_batched=True)[0]
+    np.testing.assert_allclose(ge.numpy(), gt.numpy())
+    with pytest.warns(FutureWarning, match="only_inputs"):
+        ember.autograd.grad((xe * 2).sum(), xe, only_inputs=False)
