@@ -280,18 +280,15 @@ np.savez(sys.argv[1], **RESULTS)
 '''
 
 PACKAGES = ["torchmetrics", "torch_optimizer", "ema_pytorch", "rotary_embedding_torch",
-            "pytorch_metric_learning"]
+            "pytorch_metric_learning", "einx", "x_transformers", "torch_optimizer_adahessian"]
 
 # sections that fail on ember for a public PyTorch name or behaviour ember lacks, with the
 # text the failure must name. When one starts passing, move it to PACKAGES.
 BLOCKED = {
     "lion_pytorch": "'sgn_'",                        # Tensor.sgn_
-    "einx": "'compiler'",                            # torch.compiler.{is_compiling,allow_in_graph}
-    "x_transformers": "'pi'",                        # torch.pi
     "vector_quantize_pytorch": "'atanh'",            # torch.atanh, then torch.distributed.nn
     "kornia": "'uint16'",                            # torch.uint16
     "torch_optimizer_ranger": "addcmul_()",          # Tensor.addcmul_(value, t1, t2)
-    "torch_optimizer_adahessian": "'only_inputs'",   # autograd.grad(only_inputs=)
 }
 
 
