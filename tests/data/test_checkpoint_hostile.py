@@ -394,9 +394,10 @@ def test_checksum_mismatches_are_named():
 PAUSING_SAVER = """
 import sys
 import ember
+import ember._ember_format as ember_format
 import ember.serialization as S
 
-real = S._write_tensor_data
+real = ember_format._write_tensor_data
 
 
 def pause(f, t, nbytes):
@@ -407,7 +408,7 @@ def pause(f, t, nbytes):
     return crc
 
 
-S._write_tensor_data = pause
+ember_format._write_tensor_data = pause
 S._save_ember({"w": ember.full((4096,), 2.0)}, sys.argv[1])
 print("saved", flush=True)
 """

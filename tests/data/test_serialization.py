@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ember
+import ember._ember_format as ember_format
 import ember.serialization as S
 from ember.dispatcher import BACKENDS, ensure_loaded, register_backend, unregister_backend
 from ember.serialization import _save_ember as save
@@ -591,7 +592,7 @@ def test_crash_mid_save_leaves_the_old_file(tmp_path, monkeypatch):
         f.write(b"\x01" * (nbytes // 2))
         raise OSError("disk full (simulated)")
 
-    monkeypatch.setattr(S, "_write_tensor_data", crash)
+    monkeypatch.setattr(ember_format, "_write_tensor_data", crash)
     with pytest.raises(OSError, match="simulated"):
         save({"w": ember.zeros(1000), "step": 2}, path)
     assert path.read_bytes() == before
@@ -599,7 +600,7 @@ def test_crash_mid_save_leaves_the_old_file(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert load(path)["step"] == 1
     # with no old file, a failed save leaves nothing behind
-    monkeypatch.setattr(S, "_write_tensor_data", crash)
+    monkeypatch.setattr(ember_format, "_write_tensor_data", crash)
     with pytest.raises(OSError):
         save({"w": ember.zeros(10)}, tmp_path / "new.ember")
     assert os.listdir(tmp_path) == ["ck.ember"]
@@ -611,7 +612,7 @@ def test_interrupt_mid_save_cleans_up(tmp_path, monkeypatch):
     def interrupt(f, t, nbytes):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(S, "_write_tensor_data", interrupt)
+    monkeypatch.setattr(ember_format, "_write_tensor_data", interrupt)
     with pytest.raises(KeyboardInterrupt):
         save([ember.ones(3)], path)
     assert os.listdir(tmp_path) == []
