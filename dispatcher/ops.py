@@ -235,6 +235,17 @@ def launch(o, dev, k, *args, **attrs):
     except MemoryError as e:
         raise C.host_out_of_memory(f"the scratch memory of {o.name}() on {dev}", None,
                                    e) from None
+    except TypeError as e:
+        _dtype_refused(e)
+        raise
+
+
+def _dtype_refused(e):
+    """A kernel's refusal of a dtype it has no loop for (backends raise TypeError "op(): not
+    implemented for dtype ...") becomes PyTorch's class for it, NotImplementedError."""
+    msg = str(e)
+    if "not implemented for dtype" in msg:
+        raise NotImplementedError(msg) from None
 
 
 def _copy_same_device(dst, src):
@@ -340,6 +351,46 @@ def _resize_out(name, out, shape):
     return out
 
 
+def write_out(name, out, res, rule="cast", error=RuntimeError):
+    """PyTorch's ``out=`` for an op computed into a fresh result ``res`` (a tensor, or a
+    tuple of them such as (values, indices) with ``out`` a tuple as long): refused under
+    autograd; each ``out`` checked against its result's dtype by ``rule`` (``OpDef.out_dtype``'s
+    words: "cast" — the result must cast to it, same kind or wider; "exact" — it must be the
+    result's dtype; "any"; a tuple gives one rule per result), raising ``error``; then resized
+    as PyTorch resizes (warning when it had elements), written and returned (a tuple of
+    ``res``'s type for tuples)."""
+    if isinstance(res, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(res) or not all(
+                isinstance(o, TensorBase) for o in out):
+            raise TypeError(f"{name}(): argument 'out' must be tuple of {len(res)} Tensors")
+        outs, results = tuple(out), tuple(res)
+    else:
+        if not isinstance(out, TensorBase):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not "
+                            f"{type(out).__name__}")
+        outs, results = (out,), (res,)
+    rules = rule if isinstance(rule, tuple) else (rule,) * len(results)
+    if MODE.grad and (requires_grad(results) or requires_grad(outs)):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    for o, r, ru in zip(outs, results, rules):
+        if o.dtype is r.dtype or ru == "any":
+            continue
+        if ru == "exact":
+            raise error(f"{name}(): Expected out tensor to have dtype "
+                        f"{CPP_TYPE_NAMES[r.dtype.name]}, but got "
+                        f"{CPP_TYPE_NAMES[o.dtype.name]} instead")
+        if not can_cast(r.dtype, o.dtype):
+            raise error(f"{name}(): result type {_tn(r.dtype)} can't be cast to the desired "
+                        f"output type {_tn(o.dtype)}")
+    for o, r in zip(outs, results):
+        _resize_out(name, o, r.shape)
+        copy_(o, r)     # (across devices too: the creation ops make res on the default one)
+    if isinstance(res, tuple):
+        return type(res)(*outs) if hasattr(res, "_fields") else outs
+    return out
+
+
 # ---------------------------------------------------------------------------------
 # elementwise
 # ---------------------------------------------------------------------------------
@@ -404,10 +455,14 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
             k = o.kernels.get(a0.device.type)
             if k is not None:
                 res = C.empty(a0.shape, a0.dtype, a0.device)
-                if attrs:
-                    k(res, a0, b, **attrs)
-                else:
-                    k(res, a0, b)
+                try:
+                    if attrs:
+                        k(res, a0, b, **attrs)
+                    else:
+                        k(res, a0, b)
+                except TypeError as e:
+                    _dtype_refused(e)
+                    raise
                 return res
         # tensor (op) Python scalar that does not change the tensor's dtype
         tb = type(b)
@@ -417,10 +472,14 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
             if k is not None:
                 sv = C.scalar_like(b, a0)
                 res = C.empty(a0.shape, a0.dtype, a0.device)
-                if attrs:
-                    k(res, a0, sv, **attrs)
-                else:
-                    k(res, a0, sv)
+                try:
+                    if attrs:
+                        k(res, a0, sv, **attrs)
+                    else:
+                        k(res, a0, sv)
+                except TypeError as e:
+                    _dtype_refused(e)
+                    raise
                 return res
     tensors = [a for a in args if _is_t(a)]
     if not tensors:
@@ -696,6 +755,8 @@ def reduce(name, x, dim=None, keepdim=False, dtype=None, out=None, **attrs):
     o = OPS[name]
     if not _is_t(x):
         raise TypeError(f"{name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
+    if out is not None and dtype is None and name in ("sum", "prod") and _is_t(out):
+        dtype = out.dtype  # PyTorch: the input is converted to out's dtype, then reduced
     if AC.ACTIVE[0] and out is None and dtype is None:
         (x,) = AC.cast_args(name, (x,), to)
     if x.requires_grad and MODE.grad and o.grad is not None:
@@ -773,8 +834,7 @@ def arg_reduce(name, x, dim=None, keepdim=False, out=None):
         if not keepdim:
             res = _squeeze_dims(res, (d,))
     if out is not None:
-        _resize_out(name, out, res.shape)
-        return copy_(out, res)
+        return write_out(name, out, res, "exact")
     return res
 
 
@@ -988,8 +1048,7 @@ def gather(x, dim, index, out=None):
     else:
         res = run(OPS["gather"], x.device, (x, d, index), {}, index.shape, x.dtype)
     if out is not None:
-        _resize_out("gather", out, res.shape)
-        return copy_(out, res)
+        return write_out("gather", out, res, "exact")
     return res
 
 
@@ -1010,8 +1069,11 @@ def scatter_(x, dim, index, src, reduce=None):
     nd = len(x.shape)
     d = C.normalize_dim(dim, nd, "scatter")
     if reduce not in (None, "add", "sum"):
-        raise NotImplementedError(f"scatter(): reduce={reduce!r} is not supported yet (None "
-                                  f"and 'add' are)")
+        if reduce == "multiply":  # (ember.scatter computes it with scatter_reduce's "prod")
+            raise NotImplementedError("scatter(): the scatter kernels have no "
+                                      "reduce='multiply'; call ember.scatter or scatter_reduce")
+        raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, got "
+                           f"{reduce!r}")
     reduce = "add" if reduce == "sum" else reduce
     if len(index.shape) != nd:
         raise RuntimeError("scatter(): Index tensor must have the same number of dimensions as "

@@ -248,7 +248,16 @@ def _number(v, op, name, pos):
     return v.item() if isinstance(v, np.generic) else v
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, **_):
+def _into_out(name, res, out, requires_grad):
+    """A creation function's result, or written into ``out`` (whose dtype and device it was
+    made with, unless given), PyTorch's out=."""
+    if out is None:
+        return _finish(res, requires_grad)
+    return _finish(O.write_out(name, out, res, "exact"), requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None,
+           **_):
     """Values from ``start`` to ``end`` (excluded) by ``step``, with PyTorch's semantics.
 
     >>> ember.arange(-3, 7.5, 0.5, dtype=ember.int32).tolist()[:3]  # start, step cast first
@@ -260,13 +269,18 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     else:
         names = (("start", 1), ("end", 2), ("step", 3))
     vals = [_number(v, "arange", n, p) for v, (n, p) in zip((start, end, step), names)]
+    if out is not None:
+        dtype = out.dtype if dtype is None else dtype
+        device = out.device if device is None else device
     if dtype is None:
         dtype = (D.get_default_dtype() if any(isinstance(v, float) for v in vals)
                  else D.int64)
-    return _finish(CP.arange(*vals, D.to_dtype(dtype), _dev(device)), requires_grad)
+    return _into_out("arange", CP.arange(*vals, D.to_dtype(dtype), _dev(device)), out,
+                     requires_grad)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, **_):
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None,
+             **_):
     """``steps`` values from ``start`` to ``end``, both included, as PyTorch computes them
     (start and end are converted to ``dtype`` first)."""
     dims = [len(v.shape) if isinstance(v, TensorBase) else 0 for v in (start, end)]
@@ -281,12 +295,18 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     if isinstance(steps, bool) or not hasattr(type(steps), "__index__"):
         raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not "
                         f"{type(steps).__name__}")
-    return _finish(CP.linspace(ends[0], ends[1], operator.index(steps), _dt(dtype),
-                               _dev(device)), requires_grad)
+    if out is not None:
+        dtype = out.dtype if dtype is None else dtype
+        device = out.device if device is None else device
+    return _into_out("linspace", CP.linspace(ends[0], ends[1], operator.index(steps),
+                                             _dt(dtype), _dev(device)), out, requires_grad)
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **_):
-    return _finish(CP.eye(n, m, _dt(dtype), _dev(device)), requires_grad)
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None, **_):
+    if out is not None:
+        dtype = out.dtype if dtype is None else dtype
+        device = out.device if device is None else device
+    return _into_out("eye", CP.eye(n, m, _dt(dtype), _dev(device)), out, requires_grad)
 
 
 def _gen(generator, device):
@@ -348,11 +368,50 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
 
 
 # ---- from Python data and NumPy ---------------------------------------------------
+_PLAIN_SCALARS = frozenset((int, float, bool))
+
+
+def _has_tensor(seq) -> bool:
+    """Whether a (nested) list holds tensors; plain lists of numbers are checked in C."""
+    if set(map(type, seq)) <= _PLAIN_SCALARS:
+        return False
+    for x in seq:
+        if isinstance(x, TensorBase) or isinstance(x, (list, tuple)) and _has_tensor(x):
+            return True
+    return False
+
+
+def _tensor_items(seq, dtypes):
+    """``seq`` with each tensor replaced by its one value, as PyTorch's ``tensor([t0, t1])``
+    (a one-element tensor of any shape is a scalar; its dtype joins the promotion, as a
+    Python number's default dtype does); each leaf's dtype is appended to ``dtypes``."""
+    out = []
+    for x in seq:
+        if isinstance(x, (list, tuple)):
+            out.append(_tensor_items(x, dtypes))
+        elif isinstance(x, TensorBase):
+            if C.numel(x.shape) != 1:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+            dtypes.append(x.dtype)
+            out.append(O.item(x))
+        else:
+            dtypes.append(D.dtype_of_scalar(x if not isinstance(x, np.generic) else x.item()))
+            out.append(x)
+    return out
+
+
 def _infer(data):
     """A NumPy array of ``data`` with PyTorch's dtype inference."""
     if isinstance(data, (np.ndarray, np.generic)):
         data = np.asarray(data)
         return data, D.from_numpy_dtype(data.dtype)
+    if isinstance(data, (list, tuple)) and _has_tensor(data):
+        dtypes = []
+        values = _tensor_items(data, dtypes)
+        dt = dtypes[0] if dtypes else D.get_default_dtype()
+        for d in dtypes[1:]:
+            dt = D.promote_types(dt, d)
+        return np.array(values), dt
     try:
         arr = np.array(data)
     except ValueError as e:

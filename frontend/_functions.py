@@ -10,7 +10,6 @@ definition's ``variants`` say. The few with extra argument handling (``add``'s
 from __future__ import annotations
 
 import math
-import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -30,6 +29,17 @@ from ember.dispatcher.schema import elementwise_ops, parse_signature
 from . import _views as VW
 
 E = O.elementwise
+
+
+class _NoDim:
+    """The default of ``sum``'s ``dim``: PyTorch's sum(input, *, dtype) overload, told apart
+    from sum(input, dim=None, ..., out=)."""
+
+    def __repr__(self):
+        return "None"
+
+
+_NO_DIM = _NoDim()
 
 values_indices = namedtuple("return_types", ["values", "indices"])
 max_ret = namedtuple("max", ["values", "indices"])
@@ -406,7 +416,7 @@ clip, clip_ = clamp, clamp_
 
 def relu(input):
     """max(input, 0) (``torch.relu``); the gradient is 0 where ``input <= 0``."""
-    return NN.relu(input)
+    return NN.relu(_t(input, "relu"))
 
 
 def relu_(input):
@@ -423,18 +433,37 @@ def clamp_max(input, max):
     return clamp(input, max=max)
 
 
-def float_power(input, exponent):
+_FP_ARGS = (TensorBase, int, float, np.number, np.bool_)
+
+
+def float_power(input, exponent, *, out=None):
+    if not (isinstance(input, _FP_ARGS) and isinstance(exponent, _FP_ARGS)) or not (
+            isinstance(input, TensorBase) or isinstance(exponent, TensorBase)):
+        raise TypeError(f"float_power() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(exponent).__name__}), but expected "
+                        "one of: (Tensor input, Tensor exponent), (Scalar self, Tensor "
+                        "exponent), (Tensor input, Scalar exponent)")
     a = O.to(input, None, D.float64) if isinstance(input, TensorBase) else float(input)
     b = O.to(exponent, None, D.float64) if isinstance(exponent, TensorBase) else float(exponent)
+    if out is not None:
+        return O.write_out("float_power", out, E("pow", a, b), "exact")
     return E("pow", a, b)
 
 
-def square(input):
-    return E("mul", input, input)
+def square(input, *, out=None):
+    # (PyTorch's square is pow(input, 2): a bool input gives int64)
+    if isinstance(input, TensorBase) and input.dtype is D.bool_:
+        input = O.cast(input, D.int64)
+    return E("mul", input, input, out=out)
 
 
 # ---- reductions ---------------------------------------------------------------------
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def sum(input, dim=_NO_DIM, keepdim=False, *, dtype=None, out=None):
+    if dim is _NO_DIM:
+        if out is not None:  # (PyTorch's sum(input, *, dtype) overload has no out=)
+            raise TypeError("sum() received an invalid combination of arguments - got "
+                            "(Tensor, out=Tensor): out= needs the dim argument (None for all)")
+        dim = None
     return O.reduce("sum", _t(input, "sum"), dim, keepdim, dtype, out)
 
 
@@ -445,6 +474,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, (list, tuple)):
         raise TypeError("prod(): argument 'dim' must be int, not tuple")
+    if dim is None and out is not None:  # (PyTorch's prod(input, *, dtype) has no out=)
+        raise TypeError("prod() received an invalid combination of arguments - got "
+                        "(Tensor, out=Tensor): out= needs an int dim")
     return O.reduce("prod", _t(input, "prod"), dim, keepdim, dtype, out)
 
 
@@ -470,16 +502,25 @@ def _no_bool(x, op):
     return x
 
 
-def _max_min(name, input, dim, keepdim, other):
+def _max_min(name, input, dim, keepdim, other, out=None):
     if isinstance(dim, TensorBase) or other is not None:
         return E("maximum" if name == "max" else "minimum", input,
-                 other if other is not None else dim)
+                 other if other is not None else dim, out=out)
     if dim is None:
         if C.numel(input.shape) == 0:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
                                "argument.")
-        return O.reduce(name, input, None, False)
+        if out is not None and not isinstance(out, TensorBase):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not "
+                            f"{type(out).__name__} (a tuple of Tensors needs dim)")
+        return O.reduce(name, input, None, False, out=out)
+    if out is not None:
+        if isinstance(out, TensorBase):
+            raise TypeError(f"{name}(): argument 'out' must be tuple of 2 Tensors (values, "
+                            f"indices) when dim is given, not Tensor")
+        # (under autograd the values require grad: write_out refuses, as PyTorch)
+        return O.write_out(name, out, _max_min(name, input, dim, keepdim, None), "exact")
     indices = O.arg_reduce("argmax" if name == "max" else "argmin", input, dim, keepdim)
     if input.requires_grad and MODE.grad:
         # the gradient flows to the selected element only, as in PyTorch
@@ -493,12 +534,12 @@ def _max_min(name, input, dim, keepdim, other):
     return (max_ret if name == "max" else min_ret)(values, indices)
 
 
-def max(input, dim=None, keepdim=False, *, other=None):
-    return _max_min("max", _t(input, "max"), dim, keepdim, other)
+def max(input, dim=None, keepdim=False, *, other=None, out=None):
+    return _max_min("max", _t(input, "max"), dim, keepdim, other, out)
 
 
-def min(input, dim=None, keepdim=False, *, other=None):
-    return _max_min("min", _t(input, "min"), dim, keepdim, other)
+def min(input, dim=None, keepdim=False, *, other=None, out=None):
+    return _max_min("min", _t(input, "min"), dim, keepdim, other, out)
 
 
 def _correction(name, dim, unbiased, correction):
@@ -511,13 +552,15 @@ def _correction(name, dim, unbiased, correction):
     return dim, correction
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     dim, correction = _correction("var", dim, unbiased, correction)
-    return O.reduce("var", _t(input, "var"), dim, keepdim, correction=correction)
+    return O.reduce("var", _t(input, "var"), dim, keepdim, out=out, correction=correction)
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     dim, correction = _correction("std", dim, unbiased, correction)
+    if out is not None:
+        return O.write_out("std", out, RD.std(_t(input, "std"), dim, correction, keepdim))
     return RD.std(_t(input, "std"), dim, correction, keepdim)
 
 
@@ -529,21 +572,38 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
 
 
-def nansum(input, dim=None, keepdim=False, *, dtype=None):
+def _nan_out_dtype(x, out, dtype):
+    """The dtype nansum / nanmean compute in when given ``out=``: ``out``'s, as PyTorch (which
+    has no integer kernel for a floating input)."""
+    if dtype is not None:
+        return dtype
+    if x.dtype.is_floating_point and not out.dtype.is_floating_point:
+        raise NotImplementedError(f'"nansum_cpu" not implemented for '
+                                  f"'{D.torch_name(out.dtype)}'")
+    return out.dtype
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """The sum with NaNs counted as zero."""
     x = _t(input, "nansum")
+    if out is not None:
+        res = nansum(x, dim, keepdim, dtype=_nan_out_dtype(x, out, dtype))
+        return O.write_out("nansum", out, res)
     if x.dtype.is_floating_point:
         x = O.where(O.elementwise("isnan", x), 0, x)
     return O.reduce("sum", x, dim, keepdim, dtype)
 
 
-def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """The mean of the non-NaN elements: ``nansum`` divided by their count, as PyTorch
     computes it (NaN where every element is NaN)."""
     x = _t(input, "nanmean")
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
                            f"dtype but got {D.torch_name(x.dtype)}")
+    if out is not None:
+        res = nanmean(x, dim, keepdim, dtype=_nan_out_dtype(x, out, dtype))
+        return O.write_out("nanmean", out, res)
     count = O.reduce("sum", O.elementwise("logical_not", O.elementwise("isnan", x)), dim,
                      keepdim)
     total = nansum(x, dim, keepdim, dtype=dtype)
@@ -552,8 +612,10 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     return O.elementwise("div", total, count)
 
 
-def logsumexp(input, dim, keepdim=False):
-    return O.reduce("logsumexp", _t(input, "logsumexp"), dim, keepdim)
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    if dim is None:
+        raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
+    return O.reduce("logsumexp", _t(input, "logsumexp"), dim, keepdim, out=out)
 
 
 def cumsum(input, dim, *, dtype=None, out=None):
@@ -564,12 +626,16 @@ def cumprod(input, dim, *, dtype=None, out=None):
     return O.scan("cumprod", input, dim, dtype, out)
 
 
-def all(input, dim=None, keepdim=False):
-    return RD.all_(input, dim, keepdim)
+def all(input, dim=None, keepdim=False, *, out=None):
+    if out is not None:
+        return O.write_out("all", out, RD.all_(_t(input, "all"), dim, keepdim), "exact")
+    return RD.all_(_t(input, "all"), dim, keepdim)
 
 
-def any(input, dim=None, keepdim=False):
-    return RD.any_(input, dim, keepdim)
+def any(input, dim=None, keepdim=False, *, out=None):
+    if out is not None:
+        return O.write_out("any", out, RD.any_(_t(input, "any"), dim, keepdim), "exact")
+    return RD.any_(_t(input, "any"), dim, keepdim)
 
 
 def count_nonzero(input, dim=None):
@@ -584,33 +650,40 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return RD.norm(input, p, dim, keepdim)
 
 
-def softmax(input, dim=None, dtype=None):
-    return O.softmax_op("softmax", input, _implicit_dim("softmax", input, dim), dtype)
+def softmax(input, dim, dtype=None):
+    """``torch.softmax`` / ``Tensor.softmax``: ``dim`` is required (``nn.functional.softmax``
+    chooses one when it is None)."""
+    return O.softmax_op("softmax", _t(input, "softmax"), _int_dim("softmax", dim), dtype)
 
 
-def log_softmax(input, dim=None, dtype=None):
-    return O.softmax_op("log_softmax", input, _implicit_dim("log_softmax", input, dim), dtype)
+def log_softmax(input, dim, dtype=None):
+    return O.softmax_op("log_softmax", _t(input, "log_softmax"), _int_dim("log_softmax", dim),
+                        dtype)
 
 
-def _implicit_dim(name, x, dim):
-    if dim is not None:
-        return dim
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", UserWarning, stacklevel=3)
-    nd = len(x.shape)
-    return 0 if nd in (0, 1, 3) else 1
+def _int_dim(name, dim):
+    if dim is None:
+        raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
+    return dim
 
 
-def sort(input, dim=-1, descending=False, stable=False):
-    return sort_ret(*O.sort(input, dim, descending, stable))
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):
+    if out is not None:
+        return O.write_out("sort", out, sort_ret(*O.sort(_t(input, "sort"), dim, descending,
+                                                         stable)), "exact")
+    return sort_ret(*O.sort(_t(input, "sort"), dim, descending, stable))
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
+    _t(input, "argsort")
     return O.sort(input.detach() if input.requires_grad else input, dim, descending,
                   stable)[1]
 
 
-def topk(input, k, dim=-1, largest=True, sorted=True):
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    if out is not None:
+        return O.write_out("topk", out, topk_ret(*RD.topk(input, k, dim, largest, sorted)),
+                           "exact")
     return topk_ret(*RD.topk(input, k, dim, largest, sorted))
 
 
@@ -619,12 +692,30 @@ def gather(input, dim, index, *, out=None):
     return O.gather(input, dim, index, out=out)
 
 
-def scatter(input, dim, index, src=None, *, value=None, reduce=None):
-    return O.scatter(input, dim, index, _src(src, value), reduce=reduce)
+def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
+    if out is not None:
+        return O.write_out("scatter", out, _scatter(input, dim, index, _src(src, value),
+                                                    reduce=reduce), "exact")
+    return _scatter(input, dim, index, _src(src, value), reduce=reduce)
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    if reduce == "multiply":
+        return self.copy_(_scatter(self, dim, index, _src(src, value), reduce))
     return O.scatter_(self, dim, index, _src(src, value), reduce=reduce)
+
+
+def _scatter(input, dim, index, src, reduce=None):
+    """``scatter``; its ``reduce='multiply'`` (which the scatter kernels lack) is
+    ``scatter_reduce``'s "prod" with ``input``'s values included."""
+    if reduce != "multiply":
+        return O.scatter(input, dim, index, src, reduce=reduce)
+    _t(input, "scatter")
+    if isinstance(src, TensorBase):
+        src = O.to(src, None, input.dtype)
+    else:
+        src = O.full(getattr(index, "shape", ()), src, input.dtype, input.device)
+    return RD.scatter_reduce(input, dim, index, src, "prod")
 
 
 def _src(src, value):
@@ -634,7 +725,10 @@ def _src(src, value):
     return _s(v)
 
 
-def scatter_add(input, dim, index, src):
+def scatter_add(input, dim, index, src, *, out=None):
+    if out is not None:
+        return O.write_out("scatter_add", out, O.scatter(input, dim, index, src, reduce="add"),
+                           "exact")
     return O.scatter(input, dim, index, src, reduce="add")
 
 
@@ -644,11 +738,13 @@ def scatter_add_(self, dim, index, src):
 
 def index_select(input, dim, index, *, out=None):
     res = IX.index_select(input, dim, index)
-    return O.copy_(O._resize_out("index_select", out, res.shape), res) if out is not None \
-        else res
+    return O.write_out("index_select", out, res, "exact") if out is not None else res
 
 
-def index_add(input, dim, index, source, *, alpha=1):
+def index_add(input, dim, index, source, *, alpha=1, out=None):
+    if out is not None:
+        return O.write_out("index_add", out, IX.index_add(input, dim, index, source, alpha),
+                           "exact")
     return IX.index_add(input, dim, index, source, alpha)
 
 
@@ -672,12 +768,16 @@ def masked_fill_(self, mask, value):
     return O.copy_(self, masked_fill(self, mask, value))
 
 
-def masked_select(input, mask):
+def masked_select(input, mask, *, out=None):
     shape = C.broadcast_shapes(input.shape, mask.shape)
+    if out is not None:
+        return O.write_out("masked_select", out, masked_select(input, mask), "exact")
     return IX.index(V.expand(input, shape), C.expand_to(mask, shape))
 
 
-def nonzero(input, *, as_tuple=False):
+def nonzero(input, *, as_tuple=False, out=None):
+    if out is not None and not as_tuple:
+        return O.write_out("nonzero", out, O.nonzero(input), "exact")
     nz = O.nonzero(input)
     if as_tuple:
         if not input.shape:
@@ -691,14 +791,17 @@ def argwhere(input):
     return O.nonzero(input)
 
 
-def take(input, index):
+def take(input, index, *, out=None):
+    if out is not None:
+        return O.write_out("take", out, IX.index(V.reshape(input, -1), index), "exact")
     return IX.index(V.reshape(input, -1), index)
 
 
 # ---- joining, reshaping copies --------------------------------------------------------
 def cat(tensors, dim=0, *, out=None):
     res = IX.cat(tensors, dim)
-    return O.copy_(O._resize_out("cat", out, res.shape), res) if out is not None else res
+    # (PyTorch's cat raises TypeError for an out= its inputs can't be cast to)
+    return O.write_out("cat", out, res, "cast", TypeError) if out is not None else res
 
 
 concat = concatenate = cat
@@ -707,7 +810,7 @@ concat = concatenate = cat
 def stack(tensors, dim=0, *, out=None):
     tensors = list(tensors)
     res = IX.stack(tensors, dim)
-    return O.copy_(O._resize_out("stack", out, res.shape), res) if out is not None else res
+    return O.write_out("stack", out, res, "cast", TypeError) if out is not None else res
 
 
 def hstack(tensors):
@@ -732,10 +835,14 @@ def flip(input, dims):
 
 
 def fliplr(input):
+    if len(_t(input, "fliplr").shape) < 2:
+        raise RuntimeError("fliplr(): Input must be >= 2-d.")
     return flip(input, (1,))
 
 
 def flipud(input):
+    if not _t(input, "flipud").shape:
+        raise RuntimeError("flipud(): Input must be >= 1-d.")
     return flip(input, (0,))
 
 
@@ -747,11 +854,15 @@ def repeat(input, repeats):
     return IX.repeat(input, repeats)
 
 
-def tril(input, diagonal=0):
+def tril(input, diagonal=0, *, out=None):
+    if out is not None:
+        return O.write_out("tril", out, IX.tril(input, diagonal), "exact")
     return IX.tril(input, diagonal)
 
 
-def triu(input, diagonal=0):
+def triu(input, diagonal=0, *, out=None):
+    if out is not None:
+        return O.write_out("triu", out, IX.triu(input, diagonal), "exact")
     return IX.triu(input, diagonal)
 
 
@@ -771,13 +882,13 @@ def _tensors(op, *args):
 def matmul(input, other, *, out=None):
     _tensors("matmul", input, other)
     res = LA.matmul(input, other)
-    return O.copy_(O._resize_out("matmul", out, res.shape), res) if out is not None else res
+    return O.write_out("matmul", out, res, "exact") if out is not None else res
 
 
 def mm(input, mat2, *, out=None):
     _tensors("mm", input, mat2)
     res = LA.mm(input, mat2)
-    return O.copy_(O._resize_out("mm", out, res.shape), res) if out is not None else res
+    return O.write_out("mm", out, res, "exact") if out is not None else res
 
 
 def bmm(input, mat2, *, out=None):
@@ -785,31 +896,40 @@ def bmm(input, mat2, *, out=None):
     return O.bmm(input, mat2, out=out)
 
 
-def mv(input, vec):
+def mv(input, vec, *, out=None):
     _tensors("mv", input, vec)
     LA.mv_check(input, vec)
+    if out is not None:
+        return O.write_out("mv", out, LA.matmul(input, vec), "exact")
     return LA.matmul(input, vec)
 
 
-def dot(input, other):
+def dot(input, tensor, *, out=None):
+    other = tensor  # (PyTorch's name for the second vector)
     _tensors("dot", input, other)
     LA.dot_check(input, other)
+    if out is not None:
+        return O.write_out("dot", out, LA.matmul(input, other), "exact")
     return LA.matmul(input, other)
 
 
 inner_product = dot
 
 
-def outer(input, vec2):
+def outer(input, vec2, *, out=None):
     _tensors("outer", input, vec2)
+    if out is not None:
+        return O.write_out("outer", out, LA.outer(input, vec2))
     return LA.outer(input, vec2)
 
 
 ger = outer
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     _tensors("addmm", input, mat1, mat2)
+    if out is not None:
+        return O.write_out("addmm", out, LA.addmm(input, mat1, mat2, beta, alpha), "exact")
     return LA.addmm(input, mat1, mat2, beta, alpha)
 
 
@@ -868,8 +988,13 @@ def numel(input):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    # PyTorch's rule: equal values are close (equal infinities too); others are close when
+    # |input - other| is finite and within atol + rtol * |other| (so inf vs -inf is not)
+    if getattr(input, "dtype", None) is D.bool_ and getattr(other, "dtype", None) is D.bool_:
+        input, other = O.cast(input, D.get_default_dtype()), O.cast(other, D.get_default_dtype())
     tol = E("add", E("mul", E("abs", other), rtol), atol)
-    close = E("le", E("abs", sub(input, other)), tol)
+    err = E("abs", sub(input, other))
+    close = E("logical_and", E("isfinite", err), E("le", err, tol))
     close = E("logical_or", close, E("eq", input, other))
     if equal_nan:
         close = E("logical_or", close, E("logical_and", E("isnan", input), E("isnan", other)))

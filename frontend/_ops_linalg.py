@@ -80,7 +80,12 @@ def matrix_exp(input):
 
 
 def matrix_power(input, n):
-    return linalg_ns.matrix_power(input, n)
+    res = linalg_ns.matrix_power(input, n)
+    if n == 0 and input.requires_grad and not res.requires_grad:
+        # PyTorch writes the identity into a copy of input: the result stays in input's graph
+        # (requires grad; the gradient is zero)
+        res = input.clone().copy_(res)
+    return res
 
 
 # ---- Cholesky --------------------------------------------------------------------------------

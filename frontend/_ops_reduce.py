@@ -63,21 +63,12 @@ def _as_tensor(v, like, op, arg):
     return C.scalar_tensor(v, D.result_type(like, v), like.device)
 
 
-def _into(name, out, res):
-    """``res`` written into ``out`` (one tensor or a tuple of them), PyTorch's out=."""
+def _into(name, out, res, rule="any"):
+    """``res`` written into ``out`` (one tensor or a tuple of them), PyTorch's out=, ``out``'s
+    dtype checked by ``rule`` (see ``O.write_out``)."""
     if out is None:
         return res
-    if isinstance(res, tuple):
-        if not isinstance(out, (tuple, list)) or len(out) != len(res):
-            raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(res)} Tensors")
-        for o, r in zip(out, res):
-            _into(name, o, r)
-        return type(res)(*out) if hasattr(res, "_fields") else tuple(out)
-    if res.requires_grad and MODE.grad:
-        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
-    O._resize_out(name, out, res.shape)
-    return O.copy_(out, res)
+    return O.write_out(name, out, res, rule)
 
 
 def _inplace(name, self, fn, *args, **kwargs):
@@ -164,7 +155,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The ``k``-th smallest element along ``dim`` and its index."""
     return _into("kthvalue", out,
-                 kthvalue_ret(*RD.kthvalue(_t(input, "kthvalue"), k, dim, keepdim)))
+                 kthvalue_ret(*RD.kthvalue(_t(input, "kthvalue"), k, dim, keepdim)), "exact")
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
@@ -239,14 +230,15 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     """
     seq = _t(sorted_sequence, "searchsorted", "sorted_sequence")
     x = _as_tensor(input, seq, "searchsorted", "input")
-    return _into("searchsorted", out, RD.searchsorted(seq, x, out_int32, right, side, sorter))
+    return _into("searchsorted", out, RD.searchsorted(seq, x, out_int32, right, side, sorter),
+                 "exact")
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """The bucket of each value of ``input`` among the sorted 1-D ``boundaries``."""
     b = _t(boundaries, "bucketize", "boundaries")
     x = _as_tensor(input, b, "bucketize", "input")
-    return _into("bucketize", out, RD.bucketize(x, b, out_int32, right))
+    return _into("bucketize", out, RD.bucketize(x, b, out_int32, right), "exact")
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):

@@ -264,7 +264,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 
 @_method()
 def diag(input, diagonal=0, *, out=None):
-    return _out(IX.diag(_t(input, "diag"), diagonal), out, "diag")
+    return _out(IX.diag(_t(input, "diag"), diagonal), out, "diag", "exact")
 
 
 @_method()
@@ -299,8 +299,9 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
 
 
 @_method()
-def index_copy(input, dim, index, source):
-    return IX.index_copy(_t(input, "index_copy"), dim, index, source)
+def index_copy(input, dim, index, source, *, out=None):
+    return _out(IX.index_copy(_t(input, "index_copy"), dim, index, source), out, "index_copy",
+                "exact")
 
 
 @_method()
@@ -366,7 +367,7 @@ def put_(self, index, source, accumulate=False):
 @_method()
 def take_along_dim(input, indices, dim=None, *, out=None):
     return _out(IX.take_along_dim(_t(input, "take_along_dim"), indices, dim), out,
-                "take_along_dim")
+                "take_along_dim", "exact")
 
 
 @_method()
@@ -399,7 +400,7 @@ def rot90(input, k=1, dims=(0, 1)):
 @_method()
 def kron(input, other, *, out=None):
     _t(other, "kron", "other")
-    return _out(IX.kron(_t(input, "kron"), other), out, "kron")
+    return _out(IX.kron(_t(input, "kron"), other), out, "kron", "cast")
 
 
 def block_diag(*tensors):
@@ -481,10 +482,12 @@ _export("repeat_interleave", "diag", "diag_embed", "diagflat", "diagonal_scatter
         "combinations", "vander", "tensordot")
 
 
-def _out(res, out, op):
+def _out(res, out, op, rule="any", error=RuntimeError):
+    """``res``, or PyTorch's ``out=``: ``out`` checked by ``rule`` (see ``O.write_out``),
+    resized and written."""
     if out is None:
         return res
-    return O.copy_(O._resize_out(op, out, res.shape), res)
+    return O.write_out(op, out, res, rule, error)
 
 
 # ---- splitting -------------------------------------------------------------------------
@@ -648,24 +651,30 @@ def _joined(op, tensors):
 
 def hstack(tensors, *, out=None):
     ts = [_at1(t) for t in _joined("hstack", tensors)]
-    return _out(IX.cat(ts, 0 if len(ts[0].shape) == 1 else 1), out, "hstack")
+    return _out(IX.cat(ts, 0 if len(ts[0].shape) == 1 else 1), out, "hstack", *_CAT_OUT)
+
+
+#: the out= rule of the ops PyTorch writes with cat: a TypeError when it can't cast
+_CAT_OUT = ("cast", TypeError)
 
 
 def vstack(tensors, *, out=None):
-    return _out(IX.cat([_at2(t) for t in _joined("vstack", tensors)], 0), out, "vstack")
+    return _out(IX.cat([_at2(t) for t in _joined("vstack", tensors)], 0), out, "vstack",
+                *_CAT_OUT)
 
 
 row_stack = vstack
 
 
 def dstack(tensors, *, out=None):
-    return _out(IX.cat([_at3(t) for t in _joined("dstack", tensors)], 2), out, "dstack")
+    return _out(IX.cat([_at3(t) for t in _joined("dstack", tensors)], 2), out, "dstack",
+                *_CAT_OUT)
 
 
 def column_stack(tensors, *, out=None):
     ts = [V.reshape(t, (-1, 1)) if len(t.shape) <= 1 else t
           for t in _joined("column_stack", tensors)]
-    return _out(IX.cat(ts, 1), out, "column_stack")
+    return _out(IX.cat(ts, 1), out, "column_stack", *_CAT_OUT)
 
 
 @_method()
@@ -685,8 +694,13 @@ def tile(input, dims):
     return IX.repeat(input, dims)
 
 
-def _tile_method(self, *dims):
-    return tile(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+def _tile_method(self, *args, dims=None):
+    """``Tensor.tile(*dims)``, ``tile(dims)`` or ``tile(dims=...)``."""
+    if dims is not None:
+        if args:
+            raise TypeError("tile() got multiple values for argument 'dims'")
+        return tile(self, dims)
+    return tile(self, args[0] if len(args) == 1 and not isinstance(args[0], int) else args)
 
 
 TENSOR_METHODS["tile"] = _tile_method

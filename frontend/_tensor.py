@@ -492,28 +492,30 @@ class Tensor(TensorBase):
 
     @property
     def T(self):
-        return VW.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+        return V.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
     @property
     def mT(self):
-        return VW.transpose(self, -2, -1)
+        return V.transpose(self, -2, -1)
 
-    transpose = VW.transpose
+    # (the methods' other parameters have PyTorch's names in the dispatcher's views already;
+    # only the functions need ``_views``' wrappers, for ``input=``)
+    transpose = V.transpose
     t = VW.t
-    squeeze = VW.squeeze
-    unsqueeze = VW.unsqueeze
-    flatten = VW.flatten
-    unflatten = VW.unflatten
-    narrow = VW.narrow
-    select = VW.select
+    squeeze = V.squeeze
+    unsqueeze = V.unsqueeze
+    flatten = V.flatten
+    unflatten = V.unflatten
+    narrow = V.narrow
+    select = V.select
     unfold = VW.unfold
     as_strided = VW.as_strided
-    movedim = moveaxis = VW.movedim
+    movedim = moveaxis = V.movedim
     diagonal = VW.diagonal
-    split = VW.split
+    split = VW.split_method
     chunk = VW.chunk
     unbind = VW.unbind
-    swapaxes = swapdims = VW.transpose
+    swapaxes = swapdims = V.transpose
 
     def t_(self):
         return self._set_view(V.t(self))

@@ -122,7 +122,7 @@ defop("stack", "copy", "stack(Tensor[] tensors, int dim=0) -> Tensor", "(composi
 def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("cat(): expected a non-empty list of Tensors")
+        raise ValueError("cat(): expected a non-empty list of Tensors")  # (as PyTorch's)
     for i, t in enumerate(tensors):
         if not O._is_t(t):
             raise TypeError(f"cat(): expected a list of Tensors, but element {i} is "

@@ -1103,18 +1103,31 @@ def tanh(input: Tensor) -> Tensor:
     return ember.tanh(input)
 
 
+def _softmax_dim(name: str, input: Tensor, stacklevel: int) -> int:
+    """The dim PyTorch's functional softmaxes choose when ``dim`` is None (deprecated)."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if input.dim() in (0, 1, 3) else 1
+
+
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype=None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim("softmax", input, _stacklevel)
     return ember.softmax(input, dim, dtype=dtype)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype=None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim("softmin", input, _stacklevel)
     return ember.softmax(-input, dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
                 dtype=None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input, _stacklevel)
     return ember.log_softmax(input, dim, dtype=dtype)
 
 
@@ -1415,8 +1428,9 @@ def _embedding_renorm_(weight, flat, max_norm, norm_type):
         weight.mul_(scale.unsqueeze(1).to(weight.dtype))
 
 
-def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding with a new last dimension of size ``num_classes``."""
+    tensor = input
     if tensor.dtype is not ember.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if tensor.numel() == 0:
