@@ -41,7 +41,9 @@ __all__ = [
     "logical_not",
 ] + ["exp", "log", "sin", "cos", "tan", "sqrt", "rsqrt", "erf", "tanh", "expm1", "log1p",
      "log2", "floor", "ceil", "trunc", "rint", "fabs", "fmod", "pow", "hypot", "copysign",
-     "idiv_trunc", "idiv_floor", "imod", "ipow", "fdiv_floor"]
+     "idiv_trunc", "idiv_floor", "imod", "ipow", "fdiv_floor", "asin", "acos", "atan",
+     "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "log10", "lgamma", "erfc", "atan2",
+     "nextafter", "igcd"]
 
 T = "T"
 BOOL = "bool"
@@ -176,11 +178,15 @@ MATH_FUNCTIONS = {
     "exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "sqrt": 1, "rsqrt": 1, "erf": 1,
     "tanh": 1, "expm1": 1, "log1p": 1, "log2": 1, "floor": 1, "ceil": 1, "trunc": 1,
     "rint": 1, "fabs": 1, "fmod": 2, "pow": 2, "hypot": 2, "copysign": 2,
+    "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1,
+    "atanh": 1, "exp2": 1, "log10": 1, "lgamma": 1, "erfc": 1, "atan2": 2, "nextafter": 2,
 }
 #: functions with integer or PyTorch-specific semantics, implemented once per dialect
 #: (``ember/scalar_ops.h`` for C++/CUDA, ``kernels/common.cl`` for OpenCL)
 INTRINSICS = {
     "idiv_trunc": 2, "idiv_floor": 2, "imod": 2, "ipow": 2, "fdiv_floor": 2,
+    # PyTorch's gcd of integers: non-negative, by Euclid's algorithm (a loop)
+    "igcd": 2,
     # tests that give bool: on integers isnan/isinf are false and isfinite true
     "isnan": 1, "isinf": 1, "isfinite": 1,
 }
@@ -221,6 +227,12 @@ fmod, pow, hypot, copysign = _fn("fmod"), _fn("pow"), _fn("hypot"), _fn("copysig
 idiv_trunc, idiv_floor, imod, ipow = (_fn("idiv_trunc"), _fn("idiv_floor"), _fn("imod"),
                                       _fn("ipow"))
 fdiv_floor = _fn("fdiv_floor")
+asin, acos, atan, atan2 = _fn("asin"), _fn("acos"), _fn("atan"), _fn("atan2")
+sinh, cosh, asinh, acosh, atanh = (_fn("sinh"), _fn("cosh"), _fn("asinh"), _fn("acosh"),
+                                   _fn("atanh"))
+exp2, log10, lgamma, erfc, nextafter = (_fn("exp2"), _fn("log10"), _fn("lgamma"), _fn("erfc"),
+                                        _fn("nextafter"))
+igcd = _fn("igcd")
 isnan, isinf, isfinite = _fn("isnan"), _fn("isinf"), _fn("isfinite")
 
 
@@ -244,8 +256,9 @@ _BOOL_OPS = {"eq", "ne", "lt", "le", "gt", "ge"}
 _LOGIC = {"and", "or", "xor", "not"}
 
 
-def walk(e: Expr):
-    """Every node once, operands before the nodes using them (a topological order)."""
+def walk(e: Expr, shown: bool = False):
+    """Every node once, operands before the nodes using them (a topological order);
+    ``shown``: without the fallbacks of ``precise`` nodes (what the text shows)."""
     seen = set()
     order = []
     stack = [(e, False)]
@@ -258,7 +271,7 @@ def walk(e: Expr):
             continue
         seen.add(id(node))
         stack.append((node, True))
-        for a in reversed(node.args):
+        for a in reversed(_shown_args(node) if shown else node.args):
             if id(a) not in seen:
                 stack.append((a, False))
     return order
@@ -307,17 +320,32 @@ def _mismatch(op, at):
     raise TypeError(f"{op}: operands of different types {at}")
 
 
+def _shown_args(n: Expr) -> tuple:
+    return n.args[:-1] if n.op == "precise" else n.args
+
+
 def variables(e: Expr) -> list:
     """The input nodes an expression reads, by position."""
     return sorted((n for n in walk(e) if n.op == "input"), key=lambda n: n.value[0])
 
 
 def render_text(e: Expr) -> str:
-    """A readable one-line form (docs, reprs)."""
-    names = {}
-    for n in walk(e):
-        names[id(n)] = _text(n, [names[id(a)] for a in n.args])
-    return names[id(e)]
+    """A readable one-line form (docs, reprs). A subexpression used more than once is
+    written once, as ``tK = ...;`` before the result (unrolled loops share their partial
+    results: written out as a tree, their text would grow exponentially)."""
+    order = walk(e, shown=True)
+    uses: dict = {}
+    for n in order:
+        for a in _shown_args(n):
+            uses[id(a)] = uses.get(id(a), 0) + 1
+    names, lets = {}, []
+    for n in order:
+        text = _text(n, [names[id(a)] for a in _shown_args(n)] + [""] * (n.op == "precise"))
+        if n.args and uses.get(id(n), 0) > 1:
+            lets.append(f"t{len(lets)} = {text}")
+            text = f"t{len(lets) - 1}"
+        names[id(n)] = text
+    return "; ".join(lets + [names[id(e)]])
 
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
@@ -370,7 +398,7 @@ _EVAL_OPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "eq": "eq",
 _EVAL_CALLS = {
     "exp": ("exp", {}), "log": ("log", {}), "sin": ("sin", {}), "cos": ("cos", {}),
     "sqrt": ("sqrt", {}), "erf": ("erf", {}), "floor": ("floor", {}), "fmod": ("fmod", {}),
-    "pow": ("pow", {}),
+    "pow": ("pow", {}), "expm1": ("expm1", {}), "log1p": ("log1p", {}),
     "idiv_trunc": ("div", {"rounding_mode": "trunc"}),
     "idiv_floor": ("div", {"rounding_mode": "floor"}),
     "fdiv_floor": ("div", {"rounding_mode": "floor"}),

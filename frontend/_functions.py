@@ -23,8 +23,8 @@ from ember.dispatcher.defs import index as IX
 from ember.dispatcher.defs import linalg as LA
 from ember.dispatcher.defs import nn as NN
 from ember.dispatcher.defs import reduction as RD
-from ember.dispatcher.grad_mode import MODE
-from ember.dispatcher.schema import elementwise_ops, parse_signature
+from ember.dispatcher.grad_mode import MODE, below_autograd
+from ember.dispatcher.schema import OPS, elementwise_ops, parse_signature
 
 from . import _views as VW
 
@@ -70,10 +70,13 @@ def _t(x, op, arg="input", position=None):
 
 # ---- elementwise: generated from the op table ------------------------------------------------
 #: ops whose public forms are written by hand below
-_HANDWRITTEN = {"add", "sub", "div", "neg", "where", "clamp", "round", "pow"}
+_HANDWRITTEN = {"add", "sub", "div", "neg", "where", "clamp", "round", "pow", "polygamma",
+                "logit", "nextafter", "lcm", "heaviside"}
 INPLACE: dict = {}
 METHODS: dict = {}
 ELEMENTWISE: list = []
+#: the ops of ``torch.special`` only (schema ``special_<name>``): ``ember.special.<name>``
+SPECIAL: dict = {}
 
 
 def _generate(o):
@@ -125,6 +128,10 @@ for _o in elementwise_ops():
     if _o.name in _HANDWRITTEN:
         continue
     _fn, _method, _fn_ = _generate(_o)
+    if _o.name.startswith("special_"):  # (PyTorch's python_module: special)
+        _fn.__name__ = _fn.__qualname__ = _o.name[len("special_"):]
+        SPECIAL[_fn.__name__] = _fn
+        continue
     if "function" in _o.variants:
         globals()[_o.name] = _fn
         ELEMENTWISE.append(_o.name)
@@ -137,6 +144,20 @@ del _o, _fn, _method, _fn_
 # PyTorch aliases
 multiply, greater, greater_equal, less, less_equal, not_equal = mul, gt, ge, lt, le, ne  # noqa: F821
 absolute = abs  # noqa: F821
+arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2  # noqa: F821
+arcsinh, arccosh, arctanh = asinh, acosh, atanh  # noqa: F821
+fix, sgn = trunc, sign  # noqa: F821
+#: alias -> op: the method and in-place forms of the aliases are the op's
+_ALIASES = {"multiply": "mul", "greater": "gt", "greater_equal": "ge", "less": "lt",
+            "less_equal": "le", "not_equal": "ne", "absolute": "abs", "arcsin": "asin",
+            "arccos": "acos", "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh",
+            "arccosh": "acosh", "arctanh": "atanh", "fix": "trunc", "sgn": "sign"}
+for _alias, _name in _ALIASES.items():
+    if _name in METHODS:
+        METHODS[_alias] = METHODS[_name]
+    if _name + "_" in INPLACE:
+        INPLACE[_alias + "_"] = INPLACE[_name + "_"]
+del _alias, _name
 
 
 def neg(input, *, out=None):
@@ -455,6 +476,278 @@ def square(input, *, out=None):
     if isinstance(input, TensorBase) and input.dtype is D.bool_:
         input = O.cast(input, D.int64)
     return E("mul", input, input, out=out)
+
+
+def float_power_(self, exponent):
+    if self.dtype is not D.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype "
+                           f"{D.torch_name(self.dtype)} but the operation's result requires "
+                           f"dtype Double")
+    b = O.to(exponent, None, D.float64) if isinstance(exponent, TensorBase) else float(exponent)
+    return E("pow", self, b, inplace=True)
+
+
+def square_(self):
+    return E("mul", self, self, inplace=True)
+
+
+def clamp_min_(self, min):
+    return clamp_(self, min=min)
+
+
+def clamp_max_(self, max):
+    return clamp_(self, max=max)
+
+
+def positive(input):
+    """``input`` itself (PyTorch's ``torch.positive``; bool tensors raise)."""
+    if _t(input, "positive", "input", 1).dtype is D.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def isreal(input):
+    """True everywhere: ember's tensors are real (PyTorch's ``torch.isreal``)."""
+    return O.full(_t(input, "isreal", "input", 1).shape, True, D.bool_, input.device)
+
+
+def polygamma(n, input, *, out=None):
+    """``ember.polygamma(n, input, *, out=None)``: the n-th derivative of the digamma
+    function (PyTorch's ``torch.polygamma``)."""
+    return E("polygamma", _t(input, "polygamma", "input", 2), n=_polygamma_n(n), out=out)
+
+
+def _polygamma_n(n):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return int(n)
+
+
+def _polygamma_method(self, n):
+    return polygamma(n, self)
+
+
+def polygamma_(self, n):
+    return E("polygamma", self, n=_polygamma_n(n), inplace=True)
+
+
+def _logit_eps(eps):
+    if eps is None:
+        return -1.0          # (the kernel's "no clamp", as PyTorch's)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.number)):
+        raise TypeError(f"logit(): argument 'eps' must be float, not {type(eps).__name__}")
+    return float(eps)
+
+
+def logit(input, eps=None, *, out=None):
+    """``ember.logit(input, eps=None, *, out=None)``: log(p / (1 - p)), with p clamped to
+    [eps, 1 - eps] when eps is given (PyTorch's ``torch.logit``)."""
+    return E("logit", _t(input, "logit", "input", 1), eps=_logit_eps(eps), out=out)
+
+
+def logit_(self, eps=None):
+    return E("logit", self, eps=_logit_eps(eps), inplace=True)
+
+
+def mvlgamma(input, p, *, out=None):
+    """The multivariate log-gamma function of dimension p (PyTorch's ``torch.mvlgamma``):
+    sum over i < p of lgamma(input - i / 2), plus p (p - 1) / 4 log(pi)."""
+    x = _t(input, "mvlgamma", "input", 1)
+    if x.dtype is D.bool_:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if not x.dtype.is_floating_point:
+        x = O.to(x, None, D.get_default_dtype())
+    res = None
+    for i in range(int(p)):
+        term = E("lgamma", E("sub", x, i / 2) if i else x)
+        res = term if res is None else E("add", res, term)
+    res = E("add", res, p * (p - 1) * math.log(math.pi) * 0.25)
+    if out is None:
+        return res
+    return O.copy_(O._resize_out("mvlgamma", out, res.shape), res)
+
+
+def mvlgamma_(self, p):
+    return O.copy_(self, mvlgamma(self, p))
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the
+    dtype's largest and lowest finite values), PyTorch's ``torch.nan_to_num``."""
+    x = _t(input, "nan_to_num", "input", 1)
+    for arg, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.number))):
+            raise TypeError(f"nan_to_num(): argument '{arg}' must be float, not "
+                            f"{type(v).__name__}")
+    if not x.dtype.is_floating_point:
+        res = O.clone(x)
+    else:
+        big = _FLOAT_MAX[x.dtype.name]
+        hi = big if posinf is None else posinf
+        lo = -big if neginf is None else neginf
+        res = O.where(E("isnan", x), float(nan),
+                      O.where(E("eq", x, math.inf), float(hi),
+                              O.where(E("eq", x, -math.inf), float(lo), x)))
+    if out is None:
+        return res
+    if out.dtype is not x.dtype:
+        raise RuntimeError(f"nan_to_num: dtype of out: {D.torch_name(out.dtype)} should be same "
+                           f"as input: {D.torch_name(x.dtype)}")
+    return O.copy_(O._resize_out("nan_to_num", out, res.shape), res)
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    return O.copy_(self, nan_to_num(self, nan, posinf, neginf))
+
+
+_FLOAT_MAX = {"float64": 1.7976931348623157e308, "float32": 3.4028234663852886e38,
+              "float16": 65504.0, "bfloat16": 3.3895313892515355e38}
+frexp_ret = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+def frexp(input, *, out=None):
+    """``(mantissa, exponent)`` with ``input = mantissa * 2 ** exponent`` and
+    0.5 <= |mantissa| < 1 (0, inf and NaN: themselves and 0), PyTorch's ``torch.frexp``."""
+    x = _t(input, "frexp", "input", 1)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    with below_autograd():
+        ax = E("abs", x)
+        regular = E("logical_and", E("isfinite", x), E("ne", x, 0))
+        safe = O.where(regular, ax, 1.0)
+        wide = O.to(safe, None, D.float64) if x.dtype is not D.float64 else safe
+        e = E("add", E("floor", E("log2", wide)), 1)
+        for _ in range(2):  # (log2 rounds: put |x| / 2^e into [0.5, 1))
+            m = E("div", wide, E("pow", 2.0, e))
+            e = O.where(E("ge", m, 1.0), E("add", e, 1),
+                        O.where(E("lt", m, 0.5), E("sub", e, 1), e))
+        e = O.where(regular, e, 0.0)
+        exponent = O.to(e, None, D.int32)
+    mantissa = E("div", x, O.to(E("pow", 2.0, O.to(exponent, None, D.float64)), None,
+                                 x.dtype) if x.dtype is not D.float64 else
+                 E("pow", 2.0, O.to(exponent, None, D.float64)))
+    if out is not None:
+        O.copy_(O._resize_out("frexp", out[0], mantissa.shape), mantissa)
+        O.copy_(O._resize_out("frexp", out[1], exponent.shape), exponent)
+        return frexp_ret(out[0], out[1])
+    return frexp_ret(mantissa, exponent)
+
+
+def _ldexp(x, other):
+    """x * 2 ** other, rounded once to the result's floating dtype: the product is formed
+    in float64 (2 ** 800 overflows float, 0 * 2 ** 800 is still 0, as PyTorch's)."""
+    rt = D.result_type(x, other)
+    if not rt.is_floating_point:
+        rt = D.get_default_dtype()
+    wide = E("mul", O.to(x, None, D.float64), E("pow", 2.0, O.to(other, None, D.float64)))
+    return O.to(wide, None, rt)
+
+
+def ldexp(input, other, *, out=None):
+    """``input * 2 ** other`` (PyTorch's ``torch.ldexp``)."""
+    res = _ldexp(_t(input, "ldexp", "input", 1), _t(other, "ldexp", "other", 2))
+    if out is None:
+        return res
+    if not O.can_cast(res.dtype, out.dtype):
+        raise RuntimeError(f"ldexp(): result type {D.torch_name(res.dtype)} can't be cast to "
+                           f"the desired output type {D.torch_name(out.dtype)}")
+    return O.copy_(O._resize_out("ldexp", out, res.shape), res)
+
+
+def ldexp_(self, other):
+    res = _ldexp(self, _t(other, "ldexp_", "other", 2))
+    if not O.can_cast(res.dtype, self.dtype):
+        raise RuntimeError(f"result type {D.torch_name(res.dtype)} can't be cast to the desired "
+                           f"output type {D.torch_name(self.dtype)}")
+    return O.copy_(self, res)
+
+
+# the shift operators (PyTorch's __lshift__ / __rshift__ are bitwise_left/right_shift)
+def _lshift(self, other):
+    return E("bitwise_left_shift", self, _s(other))
+
+
+def _rlshift(self, other):
+    return E("bitwise_left_shift", _s(other), self)
+
+
+def _rshift(self, other):
+    return E("bitwise_right_shift", self, _s(other))
+
+
+def _rrshift(self, other):
+    return E("bitwise_right_shift", _s(other), self)
+
+
+def _ilshift(self, other):
+    return E("bitwise_left_shift", self, _s(other), inplace=True)
+
+
+def _irshift(self, other):
+    return E("bitwise_right_shift", self, _s(other), inplace=True)
+
+
+def nextafter(input, other, *, out=None):
+    """The next floating-point value after ``input`` towards ``other`` (PyTorch's
+    ``torch.nextafter``). float16 and bfloat16 step in their own spacing: the kernels
+    compute in float, so those run the op's composite, which knows the dtype."""
+    _t(input, "nextafter", "input", 1)
+    _t(other, "nextafter", "other", 2)
+    rt = D.result_type(input, other)
+    if rt not in (D.float16, D.bfloat16):
+        return E("nextafter", input, other, out=out)
+    res = OPS["nextafter"].composite(O.to(input, None, rt), O.to(other, None, rt))
+    if out is None:
+        return res
+    if out.dtype is not rt:
+        raise RuntimeError(f"nextafter(): result type {D.torch_name(rt)} can't be cast to the "
+                           f"desired output type {D.torch_name(out.dtype)}")
+    return O.copy_(O._resize_out("nextafter", out, res.shape), res)
+
+
+def nextafter_(self, other):
+    if self.dtype in (D.float16, D.bfloat16):
+        return O.copy_(self, nextafter(self, other))
+    return E("nextafter", self, _t(other, "nextafter_", "other", 2), inplace=True)
+
+
+def heaviside(input, values, *, out=None):
+    """``values`` where ``input`` is 0, else ``input > 0`` (PyTorch's ``torch.heaviside``);
+    ``input``, ``values`` and ``out`` must have one dtype."""
+    _t(input, "heaviside", "input", 1)
+    _t(values, "heaviside", "values", 2)
+    if out is not None and out.dtype is not input.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different "
+                           "dtypes.")
+    return E("heaviside", input, values, out=out)
+
+
+def heaviside_(self, values):
+    return E("heaviside", self, _t(values, "heaviside_", "values", 2), inplace=True)
+
+
+def lcm(input, other, *, out=None):
+    """|input / gcd * other| (PyTorch's ``torch.lcm``). PyTorch computes int8 and int16 in
+    C++'s int, so the absolute value comes before the result wraps to the dtype: so here."""
+    _t(input, "lcm", "input", 1)
+    _t(other, "lcm", "other", 2)
+    rt = D.result_type(input, other)
+    if rt not in (D.int8, D.int16):
+        return E("lcm", input, other, out=out)
+    res = O.to(E("lcm", O.to(input, None, D.int32), O.to(other, None, D.int32)), None, rt)
+    if out is None:
+        return res
+    return O.copy_(O._resize_out("lcm", out, res.shape), res)
+
+
+def lcm_(self, other):
+    return O.copy_(self, lcm(self, other)) if self.dtype in (D.int8, D.int16) else \
+        E("lcm", self, _t(other, "lcm_", "other", 2), inplace=True)
 
 
 # ---- reductions ---------------------------------------------------------------------
@@ -1012,10 +1305,38 @@ def equal(input, other):
 
 
 
+METHODS.update(nextafter=nextafter, lcm=lcm, heaviside=heaviside,
+               polygamma=_polygamma_method, mvlgamma=mvlgamma,
+               nan_to_num=nan_to_num, __lshift__=_lshift, __rlshift__=_rlshift,
+               __rshift__=_rshift, __rrshift__=_rrshift, __ilshift__=_ilshift,
+               __irshift__=_irshift,
+               frexp=frexp, ldexp=ldexp, logit=logit, positive=positive, isreal=isreal,
+               fix=trunc, sgn=sign, arctan2=atan2)  # noqa: F821
+INPLACE.update(nextafter_=nextafter_, lcm_=lcm_, heaviside_=heaviside_,
+               polygamma_=polygamma_, mvlgamma_=mvlgamma_,
+               nan_to_num_=nan_to_num_,
+               ldexp_=ldexp_, logit_=logit_, float_power_=float_power_, square_=square_,
+               clamp_min_=clamp_min_, clamp_max_=clamp_max_, negative_=neg_, subtract_=sub_,
+               divide_=div_, true_divide_=div_)
+
 _NOT_API = {"math", "namedtuple", "np", "C", "D", "O", "V", "IX", "LA", "RD", "E", "VW",
             "TensorBase", "MODE", "warnings", "annotations", "values_indices", "max_ret",
             "min_ret", "sort_ret", "topk_ret", "INPLACE", "ELEMENTWISE", "METHODS",
-            "elementwise_ops", "parse_signature"}
-# in-place variants (``exp_``) are Tensor methods only, as in PyTorch
+            "elementwise_ops", "parse_signature", "SPECIAL", "OPS", "frexp_ret", "below_autograd"}
+#: the in-place forms PyTorch also has as functions (``torch.exp_(x)``); the others are
+#: Tensor methods only, as in PyTorch
+TORCH_INPLACE = (
+    "abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
+    "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
+    "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "erf_", "erfc_", "exp2_", "exp_",
+    "expm1_", "fix_", "floor_", "frac_", "gcd_", "i0_", "lcm_", "ldexp_", "log10_", "log1p_",
+    "log2_", "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_",
+    "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_",
+    "tan_", "tanh_", "trunc_", "xlogy_")
+for _n in TORCH_INPLACE:
+    if _n not in globals():
+        globals()[_n] = INPLACE[_n]
+del _n
 __all__ = [n for n in list(globals())
-           if not n.startswith("_") and not n.endswith("_") and n not in _NOT_API]
+           if not n.startswith("_") and not n.endswith("_") and n not in _NOT_API
+           and n != "TORCH_INPLACE"] + list(TORCH_INPLACE)

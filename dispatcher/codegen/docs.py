@@ -28,6 +28,9 @@ def _gradient(o) -> str:
     return "through composite"
 
 
+_LONG = 400
+
+
 def _body(o) -> str:
     if o.scalar is None:
         return ""
@@ -35,6 +38,8 @@ def _body(o) -> str:
     for mode, scalar in o.bodies().items():
         for kind, e in scalar.items():
             text = X.render_text(e).replace("|", "\\|")
+            if len(text) > _LONG:  # (unrolled series: the definition is the readable form)
+                text = f"{len(X.walk(e, shown=True))} nodes: see its definition in defs/"
             label = kind if mode is None else f"{o.mode_attr}={mode!r}, {kind}"
             parts.append(f"{label}: `{text}`")
     return "<br>".join(parts)

@@ -72,7 +72,7 @@ def _lit(v, t, kind) -> str:
 
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _WRAP = {"add": "+", "sub": "-", "mul": "*"}
-_INTRINSICS = {"idiv_trunc", "idiv_floor", "imod", "ipow", "fdiv_floor"}
+_INTRINSICS = {"idiv_trunc", "idiv_floor", "imod", "ipow", "fdiv_floor", "igcd"}
 
 
 def render_body(e: X.Expr, kind: str, arg_names: dict, attr_names: dict,
@@ -174,6 +174,23 @@ inline C K(em_ipow)(C a, C e) {
     k >>= 1;
   }
   return (C)r;
+}
+// PyTorch's calc_gcd (see scalar_ops.h)
+inline C K(em_igcd)(C a, C b) {
+#if SIGNED
+  a = a < 0 ? (C)((UT)0 - (UT)a) : a;
+  b = b < 0 ? (C)((UT)0 - (UT)b) : b;
+#endif
+  while (a != 0) {
+    const C c = a;
+#if SIGNED
+    a = (a == -1) ? (C)0 : (C)(b % a);
+#else
+    a = (C)(b % a);
+#endif
+    b = c;
+  }
+  return b;
 }
 #elif KIND == 2
 // PyTorch's div_floor_floating

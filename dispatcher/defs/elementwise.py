@@ -30,7 +30,8 @@ def unary(name, scalar, *, promotion="int_to_float", primitive=False, differenti
           domain=None, doc="", variants=None):
     # PyTorch builds the unary ops that keep their dtype with every operand of one dtype:
     # their out= must have the result's dtype (floating-point math casts to out's)
-    out_dtype = "exact" if promotion in ("default", "integral") else None
+    # (and the predicates' out= must be bool: "does not support non-boolean outputs")
+    out_dtype = "exact" if promotion in ("default", "integral", "bool_out") else None
     return defop(name, "elementwise", f"{name}(Tensor self) -> Tensor", promotion=promotion,
                  primitive=primitive, differentiable=differentiable, scalar=scalar,
                  domain=domain, doc=doc, variants=variants, out_dtype=out_dtype)
@@ -87,6 +88,87 @@ unary("tan", {"float": precise("tan", (x,), sin(x) / cos(x))}, domain=(-1.2, 1.2
 unary("tanh", {"float": precise("tanh", (x,), 1 - 2 / (exp(2 * x) + 1))})
 unary("sigmoid", {"float": 1 / (1 + exp(-x))})
 unary("reciprocal", {"float": 1 / x})
+
+
+
+# ---- unary: inverse and hyperbolic trigonometry, exp2, log10 ----------------------------------
+# (the fallbacks compute with the primitives only; kernels call libm)
+def _signed_like(x, r):
+    """``r`` (computed for |x|) with x's sign; ±0 and NaN stay themselves."""
+    return where(x < 0, -r, where(x == 0, x, r))
+
+
+def _atan_fallback(x):
+    """atan from square roots and a series: fold |x| > 1 onto 1/|x| (atan = pi/2 - atan(1/x)),
+    halve the angle three times (atan t = 2 atan(t / (1 + sqrt(1 + t^2)))), leaving
+    |t| <= tan(pi/32), where nine terms of the Taylor series reach double precision."""
+    ax = absolute(x)
+    big = ax > 1
+    t = where(big, 1 / ax, ax)
+    for _ in range(3):
+        t = t / (1 + sqrt(1 + t * t))
+    t2 = t * t
+    s = X.const(1 / 17)                      # the series' coefficients (-1)^k / (2k + 1)
+    for k in range(7, -1, -1):
+        s = s * t2 + (-1) ** k / (2 * k + 1)
+    r = 8 * t * s
+    return _signed_like(x, where(big, math.pi / 2 - r, r))
+
+
+def _atan2_fallback(y, x):
+    """C's atan2 from atan: the angle of (|x|, |y|), then the quadrant from the signs (of
+    signed zeros too)."""
+    r = _atan_fallback((absolute(y) + 0.0) / (absolute(x) + 0.0))   # (+0.0: |-0| is +0)
+    r = where(X.isinf(y) & X.isinf(x), math.pi / 4, where((y == 0) & (x == 0), 0.0, r))
+    x_neg = (x < 0) | ((x == 0) & (1 / x < 0))
+    y_neg = (y < 0) | ((y == 0) & (1 / y < 0))
+    r = where(x_neg, math.pi - r, r)
+    r = where(y_neg, -r, r)
+    return where(X.isnan(x) | X.isnan(y), x + y, r)
+
+
+def _expm1_x(v):
+    return call("expm1", v)     # (composites: the expm1 op, accurate near 0)
+
+
+def _log1p_x(v):
+    return call("log1p", v)
+
+
+_LN2_C = math.log(2.0)
+_atan_x = precise("atan", (x,), _atan_fallback(x))
+unary("atan", {"float": _atan_x})
+unary("asin", {"float": precise("asin", (x,), _atan_fallback(x / sqrt((1 - x) * (1 + x))))},
+      domain=(-0.95, 0.95))
+unary("acos", {"float": precise("acos", (x,), 2 * _atan_fallback(sqrt((1 - x) / (1 + x))))},
+      domain=(-0.95, 0.95))
+unary("sinh", {"float": precise("sinh", (x,), where(
+    x == 0, x, (_expm1_x(x) - _expm1_x(-x)) * 0.5))})
+unary("cosh", {"float": precise("cosh", (x,), (exp(x) + exp(-x)) * 0.5)})
+_ax = absolute(x)
+unary("asinh", {"float": precise("asinh", (x,), _signed_like(x, where(
+    _ax > 1e8, log(_ax) + _LN2_C, _log1p_x(_ax + _ax * _ax / (1 + sqrt(1 + _ax * _ax))))))})
+unary("acosh", {"float": precise("acosh", (x,), where(
+    x > 1e8, log(x) + _LN2_C, _log1p_x((x - 1) + sqrt(2 * (x - 1) + (x - 1) * (x - 1)))))},
+      domain=(1.1, 4.0))
+unary("atanh", {"float": precise("atanh", (x,), _signed_like(
+    x, 0.5 * _log1p_x(2 * _ax / (1 - _ax))))}, domain=(-0.9, 0.9))
+unary("exp2", {"float": precise("exp2", (x,), X.pow(2.0, x))})
+unary("log10", {"float": precise("log10", (x,), log(x) * (1 / math.log(10.0)))}, domain=POS)
+unary("deg2rad", {"float": x * (math.pi / 180)})
+unary("rad2deg", {"float": x * (180 / math.pi)})
+unary("frac", {"float": x - precise("trunc", (x,), where(x < 0, -floor(-x), floor(x)))},
+      promotion="default")
+unary("sinc", {"float": where(x == 0, 1.0, sin(math.pi * x) / (math.pi * x))},
+      doc="sin(pi x) / (pi x), 1 at 0")
+unary("signbit", {"float": precise("copysign", (1.0, x), where(
+    (x < 0) | ((x == 0) & (1 / x < 0)), -1.0, 1.0)) < 0, "sint": x < 0, "uint": x != x,
+                  "bool": x != x}, promotion="bool_out", differentiable=False,
+      variants=("function", "method", "out"), doc="the sign bit (of -0.0 and NaN too)")
+unary("isposinf", {"float": x == math.inf, "integral": x != x}, promotion="bool_out",
+      differentiable=False, variants=("function", "method", "out"))
+unary("isneginf", {"float": x == -math.inf, "integral": x != x}, promotion="bool_out",
+      differentiable=False, variants=("function", "method", "out"))
 
 # ---- unary: keep the dtype (rounding is the identity on integers) --------------------------
 # (PyTorch rounds integers to themselves and rejects bool)
@@ -147,6 +229,53 @@ binary("hypot", {"float": precise("hypot", (a, b), sqrt(a * a + b * b))},
 binary("copysign", {"float": precise("copysign", (a, b), where(
     (b < 0) | ((b == 0) & (1 / b < 0)), -absolute(a), absolute(a)))},
        promotion="int_to_float", doc="|a| with b's sign bit (-0.0 counts as negative)")
+
+binary("atan2", {"float": precise("atan2", (a, b), _atan2_fallback(a, b))},
+       promotion="int_to_float", other_type="Tensor",
+       doc="the angle of (b, a), in (-pi, pi], as C's atan2")
+_hi = where(a < b, b, a)                                 # (std::max: NaN b loses)
+binary("logaddexp", {"float": where(X.isinf(a) & (a == b), a,
+                                    _hi + _log1p_x(exp(-absolute(a - b))))},
+       other_type="Tensor", variants=_NO_INPLACE, doc="log(exp(a) + exp(b)) without overflow")
+binary("logaddexp2", {"float": where(X.isinf(a) & (a == b), a, _hi + _log1p_x(precise(
+    "exp2", (-absolute(a - b),), X.pow(2.0, -absolute(a - b)))) * (1 / _LN2_C))},
+       other_type="Tensor", variants=_NO_INPLACE, doc="log2(2^a + 2^b) without overflow")
+binary("fmax", {"any": where(X.isnan(b), a, where(X.isnan(a), b, where(a < b, b, a)))},
+       other_type="Tensor", variants=_NO_INPLACE, doc="the larger; a NaN operand loses")
+binary("fmin", {"any": where(X.isnan(b), a, where(X.isnan(a), b, where(b < a, b, a)))},
+       other_type="Tensor", variants=_NO_INPLACE, doc="the smaller; a NaN operand loses")
+binary("nextafter", {"float": precise("nextafter", (a, b), b)}, other_type="Tensor",
+       differentiable=False,  # (the fallback is unused: the composite below computes it)
+       doc="the next representable value after a towards b")
+
+
+def _same_dtype_meta(args, attrs):
+    if all(_is_t(v) for v in args) and args[0].dtype is not args[1].dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different "
+                           "dtypes.")
+
+
+binary("heaviside", {"num": where(a == 0, b, cast(a > 0, T)), "bool": a | b},
+       signature="heaviside(Tensor self, Tensor values) -> Tensor", differentiable=False,
+       doc="values where self is 0, else (self > 0)")
+OPS["heaviside"].meta = _same_dtype_meta
+binary("gcd", {"int": X.igcd(a, b)}, other_type="Tensor", differentiable=False,
+       doc="non-negative, gcd(0, 0) = 0")
+_g = X.igcd(a, b)
+_l = X.idiv_trunc(a, _g) * b
+binary("lcm", {"sint": where(_l < 0, -_l, _l), "uint": _l}, other_type="Tensor",
+       differentiable=False, doc="|a / gcd(a, b) * b|, 0 where gcd(a, b) is 0")
+# (PyTorch: a shift by a negative amount or by the bit width or more gives 0, or the sign
+# fill for >>; a * 2^b and floor(a / 2^b) wrap exactly as the shifts do)
+_p2 = X.ipow(2, b)
+binary("bitwise_left_shift", {"int": where(b < 0, 0, a * _p2)}, differentiable=False,
+       self_type="Tensor|Scalar")
+binary("bitwise_right_shift", {
+    "sint": where((b < 0) | (_p2 <= 0), where(a < 0, -1, 0), X.idiv_floor(a, _p2)),
+    "uint": X.idiv_floor(a, _p2)}, differentiable=False, self_type="Tensor|Scalar")
+binary("xlogy", {"float": where(X.isnan(b), b, where(a == 0, 0.0, a * log(b)))},
+       promotion="int_to_float", self_type="Tensor|Scalar", domain=(0.1, 3.0),
+       doc="a * log(b), 0 where a is 0")
 
 # ---- comparisons, bitwise and logical ops ----------------------------------------------------
 for _n, _e in (("eq", a == b), ("lt", a < b)):
@@ -236,7 +365,7 @@ ternary("clamp", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tens
 
 # ---- composites: a body computed with tensor ops, unless given here -----------------------------
 @composite("expm1")
-def _expm1(x):
+def _expm1_composite(x):
     """Kahan: (u - 1) * x / log(u) with u = exp(x) cancels the rounding error of u."""
     E = O.elementwise
     u = E("exp", x)
@@ -247,12 +376,72 @@ def _expm1(x):
 
 
 @composite("log1p")
-def _log1p(x):
+def _log1p_composite(x):
     """Kahan: log(u) * x / (u - 1) with u = 1 + x."""
     E = O.elementwise
     u = E("add", x, 1)
     accurate = E("div", E("mul", E("log", u), x), E("sub", u, 1))
     return O.where(E("eq", u, 1), x, O.where(E("eq", u, math.inf), u, accurate))
+
+
+def _any(mask) -> bool:
+    return bool(O.item(O.reduce("sum", mask)))
+
+
+@composite("gcd")
+def _gcd(a, b):
+    """Euclid's algorithm on whole tensors: the remainder step where a is not yet 0."""
+    E = O.elementwise
+    a, b = E("abs", a), E("abs", b)
+    while True:
+        live = E("ne", a, 0)
+        if not _any(live):
+            return b
+        r = E("fmod", b, O.where(live, a, 1))
+        b = O.where(live, a, b)
+        a = O.where(live, r, 0)
+
+
+@composite("lcm")
+def _lcm(a, b):
+    E = O.elementwise
+    g = _gcd(a, b)
+    q = E("mul", E("div", a, O.where(E("eq", g, 0), 1, g), rounding_mode="trunc"), b)
+    return E("abs", q) if a.dtype.is_signed else q
+
+
+# (mantissa bits, least normal exponent, smallest subnormal, largest finite) per float dtype
+_FLOAT_BITS = {"float64": (52, -1022, 2.0 ** -1074, 1.7976931348623157e308),
+               "float32": (23, -126, 2.0 ** -149, 3.4028234663852886e38),
+               "float16": (10, -14, 2.0 ** -24, 65504.0),
+               "bfloat16": (7, -126, 2.0 ** -133, 3.3895313892515355e38)}
+
+
+@composite("nextafter")
+def _nextafter(a, b):
+    """One step of a's spacing, found from its binary exponent: half a step where a is a
+    power of two and moves towards 0; the subnormal minimum from 0; the largest finite
+    value from an infinity."""
+    E = O.elementwise
+    bits, emin, tiny, big = _FLOAT_BITS[a.dtype.name]
+    ax = E("abs", a)
+    safe = O.where(E("eq", E("sub", ax, ax), 0), O.where(E("eq", ax, 0), 1.0, ax), 1.0)
+    e = E("floor", E("log2", safe))
+    p2 = E("pow", 2.0, e)
+    e = O.where(E("gt", p2, safe), E("sub", e, 1), O.where(E("le", E("mul", p2, 2), safe),
+                                                           E("add", e, 1), e))
+    e = E("maximum", e, O.full(e.shape, float(emin), e.dtype, e.device))
+    ulp = E("pow", 2.0, E("sub", e, bits))
+    up = E("gt", b, a)
+    shrink = E("ne", up, E("gt", a, 0))
+    exact = E("logical_and", E("eq", safe, E("pow", 2.0, e)), E("gt", e, float(emin)))
+    step = O.where(E("logical_and", shrink, exact), E("mul", ulp, 0.5), ulp)
+    res = O.where(up, E("add", a, step), E("sub", a, step))
+    res = O.where(E("eq", a, 0), O.where(up, tiny, -tiny), res)
+    res = O.where(E("isinf", a), O.where(E("gt", a, 0), big, -big), res)
+    res = O.where(E("eq", a, b), b, res)
+    res = O.where(E("logical_or", E("isnan", a), E("isnan", b)), E("add", a, b), res)
+    return O.cast(res, a.dtype)   # (the number branches above are in the default dtype)
 
 
 _TENSOR_OPS = X.TensorOps(
@@ -518,3 +707,134 @@ def _(g, self, min, max):
             ghi = ghi | (max < min)
         ghi = O.where(ghi, g, 0.0)
     return gx, glo, ghi
+
+
+# (the formulas below are PyTorch's derivatives.yaml entries, term for term)
+@gradient("asin")
+def _(g, self):
+    return (g * E("rsqrt", -self * self + 1),)
+
+
+@gradient("acos")
+def _(g, self):
+    return (g * -E("rsqrt", -self * self + 1),)
+
+
+@gradient("atan")
+def _(g, self):
+    return (g / (self * self + 1),)
+
+
+@gradient("sinh")
+def _(g, self):
+    return (g * E("cosh", self),)
+
+
+@gradient("cosh")
+def _(g, self):
+    return (g * E("sinh", self),)
+
+
+@gradient("asinh")
+def _(g, self):
+    return (g * E("rsqrt", self * self + 1),)
+
+
+@gradient("acosh")
+def _(g, self):
+    return (g * E("rsqrt", self * self - 1),)
+
+
+@gradient("atanh")
+def _(g, self):
+    return (g * 1 / (1 - self * self),)
+
+
+@gradient("exp2")
+def _(g, result):
+    return (g * result * _LN2,)
+
+
+@gradient("log10")
+def _(g, self):
+    return (g / (self * math.log(10.0)),)
+
+
+@gradient("deg2rad")
+def _(g):
+    return (g * (math.pi / 180),)
+
+
+@gradient("rad2deg")
+def _(g):
+    return (g * (180 / math.pi),)
+
+
+@gradient("frac")
+def _(g):
+    return (g,)
+
+
+@gradient("sinc")
+def _(g, self):
+    self_pi = self * math.pi
+    self_squared_pi = self * self * math.pi
+    out = g * ((self_pi * E("cos", self_pi)) - E("sin", self_pi)) / self_squared_pi
+    return (O.where(self_squared_pi == 0.0, 0.0, out),)
+
+
+@gradient("atan2")
+def _(g, self, other):
+    recip = E("reciprocal", self * self + other * other)
+    recip = O.where(E("isinf", recip), 0.0, recip)   # (PyTorch's: 0 at the origin)
+    return g * other * recip, g * -self * recip
+
+
+@gradient("logaddexp")
+def _(g, self, other):
+    return g / (1 + E("exp", other - self)), g / (1 + E("exp", self - other))
+
+
+@gradient("logaddexp2")
+def _(g, self, other):
+    return g / (1 + E("pow", 2.0, other - self)), g / (1 + E("pow", 2.0, self - other))
+
+
+@gradient("fmax")
+def _(g, self, other):
+    keep = E("logical_or", self >= other, E("isnan", other))
+    return O.where(keep, g, 0.0), O.where(keep, 0.0, g)
+
+
+@gradient("fmin")
+def _(g, self, other):
+    keep = E("logical_or", self <= other, E("isnan", other))
+    return O.where(keep, g, 0.0), O.where(keep, 0.0, g)
+
+
+def _masked_zero(v, self, other, bound):
+    """``v`` with 0 where self == 0 and other <= bound (either may be a Python number)."""
+    zero = self == 0.0
+    # (PyTorch's number overload masks where other is NaN too)
+    low = other <= bound or math.isnan(other) if isinstance(other, float) else other <= bound
+    if isinstance(low, bool):
+        if not low:
+            return v
+        mask = zero
+    elif isinstance(zero, bool):
+        if not zero:
+            return v
+        mask = low
+    else:
+        mask = E("logical_and", zero, low)
+    return O.where(mask, 0.0, v)
+
+
+@gradient("xlogy")
+def _(g, self, other):
+    gs = go = None
+    if _requires(self):
+        gs = _masked_zero(E("xlogy", g, other), self, other, 0.0)
+    if _requires(other):
+        go = g * self / other
+    return gs, go

@@ -255,6 +255,15 @@ _add(OpInfo("clamp", ember.clamp, [
 
 
 
+_add(OpInfo("polygamma", lambda x, n=1, **k: ember.polygamma(n, x, **k), [
+    S(T(3, 4, low=0.5, high=3)), S(T(3, 4, low=0.5, high=3), n=0),
+    S(T(3, 4, low=0.5, high=3), n=3)], inplace=lambda x, n=1: x.polygamma_(n), out=True,
+    special=True))
+_add(OpInfo("logit", ember.logit, [S(T(3, 4, low=0.05, high=0.95)),
+                                   S(T(3, 4, low=-0.5, high=1.5), eps=0.1)],
+            inplace=_method("logit_"), out=True, special=True))
+
+
 def _generic_elementwise(o):
     """Samples for an op from its definition alone: its arity, domain and variants."""
     lo, hi = o.domain or (-3, 3)
@@ -266,7 +275,9 @@ def _generic_elementwise(o):
     else:
         samples = [S(*[T(3, 4, low=lo, high=hi) for _ in range(n)]),
                    S(T(3, 4, low=lo, high=hi), *[T(4, low=lo, high=hi) for _ in range(n - 1)])]
-    return OpInfo(o.name, getattr(ember, o.name), samples,
+    fn = getattr(ember.special, o.name[len("special_"):]) if o.name.startswith("special_") \
+        else getattr(ember, o.name)
+    return OpInfo(o.name, fn, samples,
                   inplace=_method(o.name + "_") if "inplace" in o.variants else None,
                   out="out" in o.variants, special=True, scale=_SCALE.get(o.name, 1))
 

@@ -250,9 +250,15 @@ def _generic_recipe(o):
     """``ember.<name>`` on float64 inputs from the op's domain, the later inputs broadcast."""
     low, high = o.domain or (-1.0, 1.0)
     shapes = [(3, 4), (4,), (3, 1)][:len(o.inputs)]
+    if o.name.startswith("special_"):   # (ember.special.<name>)
+        return getattr(ember.special, o.name[len("special_"):]), [
+            X(*s, low=low, high=high) for s in shapes]
     return getattr(ember, o.name), [X(*s, low=low, high=high) for s in shapes]
 
 
+RECIPES["polygamma"] = (lambda x, y: (ember.polygamma(1, x), ember.polygamma(3, y)),
+                       [X(3, 4, low=0.5, high=3.0), X(4, low=0.5, high=3.0)])
+RECIPES["special_zeta"] = (lambda q: ember.special.zeta(2.5, q), [X(3, 4, low=0.5, high=3.0)])
 for _o in elementwise_ops():
     if _o.differentiable and _o.name not in RECIPES:
         RECIPES[_o.name] = _generic_recipe(_o)

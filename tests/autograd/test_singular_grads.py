@@ -90,6 +90,10 @@ ALLOWED = {
         reason="PyTorch computes s / x as x.reciprocal() * s: for tiny x the gradient "
                "(1/x)^2 * 0 overflows to inf * 0 = NaN in float32; ember's -g * (0 / x) / x "
                "is 0") for zero in ("0.0", "-0.0")},
+    ("special_zeta", None, "float32"): dict(
+        where=lambda c: c[1] < 0,
+        reason="float32 zeta(x, q) of a negative q: the Hurwitz sum's terms cancel, and "
+               "PyTorch's CPU kernel sums in double where ember's kernels sum in float"),
     ("hardsigmoid", None, "float64"): dict(
         rtol=1e-7,
         reason="PyTorch's hardsigmoid_backward multiplies by the float32 constant 1/6 in "
@@ -215,10 +219,22 @@ def _kinds(o):
     return ["bool" if v.value[2] == BOOL else "float" for v in o.body_inputs()]
 
 
+def _public(lib, name):
+    """The library's function of schema op ``name`` (``lib.special.<x>`` for the
+    ``special_<x>`` ops; polygamma of order 1 and 3, as one-operand functions)."""
+    if name == "special_zeta":  # (no derivative in x, in PyTorch either: x held constant)
+        return lambda x, q: lib.special.zeta(x.detach() if hasattr(x, "detach") else x, q)
+    if name.startswith("special_"):
+        return getattr(lib.special, name[len("special_"):])
+    if name == "polygamma":
+        return lambda x, n=1: lib.polygamma(n, x)
+    return getattr(lib, name)
+
+
 def _elementwise_variants(o):
     """(case id, ember fn, torch fn, per-input values or a Python scalar) for one op."""
     name = o.name
-    efn, tfn = getattr(ember, name), getattr(torch, name)
+    efn, tfn = _public(ember, name), _public(torch, name)
     kinds = _kinds(o)
     n = len(kinds)
     vals = _operand_values(o) if n < 3 else SPECIALS3

@@ -1046,19 +1046,9 @@ SIGNATURES["split"]["method_kw"] = False  # Tensor.split's parameter is split_si
 #: Entries written for PyTorch names ember did not have when the table was made. They are
 #: left out of the table; test_signatures.py fails once ember has one of them, so that it
 #: moves into the table (delete it here).
-LACKING = (
-    "acos", "acosh", "arctan2", "asin", "asinh", "atan", "atan2", "atanh",
-    "bitwise_left_shift", "bitwise_right_shift", "cosh", "deg2rad", "digamma", "entr",
-    "erfc", "erfcx", "erfinv", "exp2", "expit", "fix", "fmax", "fmin", "frac", "heaviside",
-    "i0", "isneginf", "isposinf", "isreal", "lgamma", "log10", "log_ndtr", "logaddexp",
-    "logaddexp2", "logit", "nan_to_num", "ndtr", "nextafter", "positive", "rad2deg", "sgn",
-    "signbit", "sinc", "sinh", "xlogy",
-)
+LACKING = ()
 #: In-place methods (``Tensor.X_``) ember lacks although it has ``X``.
-LACKING_INPLACE = (
-    "square", "float_power", "multiply", "subtract", "true_divide", "divide", "greater",
-    "less", "greater_equal", "less_equal", "not_equal", "clamp_min", "clamp_max",
-)
+LACKING_INPLACE = ()
 LACKING_ENTRIES = {name: SIGNATURES.pop(name) for name in LACKING}
 for _n in LACKING_INPLACE:
     SIGNATURES[_n]["variants"] = tuple(v for v in SIGNATURES[_n]["variants"] if v != "inplace")

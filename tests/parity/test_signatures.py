@@ -299,6 +299,8 @@ def dtype_name(dtype):
 
 def to_numpy(tensor):
     tensor = tensor.detach()
+    if getattr(tensor, "_is_zerotensor", lambda: False)():
+        tensor = tensor.clone()   # torch's symbolic zero gradient (e.g. of sgn) as zeros
     if dtype_name(tensor.dtype) == "bfloat16":
         tensor = tensor.float()
     return np.asarray(tensor.numpy())

@@ -296,6 +296,12 @@ void read_tensor(PyObject* obj, TensorT<N>& t, const char* op, const char* arg) 
   if (obj == nullptr || obj == Py_None) raise(PyExc_TypeError, "%s(): argument '%s' must be a tensor, got None", op, arg);
   Ref st(PyObject_GetAttr(obj, names().storage));
   if (!st.p) {
+    if (PyErr_ExceptionMatches(PyExc_NotImplementedError)) {  // a sparse COO tensor
+      PyErr_Clear();
+      raise(PyExc_NotImplementedError,
+            "%s(): argument '%s' is a sparse COO tensor (layout ember.sparse_coo), which this op "
+            "does not support in ember; convert it with .to_dense() first", op, arg);
+    }
     PyErr_Clear();
     raise(PyExc_TypeError, "%s(): argument '%s' must be a tensor (no _storage attribute), got %s", op, arg,
           Py_TYPE(obj)->tp_name);

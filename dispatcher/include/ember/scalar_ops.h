@@ -149,6 +149,20 @@ EMBER_MATH2(fmod, fmodf, fmod)
 EMBER_MATH2(pow, powf, pow)
 EMBER_MATH2(hypot, hypotf, hypot)
 EMBER_MATH2(copysign, copysignf, copysign)
+EMBER_MATH1(asin, asinf, asin)
+EMBER_MATH1(acos, acosf, acos)
+EMBER_MATH1(atan, atanf, atan)
+EMBER_MATH1(sinh, sinhf, sinh)
+EMBER_MATH1(cosh, coshf, cosh)
+EMBER_MATH1(asinh, asinhf, asinh)
+EMBER_MATH1(acosh, acoshf, acosh)
+EMBER_MATH1(atanh, atanhf, atanh)
+EMBER_MATH1(exp2, exp2f, exp2)
+EMBER_MATH1(log10, log10f, log10)
+EMBER_MATH1(lgamma, lgammaf, lgamma)
+EMBER_MATH1(erfc, erfcf, erfc)
+EMBER_MATH2(atan2, atan2f, atan2)
+EMBER_MATH2(nextafter, nextafterf, nextafter)
 #undef EMBER_MATH1
 #undef EMBER_MATH2
 
@@ -237,6 +251,25 @@ EMBER_HD inline C ipow(C a, C e) {
     k >>= 1;
   }
   return static_cast<C>(r);
+}
+// PyTorch's calc_gcd: Euclid's algorithm on the absolute values (which wrap for the most
+// negative value, as PyTorch's do)
+template <class C>
+EMBER_HD inline C igcd(C a, C b) {
+  if constexpr (std::is_signed_v<C>) {
+    a = a < C(0) ? neg(a) : a;
+    b = b < C(0) ? neg(b) : b;
+  }
+  while (a != C(0)) {
+    const C c = a;
+    if constexpr (std::is_signed_v<C>) {
+      a = (a == C(-1)) ? C(0) : static_cast<C>(b % a);  // (x % -1 is 0; MIN % -1 traps)
+    } else {
+      a = static_cast<C>(b % a);
+    }
+    b = c;
+  }
+  return b;
 }
 // floor(a / b) for floating types, exactly as PyTorch's div_floor_floating
 template <class C>
