@@ -53,17 +53,13 @@ OMITTED = {
         **{n: _ATEN_INTERNAL for n in (
             "batch_norm_backward_elemt", "batch_norm_backward_reduce", "batch_norm_elemt",
             "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts", "batch_norm_stats",
-            "batch_norm_update_stats", "native_batch_norm", "native_channel_shuffle",
-            "native_dropout", "native_group_norm", "native_layer_norm", "native_norm",
-            "norm_except_dim", "saddmm", "hspmm", "hsmm", "dsmm", "smm", "sspaddmm",
+            "saddmm", "hspmm", "hsmm", "dsmm", "smm", "sspaddmm",
             "resize_as_sparse_", "hash_tensor", "slice_inverse")},
         **{n: _OTHER_DEVICE for n in (
             "get_autocast_ipu_dtype", "get_autocast_xla_dtype", "set_autocast_ipu_dtype",
             "set_autocast_ipu_enabled", "set_autocast_xla_dtype", "set_autocast_xla_enabled",
             "is_autocast_ipu_enabled", "is_autocast_xla_enabled")},
         "thread_safe_generator": "a private helper of torch.random re-exported by accident",
-        **{n: ("an undocumented ATen entry point behind nn.RNN/LSTM/GRU (programs use the "
-               "modules or their cells)") for n in ("lstm", "gru", "rnn_relu", "rnn_tanh")},
         **{n: "the __torch_function__ protocol, which ember does not have"
            for n in ("DisableTorchFunction", "DisableTorchFunctionSubclass")},
         "FatalError": "raised by PyTorch's C++ core on internal invariant failures only",
@@ -71,15 +67,13 @@ OMITTED = {
     "Tensor": {
         **{n: _QUANT for n in (
             "int_repr", "q_per_channel_axis", "q_per_channel_scales",
-            "q_per_channel_zero_points", "q_scale", "q_zero_point", "qscheme", "dequantize",
-            "is_quantized")},
+            "q_per_channel_zero_points", "q_scale", "q_zero_point", "qscheme", "dequantize")},
         **{n: _SPARSE_COMPRESSED for n in (
             "ccol_indices", "col_indices", "crow_indices", "row_indices", "to_sparse_bsc",
-            "to_sparse_bsr", "to_sparse_csc", "to_sparse_csr", "is_sparse_csr")},
+            "to_sparse_bsr", "to_sparse_csc", "to_sparse_csr")},
         **{n: _OTHER_DEVICE for n in (
-            "ipu", "xpu", "mtia", "to_mkldnn", "is_ipu", "is_xpu", "is_mtia", "is_maia",
-            "is_vulkan", "is_mkldnn", "is_xla")},
-        **{n: _REMOVED for n in ("symeig", "reinforce", "volatile")},
+            "ipu", "xpu", "mtia", "to_mkldnn")},
+        **{n: _REMOVED for n in ("reinforce", "volatile")},
         "index": "binds first-class dimensions of the functorch.dim prototype, not indexing",
         "name": "named tensors are a prototype API PyTorch marks unstable",
         **{n: _ATEN_INTERNAL for n in (
@@ -97,18 +91,5 @@ OMITTED = {
         "DType": "typing alias re-export, not a PyTorch API",
         "ScalingType": "an enum of the CUDA-only scaled_mm / grouped_mm kernels",
         "SwizzleType": "an enum of the CUDA-only scaled_mm / grouped_mm kernels",
-        "scaled_mm": "a CUDA-only float8 tensor-core GEMM",
-        "scaled_grouped_mm": "a CUDA-only float8 grouped tensor-core GEMM",
-        "grouped_mm": "CUDA-only (grouped tensor-core GEMM for MoE kernels)",
-        "boolean_dispatch": "a private helper of torch.nn.functional re-exported by accident",
-        "assert_int_or_pair": "a private helper of torch.nn.functional re-exported by accident",
-        "handle_torch_function": "the __torch_function__ protocol, which ember does not have",
-        "has_torch_function": "the __torch_function__ protocol, which ember does not have",
-        "has_torch_function_unary": "the __torch_function__ protocol, which ember does not have",
-        "has_torch_function_variadic": ("the __torch_function__ protocol, which ember does not "
-                                        "have"),
-    },
-    "nn": {
-        "CrossMapLRN2d": "a legacy Lua-Torch port kept for old checkpoints (use LocalResponseNorm)",
     },
 }
