@@ -31,6 +31,7 @@ one; a dtype with no body is not supported by the op.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 
 __all__ = [
@@ -392,6 +393,9 @@ class TensorOps:
 # expression operator -> primitive schema op (the others decompose into these below, so
 # a backend with only the primitives evaluates every body without recursing)
 _EVAL_OPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "eq": "eq", "lt": "lt"}
+# the same on two Python numbers (a body comparing a Scalar attribute with a constant)
+_SCALAR_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+               "div": operator.truediv, "eq": operator.eq, "lt": operator.lt}
 # Only functions that are themselves primitive ops (or decompose into them) evaluate; a
 # body using another library function must wrap it in precise() with a fallback, so a
 # backend with only the primitives can still compute it.
@@ -517,9 +521,15 @@ def _eval_node(n, a, args, attrs, ops, dtype):
         return ops.ew({"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor"}[op],
                       x, y)
     if op in _EVAL_OPS:
+        if not any(hasattr(v, "dtype") for v in a):  # folded: scalar attributes/constants
+            return _SCALAR_OPS[op](*a)
         return ops.ew(_EVAL_OPS[op], *a)
     if op == "ne":
+        if not any(hasattr(v, "dtype") for v in a):
+            return a[0] != a[1]
         return ops.ew("bitwise_not", ops.ew("eq", a[0], a[1]))
+    if op in ("le", "ge") and not any(hasattr(v, "dtype") for v in a):
+        return a[0] <= a[1] if op == "le" else a[0] >= a[1]
     if op in ("le", "ge"):
         x, y = (a[0], a[1]) if op == "le" else (a[1], a[0])
         return ops.ew("bitwise_or", ops.ew("lt", x, y), ops.ew("eq", x, y))

@@ -282,6 +282,12 @@ def _generic_elementwise(o):
                   out="out" in o.variants, special=True, scale=_SCALE.get(o.name, 1))
 
 
+# zeta(x, q): PyTorch differentiates only in q (its derivative in x is not implemented)
+_add(OpInfo("special_zeta", ember.special.zeta,
+            [S(T(3, 4, low=1.5, high=4.0, grad=False), T(3, 4, low=0.5, high=3.0)),
+             S(T(3, 4, low=1.5, high=4.0, grad=False), T(4, low=0.5, high=3.0))],
+            out=True, special=True))
+
 for _o in elementwise_ops():
     if _o.name not in OP_DB:
         _add(_generic_elementwise(_o))

@@ -79,14 +79,15 @@ def TT(arr, dtype=None):
     return t if dtype is None else t.to(dtype)
 
 
-def assert_same(got, want, what):
+def assert_same(got, want, what, loose=False):
     """ember tensor ``got`` has torch tensor ``want``'s dtype and values (NaN == NaN)."""
     assert got.dtype.name == str(want.dtype).replace("torch.", ""), what
     act = got.cpu().numpy()
     exp = want.numpy()
     if want.dtype.is_floating_point:
-        np.testing.assert_allclose(act.astype(np.float64), exp.astype(np.float64), rtol=2e-6,
-                                   atol=1e-6, equal_nan=True, err_msg=what)
+        tol = 2e-5 if loose else 2e-6
+        np.testing.assert_allclose(act.astype(np.float64), exp.astype(np.float64), rtol=tol,
+                                   atol=tol / 2, equal_nan=True, err_msg=what)
     else:
         np.testing.assert_array_equal(act, exp, err_msg=what)
 
@@ -104,7 +105,17 @@ def torch_raises_overlap(fn) -> bool:
 
 
 # ---- elementwise ops, from their definitions ---------------------------------------------
-ELEMENTWISE = list(elementwise_ops())
+# (polygamma takes its order n before the tensor: tests/ops/test_elementwise_family.py)
+ELEMENTWISE = [o for o in elementwise_ops() if o.name != "polygamma"]
+#: ops defined on integers only although their promotion is the default one
+_INTEGER_ONLY = {"gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift"}
+#: ops whose fallback (composite) computes a series approximation: a few float32 ulps from
+#: PyTorch's library function on the backends without their kernel
+_SERIES = {"lgamma", "digamma", "erfinv", "logit"}
+
+
+def _integral(o) -> bool:
+    return o.promotion == "integral" or o.name in _INTEGER_ONLY
 INPLACE = [o for o in ELEMENTWISE if "inplace" in o.variants]
 
 
@@ -121,7 +132,7 @@ WITH_OUT = [o for o in ELEMENTWISE if _takes_out(getattr(ember, o.name, None))]
 
 def _dtypes(o):
     """(ember, torch) dtype of the written tensor: integers for bitwise ops, else float32."""
-    return (ember.int64, torch.int64) if o.promotion == "integral" else (
+    return (ember.int64, torch.int64) if _integral(o) else (
         ember.float32, torch.float32)
 
 
@@ -129,7 +140,7 @@ def _values(o, shape, seed):
     """Values every input of ``o`` accepts: inside the op's domain and away from zero
     (divisors), small integers for integer ops; one array serves for all inputs."""
     rng = np.random.default_rng(zlib.crc32(f"{o.name}-{seed}".encode()))
-    if o.promotion == "integral":
+    if _integral(o):
         return rng.integers(1, 7, shape)
     lo, hi = o.domain or (-3.0, 3.0)
     v = rng.uniform(lo, hi, shape)
@@ -178,12 +189,14 @@ def test_out_into_an_expanded_tensor_raises(device, name):
     conds = np.array([True, False, True, True, False])
     n = len(o.body_inputs())
     tins = [TT(conds) if i in _bool_args(o) else TT(vals, tdt) for i in range(n)]
-    tout = torch.zeros(1, dtype=tdt).expand(5)
+    # (a predicate's out= must be bool)
+    oe, ot = (ember.bool, torch.bool) if o.promotion == "bool_out" else (edt, tdt)
+    tout = torch.zeros(1, dtype=ot).expand(5)
     assert torch_raises_overlap(lambda: torch_out(name, tins, tout)), name
     eins = [E(conds, device) if i in _bool_args(o) else E(vals, device, edt)
             for i in range(n)]
     with pytest.raises(RuntimeError, match="single memory location"):
-        getattr(ember, name)(*eins, out=E([0], device, edt).expand(5))
+        getattr(ember, name)(*eins, out=E([0], device, oe).expand(5))
 
 
 @pytest.mark.parametrize("name", [o.name for o in INPLACE])
@@ -209,7 +222,7 @@ def test_inplace_with_partially_overlapping_inputs(device, name):
         dest, src = pick(ex)
         res = getattr(dest, name + "_")(*[src] * n_other)
         assert res is dest
-        assert_same(ex, tx, f"{name}_ {case}")
+        assert_same(ex, tx, f"{name}_ {case}", loose=name in _SERIES)
 
 
 @pytest.mark.parametrize("name", [o.name for o in WITH_OUT])
@@ -233,12 +246,15 @@ def test_out_overlapping_the_inputs(device, name):
         try:
             torch_out(name, tins, dest)
         except RuntimeError as e:   # a result PyTorch will not cast to the out's dtype
-            assert "can't be cast" in str(e), e
-            with pytest.raises(RuntimeError, match="can't be cast"):
+            # (or a predicate given a non-bool out=: ember words it in its own terms)
+            bool_out = "non-boolean outputs" in str(e)
+            assert bool_out or "can't be cast" in str(e), e
+            with pytest.raises(RuntimeError, match="expected Bool" if bool_out else
+                               "can't be cast"):
                 getattr(ember, name)(*eins, out=edest)
             continue
         getattr(ember, name)(*eins, out=edest)
-        assert_same(ex, tx, f"{name} out= {case}")
+        assert_same(ex, tx, f"{name} out= {case}", loose=name in _SERIES)
 
 
 # ---- the other in-place ops --------------------------------------------------------------
@@ -254,6 +270,7 @@ def makers(device):
 #: see the module docstring))
 OTHER_INPLACE = {
     "copy": (lambda x, src, new: x.copy_(src), True),
+    "polygamma": (lambda x, src, new: x.polygamma_(1), True),
     "fill": (lambda x, src, new: x.fill_(2.5), False),
     "scatter": (lambda x, src, new: x.scatter_(0, new([2, 0, 1]), src[:3]), True),
     "index_put": (lambda x, src, new: x.index_put_((new([0, 3]),), src[:2]), False),
@@ -359,6 +376,7 @@ ONES = np.ones((4, 2), np.float32)
 #: op -> (fn(lib, new, a, out), the out's shape and dtype): the ops whose ``ember.<name>``
 #: takes ``out=``
 OTHER_OUT = {
+    "polygamma": (lambda lib, new, a, out: lib.polygamma(1, a + 2, out=out), (3, 4), "float32"),
     "gather": (lambda lib, new, a, out: lib.gather(a, 1, new([[0, 2]] * 3), out=out),
                (3, 2), "float32"),
     "index_select": (lambda lib, new, a, out: lib.index_select(a, 1, new([3, 1]), out=out),

@@ -232,8 +232,11 @@ def test_torch_level_inplace_functions():
             continue
         t = torch.tensor([0.3, 0.6, 1.7, 2.5])
         e = _e(t, "cpu")
+        try:
+            getattr(torch, name)(t)
+        except (TypeError, RuntimeError):
+            continue  # (not a one-tensor in-place function: addmv_, dropout_, ...)
         r = getattr(ember, name)(e)
-        getattr(torch, name)(t)
         assert r is e, name
         assert_like(e, t, 2e-6, 1e-30, name)
     t, e = torch.tensor([0.3, 2.5]), ember.tensor([0.3, 2.5])
