@@ -704,7 +704,7 @@ def nextafter(input, other, *, out=None):
     res = OPS["nextafter"].composite(O.to(input, None, rt), O.to(other, None, rt))
     if out is None:
         return res
-    if out.dtype is not rt:
+    if not O.can_cast(rt, out.dtype):
         raise RuntimeError(f"nextafter(): result type {D.torch_name(rt)} can't be cast to the "
                            f"desired output type {D.torch_name(out.dtype)}")
     return O.copy_(O._resize_out("nextafter", out, res.shape), res)
@@ -742,6 +742,9 @@ def lcm(input, other, *, out=None):
     res = O.to(E("lcm", O.to(input, None, D.int32), O.to(other, None, D.int32)), None, rt)
     if out is None:
         return res
+    if not O.can_cast(rt, out.dtype):
+        raise RuntimeError(f"result type {D.torch_name(rt)} can't be cast to the desired "
+                           f"output type {D.torch_name(out.dtype)}")
     return O.copy_(O._resize_out("lcm", out, res.shape), res)
 
 

@@ -40,7 +40,13 @@ DEVICES = ["cpu", pytest.param("opencl", marks=pytest.mark.skipif(
 
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
           "float32", "float64")
-ELEMENTWISE = [n for n, o in OPS.items() if o.kind == "elementwise"]
+# (torch.special's ops (special_<name>) and the ops taking a non-tensor argument first or
+# as an attribute (polygamma's order, logit's eps) are covered form by form in
+# tests/ops/test_special.py and tests/ops/test_elementwise_family.py)
+ELEMENTWISE = [n for n, o in OPS.items() if o.kind == "elementwise"
+               and not n.startswith("special_") and n not in ("polygamma", "logit")]
+#: ops defined on integers only although their promotion is the default one
+_INTEGER_ONLY = {"gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift"}
 #: positional parameters of each op, as (name, type) from its signature
 POSITIONAL = {n: [(p[1], p[0]) for p in parse_signature(OPS[n].signature)[1] if not p[3]]
               for n in ELEMENTWISE}
@@ -247,7 +253,7 @@ def test_number_arguments_follow_signature(name, device):
     """A number where the signature says ``Tensor`` raises TypeError in every form, as in
     PyTorch (``hypot(x, 2)``, ``x.logical_and_(1)``, ``addcmul(x, 2, t)``); where it says
     ``Tensor|Scalar`` both libraries take it."""
-    dtype = "int32" if OPS[name].promotion == "integral" else "float32"
+    dtype = "int32" if OPS[name].promotion == "integral" or name in _INTEGER_ONLY else "float32"
     params = POSITIONAL[name]
     for form in _forms(name):
         if name == "where" and form == "method":
@@ -291,15 +297,17 @@ def test_number_arguments_follow_signature(name, device):
 
 # ---- the forms each op has ------------------------------------------------------------------
 def _torch_takes_out(name) -> bool:
-    dtype = torch.int32 if OPS[name].promotion == "integral" else torch.float32
+    integral = OPS[name].promotion == "integral" or name in _INTEGER_ONLY
+    dtype = torch.int32 if integral else torch.float32
     args = [torch.ones(2, dtype=dtype) for _ in POSITIONAL[name]]
     if name == "where":
         args[0] = args[0] > 0
     if name == "clamp":
         args = [args[0], 0, 1]
+    out_dtype = torch.bool if OPS[name].promotion == "bool_out" else \
+        dtype if name != "where" else torch.float32
     try:
-        getattr(torch, name)(*args, out=torch.empty(2, dtype=dtype if name != "where" else
-                                                    torch.float32))
+        getattr(torch, name)(*args, out=torch.empty(2, dtype=out_dtype))
     except TypeError as e:
         assert "out" in str(e), e
         return False
