@@ -21,7 +21,7 @@ from typing import Any
 
 from ember.dispatcher import dtypes as D
 
-from .._creation import tensor
+from .._creation import tensor, zeros_like
 from .._tensor import Tensor
 from ..autograd import enable_grad, set_grad_enabled
 from ..nn.modules.module import RemovableHandle
@@ -102,6 +102,21 @@ def _check_fused_param(p: Tensor) -> None:
 def _check_not_sparse(name: str, grad: Tensor) -> None:
     if getattr(grad, "is_sparse", False):
         raise RuntimeError(f"{name} does not support sparse gradients")
+
+
+def _params_with_state(optimizer, group, name: str, buffers) -> list:
+    """The group's parameters that have a gradient (a sparse one is refused, naming
+    ``name``), each with its state started on first use as PyTorch's Adam family does: a
+    float ``step`` counter, then a zero tensor per name in ``buffers``."""
+    params = [p for p in group["params"] if p.grad is not None]
+    for p in params:
+        _check_not_sparse(name, p.grad)
+        state = optimizer.state[p]
+        if len(state) == 0:
+            state["step"] = tensor(0.0, dtype=_get_scalar_dtype())
+            for b in buffers:
+                state[b] = zeros_like(p)
+    return params
 
 
 def _use_grad_for_differentiable(step: Callable) -> Callable:

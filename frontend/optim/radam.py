@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .. import _creation as K
-from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_not_sparse,
-                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable)
+from .optimizer import (Optimizer, _check_capturable, _check_lr, _get_value,
+                        _params_with_state, _use_grad_for_differentiable)
 
 __all__ = ["RAdam"]
 
@@ -74,14 +73,7 @@ class RAdam(Optimizer):
             lr = _get_value(group["lr"])
             beta1, beta2 = group["betas"]
             eps, weight_decay = group["eps"], group["weight_decay"]
-            params = [p for p in group["params"] if p.grad is not None]
-            for p in params:
-                _check_not_sparse("RAdam", p.grad)
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = K.tensor(0.0, dtype=_get_scalar_dtype())
-                    state["exp_avg"] = K.zeros_like(p)
-                    state["exp_avg_sq"] = K.zeros_like(p)
+            params = _params_with_state(self, group, "RAdam", ("exp_avg", "exp_avg_sq"))
             for p in params:
                 if group["capturable"]:
                     _check_capturable([p])
