@@ -410,6 +410,22 @@ _EVAL_CALLS = {
 }
 
 
+def _trunc_div(x, y):
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
+
+
+# the same functions on Python numbers (a body's subexpression of attributes and constants)
+_SCALAR_CALLS = {
+    "exp": math.exp, "log": math.log, "sin": math.sin, "cos": math.cos, "sqrt": math.sqrt,
+    "erf": math.erf, "floor": math.floor, "fmod": math.fmod, "pow": math.pow,
+    "expm1": math.expm1, "log1p": math.log1p, "idiv_trunc": _trunc_div,
+    "idiv_floor": operator.floordiv, "fdiv_floor": lambda x, y: math.floor(x / y),
+    "imod": lambda x, y: x - _trunc_div(x, y) * y, "ipow": operator.pow,
+    "isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite,
+}
+
+
 def evaluate(e: Expr, args: tuple, attrs: dict, ops: TensorOps):
     """Compute ``e`` elementwise over tensors (``args``, by input position; all of one
     dtype and shape, as a kernel receives them) with ``ops``. ``precise`` nodes compute
@@ -495,7 +511,7 @@ def _eval_node(n, a, args, attrs, ops, dtype):
         v = attrs[n.value]
         return v if dtype is None or dtype.is_floating_point else int(v)
     if op == "neg":  # x * -1: keeps -0.0, wraps integers, never recurses into neg itself
-        return ops.ew("mul", a[0], -1)
+        return ops.ew("mul", a[0], -1) if hasattr(a[0], "dtype") else -a[0]
     if op == "where":
         if isinstance(a[0], bool):  # folded: an integer input is never NaN
             return a[1] if a[0] else a[2]
@@ -534,7 +550,11 @@ def _eval_node(n, a, args, attrs, ops, dtype):
         x, y = (a[0], a[1]) if op == "le" else (a[1], a[0])
         return ops.ew("bitwise_or", ops.ew("lt", x, y), ops.ew("eq", x, y))
     if op == "gt":
+        if not any(hasattr(v, "dtype") for v in a):
+            return a[0] > a[1]
         return ops.ew("lt", a[1], a[0])
+    if op == "call" and n.value in _SCALAR_CALLS and not any(hasattr(v, "dtype") for v in a):
+        return _SCALAR_CALLS[n.value](*a)
     if op == "call":
         if n.value in ("isnan", "isinf", "isfinite") and not a[0].dtype.is_floating_point:
             return n.value == "isfinite"
@@ -545,6 +565,12 @@ def _eval_node(n, a, args, attrs, ops, dtype):
         if n.value == "isinf":  # x - x is NaN for ±inf and NaN; x == x drops NaN
             d = ops.ew("sub", a[0], a[0])
             return ops.ew("bitwise_and", ops.ew("ne", d, d), ops.ew("eq", a[0], a[0]))
+        if n.value == "ipow" and hasattr(a[1], "dtype") and a[1].dtype.is_signed:
+            return _ipow(a[0], a[1], ops)
+        if n.value in ("idiv_trunc", "idiv_floor", "imod") and hasattr(a[1], "dtype"):
+            zero = ops.ew("eq", a[1], 0)  # (a zero divisor gives 0, as the intrinsics do)
+            name, at = _EVAL_CALLS[n.value]
+            return ops.where(zero, 0, ops.ew(name, a[0], ops.where(zero, 1, a[1]), **at))
         hit = _EVAL_CALLS.get(n.value)
         if hit is None:
             raise NotImplementedError(
@@ -553,6 +579,21 @@ def _eval_node(n, a, args, attrs, ops, dtype):
         name, at = hit
         return ops.ew(name, *a, **at)
     raise AssertionError(op)
+
+
+def _ipow(x, e, ops):
+    """Integer power with a signed exponent tensor, as the scalar ``ipow``: a negative
+    exponent gives the truncated 1 / x**|e| (0 unless x is 1 or -1)."""
+    neg = ops.ew("lt", e, 0)
+    r = ops.ew("pow", x, ops.where(neg, 0, e))
+    if not hasattr(x, "dtype"):  # (a constant base: the shifts' 2 ** b)
+        if x not in (1, -1):
+            return ops.where(neg, 0, r)
+        x = ops.full(e, x, False)
+    odd = ops.ew("ne", ops.ew("fmod", e, 2), 0)
+    unit = ops.where(ops.ew("eq", x, 1), 1, ops.where(ops.ew("eq", x, -1),
+                                                       ops.where(odd, -1, 1), 0))
+    return ops.where(neg, unit, r)
 
 
 def is_constant_nan(e: Expr) -> bool:

@@ -22,6 +22,7 @@ import warnings
 from . import autocast as AC
 from . import core as C
 from . import dtypes as D
+from . import expr as X
 from . import fallback as FB
 from .allocator import OutOfMemoryError
 from .core import TensorBase, shape_str
@@ -215,6 +216,8 @@ def run(o, dev, ins, attrs, shape, dtype, out=None):
                 return _no_kernel(o, dev, [out], ins, attrs)[0]
         else:
             res = o.composite(*ins, **attrs)
+            if res.dtype is not dtype:  # (a body's literal branches are in the default dtype)
+                res = cast(res, dtype)
             if out is None:
                 return res
             _copy_same_device(out, res)
@@ -238,6 +241,24 @@ def launch(o, dev, k, *args, **attrs):
     except TypeError as e:
         _dtype_refused(e)
         raise
+
+
+_KINDS: dict = {}
+
+
+def _kinds(o, mode):
+    hit = _KINDS.get((o.name, mode))
+    if hit is None:
+        hit = _KINDS[(o.name, mode)] = o.kinds(mode)
+    return hit
+
+
+def _check_kind(o, compute, attrs):
+    """Refuse a dtype the op's body has no form for, on every backend alike (PyTorch's
+    NotImplementedError), before any kernel or composite runs."""
+    mode = attrs.get(o.mode_attr) if o.mode_attr else None
+    if X.kind_of(compute) not in _kinds(o, mode):
+        raise NotImplementedError(f"{o.name}(): not implemented for dtype {compute.name}")
 
 
 def _dtype_refused(e):
@@ -489,6 +510,8 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
         o.meta(args, attrs)
     dev = _device_of(name, tensors) if len(tensors) > 1 else tensors[0].device
     compute, out_dtype = _promote(o, name, args)
+    if o.scalar is not None:
+        _check_kind(o, compute, attrs)
     if inplace or out is not None:  # (checked before the inputs are cast, as PyTorch)
         rule = o.out_dtype if o.out_dtype.__class__ is str else o.out_dtype(args)
         _check_written_dtype(name, a0 if inplace else out, out_dtype, rule, inplace)
@@ -524,9 +547,11 @@ def _differentiate_body(o, args, attrs, out, inplace):
     inputs, and the ops it is made of record themselves."""
     if out is not None:
         record(o, None, args, attrs, out=out)  # raises: no out= with autograd
-    compute, _ = _promote(o, o.name, args)
+    compute, out_dtype = _promote(o, o.name, args)
     ins = tuple(to(a, dtype=compute) if _is_t(a) else a for a in args)
     res = o.composite(*ins, **attrs)
+    if res.dtype is not out_dtype:
+        res = to(res, dtype=out_dtype)
     return copy_(args[0], res) if inplace else res
 
 

@@ -314,15 +314,16 @@ def elementwise_ops() -> list:
 
 
 def table_hash() -> str:
-    """A digest of every scalar body: generated kernels embed it, so a backend built
-    from other definitions is caught when it loads."""
+    """A digest of every scalar body as kernels render it (``precise`` fallbacks, which
+    only the tensor-op form computes, left out): generated kernels embed it, so a backend
+    built from other definitions is caught when it loads."""
     h = hashlib.sha256()
     for o in elementwise_ops():
         h.update(o.name.encode())
         for mode, scal in o.bodies().items():
             h.update(repr(mode).encode())
             for k in sorted(scal):
-                h.update(k.encode() + X.render_text(scal[k]).encode())
+                h.update(k.encode() + X.render_text(X.resolve_precise(scal[k])).encode())
         h.update(repr((sorted(o.attrs.items()), [(c.input, X.render_text(c.pred), c.kinds, c.error)
                                  for c in o.checks])).encode())
     return h.hexdigest()[:16]

@@ -7,7 +7,9 @@ The public views are recorded for autograd through the dispatcher's hook
 (``grad_mode.HOOKS.view``) when their input requires grad, whoever calls them (the
 frontend, composites, gradient formulas). Their kind tells the engine how the gradient
 goes back: ``view`` (a reshape), ``permute`` (the inverse permutation), ``expand`` (a
-sum) or ``as_view`` (any other view: replayed on an index map and scattered).
+sum) or ``as_view`` (any other view: a ``ViewGrad`` the engine adds into the input's
+gradient in place where the view's elements are distinct, else replayed on an index map
+and scattered).
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def _view_op(kind: str, name=None, perm=None):
 __all__ = ["view", "reshape", "transpose", "permute", "expand", "squeeze", "unsqueeze",
            "flatten", "narrow", "select", "unfold", "as_strided", "movedim", "diagonal",
            "unflatten", "infer_shape", "basic_index", "t", "split", "chunk", "unbind",
-           "sum_to", "GRADIENTS"]
+           "sum_to", "GRADIENTS", "ViewGrad"]
 
 
 def _ints(shape, op) -> tuple:
@@ -483,9 +485,47 @@ def _grad_expand(g, ctx, shape):
     return sum_to(g, shape)
 
 
+def non_overlapping(t) -> bool:
+    """Whether no two elements of view ``t`` share memory (dims by stride, each stride at
+    least the extent of the dims below it)."""
+    dims = sorted((s, n) for n, s in zip(t.shape, t._stride) if n > 1)
+    extent = 1
+    for s, n in dims:
+        if s < extent:
+            return False
+        extent = s * n
+    return True
+
+
+class ViewGrad:
+    """The gradient of a view whose elements are distinct (a slice, select, narrow,
+    diagonal) with respect to its input, kept as the view's gradient ``g`` and the view
+    itself (``replay``), not as a zero tensor of the input's shape: the autograd engine
+    adds it into the input's gradient buffer in place, O(view) (an RNN that reads ``x[t]``
+    at every step would otherwise add a full-size buffer per step)."""
+    __slots__ = ("g", "replay", "shape")
+
+    def __init__(self, g, replay, shape):
+        self.g, self.replay, self.shape = g, replay, shape
+
+    def dense(self):
+        """The gradient as a tensor of the input's shape (zeros outside the view)."""
+        dest = _ops.zeros(self.shape, self.g.dtype, self.g.device)
+        _ops.copy_(self.replay(dest), self.g)
+        return dest
+
+    def add_into(self, dest):
+        """``dest += self``, in place, over the view's elements only."""
+        target = self.replay(dest)
+        _ops.elementwise("add", target, self.g, inplace=True)
+
+
 def _grad_as_view(g, ctx, shape):
-    """Slices, select, narrow, unfold, diagonal, as_strided: replay the view on the map of
-    element positions, then scatter-add the gradient to the positions it selected."""
+    """Slices, select, narrow, diagonal (views whose elements are distinct): a ``ViewGrad``
+    (O(view) work). Overlapping views (unfold, as_strided) and higher-order gradients:
+    replay the view on the map of element positions, then scatter-add the gradient."""
+    if not MODE.grad and ctx.get("distinct"):
+        return ViewGrad(g, ctx["replay"], tuple(shape))
     n = C.numel(shape)
     index = _ops.arange(0, n, 1, D.int64, g.device)
     positions = ctx["replay"](view_of(index, tuple(shape), C.contiguous_strides(tuple(shape)),

@@ -24,6 +24,13 @@ def pytest_sessionstart(session):
 def pytest_sessionfinish(session, exitstatus):
     """The suite's own processes (workers killed on purpose, ranks that die) must leave
     nothing behind in /dev/shm or /tmp: a leak fails the run."""
+    # pytest restores its captured stdin onto descriptor 0 after this hook; a test that
+    # closed it (a half-built storage once did) makes that crash, so name the cause here
+    if not os.path.exists("/proc/self/fd/0") and os.path.exists("/proc/self/fd"):
+        print("\nDESCRIPTOR 0 CLOSED: a test (or the code it ran) closed this process's "
+              "stdin descriptor")
+        if session.exitstatus == 0:
+            session.exitstatus = 1
     before = getattr(session.config, "_ember_shared_before", None)
     if before is None or os.environ.get("EMBER_NO_LEAK_CHECK"):
         return

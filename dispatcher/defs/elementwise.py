@@ -19,7 +19,7 @@ from .. import expr as X
 from .. import ops as O
 from ..expr import (BOOL, T, attr, call, cast, erf, exp, floor, fmod, inputs, log, nan_max,
                     nan_min, precise, sin, cos, sqrt, where)
-from ..schema import OPS, Check, composite, defop, gradient
+from ..schema import CHECK_MESSAGES, OPS, Check, composite, defop, gradient
 
 __all__ = ["unary", "binary", "ternary"]
 
@@ -148,8 +148,8 @@ unary("cosh", {"float": precise("cosh", (x,), (exp(x) + exp(-x)) * 0.5)})
 _ax = absolute(x)
 unary("asinh", {"float": precise("asinh", (x,), _signed_like(x, where(
     _ax > 1e8, log(_ax) + _LN2_C, _log1p_x(_ax + _ax * _ax / (1 + sqrt(1 + _ax * _ax))))))})
-unary("acosh", {"float": precise("acosh", (x,), where(
-    x > 1e8, log(x) + _LN2_C, _log1p_x((x - 1) + sqrt(2 * (x - 1) + (x - 1) * (x - 1)))))},
+unary("acosh", {"float": precise("acosh", (x,), where(x < 1, math.nan, where(
+    x > 1e8, log(x) + _LN2_C, _log1p_x((x - 1) + sqrt(2 * (x - 1) + (x - 1) * (x - 1))))))},
       domain=(1.1, 4.0))
 unary("atanh", {"float": precise("atanh", (x,), _signed_like(
     x, 0.5 * _log1p_x(2 * _ax / (1 - _ax))))}, domain=(-0.9, 0.9))
@@ -437,8 +437,10 @@ def _nextafter(a, b):
     exact = E("logical_and", E("eq", safe, E("pow", 2.0, e)), E("gt", e, float(emin)))
     step = O.where(E("logical_and", shrink, exact), E("mul", ulp, 0.5), ulp)
     res = O.where(up, E("add", a, step), E("sub", a, step))
-    res = O.where(E("eq", a, 0), O.where(up, tiny, -tiny), res)
-    res = O.where(E("isinf", a), O.where(E("gt", a, 0), big, -big), res)
+    def const(v):  # (in a's dtype: the float32 default would flush tiny and overflow big)
+        return O.full(a.shape, v, a.dtype, a.device)
+    res = O.where(E("eq", a, 0), O.where(up, const(tiny), const(-tiny)), res)
+    res = O.where(E("isinf", a), O.where(E("gt", a, 0), const(big), const(-big)), res)
     res = O.where(E("eq", a, b), b, res)
     res = O.where(E("logical_or", E("isnan", a), E("isnan", b)), E("add", a, b), res)
     return O.cast(res, a.dtype)   # (the number branches above are in the default dtype)
@@ -461,7 +463,17 @@ def _body_composite(o):
         ref = next(ins[i] for i in value_inputs if isinstance(ins[i], C.TensorBase))
         body = X.body_for(bodies[mode], X.kind_of(ref.dtype))
         if body is None:
-            raise TypeError(f"{o.name}(): not implemented for dtype {ref.dtype.name}")
+            raise NotImplementedError(f"{o.name}(): not implemented for dtype "
+                                      f"{ref.dtype.name}")
+        kind = X.kind_of(ref.dtype)
+        for c in o.checks:  # (a kernel checks its operands before it runs; so does this)
+            if kind in c.kinds:
+                bad = X.evaluate(c.pred, ins, attrs, _TENSOR_OPS)
+                if bad if isinstance(bad, bool) else _any(bad):
+                    raise RuntimeError(f"{o.name}(): {CHECK_MESSAGES[c.error]}")
+        if ref.dtype in (D.float16, D.bfloat16):  # (kernels compute half types in float32)
+            ins = tuple(O.cast(t, D.float32) if isinstance(t, C.TensorBase)
+                        and t.dtype is ref.dtype else t for t in ins)
         return X.evaluate(body, ins, attrs, _TENSOR_OPS)
     run.__name__ = o.name
     return run

@@ -22,6 +22,7 @@ from ember.dispatcher.core import TensorBase
 from ember.dispatcher import grad_mode
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
+from ember.dispatcher.views import ViewGrad
 from ember.dispatcher.defs import index as IX
 from ember.dispatcher.dtypes import torch_name
 
@@ -378,7 +379,7 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
     try:
         while ready:
             node = ready.popleft()
-            grad = buffers.pop(id(node), None)
+            grad = _settled(buffers.pop(id(node), None))
             if isinstance(node, AccumulateGrad):
                 v = node.variable
                 key = ("leaf", id(v))
@@ -447,7 +448,7 @@ def _apply_checked(node, grad):
         raise
     if ANOMALY.check_nan:
         for i, g in enumerate(outs):
-            if isinstance(g, Slot):
+            if isinstance(g, (Slot, ViewGrad)):
                 g = g.g
             if isinstance(g, TensorBase) and g.dtype.is_floating_point and bool(
                     g.isnan().any()):
@@ -494,6 +495,46 @@ def _add_grads(a, b):
     return O.elementwise("add", a, b)
 
 
+class _Owned:
+    """A gradient buffer the engine allocated itself: later gradients add into it in
+    place (nothing outside the engine can hold it)."""
+    __slots__ = ("t",)
+
+    def __init__(self, t):
+        self.t = t
+
+
+def _combine(cur, g):
+    """``cur + g`` for a node's buffer: a view's gradient (ViewGrad) adds into an
+    engine-owned buffer in place, over the view's elements only."""
+    if type(cur) is not _Owned:
+        if type(cur) is not ViewGrad and type(g) is not ViewGrad:
+            return _add_grads(cur, g)
+        if type(cur) is ViewGrad:
+            cur = _Owned(cur.dense())
+        elif _is_sparse(cur):
+            return _add_grads(cur, g.dense())
+        else:  # (a copy: the tensor may be the caller's, or a formula's result kept elsewhere)
+            cur = _Owned(O.clone(cur))
+    if type(g) is ViewGrad:
+        g.add_into(cur.t)
+    elif _is_sparse(g):
+        return _add_grads(cur.t, g)
+    else:
+        O.elementwise("add", cur.t, g, inplace=True)
+    return cur
+
+
+def _settled(g):
+    """A buffer as the node receives it: a tensor (or a list of them, or None)."""
+    t = type(g)
+    if t is _Owned:
+        return g.t
+    if t is ViewGrad:
+        return g.dense()
+    return g
+
+
 def _accumulate(buffers, nodes, node, g):
     k = id(node)
     if type(g) is Slot:
@@ -504,7 +545,7 @@ def _accumulate(buffers, nodes, node, g):
         nodes[k] = node
         return
     cur = buffers.get(k)
-    buffers[k] = g if cur is None else _add_grads(cur, g)
+    buffers[k] = g if cur is None else _combine(cur, g)
     nodes[k] = node
 
 

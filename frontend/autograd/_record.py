@@ -205,6 +205,9 @@ def record_view(kind, fn, x, args, kwargs, name, ctx):
         res._view_gen = base._view_gen
     if kind == "as_view":
         ctx["replay"] = _replay(fn, x, args, kwargs)
+        # (distinct memory: distinct elements of the input, which the backward then adds
+        # into in place; an input that overlaps itself just takes the general path)
+        ctx["distinct"] = V.non_overlapping(res)
     if x._base is not None and x._view_gen != x._base._view_gen:
         _refresh_view(x)
     edge = x.grad_fn if x.grad_fn is not None else _edge(x)

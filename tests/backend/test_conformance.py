@@ -36,6 +36,29 @@ def _summary(stdout):
     return int(m.group(1)), m.group(2)
 
 
+_KIT_DEVICES = [d for d in ("cpu", "example", "opencl") if d == "cpu" or _installed(d)]
+
+
+@pytest.fixture(scope="module")
+def kit_runs(tmp_path_factory):
+    """The kit on every installed device at once (each run is mostly one thread: side by
+    side they take the time of the longest, not the sum), started when first needed."""
+    procs = {}
+    env = dict(os.environ)
+    env.pop("EMBER_BACKENDS", None)
+    for device in _KIT_DEVICES:
+        cwd = tmp_path_factory.mktemp(f"kit-{device}")
+        cmd = [sys.executable, "-m", "pytest", *pytest_args(device), "-q", "-p",
+               "no:cacheprovider"]
+        procs[device] = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True)
+    yield procs
+    for p in procs.values():
+        if p.poll() is None:
+            p.kill()
+        p.communicate()
+
+
 @pytest.mark.parametrize("device", [
     "cpu",
     pytest.param("example", marks=pytest.mark.skipif(
@@ -46,11 +69,16 @@ def _summary(stdout):
         not _installed("opencl"),
         reason="ember-opencl is not installed (pip install -e backends/opencl)")),
 ])
-def test_kit_passes(device, tmp_path):
-    r = _run_kit(device, tmp_path)
-    tail = (r.stdout + r.stderr)[-6000:]
-    assert r.returncode == 0, f"the conformance kit failed on {device!r}:\n{tail}"
-    cases, dev = _summary(r.stdout)
+def test_kit_passes(device, kit_runs):
+    proc = kit_runs[device]
+    try:
+        stdout, _ = proc.communicate(timeout=900)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, _ = proc.communicate()
+    tail = stdout[-6000:]
+    assert proc.returncode == 0, f"the conformance kit failed on {device!r}:\n{tail}"
+    cases, dev = _summary(stdout)
     assert dev == device and cases > 5000
 
 

@@ -8,6 +8,7 @@ with PyTorch's scalar CPU loop: for 8 or more int64/float64 elements (16 for 32-
 vector width, so those lengths are not a fixed oracle.
 """
 import math
+import os
 import random
 
 import numpy as np
@@ -475,3 +476,14 @@ def test_sizes_that_overflow(device, dtype):
     assert_all(problems)
     with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
         ember.empty([2 ** 62, 4], device=device)
+
+
+def test_a_failed_allocation_leaves_the_process_descriptors_alone(device):
+    """A storage whose allocation fails is freed half-built: that must not close descriptor 0
+    (it once did, and pytest then failed at exit restoring its captured stdin)."""
+    before = os.fstat(0)
+    for _ in range(3):
+        with pytest.raises(MemoryError):
+            ember.empty(2 ** 46, dtype=ember.uint8, device=device)
+    after = os.fstat(0)
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)

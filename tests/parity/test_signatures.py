@@ -17,6 +17,7 @@ import torch.nn.functional as torch_functional
 
 import ember
 import ember.nn.functional as ember_functional
+from ember.dispatcher import BACKENDS, ensure_loaded
 
 # (pytest puts tests/parity on sys.path: the folder has no __init__.py)
 from signatures import LACKING, LACKING_INPLACE, SIGNATURES, D, T
@@ -227,23 +228,26 @@ def make_inputs(case):
     return make(case.args), make(case.kwargs)
 
 
-def convert(obj, lib):
-    """``Made`` -> a tensor of ``lib`` (torch or ember); ``D`` -> ``lib``'s dtype."""
+def convert(obj, lib, device="cpu"):
+    """``Made`` -> a tensor of ``lib`` (torch or ember; ember's on ``device``); ``D`` ->
+    ``lib``'s dtype."""
+    if lib is torch:
+        device = "cpu"
     if isinstance(obj, Made):
         if obj.noncontig:  # the same values, as a permuted view of a reversed-layout tensor
             order = tuple(reversed(range(obj.array.ndim)))
             base = lib.tensor(np.ascontiguousarray(obj.array.transpose(order)))
-            return base.to(getattr(lib, obj.dtype)).permute(order)
-        tensor = lib.tensor(np.ascontiguousarray(obj.array)).to(getattr(lib, obj.dtype))
+            return base.to(device, getattr(lib, obj.dtype)).permute(order)
+        tensor = lib.tensor(np.ascontiguousarray(obj.array)).to(device, getattr(lib, obj.dtype))
         if obj.requires_grad:
             tensor.requires_grad_(True)
         return tensor
     if isinstance(obj, D):
         return getattr(lib, obj.name)
     if isinstance(obj, (list, tuple)):
-        return type(obj)(convert(o, lib) for o in obj)
+        return type(obj)(convert(o, lib, device) for o in obj)
     if isinstance(obj, dict):
-        return {k: convert(v, lib) for k, v in obj.items()}
+        return {k: convert(v, lib, device) for k, v in obj.items()}
     return obj
 
 
@@ -269,6 +273,14 @@ def call(case, lib, args, kwargs):
     return getattr(args[0], name + suffix)(*args[1:], **kwargs)
 
 
+def synced(result, lib, device):
+    """``result`` once ``device``'s queue has run: an asynchronous device reports an error
+    its kernel found (an index out of range) at the next synchronisation, as CUDA does."""
+    if lib is ember and device != "cpu":
+        BACKENDS[device].synchronize()
+    return result
+
+
 def outcome(thunk):
     """("ok", value) or ("raised", exception)."""
     with warnings.catch_warnings():
@@ -279,17 +291,19 @@ def outcome(thunk):
             return "raised", exc
 
 
-def empty_like_result(result, lib, kind):
+def empty_like_result(result, lib, kind, device="cpu"):
     """Tensors for ``out=`` shaped as torch's ``result`` (``kind``: right / resize / wrong)."""
     if isinstance(result, (tuple, list)):
-        return tuple(empty_like_result(r, lib, kind) for r in result)
+        return tuple(empty_like_result(r, lib, kind, device) for r in result)
     dtype = str(result.dtype).split(".")[-1]
     shape = tuple(result.shape)
     if kind == "resize":
         shape = (0,)
     if kind == "wrong":
         dtype = "int64" if dtype in FLOAT_NAMES else ("bool" if dtype != "bool" else "float32")
-    return lib.empty(shape, dtype=getattr(lib, dtype))
+    if lib is torch:
+        return lib.empty(shape, dtype=getattr(lib, dtype))
+    return lib.empty(shape, dtype=getattr(lib, dtype), device=device)
 
 
 # ---- comparing --------------------------------------------------------------------------------
@@ -298,7 +312,7 @@ def dtype_name(dtype):
 
 
 def to_numpy(tensor):
-    tensor = tensor.detach()
+    tensor = tensor.detach().cpu()
     if getattr(tensor, "_is_zerotensor", lambda: False)():
         tensor = tensor.clone()   # torch's symbolic zero gradient (e.g. of sgn) as zeros
     if dtype_name(tensor.dtype) == "bfloat16":
@@ -407,8 +421,9 @@ def compare_outcomes(want, got, where, values=True):
     return compare(want_value, got_value, where, values)
 
 
-def run_case(case):
-    """Every difference between torch and ember on ``case``, as sentences."""
+def run_case(case, device="cpu"):
+    """Every difference between torch and ember (its inputs on ``device``) on ``case``, as
+    sentences."""
     values = SIGNATURES[case.op].get("values", True)
     made_args, made_kwargs = make_inputs(case)
     if case.mode == "out":
@@ -418,11 +433,12 @@ def run_case(case):
     inputs = {}
     results = {}
     for lib in (torch, ember):
-        args, kwargs = convert(made_args, lib), convert(made_kwargs, lib)
+        args, kwargs = convert(made_args, lib, device), convert(made_kwargs, lib, device)
         if case.mode == "out":
-            kwargs = {**kwargs, "out": empty_like_result(plain[1], lib, case.out_kind)}
+            kwargs = {**kwargs, "out": empty_like_result(plain[1], lib, case.out_kind,
+                                                         device)}
         inputs[lib] = (args, kwargs)
-        results[lib] = outcome(lambda: call(case, lib, args, kwargs))
+        results[lib] = outcome(lambda: synced(call(case, lib, args, kwargs), lib, device))
     where = case.describe()
     want, got = results[torch], results[ember]
     if case.mode == "bad" and want[0] == "ok":
@@ -459,7 +475,7 @@ def compare_grads(case, want, got, inputs, where):
     grads = {}
     for lib, outs, params in ((torch, [p[0] for p in pairs], params_t),
                               (ember, [p[1] for p in pairs], params_e)):
-        cot = [lib.tensor(c).to(o.dtype) for c, o in zip(cots, outs)]
+        cot = [lib.tensor(c).to(o.device, o.dtype) for c, o in zip(cots, outs)]
         grads[lib] = outcome(lambda: lib.autograd.grad(outs, params, cot, allow_unused=True))
     if grads[torch][0] == "raised":
         # torch's own backward gaps (scatter(reduce=), vander's in-place, ...): no oracle
@@ -502,6 +518,25 @@ def test_signature(op):
     if problems:  # (pytrace=False: the message says it all, and is cheap to report)
         pytest.fail(f"{len(problems)} differences from torch:\n" + "\n".join(problems),
                     pytrace=False)
+
+
+ensure_loaded()
+#: the other devices the whole table runs on (an asynchronous device's kernel errors, such
+#: as an index out of range, surface at the synchronisation after each call)
+OTHER_DEVICES = [d for d in ("opencl", "example") if d in BACKENDS]
+
+
+@pytest.mark.parametrize("device", OTHER_DEVICES)
+def test_signatures_on_device(device):
+    """The whole table with ember's inputs on ``device`` (torch's stay on the CPU)."""
+    problems = []
+    for op in sorted(CASES):
+        for case in CASES[op]:
+            if (op, case.id) not in KNOWN:
+                problems += run_case(case, device)
+    if problems:
+        pytest.fail(f"{len(problems)} differences from torch on {device}:\n" +
+                    "\n".join(problems), pytrace=False)
 
 
 @pytest.mark.parametrize("op,ident", [

@@ -92,6 +92,10 @@ PyObject* storage_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   }
   StorageObject* self = (StorageObject*)type->tp_alloc(type, 0);
   if (!self) return nullptr;
+  // (before any failure path: the dealloc of a half-built storage must neither close
+  // descriptor 0 — tp_alloc zero-fills — nor free a null block)
+  self->shm_fd = -1;
+  self->data = nullptr;
   size_t align, size;
   bool huge;
   block_geometry(nbytes, align, size, huge);
@@ -160,11 +164,13 @@ bool retire_memory(StorageObject* self) {
 void storage_dealloc(PyObject* o) {
   StorageObject* self = (StorageObject*)o;
   if (self->weakreflist) PyObject_ClearWeakRefs(o);
-  if (self->shm_fd >= 0) {
+  if (self->has_view) {
+    PyBuffer_Release(&self->view);
+  } else if (self->data == nullptr) {
+    // a storage whose construction failed: nothing to release
+  } else if (self->shm_fd >= 0) {
     munmap(self->data, self->map_size);
     close(self->shm_fd);
-  } else if (self->has_view) {
-    PyBuffer_Release(&self->view);
   } else {
     free_block(self->data, self->nbytes);
   }
@@ -292,6 +298,7 @@ PyObject* storage_from_shared_fd(PyObject* cls, PyObject* args) {
 PyObject* storage_from_buffer(PyObject* cls, PyObject* obj) {
   StorageObject* self = (StorageObject*)((PyTypeObject*)cls)->tp_alloc((PyTypeObject*)cls, 0);
   if (!self) return nullptr;
+  self->shm_fd = -1;
   int ro = 0;
   if (PyObject_GetBuffer(obj, &self->view, PyBUF_ANY_CONTIGUOUS | PyBUF_WRITABLE) != 0) {
     PyErr_Clear();

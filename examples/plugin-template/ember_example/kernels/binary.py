@@ -36,6 +36,13 @@ bitwise_or = _binary(np.bitwise_or, "bitwise_or")
 bitwise_xor = _binary(np.bitwise_xor, "bitwise_xor")
 
 
+def _refuse_bool(op, out):
+    """PyTorch has no bool form of the arithmetic below (the dispatcher turns this
+    TypeError into its NotImplementedError)."""
+    if out.dtype.name == "bool":
+        raise TypeError(f"{op}(): not implemented for dtype bool on example")
+
+
 def _check_divisor(op, b):
     if (b == 0).any():
         raise RuntimeError(f"{op}(): ZeroDivisionError: integer division by zero")
@@ -64,6 +71,7 @@ def _int_div(a, b, mode):
 def div(out, a, b, rounding_mode=None):
     """``out = a / b``: true division (floating dtypes only), or rounded with
     ``rounding_mode`` ``"trunc"`` / ``"floor"`` (any numeric dtype)."""
+    _refuse_bool("div", out)
     x, y = _numeric(load(a)), _numeric(load(b))
     if rounding_mode is None:
         if x.dtype.kind != "f":
@@ -81,6 +89,7 @@ def div(out, a, b, rounding_mode=None):
 
 def fmod(out, a, b):
     """``out = fmod(a, b)``: the remainder with the dividend's sign (C's ``%``)."""
+    _refuse_bool("fmod", out)
     x, y = _numeric(load(a)), _numeric(load(b))
     if x.dtype.kind != "f":
         _check_divisor("fmod", y)
@@ -91,6 +100,7 @@ def fmod(out, a, b):
 
 def pow(out, a, b):
     """``out = a ** b``; integer bases wrap around, negative integer exponents raise."""
+    _refuse_bool("pow", out)
     x, y = _numeric(load(a)), _numeric(load(b))
     if x.dtype.kind != "f" and (y < 0).any():
         raise RuntimeError("pow(): Integers to negative integer powers are not allowed.")

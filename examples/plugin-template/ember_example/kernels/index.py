@@ -9,8 +9,8 @@ from ._tensor import array, load, store
 def _check_bounds(op, idx, size):
     if idx.size and (idx.min() < 0 or idx.max() >= size):
         bad = idx[(idx < 0) | (idx >= size)][0]
-        raise RuntimeError(f"{op}(): index {bad} is out of bounds for dimension with size "
-                           f"{size}")
+        raise IndexError(f"{op}(): index {bad} is out of bounds for dimension with size "
+                         f"{size}")
 
 
 def _coords(index_shape, dim, idx):
