@@ -66,6 +66,7 @@ fuzz: $(CPU_STAMP)
 bench: $(CPU_STAMP)
 	$(PY) bench/bench_ops.py
 	$(PY) bench/bench_training.py
+	$(PY) bench/bench_models.py
 	$(PY) bench/bench_multiprocessing.py
 	$(PY) bench/bench_ddp.py
 	$(PY) bench/bench_opencl.py

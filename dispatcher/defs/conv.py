@@ -10,7 +10,7 @@ from .. import ops as O
 from .. import views as V
 from ..schema import composite, defop, gradient
 
-__all__ = []
+__all__ = ["depthwise_conv", "depthwise_conv_input", "depthwise_conv_weight"]
 
 E = O.elementwise
 
@@ -118,3 +118,96 @@ def _(g, self_shape, result1):
     flat = O.scatter(base, 2, V.reshape(result1, (n, c, -1)), V.reshape(g, (n, c, -1)),
                      reduce="add")
     return (V.reshape(flat, self_shape),)
+
+
+# ---- depthwise convolution (groups == channels, one filter per channel) ----------------------
+# Direct kernels where a backend has them (no im2col matrix K times the input, no GEMMs of one
+# row); the three ops are linear in each input and each one's gradient is made of the others.
+_DW = ("(Tensor {a}, Tensor {b}, int[] kernel, int[] dilation, int[] padding, int[] stride, "
+       "int[] sizes) -> Tensor")
+_DW_KERNEL = "(out, a, b, kernel, dilation, padding, stride, sizes)"
+defop("depthwise_conv", "conv", "depthwise_conv" + _DW.format(a="input", b="weight")
+      + "  # (N, C, *sizes): sizes are the output blocks", _DW_KERNEL, promotion="none",
+      inputs=("input", "weight"),
+      doc="input (N, C, *sp) with filters (C, 1, *kernel): convolution with groups = C")
+defop("depthwise_conv_input", "conv", "depthwise_conv_input" + _DW.format(a="grad", b="weight")
+      + "  # (N, C, *sizes): sizes are the input's", _DW_KERNEL, promotion="none",
+      inputs=("grad", "weight"), doc="the gradient of depthwise_conv with respect to its input")
+defop("depthwise_conv_weight", "conv", "depthwise_conv_weight" + _DW.format(a="grad", b="input")
+      + "  # (C, 1, *kernel): sizes are grad's blocks", _DW_KERNEL, promotion="none",
+      inputs=("grad", "input"),
+      doc="the gradient of depthwise_conv with respect to its filters")
+
+
+def _dw(name, a, b, kernel, dilation, padding, stride, sizes, shape):
+    attrs = {"kernel": tuple(kernel), "dilation": tuple(dilation), "padding": tuple(padding),
+             "stride": tuple(stride), "sizes": tuple(int(s) for s in sizes)}
+    return O.composite_op(name, (a, b), attrs, [(tuple(shape), a.dtype)], a.device)
+
+
+def depthwise_conv(input, weight, kernel, dilation, padding, stride, blocks):
+    """(N, C, *blocks): ``input`` (N, C, *sp) convolved with ``weight`` (C, 1, *kernel)."""
+    return _dw("depthwise_conv", input, weight, kernel, dilation, padding, stride, blocks,
+               input.shape[:2] + tuple(blocks))
+
+
+def depthwise_conv_input(grad, weight, kernel, dilation, padding, stride, size):
+    """(N, C, *size): the input gradient of depthwise_conv for output gradient ``grad``."""
+    return _dw("depthwise_conv_input", grad, weight, kernel, dilation, padding, stride, size,
+               grad.shape[:2] + tuple(size))
+
+
+def depthwise_conv_weight(grad, input, kernel, dilation, padding, stride):
+    """(C, 1, *kernel): the filter gradient of depthwise_conv for output gradient ``grad``."""
+    return _dw("depthwise_conv_weight", grad, input, kernel, dilation, padding, stride,
+               grad.shape[2:], (input.shape[1], 1) + tuple(kernel))
+
+
+def _flat(t, k):
+    """(N, C, *k, *blocks) -> (N, C, prod(k), prod(blocks))."""
+    n, c, nd = t.shape[0], t.shape[1], len(k)
+    return V.reshape(t, (n, c, math.prod(k), math.prod(t.shape[2 + nd:])))
+
+
+@composite("depthwise_conv")
+def _(input, weight, kernel, dilation, padding, stride, sizes):
+    n, c = input.shape[:2]
+    cols = _flat(O.im2col(input, kernel, dilation, padding, stride, sizes), kernel)
+    w = V.reshape(weight, (1, c, math.prod(kernel), 1))
+    return V.reshape(O.reduce("sum", E("mul", cols, w), (2,)), (n, c) + tuple(sizes))
+
+
+@composite("depthwise_conv_input")
+def _(grad, weight, kernel, dilation, padding, stride, sizes):
+    n, c, blocks = grad.shape[0], grad.shape[1], tuple(grad.shape[2:])
+    cols = E("mul", V.reshape(weight, (1, c, math.prod(kernel), 1)),
+             V.reshape(grad, (n, c, 1, math.prod(blocks))))
+    return O.col2im(V.reshape(cols, (n, c) + tuple(kernel) + blocks), tuple(sizes), kernel,
+                    dilation, padding, stride)
+
+
+@composite("depthwise_conv_weight")
+def _(grad, input, kernel, dilation, padding, stride, sizes):
+    n, c, blocks = grad.shape[0], grad.shape[1], tuple(grad.shape[2:])
+    cols = _flat(O.im2col(input, kernel, dilation, padding, stride, blocks), kernel)
+    prod = E("mul", cols, V.reshape(grad, (n, c, 1, math.prod(blocks))))
+    return V.reshape(O.reduce("sum", prod, (0, 3)), (c, 1) + tuple(kernel))
+
+
+@gradient("depthwise_conv")
+def _(g, input, weight, kernel, dilation, padding, stride):
+    return (depthwise_conv_input(g, weight, kernel, dilation, padding, stride,
+                                 input.shape[2:]),
+            depthwise_conv_weight(g, input, kernel, dilation, padding, stride))
+
+
+@gradient("depthwise_conv_input")
+def _(g, grad, weight, kernel, dilation, padding, stride):
+    return (depthwise_conv(g, weight, kernel, dilation, padding, stride, grad.shape[2:]),
+            depthwise_conv_weight(grad, g, kernel, dilation, padding, stride))
+
+
+@gradient("depthwise_conv_weight")
+def _(g, grad, input, kernel, dilation, padding, stride):
+    return (depthwise_conv(input, g, kernel, dilation, padding, stride, grad.shape[2:]),
+            depthwise_conv_input(grad, g, kernel, dilation, padding, stride, input.shape[2:]))

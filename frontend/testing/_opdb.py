@@ -21,6 +21,7 @@ import numpy as np
 import ember
 import ember.nn.functional as F
 from ember.dispatcher import OPS
+from ember.dispatcher.defs import conv as CV
 from ember.dispatcher.schema import elementwise_ops
 
 from ._compare import assert_close, to_numpy
@@ -460,6 +461,36 @@ _add(OpInfo("convolution", F.conv2d, [
       fn=F.conv_transpose2d),
 ], zero_d=False, empty=False, scale=2, dtypes=(F32, F64, ember.float16, ember.bfloat16)))
 _FLOATS = (F32, F64, ember.float16, ember.bfloat16)
+
+
+def _dw_input(grad, weight, size, stride=1, padding=0, dilation=1):
+    nd = len(size)
+    return CV.depthwise_conv_input(grad, weight, tuple(weight.shape[2:]), (dilation,) * nd,
+                                   (padding,) * nd, (stride,) * nd, size)
+
+
+def _dw_weight(grad, input, kernel, stride=1, padding=0, dilation=1):
+    nd = len(kernel)
+    return CV.depthwise_conv_weight(grad, input, kernel, (dilation,) * nd, (padding,) * nd,
+                                    (stride,) * nd)
+
+
+# depthwise convolution: F.conv*d with groups = channels (the op the convolution routes to)
+_add(OpInfo("depthwise_conv", F.conv2d, [
+    S(T(2, 3, 6, 7), T(3, 1, 3, 2), T(3), stride=(2, 1), padding=1, groups=3),
+    S(T(2, 4, 5, 5), T(4, 1, 3, 3), dilation=(1, 2), padding=(2, 1), groups=4),
+    S(T(2, 4, 9), T(4, 1, 3), padding=1, dilation=2, groups=4, fn=F.conv1d),
+], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+_add(OpInfo("depthwise_conv_input", _dw_input, [
+    S(T(2, 3, 4, 4), T(3, 1, 3, 3), (6, 6)),
+    S(T(2, 3, 3, 3), T(3, 1, 3, 3), (6, 6), stride=2, padding=1),
+    S(T(2, 2, 5), T(2, 1, 2), (8,), dilation=2, padding=1),
+], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+_add(OpInfo("depthwise_conv_weight", _dw_weight, [
+    S(T(2, 3, 4, 4), T(2, 3, 6, 6), (3, 3)),
+    S(T(2, 3, 3, 3), T(2, 3, 6, 6), (3, 3), stride=2, padding=1),
+    S(T(2, 2, 5), T(2, 2, 8), (2,), dilation=2, padding=1),
+], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
 _add(OpInfo("avg_pool", F.avg_pool2d, [
     S(T(2, 2, 6, 7), 3, 2, padding=1, ceil_mode=True),
     S(T(2, 2, 6, 7), 3, 2, padding=1, ceil_mode=True, count_include_pad=False),

@@ -11,6 +11,7 @@ import pytest
 import ember
 from ember.autograd import gradcheck, gradgradcheck
 from ember.dispatcher import OPS
+from ember.dispatcher.defs import conv as CV
 from ember.dispatcher.schema import elementwise_ops
 
 rng = np.random.default_rng(0)
@@ -119,6 +120,15 @@ RECIPES = {
                                                                    padding=1, groups=2)
                     + ember.nn.functional.conv_transpose2d(x, wt, stride=2)[:, :, :2, :5],
                     [X(2, 4, 3, 4), X(6, 2, 3, 2), X(6), X(4, 6, 2, 2)]),
+    # depthwise convolution (groups = channels) and its two adjoints, which its gradient
+    # formulas chain (so second order too: test_depthwise_second_order)
+    "depthwise_conv": (lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1,
+                                                dilation=(1, 2), groups=3),
+                       [X(2, 3, 5, 6), X(3, 1, 3, 2), X(3)]),
+    "depthwise_conv_input": (lambda g, w: CV.depthwise_conv_input(
+        g, w, (3, 3), (1, 1), (1, 1), (2, 2), (6, 6)), [X(2, 3, 3, 3), X(3, 1, 3, 3)]),
+    "depthwise_conv_weight": (lambda g, x: CV.depthwise_conv_weight(
+        g, x, (3, 3), (1, 1), (1, 1), (2, 2)), [X(2, 3, 3, 3), X(2, 3, 6, 6)]),
     # the nn ops, differentiated through their composites
     "avg_pool": (lambda x: (F.avg_pool2d(x, 3, 2, padding=1, ceil_mode=True,
                                          count_include_pad=False),
@@ -315,6 +325,13 @@ VIEWS = {
 def test_gradcheck_views(name):
     fn, inputs = VIEWS[name]
     assert gradcheck(fn, inputs, eps=1e-6, atol=1e-6, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["depthwise_conv", "depthwise_conv_input",
+                                  "depthwise_conv_weight"])
+def test_depthwise_second_order(name):
+    fn, inputs = RECIPES[name]
+    assert gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3)
 
 
 @pytest.mark.parametrize("name", ["exp", "mul", "tanh", "sigmoid", "softmax", "matmul",

@@ -250,6 +250,17 @@ inline void unary_inner(char* const* p, const int64_t* s, int64_t n, F& f, bool 
   }
 }
 
+// A broadcast scalar operand as a short array of copies (splat_run fills it, then calls
+// body(start, count) per chunk): the loop then has the shape of the all-contiguous one, which
+// gcc vectorises, where with the scalar itself it kept select-heavy bodies (maximum, clamp,
+// relu) scalar: ~7 ns an element instead of ~0.4.
+constexpr int64_t kSplat = 256;
+template <class T, class B>
+inline void splat_run(T* buf, T v, int64_t n, B body) {
+  for (int64_t i = 0; i < std::min(n, kSplat); ++i) buf[i] = v;
+  for (int64_t i0 = 0; i0 < n; i0 += kSplat) body(i0, std::min(kSplat, n - i0));
+}
+
 template <class To, class Ta, class Tb, class F>
 inline void binary_inner(char* const* p, const int64_t* s, int64_t n, F& f, bool stream = false) {
   constexpr int64_t so = sizeof(To), sa = sizeof(Ta), sb = sizeof(Tb);
@@ -266,13 +277,15 @@ inline void binary_inner(char* const* p, const int64_t* s, int64_t n, F& f, bool
     const Ta a = *(const Ta*)p[1];
     const Tb* b = (const Tb*)p[2];
     if (stream) { stream_store(o, n, [&](int64_t i) { return f(a, b[i]); }); return; }
-    for (int64_t i = 0; i < n; ++i) o[i] = f(a, b[i]);
+    Ta ab[kSplat];
+    splat_run(ab, a, n, [&](int64_t i0, int64_t m) { for (int64_t i = 0; i < m; ++i) o[i0 + i] = f(ab[i], b[i0 + i]); });
   } else if (s[0] == so && s[1] == sa && s[2] == 0) {
     To* o = (To*)p[0];
     const Ta* a = (const Ta*)p[1];
     const Tb b = *(const Tb*)p[2];
     if (stream) { stream_store(o, n, [&](int64_t i) { return f(a[i], b); }); return; }
-    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b);
+    Tb bb[kSplat];
+    splat_run(bb, b, n, [&](int64_t i0, int64_t m) { for (int64_t i = 0; i < m; ++i) o[i0 + i] = f(a[i0 + i], bb[i]); });
   } else {
     for (int64_t i = 0; i < n; ++i)
       *(To*)(p[0] + i * s[0]) = f(*(const Ta*)(p[1] + i * s[1]), *(const Tb*)(p[2] + i * s[2]));
@@ -338,15 +351,22 @@ inline void ternary_op(const char* op, const Tensor& out, const Tensor& a, const
       if (oy && oz) {
         for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i], z[i]);
       } else if (oy) {
-        const Tc zv = *z;
-        for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i], zv);
+        Tc zb[kSplat];
+        splat_run(zb, *z, n, [&](int64_t i0, int64_t m) {
+          for (int64_t i = 0; i < m; ++i) o[i0 + i] = f(x[i0 + i], y[i0 + i], zb[i]);
+        });
       } else if (oz) {
-        const Tb yv = *y;
-        for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv, z[i]);
+        Tb yb[kSplat];
+        splat_run(yb, *y, n, [&](int64_t i0, int64_t m) {
+          for (int64_t i = 0; i < m; ++i) o[i0 + i] = f(x[i0 + i], yb[i], z[i0 + i]);
+        });
       } else {
-        const Tb yv = *y;
-        const Tc zv = *z;
-        for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv, zv);
+        Tb yb[kSplat];
+        Tc zb[kSplat];
+        for (int64_t i = 0; i < std::min(n, kSplat); ++i) zb[i] = *z;
+        splat_run(yb, *y, n, [&](int64_t i0, int64_t m) {
+          for (int64_t i = 0; i < m; ++i) o[i0 + i] = f(x[i0 + i], yb[i], zb[i]);
+        });
       }
     } else {
       for (int64_t i = 0; i < n; ++i)
