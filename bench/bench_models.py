@@ -5,8 +5,8 @@
 One training step = forward + loss + backward + optimizer step, float32, the same initial
 weights and data in both frameworks. Rounds interleave the two frameworks; each reports the
 minimum over its rounds, and the table prints ember's time as a ratio of PyTorch's. Peak RSS
-is measured per workload and framework in a fresh subprocess (``--one``), since a process's
-high-water mark cannot be reset.
+is measured per workload and framework in a fresh subprocess (``--one``) that imports only
+that framework (VmHWM: a forked child's ru_maxrss starts at its parent's).
 
 Targets (issue "Performance on the paper's models"): every training row <= 1.25x PyTorch's
 time and their geometric mean <= 1.0x; inference rows <= 1.1x; the small-op chain <= 2.0x.
@@ -14,16 +14,13 @@ time and their geometric mean <= 1.0x; inference rows <= 1.1x; the small-op chai
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
-import resource
 import subprocess
 import sys
 import time
 
 import numpy as np
-import torch
-
-import ember
 
 
 # ---- the models (written once, for either library) -------------------------------------------
@@ -277,7 +274,7 @@ def _state(model):
                                        for k, v in model.state_dict().items()}
 
 
-def compare(name, rounds, number):
+def compare(torch, ember, name, rounds, number):
     t_step, t_model = make_step(name, torch)
     e_step, _ = make_step(name, ember, _state(t_model))
     t_step(), e_step()  # warm-up (allocators, caches, lazy loads)
@@ -289,6 +286,14 @@ def compare(name, rounds, number):
                 step()
             best[label] = min(best[label], (time.perf_counter() - t0) / number)
     return best["torch"], best["ember"]
+
+
+def _vm_hwm_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def peak_rss(name, lib_name, number):
@@ -307,13 +312,16 @@ def main():
     ap.add_argument("--lib", help=argparse.SUPPRESS)
     ap.add_argument("--number", type=int, default=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.one:  # the peak-RSS child
-        lib = torch if args.lib == "torch" else ember
+    if args.one:  # the peak-RSS child: only the measured framework is imported
+        lib = importlib.import_module(args.lib)
         step, _ = make_step(args.one, lib)
         for _ in range(args.number):
             step()
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        print(_vm_hwm_mb())
         return
+    import torch
+
+    import ember
     rounds = 2 if args.quick else 5
     names = args.only or list(WORKLOADS)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ember "
@@ -323,7 +331,7 @@ def main():
     ratios = {}
     for name in names:
         number = 1 if WORKLOADS[name][4] != "chain" else 20
-        t, e = compare(name, rounds, number)
+        t, e = compare(torch, ember, name, rounds, number)
         ratios[name] = e / t
         line = f"{name:<20}{t * 1e3:>10.2f}{e * 1e3:>10.2f}{e / t:>7.2f}x"
         if not args.no_rss:
