@@ -22,6 +22,7 @@ import ember
 import ember.nn.functional as F
 from ember.dispatcher import OPS
 from ember.dispatcher.defs import conv as CV
+from ember.dispatcher.defs import rnn as RNN
 from ember.dispatcher.schema import elementwise_ops
 
 from ._compare import assert_close, to_numpy
@@ -473,6 +474,21 @@ def _dw_weight(grad, input, kernel, stride=1, padding=0, dilation=1):
     nd = len(kernel)
     return CV.depthwise_conv_weight(grad, input, kernel, (dilation,) * nd, (padding,) * nd,
                                     (stride,) * nd)
+
+
+def _lstm_cell(gates, c):
+    return ember.stack(RNN.lstm_cell(gates, c))
+
+
+def _lstm_cell_backward(grad, gates, c):
+    return RNN.lstm_cell_backward_of(grad, gates, c)
+
+
+# the LSTM cell's gate math (nn.LSTM's step), and its backward
+_add(OpInfo("lstm_cell", _lstm_cell, [S(T(3, 8), T(3, 2)), S(T(1, 20), T(1, 5))],
+            zero_d=False, empty=False, dtypes=_FLOATS))
+_add(OpInfo("lstm_cell_backward", _lstm_cell_backward, [S(T(2, 3, 2), T(3, 8), T(3, 2))],
+            zero_d=False, empty=False, dtypes=_FLOATS))
 
 
 # depthwise convolution: F.conv*d with groups = channels (the op the convolution routes to)

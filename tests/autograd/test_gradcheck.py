@@ -12,6 +12,7 @@ import ember
 from ember.autograd import gradcheck, gradgradcheck
 from ember.dispatcher import OPS
 from ember.dispatcher.defs import conv as CV
+from ember.dispatcher.defs import rnn as RNN
 from ember.dispatcher.schema import elementwise_ops
 
 rng = np.random.default_rng(0)
@@ -129,6 +130,10 @@ RECIPES = {
         g, w, (3, 3), (1, 1), (1, 1), (2, 2), (6, 6)), [X(2, 3, 3, 3), X(3, 1, 3, 3)]),
     "depthwise_conv_weight": (lambda g, x: CV.depthwise_conv_weight(
         g, x, (3, 3), (1, 1), (1, 1), (2, 2)), [X(2, 3, 3, 3), X(2, 3, 6, 6)]),
+    # the LSTM cell's gate math (its backward differentiated through its composite)
+    "lstm_cell": (lambda gates, c: RNN.lstm_cell(gates, c), [X(3, 8), X(3, 2)]),
+    "lstm_cell_backward": (lambda g, gates, c: RNN.lstm_cell_backward_of(g, gates, c),
+                           [X(2, 3, 2), X(3, 8), X(3, 2)]),
     # the nn ops, differentiated through their composites
     "avg_pool": (lambda x: (F.avg_pool2d(x, 3, 2, padding=1, ceil_mode=True,
                                          count_include_pad=False),

@@ -4,7 +4,8 @@ PyTorch's parameter names (``weight_ih_l0``, ``bias_hh_l1_reverse``, ...), gate 
 initialisation U(-1/sqrt(hidden), 1/sqrt(hidden)).
 
 The input projection of a whole sequence is one matmul; only the recurrence loops over
-time steps. A ``PackedSequence`` input (``nn.utils.rnn``) runs each sequence only over
+time steps, and an LSTM step's gate math is one op (``lstm_cell``: one kernel forward, one
+backward). A ``PackedSequence`` input (``nn.utils.rnn``) runs each sequence only over
 its own length and returns a ``PackedSequence`` and each sequence's last valid state.
 
 >>> import ember, ember.nn as nn
@@ -21,6 +22,7 @@ import warnings
 
 import ember
 from ember import Tensor
+from ember.dispatcher.defs.rnn import lstm_cell as _lstm_cell
 
 from .. import functional as F
 from .. import init
@@ -56,9 +58,12 @@ def _gru_step(gi, h, w_hh, b_hh):
 
 def _lstm_step(gi, h, c, w_hh, b_hh, w_hr):
     gates = gi + _linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)
-    c = ember.sigmoid(f) * c + ember.sigmoid(i) * ember.tanh(g)
-    h = ember.sigmoid(o) * ember.tanh(c)
+    if gates.dim() == 2 and gates.dtype == c.dtype and gates.is_floating_point():
+        h, c = _lstm_cell(gates, c)   # one kernel for the gate math, forward and backward
+    else:
+        i, f, g, o = gates.chunk(4, -1)
+        c = ember.sigmoid(f) * c + ember.sigmoid(i) * ember.tanh(g)
+        h = ember.sigmoid(o) * ember.tanh(c)
     if w_hr is not None:
         h = ember.matmul(h, w_hr.t())
     return h, c
