@@ -17,14 +17,6 @@ namespace ember {
 
 namespace {
 
-// The output positions b in [0, B) whose input coordinate b * S + off lies in [0, I).
-inline void valid_range(int64_t off, int64_t S, int64_t I, int64_t B, int64_t& lo, int64_t& hi) {
-  lo = off >= 0 ? 0 : (-off + S - 1) / S;
-  hi = I - off <= 0 ? 0 : (I - off + S - 1) / S;
-  if (hi > B) hi = B;
-  if (lo > hi) lo = hi;
-}
-
 struct DwArgs {
   Tensor out, a, b;
   int nd;

@@ -250,6 +250,15 @@ inline void unary_inner(char* const* p, const int64_t* s, int64_t n, F& f, bool 
   }
 }
 
+// Convolution geometry shared by conv.cpp and depthwise.cpp: the output positions b in
+// [0, B) whose input coordinate b * S + off lies in [0, I).
+inline void valid_range(int64_t off, int64_t S, int64_t I, int64_t B, int64_t& lo, int64_t& hi) {
+  lo = off >= 0 ? 0 : (-off + S - 1) / S;
+  hi = I - off <= 0 ? 0 : (I - off + S - 1) / S;
+  if (hi > B) hi = B;
+  if (lo > hi) lo = hi;
+}
+
 // A broadcast scalar operand as a short array of copies (splat_run fills it, then calls
 // body(start, count) per chunk): the loop then has the shape of the all-contiguous one, which
 // gcc vectorises, where with the scalar itself it kept select-heavy bodies (maximum, clamp,
