@@ -139,8 +139,10 @@ def matmul(a, b):
     da, db = len(a.shape), len(b.shape)
     if da == 2 and db == 2:
         return mm(a, b)
-    if da >= 2 and db == 2 and C.is_contiguous(a):
-        # fold the batch into rows: one GEMM, as for nn.Linear on (B, T, in) inputs
+    if da >= 2 and db == 2:
+        # fold the batch into rows: one GEMM, as for nn.Linear on (B, T, in) inputs (a copy
+        # of a when its rows do not fold into a view: cheaper than a GEMM per batch entry,
+        # and the gradient of b is then one GEMM too, not a batched one summed)
         lead = a.shape[:-1]
         r = mm(V.reshape(a, (C.numel(lead), a.shape[-1])), b)
         return V.reshape(r, lead + (b.shape[-1],))

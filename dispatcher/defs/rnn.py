@@ -2,15 +2,21 @@
 recurrent step is a GEMM, an add and one kernel rather than a dozen recorded elementwise ops
 on chunks of the gates. Its output packs ``h`` and the new cell state ``c`` as (2, B, H),
 one tensor whose two halves are views: their gradients arrive as one, the backward is one
-more kernel, and backends without the kernels run the composites below."""
+more kernel, and backends without the kernels run the composites below.
+
+``lstm_layer`` is a whole layer's time loop in one op (one direction; the input projection
+and both biases already summed into ``gi``): forward, the recurrent GEMM and the gate math
+per step; backward, the gate gradients step by step and the recurrent weight's gradient as
+one GEMM over the whole sequence, instead of one (4H, H) product and accumulation per step."""
 from __future__ import annotations
 
 from .. import ops as O
 from .. import views as V
+from ._products import matmul
 from ..schema import composite, defop, gradient
 from .index import cat, stack
 
-__all__ = ["lstm_cell", "lstm_cell_backward_of"]
+__all__ = ["lstm_cell", "lstm_cell_backward_of", "lstm_layer", "lstm_layer_backward_of"]
 
 E = O.elementwise
 
@@ -84,3 +90,108 @@ def lstm_cell_backward_of(grad, gates, c):
 @gradient("lstm_cell")
 def _(g, gates, c, result):
     return _backward(g, gates, c, result)
+
+
+# ---- a whole layer (one direction) -------------------------------------------------------
+defop("lstm_layer", "norm",
+      "lstm_layer(Tensor gi, Tensor w_hh, Tensor h0, Tensor c0, bool reverse=False) -> Tensor"
+      "  # (2, T, B, H): h and c of every step",
+      "(out, gi, w_hh, h0, c0, reverse)  # gi (T, B, 4H): the input projection plus both "
+      "biases; w_hh (4H, H); h0, c0 (B, H); reverse: steps T-1 .. 0",
+      promotion="none", inputs=("gi", "w_hh", "h0", "c0"),
+      doc="an LSTM layer's time loop: gates_t = gi[t] + h_{t-1} w_hh^T, then lstm_cell")
+defop("lstm_layer_backward", "norm",
+      "lstm_layer_backward(Tensor grad, Tensor gi, Tensor w_hh, Tensor h0, Tensor c0, "
+      "Tensor out, bool reverse=False) -> (Tensor d_gi, Tensor d_w_hh, Tensor d_h0, "
+      "Tensor d_c0)",
+      "(d_gi, d_w_hh, d_h0, d_c0, grad, gi, w_hh, h0, c0, out, reverse)  # grad, out "
+      "(2, T, B, H)", promotion="none", inputs=("grad", "gi", "w_hh", "h0", "c0", "out"),
+      doc="the gradients of lstm_layer's inputs from the packed gradient of every (h, c)")
+
+
+def _check_layer(gi, w_hh, h0, c0):
+    if (len(gi.shape) != 3 or len(h0.shape) != 2 or tuple(c0.shape) != tuple(h0.shape)
+            or tuple(w_hh.shape) != (4 * h0.shape[1], h0.shape[1])
+            or tuple(gi.shape[1:]) != (h0.shape[0], 4 * h0.shape[1])):
+        raise ValueError(f"lstm_layer(): expected gi (T, B, 4H), w_hh (4H, H), h0 and c0 "
+                         f"(B, H), got {tuple(gi.shape)}, {tuple(w_hh.shape)}, "
+                         f"{tuple(h0.shape)} and {tuple(c0.shape)}")
+    dtypes = {t.dtype for t in (gi, w_hh, h0, c0)}
+    if len(dtypes) != 1 or not gi.dtype.is_floating_point:
+        raise TypeError(f"lstm_layer(): expected one floating dtype, got "
+                        f"{', '.join(sorted(d.name for d in dtypes))}")
+
+
+def lstm_layer(gi, w_hh, h0, c0, reverse=False):
+    """(2, T, B, H): h and c after every step of one LSTM layer direction."""
+    _check_layer(gi, w_hh, h0, c0)
+    (t, b, _), h = gi.shape, h0.shape[1]
+    return O.composite_op("lstm_layer", (gi, w_hh, h0, c0), {"reverse": bool(reverse)},
+                          [((2, t, b, h), gi.dtype)], gi.device)
+
+
+def _steps(n, reverse):
+    return range(n - 1, -1, -1) if reverse else range(n)
+
+
+def _previous(seq, first, t, n, reverse):
+    """The state before step ``t``: ``first`` at the first step, else a neighbour in seq."""
+    if t == (n - 1 if reverse else 0):
+        return first
+    return V.select(seq, 0, t + 1 if reverse else t - 1)
+
+
+@composite("lstm_layer")
+def _(gi, w_hh, h0, c0, reverse):
+    n = gi.shape[0]
+    if n == 0:
+        return O.zeros((2, 0) + tuple(h0.shape), gi.dtype, gi.device)
+    hs, cs = [None] * n, [None] * n
+    h, c = h0, c0
+    for t in _steps(n, reverse):
+        h, c = lstm_cell(E("add", V.select(gi, 0, t), matmul(h, V.t(w_hh))), c)
+        hs[t], cs[t] = h, c
+    return stack([stack(hs, 0), stack(cs, 0)], 0)
+
+
+@composite("lstm_layer_backward")
+def _(grad, gi, w_hh, h0, c0, out, reverse):
+    n, b, g4 = gi.shape
+    hs, cs = V.select(out, 0, 0), V.select(out, 0, 1)
+    dh = O.zeros(h0.shape, h0.dtype, h0.device)
+    dc = O.zeros(c0.shape, c0.dtype, c0.device)
+    if n == 0:
+        return O.zeros(gi.shape, gi.dtype, gi.device), O.zeros(w_hh.shape, w_hh.dtype,
+                                                               w_hh.device), dh, dc
+    hprev = [_previous(hs, h0, t, n, reverse) for t in range(n)]
+    d_gi = [None] * n
+    for t in reversed(_steps(n, reverse)):
+        gates = E("add", V.select(gi, 0, t), matmul(hprev[t], V.t(w_hh)))
+        g = stack([E("add", V.select(V.select(grad, 0, 0), 0, t), dh),
+                   E("add", V.select(V.select(grad, 0, 1), 0, t), dc)], 0)
+        d_gi[t], dc = _backward(g, gates, _previous(cs, c0, t, n, reverse),
+                                V.select(out, 1, t))
+        dh = matmul(d_gi[t], w_hh)
+    d_gi = stack(d_gi, 0)
+    d_w = matmul(V.t(V.reshape(d_gi, (n * b, g4))), V.reshape(stack(hprev, 0), (n * b, -1)))
+    return d_gi, d_w, dh, dc
+
+
+def _layer_backward(grad, gi, w_hh, h0, c0, out, reverse):
+    return O.composite_op("lstm_layer_backward", (grad, gi, w_hh, h0, c0, out),
+                          {"reverse": bool(reverse)},
+                          [(gi.shape, gi.dtype), (w_hh.shape, gi.dtype), (h0.shape, gi.dtype),
+                           (c0.shape, gi.dtype)], gi.device)
+
+
+def lstm_layer_backward_of(grad, gi, w_hh, h0, c0, reverse=False):
+    """(d_gi, d_w_hh, d_h0, d_c0) for the packed gradient ``grad`` (2, T, B, H) of
+    lstm_layer(gi, w_hh, h0, c0, reverse)."""
+    _check_layer(gi, w_hh, h0, c0)
+    return _layer_backward(grad, gi, w_hh, h0, c0, lstm_layer(gi, w_hh, h0, c0, reverse),
+                           reverse)
+
+
+@gradient("lstm_layer")
+def _(g, gi, w_hh, h0, c0, reverse, result):
+    return _layer_backward(g, gi, w_hh, h0, c0, result, reverse)

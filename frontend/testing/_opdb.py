@@ -491,6 +491,25 @@ _add(OpInfo("lstm_cell_backward", _lstm_cell_backward, [S(T(2, 3, 2), T(3, 8), T
             zero_d=False, empty=False, dtypes=_FLOATS))
 
 
+def _lstm_layer(gi, w, h, c, reverse=False):
+    return RNN.lstm_layer(gi, w, h, c, reverse)
+
+
+def _lstm_layer_backward(grad, gi, w, h, c, reverse=False):
+    return RNN.lstm_layer_backward_of(grad, gi, w, h, c, reverse)
+
+
+# an LSTM layer direction's time loop (nn.LSTM without projections), and its backward
+_LAYER = (T(3, 2, 8), T(8, 2), T(2, 2), T(2, 2))
+_add(OpInfo("lstm_layer", _lstm_layer, [S(*_LAYER), S(*_LAYER, reverse=True),
+                                        S(T(1, 4, 12), T(12, 3), T(4, 3), T(4, 3))],
+            zero_d=False, empty=[S(T(0, 2, 8), T(8, 2), T(2, 2), T(2, 2))], dtypes=_FLOATS))
+_add(OpInfo("lstm_layer_backward", _lstm_layer_backward,
+            [S(T(2, 3, 2, 2), *_LAYER), S(T(2, 3, 2, 2), *_LAYER, reverse=True)],
+            zero_d=False, empty=[S(T(2, 0, 2, 2), T(0, 2, 8), T(8, 2), T(2, 2), T(2, 2))],
+            dtypes=_FLOATS))
+
+
 # depthwise convolution: F.conv*d with groups = channels (the op the convolution routes to)
 _add(OpInfo("depthwise_conv", F.conv2d, [
     S(T(2, 3, 6, 7), T(3, 1, 3, 2), T(3), stride=(2, 1), padding=1, groups=3),

@@ -134,6 +134,13 @@ RECIPES = {
     "lstm_cell": (lambda gates, c: RNN.lstm_cell(gates, c), [X(3, 8), X(3, 2)]),
     "lstm_cell_backward": (lambda g, gates, c: RNN.lstm_cell_backward_of(g, gates, c),
                            [X(2, 3, 2), X(3, 8), X(3, 2)]),
+    # an LSTM layer's time loop, both directions (its backward through its composite)
+    "lstm_layer": (lambda gi, w, h, c: (RNN.lstm_layer(gi, w, h, c),
+                                        RNN.lstm_layer(gi, w, h, c, True)),
+                   [X(3, 2, 8), X(8, 2), X(2, 2), X(2, 2)]),
+    "lstm_layer_backward": (lambda g, gi, w, h, c: RNN.lstm_layer_backward_of(g, gi, w, h, c,
+                                                                              True),
+                            [X(2, 3, 2, 2), X(3, 2, 8), X(8, 2), X(2, 2), X(2, 2)]),
     # the nn ops, differentiated through their composites
     "avg_pool": (lambda x: (F.avg_pool2d(x, 3, 2, padding=1, ceil_mode=True,
                                          count_include_pad=False),

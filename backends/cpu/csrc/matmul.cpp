@@ -7,6 +7,7 @@
 
 #include <ember/ops.h>
 
+#include "blas.h"
 #include "ember.h"
 
 namespace ember {
@@ -33,6 +34,38 @@ void gemm(int ta, int tb, int m, int n, int k, const T* a, int lda, const T* b, 
 }
 
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+
+// Runs block(i, r0, r1, c0, c1) over B GEMMs of (n x m) outputs with inner size k.
+// OpenBLAS runs single-threaded (load_blas); all parallelism is ember's pool, so no BLAS
+// threads spin after a GEMM while the next kernels want the cores.
+template <class F>
+void split_gemms(int64_t B, int64_t n, int64_t m, int64_t k, F&& block) {
+  const int nt = get_num_threads();
+  const int64_t work = n * m * k;
+  if (nt <= 1 || B * work <= 48 * 48 * 48) {
+    for (int64_t i = 0; i < B; ++i) block(i, 0, n, 0, m);
+  } else if (B >= nt) {
+    // many independent GEMMs: the batch spread over the pool
+    parallel_for(0, B, 1, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) block(i, 0, n, 0, m);
+    });
+  } else {
+    // one (or a few) large GEMMs: each split into nt panels along the longer output side
+    // (multiples of 16 so the BLAS micro-kernels stay full)
+    const bool by_cols = m >= n;
+    const int64_t len = by_cols ? m : n;
+    int64_t chunk = (len + nt - 1) / nt;
+    chunk = std::max<int64_t>(16, (chunk + 15) / 16 * 16);
+    const int64_t parts = (len + chunk - 1) / chunk;
+    parallel_for(0, B * parts, 1, [&](int64_t s, int64_t e) {
+      for (int64_t t = s; t < e; ++t) {
+        const int64_t i = t / parts, p0 = (t % parts) * chunk, p1 = std::min(len, p0 + chunk);
+        if (by_cols) block(i, 0, n, p0, p1);
+        else block(i, p0, p1, 0, m);
+      }
+    });
+  }
+}
 
 template <class T>
 void bmm_blas(const Tensor& out, const Tensor& a, const Tensor& b) {
@@ -65,40 +98,15 @@ void bmm_blas(const Tensor& out, const Tensor& a, const Tensor& b) {
   const T* pa = (const T*)A.data;
   const T* pb = (const T*)Bm.data;
   T* pc = (T*)O.data;
-  // OpenBLAS runs single-threaded (load_blas); all parallelism is ember's pool, so no BLAS
-  // threads spin after a GEMM while the next kernels want the cores. Rows [r0, r1) and
-  // columns [c0, c1) of batch i: row-major offsets of the sub-matrices of A, B and C.
+  // Rows [r0, r1) and columns [c0, c1) of batch i: row-major offsets of the sub-matrices
+  // of A, B and C.
   auto block = [&](int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     const T* ai = pa + i * sa + (transa == kNoTrans ? r0 * lda : r0);
     const T* bi = pb + i * sb + (transb == kNoTrans ? c0 : c0 * ldb);
     T* ci = pc + i * sc + r0 * ldc + c0;
     gemm<T>(transa, transb, (int)(r1 - r0), (int)(c1 - c0), (int)k, ai, (int)lda, bi, (int)ldb, ci, (int)ldc);
   };
-  const int nt = get_num_threads();
-  const int64_t work = n * m * k;
-  if (nt <= 1 || B * work <= 48 * 48 * 48) {
-    for (int64_t i = 0; i < B; ++i) block(i, 0, n, 0, m);
-  } else if (B >= nt) {
-    // many independent GEMMs: the batch spread over the pool
-    parallel_for(0, B, 1, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) block(i, 0, n, 0, m);
-    });
-  } else {
-    // one (or a few) large GEMMs: each split into nt panels along the longer output side
-    // (multiples of 16 so the BLAS micro-kernels stay full)
-    const bool by_cols = m >= n;
-    const int64_t len = by_cols ? m : n;
-    int64_t chunk = (len + nt - 1) / nt;
-    chunk = std::max<int64_t>(16, (chunk + 15) / 16 * 16);
-    const int64_t parts = (len + chunk - 1) / chunk;
-    parallel_for(0, B * parts, 1, [&](int64_t s, int64_t e) {
-      for (int64_t t = s; t < e; ++t) {
-        const int64_t i = t / parts, p0 = (t % parts) * chunk, p1 = std::min(len, p0 + chunk);
-        if (by_cols) block(i, 0, n, p0, p1);
-        else block(i, p0, p1, 0, m);
-      }
-    });
-  }
+  split_gemms(B, n, m, k, block);
   if (O.data != out.data) copy_tensor(out, O);
 }
 
@@ -181,6 +189,36 @@ void k_bmm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
 EMBER_KERNEL("bmm", k_bmm);
 
 }  // namespace
+
+template <class T>
+void gemm_pool(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+               int64_t ldb, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  const bool fits = m <= kIntMax && n <= kIntMax && k <= kIntMax && lda <= kIntMax && ldb <= kIntMax &&
+                    ldc <= kIntMax;
+  if (g_sgemm && fits && k > 0) {
+    const int transa = ta ? kTrans : kNoTrans, transb = tb ? kTrans : kNoTrans;
+    split_gemms(1, m, n, k, [&](int64_t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+      gemm<T>(transa, transb, (int)(r1 - r0), (int)(c1 - c0), (int)k, a + (ta ? r0 : r0 * lda), (int)lda,
+              b + (tb ? c0 * ldb : c0), (int)ldb, c + r0 * ldc + c0, (int)ldc);
+    });
+    return;
+  }
+  parallel_for(0, m, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, n * std::max<int64_t>(k, 1))),
+               [&](int64_t s, int64_t e) {
+                 for (int64_t i = s; i < e; ++i)
+                   for (int64_t j = 0; j < n; ++j) {
+                     T acc = T(0);
+                     for (int64_t q = 0; q < k; ++q)
+                       acc += (ta ? a[q * lda + i] : a[i * lda + q]) * (tb ? b[j * ldb + q] : b[q * ldb + j]);
+                     c[i * ldc + j] = acc;
+                   }
+               });
+}
+template void gemm_pool<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*,
+                               int64_t, float*, int64_t);
+template void gemm_pool<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t, const double*,
+                                int64_t, double*, int64_t);
 
 void load_blas(const std::string& path) {
   std::lock_guard<std::mutex> lk(g_blas_mu);

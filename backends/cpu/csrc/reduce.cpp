@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "rgeom.h"
+#include "vecmath.h"
 
 namespace ember {
 
@@ -67,7 +68,9 @@ struct SumOp : OpLoops<T, wide_acc_t<T>, SumOp<T>> {
   static acc_t ident() { return 0; }
   static acc_t combine(acc_t a, acc_t b) { return add_elem(a, b); }
   static acc_t contig(const T* p, int64_t n) {
-    if constexpr (is_fp_v<T>) {
+    if constexpr (std::is_same_v<T, float>) {
+      return vsum_f32(p, n);
+    } else if constexpr (is_fp_v<T>) {
       return row_sum(p, n);
     } else {
       uint64_t s = 0;
@@ -99,6 +102,41 @@ struct MaxOp : OpLoops<T, compute_t<T>, MaxOp<T, IsMax>> {
     else return (a < b || a != a) ? a : b;
   }
   static acc_t contig(const T* p, int64_t n) { return MaxOp::template lanes<16>(p, n); }
+};
+
+// Accumulates rows of m elements into acc (path 3). A float32 sum adds the rows into a
+// float row first (vectorised) and flushes it into acc's doubles every kFlush rows: sums of
+// at most kFlush floats in float, as the lanes of row_sum.
+template <class T, class Op>
+struct RowAcc {
+  static constexpr bool kFloatSum = std::is_same_v<Op, SumOp<float>>;
+  static constexpr int kFlush = 64;
+  typename Op::acc_t* acc;
+  int64_t m;
+  std::unique_ptr<float[]> fb;
+  int count = 0;
+  RowAcc(typename Op::acc_t* acc_, int64_t m_) : acc(acc_), m(m_) {
+    for (int64_t j = 0; j < m; ++j) acc[j] = Op::ident();
+    if constexpr (kFloatSum) fb.reset(new float[(size_t)m]());
+  }
+  void add(const T* p) {
+    if constexpr (kFloatSum) {
+      vacc_f32(fb.get(), p, m);
+      if (++count == kFlush) flush();
+    } else {
+      Op::row(acc, p, m);
+    }
+  }
+  void flush() {
+    if constexpr (kFloatSum) {
+      if (count == 0) return;
+      for (int64_t j = 0; j < m; ++j) {
+        acc[j] += fb[(size_t)j];
+        fb[(size_t)j] = 0.0f;
+      }
+      count = 0;
+    }
+  }
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -179,8 +217,7 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
         outer_offsets(g, outer, xp, op);
         parallel_for(0, nblk, 1, [&](int64_t b, int64_t e) {
           for (int64_t blk = b; blk < e; ++blk) {
-            acc_t* acc = part.get() + blk * m;
-            for (int64_t j = 0; j < m; ++j) acc[j] = Op::ident();
+            RowAcc<T, Op> acc(part.get() + blk * m, m);
             // walk reduced rows [blk*RB, min(nred, (blk+1)*RB)) with a multi-index
             int64_t r0 = blk * RB, r1 = std::min(g.nred, r0 + RB);
             int64_t idx[MAXD];
@@ -192,7 +229,7 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
               p += idx[d] * g.rx[d];
             }
             for (int64_t rr = r0; rr < r1; ++rr) {
-              Op::row(acc, (const T*)p, m);
+              acc.add((const T*)p);
               for (int d = 0; d < g.nr; ++d) {
                 p += g.rx[d];
                 if (++idx[d] < g.rs[d]) break;
@@ -200,6 +237,7 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
                 idx[d] = 0;
               }
             }
+            acc.flush();
           }
         });
         for (int64_t j = 0; j < m; ++j) {
@@ -218,10 +256,11 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
         char* op;
         outer_offsets(g, t / ncb, xp, op);
         const int64_t c0 = t % ncb * CB, len = std::min(CB, m - c0);
-        for (int64_t j = 0; j < len; ++j) acc[j] = Op::ident();
+        RowAcc<T, Op> rows(acc, len);
         for_reduced_runs(g, xp, [&](const char* p, int64_t s, int64_t n) {
-          for (int64_t i = 0; i < n; ++i) Op::row(acc, (const T*)(p + i * s) + c0, len);
+          for (int64_t i = 0; i < n; ++i) rows.add((const T*)(p + i * s) + c0);
         });
+        rows.flush();
         for (int64_t j = 0; j < len; ++j) store(op + (c0 + j) * g.ko[0], acc[j]);
       }
     });

@@ -5,9 +5,20 @@
 //                       i, f, o = sigmoid(gates[:, 0:H], [H:2H], [3H:4H]), g = tanh([2H:3H])
 //   lstm_cell_backward  d_gates (B, 4H), d_c (B, H) from the packed gradient (2, B, H) of
 //                       (h, c'), the gates, c and the forward's packed output
+//   lstm_layer          out (2, T, B, H): h and c of every step of one layer direction,
+//                       gates_t = gi[t] + h_{t-1} w_hh^T (one GEMM per step on the pool)
+//   lstm_layer_backward d_gi, d_w_hh, d_h0, d_c0: the gates recomputed for all steps in one
+//                       GEMM, the gate gradients step by step (one GEMM each for d_h), and
+//                       d_w_hh as one GEMM over the whole sequence
+// The layer kernels compute in float (float16/bfloat16 widened) or double, on contiguous
+// working copies where the tensors are not already contiguous of that type.
 #include <cmath>
+#include <cstring>
+#include <vector>
 
+#include "blas.h"
 #include "ember.h"
+#include "vecmath.h"
 
 namespace ember {
 
@@ -109,6 +120,220 @@ void k_lstm_cell_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   });
 }
 EMBER_KERNEL("lstm_cell_backward", k_lstm_cell_backward);
+
+// A contiguous W-typed view of a tensor: its own memory when it already is one, else a copy
+// (load) that store() writes back.
+template <class W>
+struct Work {
+  static constexpr int kCode = std::is_same_v<W, float> ? kFloat32 : kFloat64;
+  const Tensor& t;
+  std::vector<W> own;
+  W* p;
+  Work(const Tensor& t_, bool load) : t(t_) {
+    if (t.dtype == kCode && t.is_contiguous()) {
+      p = (W*)t.data;
+      return;
+    }
+    own.resize((size_t)t.numel);
+    p = own.data();
+    if (load) copy_tensor(view(), t);
+  }
+  Tensor view() { return Tensor::contiguous((char*)own.data(), kCode, t.ndim, t.shape); }
+  void store() {
+    if (p == own.data()) copy_tensor(t, view());
+  }
+};
+
+struct LayerGeom {
+  int64_t T, B, H;
+  bool reverse;
+  int64_t step(int64_t s) const { return reverse ? T - 1 - s : s; }  // the s-th step run
+  int64_t prev(int64_t t) const { return reverse ? t + 1 : t - 1; }
+};
+
+LayerGeom check_layer(const char* op, const Tensor& gi, const Tensor& w, const Tensor& h0, const Tensor& c0,
+                      bool reverse) {
+  if (gi.ndim != 3 || h0.ndim != 2)
+    raise(PyExc_ValueError, "%s(): expected gi (T, B, 4H) and h0 (B, H), got %s and %s", op, shape_str(gi).c_str(),
+          shape_str(h0).c_str());
+  LayerGeom g{gi.shape[0], h0.shape[0], h0.shape[1], reverse};
+  check_2d(op, c0, g.B, g.H, "c0");
+  check_2d(op, w, 4 * g.H, g.H, "w_hh");
+  if (gi.shape[1] != g.B || gi.shape[2] != 4 * g.H)
+    raise(PyExc_ValueError, "%s(): gi must be (T, %lld, %lld), got %s", op, (long long)g.B, (long long)(4 * g.H),
+          shape_str(gi).c_str());
+  return g;
+}
+
+void check_steps(const char* op, const Tensor& t, const LayerGeom& g, const char* what) {
+  if (t.ndim != 4 || t.shape[0] != 2 || t.shape[1] != g.T || t.shape[2] != g.B || t.shape[3] != g.H)
+    raise(PyExc_ValueError, "%s(): %s must be (2, %lld, %lld, %lld), got %s", op, what, (long long)g.T,
+          (long long)g.B, (long long)g.H, shape_str(t).c_str());
+}
+
+// One row's gate pre-activations (i, f, g, o; 4H) replaced by sigmoid(i), sigmoid(f),
+// tanh(g), sigmoid(o): float through the vectorised loops, double element by element.
+template <class W>
+void activate_gates(W* a, int64_t H) {
+  if constexpr (std::is_same_v<W, float>) {
+    vsigmoid_f32(a, a, 2 * H);
+    vtanh_f32(a + 2 * H, a + 2 * H, H);
+    vsigmoid_f32(a + 3 * H, a + 3 * H, H);
+  } else {
+    for (int64_t j = 0; j < 2 * H; ++j) a[j] = sigmoid_of<W>(a[j]);
+    for (int64_t j = 2 * H; j < 3 * H; ++j) a[j] = std::tanh(a[j]);
+    for (int64_t j = 3 * H; j < 4 * H; ++j) a[j] = sigmoid_of<W>(a[j]);
+  }
+}
+
+template <class W>
+void tanh_row(W* o, const W* a, int64_t n) {
+  if constexpr (std::is_same_v<W, float>) vtanh_f32(o, a, n);
+  else for (int64_t j = 0; j < n; ++j) o[j] = std::tanh(a[j]);
+}
+
+// rows of (B, H) per parallel task: about kGrain / 32 transcendental-heavy elements each
+inline int64_t row_grain(int64_t H) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(1, 32 * H)); }
+
+template <class W>
+void lstm_layer_forward(const LayerGeom& g, const Tensor& out, const Tensor& gi, const Tensor& w,
+                        const Tensor& h0, const Tensor& c0) {
+  const int64_t T = g.T, B = g.B, H = g.H, G = 4 * H, BH = B * H;
+  Work<W> po(out, false), pg(gi, true), pw(w, true), ph(h0, true), pc(c0, true);
+  std::vector<W> gates((size_t)(B * G));
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = g.step(s), tp = g.prev(t);
+    const W* hp = s == 0 ? ph.p : po.p + tp * BH;
+    const W* cp = s == 0 ? pc.p : po.p + (T + tp) * BH;
+    gemm_pool<W>(false, true, B, G, H, hp, H, pw.p, H, gates.data(), G);
+    const W* x = pg.p + t * B * G;
+    W* ho = po.p + t * BH;
+    W* co = po.p + (T + t) * BH;
+    parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+      std::vector<W> tc((size_t)H);
+      for (int64_t b = b0; b < b1; ++b) {
+        W* a = gates.data() + b * G;
+        const W* xb = x + b * G;
+        for (int64_t k = 0; k < G; ++k) a[k] += xb[k];
+        activate_gates(a, H);
+        for (int64_t j = 0; j < H; ++j) co[b * H + j] = tc[(size_t)j] = a[H + j] * cp[b * H + j] + a[j] * a[2 * H + j];
+        tanh_row(tc.data(), tc.data(), H);
+        for (int64_t j = 0; j < H; ++j) ho[b * H + j] = a[3 * H + j] * tc[(size_t)j];
+      }
+    });
+  }
+  po.store();
+}
+
+template <class W>
+void lstm_layer_backward(const LayerGeom& g, const Tensor& dgi, const Tensor& dw, const Tensor& dh0,
+                         const Tensor& dc0, const Tensor& grad, const Tensor& gi, const Tensor& w, const Tensor& h0,
+                         const Tensor& c0, const Tensor& out) {
+  const int64_t T = g.T, B = g.B, H = g.H, G = 4 * H, BH = B * H;
+  Work<W> qgi(dgi, false), qw(dw, false), qh(dh0, false), qc(dc0, false);
+  Work<W> pgr(grad, true), pg(gi, true), pw(w, true), ph(h0, true), pc(c0, true), po(out, true);
+  // the hidden state each step started from
+  std::vector<W> hprev((size_t)(T * BH));
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = g.step(s);
+    std::memcpy(hprev.data() + t * BH, s == 0 ? ph.p : po.p + g.prev(t) * BH, sizeof(W) * BH);
+  }
+  // gates pre-activations of every step at once (gi added below): into d_gi, which each
+  // step then overwrites with its gate gradients
+  gemm_pool<W>(false, true, T * B, G, H, hprev.data(), H, pw.p, H, qgi.p, G);
+  std::vector<W> dh((size_t)BH, W(0)), dc((size_t)BH, W(0));
+  for (int64_t s = T - 1; s >= 0; --s) {
+    const int64_t t = g.step(s);
+    const W* cp = s == 0 ? pc.p : po.p + (T + g.prev(t)) * BH;
+    const W* cn = po.p + (T + t) * BH;
+    const W* gh = pgr.p + t * BH;
+    const W* gc = pgr.p + (T + t) * BH;
+    const W* x = pg.p + t * B * G;
+    W* d = qgi.p + t * B * G;
+    parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+      std::vector<W> tcs((size_t)H);
+      for (int64_t b = b0; b < b1; ++b) {
+        W* db = d + b * G;
+        const W* xb = x + b * G;
+        for (int64_t k = 0; k < G; ++k) db[k] += xb[k];
+        activate_gates(db, H);
+        tanh_row(tcs.data(), cn + b * H, H);
+        for (int64_t j = 0; j < H; ++j) {
+          const int64_t e = b * H + j;
+          const W i = db[j], f = db[H + j], gg = db[2 * H + j], o = db[3 * H + j], tc = tcs[(size_t)j];
+          const W h_grad = gh[e] + dh[(size_t)e];
+          const W dct = gc[e] + dc[(size_t)e] + h_grad * o * (W(1) - tc * tc);
+          db[j] = dct * gg * i * (W(1) - i);
+          db[H + j] = dct * cp[e] * f * (W(1) - f);
+          db[2 * H + j] = dct * i * (W(1) - gg * gg);
+          db[3 * H + j] = h_grad * tc * o * (W(1) - o);
+          dc[(size_t)e] = dct * f;
+        }
+      }
+    });
+    gemm_pool<W>(false, false, B, H, G, d, G, pw.p, H, dh.data(), H);
+  }
+  gemm_pool<W>(true, false, G, H, T * B, qgi.p, G, hprev.data(), H, qw.p, H);
+  std::memcpy(qh.p, dh.data(), sizeof(W) * BH);
+  std::memcpy(qc.p, dc.data(), sizeof(W) * BH);
+  for (Work<W>* q : {&qgi, &qw, &qh, &qc}) q->store();
+}
+
+// float16/bfloat16 computed in float
+template <class F>
+void layer_dispatch(const char* op, int dtype, F&& f) {
+  dispatch<M_FLOAT>(dtype, op, [&](auto tag) {
+    using T = EMBER_T(tag);
+    if constexpr (std::is_same_v<T, double>) f(double{});
+    else f(float{});
+  });
+}
+
+void k_lstm_layer(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args("lstm_layer", a, n, kw, {"out", "gi", "w_hh", "h0", "c0", "reverse"}, 5);
+  const Tensor out = args.out(0), gi = args.tensor(1), w = args.tensor(2), h0 = args.tensor(3), c0 = args.tensor(4);
+  for (const Tensor* t : {&gi, &w, &h0, &c0}) check_same_dtype("lstm_layer", out, *t);
+  const LayerGeom g = check_layer("lstm_layer", gi, w, h0, c0, args.get_bool(5, false));
+  check_steps("lstm_layer", out, g, "out");
+  if (g.T * g.B * g.H == 0) return;
+  NoGil nogil(true);
+  layer_dispatch("lstm_layer", out.dtype, [&](auto w0) {
+    lstm_layer_forward<decltype(w0)>(g, out, gi, w, h0, c0);
+  });
+}
+EMBER_KERNEL("lstm_layer", k_lstm_layer);
+
+void k_lstm_layer_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args("lstm_layer_backward", a, n, kw,
+            {"d_gi", "d_w_hh", "d_h0", "d_c0", "grad", "gi", "w_hh", "h0", "c0", "out", "reverse"}, 10);
+  const Tensor dgi = args.out(0), dw = args.out(1), dh0 = args.out(2), dc0 = args.out(3), grad = args.tensor(4),
+               gi = args.tensor(5), w = args.tensor(6), h0 = args.tensor(7), c0 = args.tensor(8),
+               out = args.tensor(9);
+  for (const Tensor* t : {&dw, &dh0, &dc0, &grad, &gi, &w, &h0, &c0, &out})
+    check_same_dtype("lstm_layer_backward", dgi, *t);
+  const LayerGeom g = check_layer("lstm_layer_backward", gi, w, h0, c0, args.get_bool(10, false));
+  check_steps("lstm_layer_backward", grad, g, "grad");
+  check_steps("lstm_layer_backward", out, g, "out");
+  check_2d("lstm_layer_backward", dw, 4 * g.H, g.H, "d_w_hh");
+  check_2d("lstm_layer_backward", dh0, g.B, g.H, "d_h0");
+  check_2d("lstm_layer_backward", dc0, g.B, g.H, "d_c0");
+  if (dgi.ndim != 3 || dgi.shape[0] != g.T || dgi.shape[1] != g.B || dgi.shape[2] != 4 * g.H)
+    raise(PyExc_ValueError, "lstm_layer_backward(): d_gi must be the shape of gi, got %s", shape_str(dgi).c_str());
+  NoGil nogil(true);
+  layer_dispatch("lstm_layer_backward", dgi.dtype, [&](auto w0) {
+    using W = decltype(w0);
+    if (g.T * g.B * g.H == 0) {  // d_gi empty; the other gradients zero
+      for (const Tensor* t : {&dw, &dh0, &dc0}) {
+        Work<W> q(*t, false);
+        std::fill(q.p, q.p + t->numel, W(0));
+        q.store();
+      }
+      return;
+    }
+    lstm_layer_backward<W>(g, dgi, dw, dh0, dc0, grad, gi, w, h0, c0, out);
+  });
+}
+EMBER_KERNEL("lstm_layer_backward", k_lstm_layer_backward);
 
 }  // namespace
 

@@ -36,4 +36,10 @@ EMBER_CLONES void vsub2_f32(float* o, const float* a, float m, float l, int64_t 
   for (int64_t i = 0; i < n; ++i) o[i] = (a[i] - m) - l;
 }
 
+EMBER_CLONES void vacc_f32(float* acc, const float* a, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += a[i];
+}
+
+EMBER_CLONES double vsum_f32(const float* p, int64_t n) { return row_sum(p, n); }
+
 }  // namespace ember

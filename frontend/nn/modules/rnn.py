@@ -5,8 +5,10 @@ initialisation U(-1/sqrt(hidden), 1/sqrt(hidden)).
 
 The input projection of a whole sequence is one matmul; only the recurrence loops over
 time steps, and an LSTM step's gate math is one op (``lstm_cell``: one kernel forward, one
-backward). A ``PackedSequence`` input (``nn.utils.rnn``) runs each sequence only over
-its own length and returns a ``PackedSequence`` and each sequence's last valid state.
+backward). An unpacked LSTM without projections runs each layer direction's whole time loop
+as one op (``lstm_layer``). A ``PackedSequence`` input (``nn.utils.rnn``) runs each sequence
+only over its own length and returns a ``PackedSequence`` and each sequence's last valid
+state.
 
 >>> import ember, ember.nn as nn
 >>> lstm = nn.LSTM(10, 20, num_layers=2)
@@ -23,6 +25,7 @@ import warnings
 import ember
 from ember import Tensor
 from ember.dispatcher.defs.rnn import lstm_cell as _lstm_cell
+from ember.dispatcher.defs.rnn import lstm_layer as _lstm_layer
 
 from .. import functional as F
 from .. import init
@@ -220,6 +223,14 @@ class RNNBase(Module):
         """
         w_hh, b_hh, w_hr = weights["weight_hh"], weights.get("bias_hh"), weights.get("weight_hr")
         steps = len(sizes)
+        if (self.mode == "LSTM" and offsets is None and w_hr is None and steps
+                and gi_all.is_floating_point()):
+            # the whole time loop as one op (forward and backward native where a backend
+            # has the kernels): both biases go into the input projection
+            gi_all = gi_all + b_hh if b_hh is not None else gi_all
+            out = _lstm_layer(gi_all, w_hh, h0, c0, reverse)
+            last = 0 if reverse else steps - 1
+            return out[0], out[0, last], out[1, last]
         h, c = h0, c0
         if offsets is not None:
             first = sizes[-1] if reverse else sizes[0]
