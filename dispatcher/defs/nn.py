@@ -24,7 +24,7 @@ from .. import ops as O
 from .. import views as V
 from ..grad_mode import MODE, below_autograd
 from ..plugins import BACKENDS, backend_for
-from ..schema import OPS, composite, defop
+from ..schema import OPS, composite, defop, gradient
 from .conv import depthwise_conv
 from .index import index, index_add, index_select, masked_fill, tril
 from .linalg import matmul
@@ -396,6 +396,20 @@ defop("batch_norm", "norm",
       "# input (N, C, *); training: batch statistics, and the running stats (when given) "
       "updated in place: r = (1 - momentum) * r + momentum * stat (unbiased variance)",
       promotion="none", inputs=("input", "weight", "bias"))
+defop("batch_norm_train", "norm",
+      "batch_norm_train(Tensor input, Tensor? weight, Tensor? bias, float eps) -> "
+      "(Tensor out, Tensor mean, Tensor var)",
+      "(out, mean, var, input, weight, bias, eps)  # input (N, C, *); mean and the biased "
+      "var (C,) of each channel over N and *, in float for half types",
+      promotion="none", inputs=("input", "weight", "bias"),
+      doc="batch normalisation with the batch's statistics, which it returns as well")
+defop("batch_norm_train_backward", "norm",
+      "batch_norm_train_backward(Tensor grad, Tensor input, Tensor? weight, Tensor mean, "
+      "Tensor var, float eps) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)",
+      "(d_input, d_weight, d_bias, grad, input, weight, mean, var, eps)  # mean, var: "
+      "batch_norm_train's", promotion="none", inputs=("grad", "input", "weight"),
+      doc="the gradients of batch_norm_train's input, weight and bias (d_weight and d_bias "
+          "(C,) whether or not the weight and bias were given)")
 defop("layer_norm", "norm",
       "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, "
       "Tensor? bias=None, float eps=1e-05) -> Tensor",
@@ -437,11 +451,12 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
 def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     nd = len(input.shape)
     c = input.shape[1]
-    dims = (0,) + tuple(range(2, nd))
     shape = (1, c) + (1,) * (nd - 2)
     if training:
-        mean = O.reduce("mean", input, dims)
-        var = O.reduce("var", input, dims, correction=0)
+        dtype = D.result_type(input, weight, bias)
+        out, mean, var = batch_norm_train(*(t if t is None or t.dtype is dtype
+                                            else O.to(t, None, dtype)
+                                            for t in (input, weight, bias)), eps)
         with below_autograd():
             if running_mean is not None:
                 E("mul", running_mean, 1 - momentum, inplace=True)
@@ -453,11 +468,100 @@ def _batch_norm(input, weight, bias, running_mean, running_var, training, moment
                 E("mul", running_var, 1 - momentum, inplace=True)
                 E("add", running_var, E("mul", O.to(unbiased, None, running_var.dtype),
                                          momentum), inplace=True)
-    else:
-        mean, var = running_mean, running_var
-    out = E("mul", E("sub", input, V.reshape(mean, shape)),
-            E("rsqrt", E("add", V.reshape(var, shape), eps)))
-    return _affine(out, weight, bias, shape)
+        return out
+    # the running statistics folded into a scale and shift per channel: one pass over x
+    scale = E("rsqrt", E("add", running_var, eps))
+    if weight is not None:
+        scale = E("mul", scale, weight)
+    shift = E("neg", E("mul", running_mean, scale))
+    if bias is not None:
+        shift = E("add", shift, bias)
+    return E("addcmul", V.reshape(shift, shape), input, V.reshape(scale, shape))
+
+
+def _bn_dims(input):
+    return (0,) + tuple(range(2, len(input.shape)))
+
+
+def _bn_check(input, weight, bias):
+    if len(input.shape) < 2:
+        raise ValueError(f"batch_norm_train(): expected input (N, C, *), got "
+                         f"{tuple(input.shape)}")
+    c = input.shape[1]
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (tuple(t.shape) != (c,) or t.dtype is not input.dtype):
+            raise ValueError(f"batch_norm_train(): {name} must be ({c},) of "
+                             f"{input.dtype.name}, got {tuple(t.shape)} of {t.dtype.name}")
+
+
+def _stat_dtype(dtype):
+    return D.float32 if dtype in (D.float16, D.bfloat16) else dtype
+
+
+def batch_norm_train(input, weight, bias, eps):
+    """(out, mean, var): batch normalisation of (N, C, *) input with the batch's mean and
+    biased variance per channel, returned too (as float32 for half types)."""
+    _bn_check(input, weight, bias)
+    c, st = input.shape[1], _stat_dtype(input.dtype)
+    return O.composite_op("batch_norm_train", (input, weight, bias), {"eps": eps},
+                          [(input.shape, input.dtype), ((c,), st), ((c,), st)], input.device)
+
+
+@composite("batch_norm_train")
+def _(input, weight, bias, eps):
+    st = _stat_dtype(input.dtype)
+    x = input if input.dtype is st else O.to(input, None, st)
+    dims = _bn_dims(input)
+    mean = O.reduce("mean", x, dims)
+    var = O.reduce("var", x, dims, correction=0)
+    shape = (1, input.shape[1]) + (1,) * (len(input.shape) - 2)
+    out = E("mul", E("sub", x, V.reshape(mean, shape)),
+            V.reshape(E("rsqrt", E("add", var, eps)), shape))
+    out = _affine(out, weight, bias, shape)
+    return (out if out.dtype is input.dtype else O.to(out, None, input.dtype)), mean, var
+
+
+def batch_norm_train_backward(grad, input, weight, mean, var, eps):
+    """(d_input, d_weight, d_bias) of batch_norm_train for output gradient ``grad``."""
+    c = input.shape[1]
+    return O.composite_op("batch_norm_train_backward", (grad, input, weight, mean, var),
+                          {"eps": eps}, [(input.shape, input.dtype), ((c,), input.dtype),
+                                         ((c,), input.dtype)], input.device)
+
+
+@composite("batch_norm_train_backward")
+def _(grad, input, weight, mean, var, eps):
+    st = _stat_dtype(input.dtype)
+    x, g = (t if t.dtype is st else O.to(t, None, st) for t in (input, grad))
+    dims = _bn_dims(input)
+    shape = (1, input.shape[1]) + (1,) * (len(input.shape) - 2)
+    m = C.numel(input.shape) // input.shape[1] if input.shape[1] else 0
+    invstd = E("rsqrt", E("add", var, eps))
+    xhat = E("mul", E("sub", x, V.reshape(mean, shape)), V.reshape(invstd, shape))
+    d_bias = O.reduce("sum", g, dims)
+    d_weight = O.reduce("sum", E("mul", g, xhat), dims)
+    scale = invstd if weight is None else E("mul", invstd, weight)
+    # w invstd (g - mean(g) - xhat mean(g xhat))
+    centred = E("sub", E("sub", g, V.reshape(E("div", d_bias, max(m, 1)), shape)),
+                E("mul", xhat, V.reshape(E("div", d_weight, max(m, 1)), shape)))
+    d_input = E("mul", centred, V.reshape(scale, shape))
+    return tuple(t if t.dtype is input.dtype else O.to(t, None, input.dtype)
+                 for t in (d_input, d_weight, d_bias))
+
+
+@gradient("batch_norm_train")
+def _(g, input, weight, bias, eps, result1, result2):
+    mean, var = result1, result2
+    if MODE.grad and input.requires_grad:
+        # a differentiable backward (create_graph): the statistics as ops of the input, so
+        # that the second derivative follows them too
+        st = _stat_dtype(input.dtype)
+        x = input if input.dtype is st else O.to(input, None, st)
+        mean = O.reduce("mean", x, _bn_dims(input))
+        var = O.reduce("var", x, _bn_dims(input), correction=0)
+    d_input, d_weight, d_bias = batch_norm_train_backward(g, input, weight, mean, var, eps)
+    return d_input, (d_weight if weight is not None else None), \
+        (d_bias if bias is not None else None)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

@@ -22,6 +22,7 @@ import ember
 import ember.nn.functional as F
 from ember.dispatcher import OPS
 from ember.dispatcher.defs import conv as CV
+from ember.dispatcher.defs import nn as NN
 from ember.dispatcher.defs import rnn as RNN
 from ember.dispatcher.schema import elementwise_ops
 
@@ -559,6 +560,26 @@ _add(OpInfo("batch_norm", F.batch_norm, [
     S(T(5, 3), None, None, training=True),
     S(T(2, 3, 4), _stats(3, -1.0), _stats(3, 0.5), None, T(3)),
 ], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+
+
+def _bn_train(x, w=None, b=None, eps=1e-5):
+    return NN.batch_norm_train(x, w, b, eps)
+
+
+def _bn_train_backward(grad, x, w=None, eps=1e-5):
+    _, mean, var = NN.batch_norm_train(x, w, None, eps)
+    return NN.batch_norm_train_backward(grad, x, w, mean, var, eps)
+
+
+# batch_norm's training mode (the op it runs), and its backward
+_add(OpInfo("batch_norm_train", _bn_train, [
+    S(T(4, 3, 5), T(3), T(3)), S(T(4, 3, 2, 3), T(3), eps=1e-3), S(T(5, 3)),
+    S(T(2, 3, 4), None, T(3)),
+], zero_d=False, empty=[S(T(0, 3, 2), T(3), T(3))], scale=2, dtypes=_FLOATS))
+_add(OpInfo("batch_norm_train_backward", _bn_train_backward, [
+    S(T(4, 3, 5), T(4, 3, 5), T(3)), S(T(2, 3, 2, 3), T(2, 3, 2, 3), eps=1e-3),
+    S(T(5, 3), T(5, 3)),
+], zero_d=False, empty=False, scale=4, dtypes=_FLOATS))
 _add(OpInfo("layer_norm", F.layer_norm, [
     S(T(2, 3, 4), (4,), T(4), T(4)),
     S(T(2, 3, 4), (3, 4), T(3, 4), T(3, 4), eps=1e-3),

@@ -12,6 +12,7 @@ import ember
 from ember.autograd import gradcheck, gradgradcheck
 from ember.dispatcher import OPS
 from ember.dispatcher.defs import conv as CV
+from ember.dispatcher.defs import nn as NN
 from ember.dispatcher.defs import rnn as RNN
 from ember.dispatcher.schema import elementwise_ops
 
@@ -157,6 +158,12 @@ RECIPES = {
                                                  w, b, training=True, momentum=0.2),
                                     F.batch_norm(x, *RUNNING, w, b, eps=1e-3)),
                    [X(4, 3, 2), X(3), X(3)]),
+    "batch_norm_train": (lambda x, w, b: NN.batch_norm_train(x, w, b, 1e-5)[0],
+                         [X(4, 3, 2), X(3), X(3)]),
+    "batch_norm_train_backward": (
+        lambda g, x, w: NN.batch_norm_train_backward(g, x, w, x.mean((0, 2)),
+                                                     x.var((0, 2), correction=0), 1e-3),
+        [X(4, 3, 2), X(4, 3, 2), X(3)]),
     "layer_norm": (lambda x, w, b: F.layer_norm(x, (3, 4), w, b),
                    [X(2, 3, 4), X(3, 4), X(3, 4)]),
     "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), [X(2, 4, 3), X(4), X(4)]),

@@ -5,8 +5,13 @@
 //   depthwise_conv_input   out (N, C, *I) = the same sum sent back to the input positions
 //   depthwise_conv_weight  out (C, 1, *K) = sum over n, b of g[n, c, b] x[n, c, b*S - P + k*D]
 // Kernel arguments: (out, a, b, kernel, dilation, padding, stride, sizes), the convention
-// of im2col (<ember/ops.h>). Sums run in the compute type (float for half types); the
-// weight gradient, a sum over the whole batch, in double.
+// of im2col (<ember/ops.h>). Sums run in the compute type (float for half types).
+//
+// Channels are processed in blocks of V = 8: a task copies its (n, channel block) input
+// into a zero-padded buffer laid out (*I_padded, V), so every tap is V multiply-adds over
+// consecutive lanes (vectorised, with no bounds checks), and copies its (*B, V) result back
+// to the NCHW layout (the blocked layout oneDNN uses for the same reason).
+#include <cstring>
 #include <vector>
 
 #include <ember/ops.h>
@@ -51,6 +56,122 @@ DwArgs parse(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw, int
   return r;
 }
 
+constexpr int V = 8;  // channels per block (lanes)
+
+// V lanes of the compute type as 16-byte GCC vectors (the baseline target's SSE registers;
+// a wider generic vector would be lowered element by element), loaded and stored unaligned
+template <class A>
+struct Lanes {
+  static constexpr int W = 16 / (int)sizeof(A), N = V / W;
+  typedef A vec __attribute__((vector_size(16)));
+  vec r[N];
+  static Lanes zero() {
+    Lanes l;
+    for (int i = 0; i < N; ++i) l.r[i] = vec{};
+    return l;
+  }
+  static Lanes load(const A* p) {
+    Lanes l;
+    std::memcpy(l.r, p, sizeof l.r);
+    return l;
+  }
+  void store(A* p) const { std::memcpy(p, r, sizeof r); }
+  void madd(const Lanes& a, const Lanes& b) {  // this += a * b
+    for (int i = 0; i < N; ++i) r[i] += a.r[i] * b.r[i];
+  }
+};
+
+// The blocked geometry shared by the three kernels: padded input sizes Ip, so that every
+// tap of every output block reads inside the buffer (the low side shifted by P).
+struct Blocked {
+  const ConvGeom& g;
+  int64_t Ip[3];
+  int64_t cblocks, kn, bn, ipn;
+  explicit Blocked(const ConvGeom& g_) : g(g_) {
+    for (int d = 0; d < 3; ++d)
+      Ip[d] = std::max(g.I[d] + g.P[d], (g.B[d] - 1) * g.S[d] + (g.K[d] - 1) * g.D[d] + 1);
+    cblocks = (g.C + V - 1) / V;
+    kn = g.K[0] * g.K[1] * g.K[2];
+    bn = g.B[0] * g.B[1] * g.B[2];
+    ipn = Ip[0] * Ip[1] * Ip[2];
+  }
+  // lane offset (in units of V) of tap k in the padded buffer, relative to block b's origin
+  int64_t tap(int64_t k0, int64_t k1, int64_t k2) const {
+    return (k0 * g.D[0] * Ip[1] + k1 * g.D[1]) * Ip[2] + k2 * g.D[2];
+  }
+  int64_t origin(int64_t b0, int64_t b1, int64_t b2) const {
+    return (b0 * g.S[0] * Ip[1] + b1 * g.S[1]) * Ip[2] + b2 * g.S[2];
+  }
+  // the padded-buffer index of input position i
+  int64_t padded(int64_t i0, int64_t i1, int64_t i2) const {
+    return ((i0 + g.P[0]) * Ip[1] + (i1 + g.P[1])) * Ip[2] + (i2 + g.P[2]);
+  }
+  // a task's work in multiply-adds (for the grain)
+  int64_t grain() const { return std::max<int64_t>(1, kGrain / std::max<int64_t>(1, bn * kn * V + ipn * V)); }
+};
+
+// lanes [0, nc) of the (N, C, *sizes) tensor t at batch n, channels c0.., into buf
+// (positions, V) at index(position); the other lanes and positions are left as they are
+template <class T, class A, class Index>
+void gather_block(const Tensor& t, const int64_t* ts, const int64_t* sz, int64_t n, int64_t c0, int nc, A* buf,
+                  Index&& index) {
+  const T* base = (const T*)t.data + n * t.stride[0] + c0 * t.stride[1];
+  for (int v = 0; v < nc; ++v) {
+    const T* p = base + v * t.stride[1];
+    for (int64_t i0 = 0; i0 < sz[0]; ++i0)
+      for (int64_t i1 = 0; i1 < sz[1]; ++i1) {
+        const T* row = p + i0 * ts[0] + i1 * ts[1];
+        A* dst = buf + index(i0, i1, 0) * V + v;
+        if (ts[2] == 1) {
+          for (int64_t i2 = 0; i2 < sz[2]; ++i2) dst[i2 * V] = (A)row[i2];
+        } else {
+          for (int64_t i2 = 0; i2 < sz[2]; ++i2) dst[i2 * V] = (A)row[i2 * ts[2]];
+        }
+      }
+  }
+}
+
+// the inverse: lanes [0, nc) of buf (positions, V) into t at batch n, channels c0..
+template <class T, class A, class Index>
+void scatter_block(const Tensor& t, const int64_t* ts, const int64_t* sz, int64_t n, int64_t c0, int nc, const A* buf,
+                   Index&& index) {
+  T* base = (T*)t.data + n * t.stride[0] + c0 * t.stride[1];
+  for (int v = 0; v < nc; ++v) {
+    T* p = base + v * t.stride[1];
+    for (int64_t i0 = 0; i0 < sz[0]; ++i0)
+      for (int64_t i1 = 0; i1 < sz[1]; ++i1) {
+        T* row = p + i0 * ts[0] + i1 * ts[1];
+        const A* src = buf + index(i0, i1, 0) * V + v;
+        for (int64_t i2 = 0; i2 < sz[2]; ++i2) row[i2 * ts[2]] = cvt<T>(src[i2 * V]);
+      }
+  }
+}
+
+// the filters of channels c0.. as (K, V), zero in lanes past C
+template <class T, class A>
+void gather_filters(const Tensor& w, const int64_t* ws, const Blocked& bl, int64_t c0, int nc, A* wb) {
+  const ConvGeom& g = bl.g;
+  std::fill(wb, wb + bl.kn * V, A(0));
+  const T* pw = (const T*)w.data;
+  for (int v = 0; v < nc; ++v)
+    for (int64_t k0 = 0, k = 0; k0 < g.K[0]; ++k0)
+      for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+        for (int64_t k2 = 0; k2 < g.K[2]; ++k2, ++k)
+          wb[k * V + v] = (A)pw[(c0 + v) * w.stride[0] + k0 * ws[0] + k1 * ws[1] + k2 * ws[2]];
+}
+
+// Runs f(n, c0, nc) over the (batch, channel block) tasks in parallel
+template <class F>
+void over_blocks(const Blocked& bl, int64_t nbatch, F&& f) {
+  const int64_t C = bl.g.C;
+  parallel_for(0, nbatch * bl.cblocks, bl.grain(), [&](int64_t s, int64_t e) {
+    for (int64_t t = s; t < e; ++t) {
+      const int64_t n = t / bl.cblocks, c0 = t % bl.cblocks * V;
+      f(n, c0, (int)std::min<int64_t>(V, C - c0));
+    }
+  });
+}
+
 // out (N, C, *B) = depthwise convolution of x (N, C, *I) with w (C, 1, *K)
 void k_depthwise_conv(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const DwArgs r = parse("depthwise_conv", a, n, kw, 1, 0, 2);
@@ -61,50 +182,32 @@ void k_depthwise_conv(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   strides3(x, 2, r.nd, xs);
   strides3(out, 2, r.nd, os);
   strides3(w, 2, r.nd, ws);
-  const int64_t W = g.B[2], rows = g.N * g.C * g.B[0] * g.B[1];
-  const int64_t work = W * g.K[0] * g.K[1] * g.K[2];
-  NoGil nogil(out.numel * g.K[0] * g.K[1] * g.K[2] >= kGilThreshold);
+  const Blocked bl(g);
+  NoGil nogil(out.numel * bl.kn >= kGilThreshold);
   dispatch<M_FLOAT>(x.dtype, "depthwise_conv", [&](auto tag) {
     using T = EMBER_T(tag);
     using A = compute_t<T>;
-    const T* px = (const T*)x.data;
-    const T* pw = (const T*)w.data;
-    T* po = (T*)out.data;
-    parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, work)), [&](int64_t s, int64_t e) {
-      std::vector<A> acc((size_t)W);
-      for (int64_t r0 = s; r0 < e; ++r0) {
-        int64_t q = r0;
-        const int64_t b1 = q % g.B[1]; q /= g.B[1];
-        const int64_t b0 = q % g.B[0]; q /= g.B[0];
-        const int64_t c = q % g.C, nn = q / g.C;
-        std::fill(acc.begin(), acc.end(), A(0));
-        const T* xp = px + nn * x.stride[0] + c * x.stride[1];
-        const T* wp = pw + c * w.stride[0];
-        for (int64_t k0 = 0; k0 < g.K[0]; ++k0) {
-          const int64_t i0 = conv_in(g, 0, b0, k0);
-          if (i0 < 0 || i0 >= g.I[0]) continue;
-          for (int64_t k1 = 0; k1 < g.K[1]; ++k1) {
-            const int64_t i1 = conv_in(g, 1, b1, k1);
-            if (i1 < 0 || i1 >= g.I[1]) continue;
-            for (int64_t k2 = 0; k2 < g.K[2]; ++k2) {
-              const int64_t off = k2 * g.D[2] - g.P[2];
-              int64_t lo, hi;
-              valid_range(off, g.S[2], g.I[2], W, lo, hi);
-              if (hi <= lo) continue;
-              const A wv = (A)wp[k0 * ws[0] + k1 * ws[1] + k2 * ws[2]];
-              const T* xr = xp + i0 * xs[0] + i1 * xs[1] + off * xs[2];
-              const int64_t step = g.S[2] * xs[2];
-              if (step == 1) {
-                for (int64_t b = lo; b < hi; ++b) acc[b] += wv * (A)xr[b];
-              } else {
-                for (int64_t b = lo; b < hi; ++b) acc[b] += wv * (A)xr[b * step];
-              }
-            }
+    over_blocks(bl, g.N, [&](int64_t nn, int64_t c0, int nc) {
+      std::vector<A> xb((size_t)(bl.ipn * V), A(0)), ob((size_t)(bl.bn * V)), wb((size_t)(bl.kn * V));
+      std::vector<int64_t> taps((size_t)bl.kn);
+      for (int64_t k0 = 0, k = 0; k0 < g.K[0]; ++k0)
+        for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+          for (int64_t k2 = 0; k2 < g.K[2]; ++k2) taps[(size_t)k++] = bl.tap(k0, k1, k2) * V;
+      gather_filters<T, A>(w, ws, bl, c0, nc, wb.data());
+      gather_block<T, A>(x, xs, g.I, nn, c0, nc, xb.data(),
+                         [&](int64_t i0, int64_t i1, int64_t i2) { return bl.padded(i0, i1, i2); });
+      A* o = ob.data();
+      for (int64_t b0 = 0; b0 < g.B[0]; ++b0)
+        for (int64_t b1 = 0; b1 < g.B[1]; ++b1)
+          for (int64_t b2 = 0; b2 < g.B[2]; ++b2, o += V) {
+            const A* xo = xb.data() + bl.origin(b0, b1, b2) * V;
+            Lanes<A> acc = Lanes<A>::zero();
+            for (int64_t k = 0; k < bl.kn; ++k)
+              acc.madd(Lanes<A>::load(wb.data() + k * V), Lanes<A>::load(xo + taps[(size_t)k]));
+            acc.store(o);
           }
-        }
-        T* o = po + nn * out.stride[0] + c * out.stride[1] + b0 * os[0] + b1 * os[1];
-        for (int64_t b = 0; b < W; ++b) o[b * os[2]] = cvt<T>(acc[b]);
-      }
+      scatter_block<T, A>(out, os, g.B, nn, c0, nc, ob.data(),
+                          [&](int64_t b0, int64_t b1, int64_t b2) { return (b0 * g.B[1] + b1) * g.B[2] + b2; });
     });
   });
 }
@@ -120,50 +223,36 @@ void k_depthwise_conv_input(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   strides3(gr, 2, r.nd, gs);
   strides3(out, 2, r.nd, os);
   strides3(w, 2, r.nd, ws);
-  const int64_t plane = g.I[0] * g.I[1] * g.I[2], W = g.B[2];
-  const int64_t work = g.B[0] * g.B[1] * W * g.K[0] * g.K[1] * g.K[2];
+  const Blocked bl(g);
   NoGil nogil(out.numel >= kGilThreshold);
   dispatch<M_FLOAT>(out.dtype, "depthwise_conv_input", [&](auto tag) {
     using T = EMBER_T(tag);
     using A = compute_t<T>;
-    const T* pg = (const T*)gr.data;
-    const T* pw = (const T*)w.data;
-    T* po = (T*)out.data;
-    // one task per (n, c) plane, summed in a buffer of the compute type
-    parallel_for(0, g.N * g.C, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, work)), [&](int64_t s, int64_t e) {
-      std::vector<A> buf((size_t)plane);
-      for (int64_t p = s; p < e; ++p) {
-        const int64_t nn = p / g.C, c = p % g.C;
-        std::fill(buf.begin(), buf.end(), A(0));
-        const T* gp = pg + nn * gr.stride[0] + c * gr.stride[1];
-        const T* wp = pw + c * w.stride[0];
-        for (int64_t b0 = 0; b0 < g.B[0]; ++b0)
-          for (int64_t k0 = 0; k0 < g.K[0]; ++k0) {
-            const int64_t i0 = conv_in(g, 0, b0, k0);
-            if (i0 < 0 || i0 >= g.I[0]) continue;
-            for (int64_t b1 = 0; b1 < g.B[1]; ++b1)
-              for (int64_t k1 = 0; k1 < g.K[1]; ++k1) {
-                const int64_t i1 = conv_in(g, 1, b1, k1);
-                if (i1 < 0 || i1 >= g.I[1]) continue;
-                const T* grow = gp + b0 * gs[0] + b1 * gs[1];
-                A* brow = buf.data() + (i0 * g.I[1] + i1) * g.I[2];
-                for (int64_t k2 = 0; k2 < g.K[2]; ++k2) {
-                  const int64_t off = k2 * g.D[2] - g.P[2];
-                  int64_t lo, hi;
-                  valid_range(off, g.S[2], g.I[2], W, lo, hi);
-                  const A wv = (A)wp[k0 * ws[0] + k1 * ws[1] + k2 * ws[2]];
-                  for (int64_t b = lo; b < hi; ++b) brow[off + b * g.S[2]] += wv * (A)grow[b * gs[2]];
-                }
-              }
+    // each output block's gradient sent back through every tap into the padded buffer
+    over_blocks(bl, g.N, [&](int64_t nn, int64_t c0, int nc) {
+      std::vector<A> ib((size_t)(bl.ipn * V), A(0)), gb((size_t)(bl.bn * V), A(0)), wb((size_t)(bl.kn * V));
+      std::vector<int64_t> taps((size_t)bl.kn);
+      for (int64_t k0 = 0, k = 0; k0 < g.K[0]; ++k0)
+        for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+          for (int64_t k2 = 0; k2 < g.K[2]; ++k2) taps[(size_t)k++] = bl.tap(k0, k1, k2) * V;
+      gather_filters<T, A>(w, ws, bl, c0, nc, wb.data());
+      gather_block<T, A>(gr, gs, g.B, nn, c0, nc, gb.data(),
+                         [&](int64_t b0, int64_t b1, int64_t b2) { return (b0 * g.B[1] + b1) * g.B[2] + b2; });
+      const A* gp = gb.data();
+      for (int64_t b0 = 0; b0 < g.B[0]; ++b0)
+        for (int64_t b1 = 0; b1 < g.B[1]; ++b1)
+          for (int64_t b2 = 0; b2 < g.B[2]; ++b2, gp += V) {
+            A* io = ib.data() + bl.origin(b0, b1, b2) * V;
+            const Lanes<A> gv = Lanes<A>::load(gp);
+            for (int64_t k = 0; k < bl.kn; ++k) {
+              A* ip = io + taps[(size_t)k];
+              Lanes<A> sum = Lanes<A>::load(ip);
+              sum.madd(Lanes<A>::load(wb.data() + k * V), gv);
+              sum.store(ip);
+            }
           }
-        T* op = po + nn * out.stride[0] + c * out.stride[1];
-        for (int64_t i0 = 0; i0 < g.I[0]; ++i0)
-          for (int64_t i1 = 0; i1 < g.I[1]; ++i1) {
-            const A* brow = buf.data() + (i0 * g.I[1] + i1) * g.I[2];
-            T* orow = op + i0 * os[0] + i1 * os[1];
-            for (int64_t i2 = 0; i2 < g.I[2]; ++i2) orow[i2 * os[2]] = cvt<T>(brow[i2]);
-          }
-      }
+      scatter_block<T, A>(out, os, g.I, nn, c0, nc, ib.data(),
+                          [&](int64_t i0, int64_t i1, int64_t i2) { return bl.padded(i0, i1, i2); });
     });
   });
 }
@@ -179,56 +268,39 @@ void k_depthwise_conv_weight(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   strides3(gr, 2, r.nd, gs);
   strides3(x, 2, r.nd, xs);
   strides3(out, 2, r.nd, os);
-  const int64_t W = g.B[2], Kn = g.K[0] * g.K[1] * g.K[2];
-  const int64_t work = g.N * g.B[0] * g.B[1] * W * Kn;
-  NoGil nogil(work >= kGilThreshold);
+  const Blocked bl(g);
+  NoGil nogil(g.N * bl.bn * bl.kn >= kGilThreshold);
   dispatch<M_FLOAT>(out.dtype, "depthwise_conv_weight", [&](auto tag) {
     using T = EMBER_T(tag);
     using A = compute_t<T>;
-    const T* pg = (const T*)gr.data;
-    const T* px = (const T*)x.data;
-    T* po = (T*)out.data;
-    // one task per channel: its K sums over the batch and the output blocks
-    parallel_for(0, g.C, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, work)), [&](int64_t s, int64_t e) {
-      std::vector<double> acc((size_t)Kn);
-      for (int64_t c = s; c < e; ++c) {
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t nn = 0; nn < g.N; ++nn) {
-          const T* gp = pg + nn * gr.stride[0] + c * gr.stride[1];
-          const T* xp = px + nn * x.stride[0] + c * x.stride[1];
+    // one task per channel block: its K x V sums over the batch and the output blocks
+    over_blocks(bl, 1, [&](int64_t, int64_t c0, int nc) {
+      std::vector<A> xb((size_t)(bl.ipn * V), A(0)), gb((size_t)(bl.bn * V)), acc((size_t)(bl.kn * V), A(0));
+      std::vector<int64_t> taps((size_t)bl.kn);
+      for (int64_t k0 = 0, k = 0; k0 < g.K[0]; ++k0)
+        for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+          for (int64_t k2 = 0; k2 < g.K[2]; ++k2) taps[(size_t)k++] = bl.tap(k0, k1, k2) * V;
+      for (int64_t nn = 0; nn < g.N; ++nn) {
+        gather_block<T, A>(x, xs, g.I, nn, c0, nc, xb.data(),
+                           [&](int64_t i0, int64_t i1, int64_t i2) { return bl.padded(i0, i1, i2); });
+        gather_block<T, A>(gr, gs, g.B, nn, c0, nc, gb.data(),
+                           [&](int64_t b0, int64_t b1, int64_t b2) { return (b0 * g.B[1] + b1) * g.B[2] + b2; });
+        for (int64_t k = 0; k < bl.kn; ++k) {
+          Lanes<A> sum = Lanes<A>::load(acc.data() + k * V);
+          const A* gp = gb.data();
           for (int64_t b0 = 0; b0 < g.B[0]; ++b0)
-            for (int64_t k0 = 0; k0 < g.K[0]; ++k0) {
-              const int64_t i0 = conv_in(g, 0, b0, k0);
-              if (i0 < 0 || i0 >= g.I[0]) continue;
-              for (int64_t b1 = 0; b1 < g.B[1]; ++b1)
-                for (int64_t k1 = 0; k1 < g.K[1]; ++k1) {
-                  const int64_t i1 = conv_in(g, 1, b1, k1);
-                  if (i1 < 0 || i1 >= g.I[1]) continue;
-                  const T* grow = gp + b0 * gs[0] + b1 * gs[1];
-                  const T* xrow = xp + i0 * xs[0] + i1 * xs[1];
-                  for (int64_t k2 = 0; k2 < g.K[2]; ++k2) {
-                    const int64_t off = k2 * g.D[2] - g.P[2];
-                    int64_t lo, hi;
-                    valid_range(off, g.S[2], g.I[2], W, lo, hi);
-                    A sum = A(0);
-                    const T* xr = xrow + off * xs[2];
-                    const int64_t step = g.S[2] * xs[2];
-                    if (gs[2] == 1 && step == 1) {
-                      for (int64_t b = lo; b < hi; ++b) sum += (A)grow[b] * (A)xr[b];
-                    } else {
-                      for (int64_t b = lo; b < hi; ++b) sum += (A)grow[b * gs[2]] * (A)xr[b * step];
-                    }
-                    acc[(k0 * g.K[1] + k1) * g.K[2] + k2] += (double)sum;
-                  }
-                }
-            }
+            for (int64_t b1 = 0; b1 < g.B[1]; ++b1)
+              for (int64_t b2 = 0; b2 < g.B[2]; ++b2, gp += V)
+                sum.madd(Lanes<A>::load(gp), Lanes<A>::load(xb.data() + bl.origin(b0, b1, b2) * V + taps[(size_t)k]));
+          sum.store(acc.data() + k * V);
         }
-        T* op = po + c * out.stride[0];
-        for (int64_t k0 = 0; k0 < g.K[0]; ++k0)
-          for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
-            for (int64_t k2 = 0; k2 < g.K[2]; ++k2)
-              op[k0 * os[0] + k1 * os[1] + k2 * os[2]] = cvt<T>(acc[(k0 * g.K[1] + k1) * g.K[2] + k2]);
       }
+      T* po = (T*)out.data;
+      for (int v = 0; v < nc; ++v)
+        for (int64_t k0 = 0, k = 0; k0 < g.K[0]; ++k0)
+          for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+            for (int64_t k2 = 0; k2 < g.K[2]; ++k2, ++k)
+              po[(c0 + v) * out.stride[0] + k0 * os[0] + k1 * os[1] + k2 * os[2]] = cvt<T>(acc[(size_t)(k * V + v)]);
     });
   });
 }

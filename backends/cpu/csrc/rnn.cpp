@@ -19,6 +19,7 @@
 #include "blas.h"
 #include "ember.h"
 #include "vecmath.h"
+#include "work.h"
 
 namespace ember {
 
@@ -120,29 +121,6 @@ void k_lstm_cell_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   });
 }
 EMBER_KERNEL("lstm_cell_backward", k_lstm_cell_backward);
-
-// A contiguous W-typed view of a tensor: its own memory when it already is one, else a copy
-// (load) that store() writes back.
-template <class W>
-struct Work {
-  static constexpr int kCode = std::is_same_v<W, float> ? kFloat32 : kFloat64;
-  const Tensor& t;
-  std::vector<W> own;
-  W* p;
-  Work(const Tensor& t_, bool load) : t(t_) {
-    if (t.dtype == kCode && t.is_contiguous()) {
-      p = (W*)t.data;
-      return;
-    }
-    own.resize((size_t)t.numel);
-    p = own.data();
-    if (load) copy_tensor(view(), t);
-  }
-  Tensor view() { return Tensor::contiguous((char*)own.data(), kCode, t.ndim, t.shape); }
-  void store() {
-    if (p == own.data()) copy_tensor(t, view());
-  }
-};
 
 struct LayerGeom {
   int64_t T, B, H;
@@ -279,16 +257,6 @@ void lstm_layer_backward(const LayerGeom& g, const Tensor& dgi, const Tensor& dw
   for (Work<W>* q : {&qgi, &qw, &qh, &qc}) q->store();
 }
 
-// float16/bfloat16 computed in float
-template <class F>
-void layer_dispatch(const char* op, int dtype, F&& f) {
-  dispatch<M_FLOAT>(dtype, op, [&](auto tag) {
-    using T = EMBER_T(tag);
-    if constexpr (std::is_same_v<T, double>) f(double{});
-    else f(float{});
-  });
-}
-
 void k_lstm_layer(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Args args("lstm_layer", a, n, kw, {"out", "gi", "w_hh", "h0", "c0", "reverse"}, 5);
   const Tensor out = args.out(0), gi = args.tensor(1), w = args.tensor(2), h0 = args.tensor(3), c0 = args.tensor(4);
@@ -297,7 +265,7 @@ void k_lstm_layer(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   check_steps("lstm_layer", out, g, "out");
   if (g.T * g.B * g.H == 0) return;
   NoGil nogil(true);
-  layer_dispatch("lstm_layer", out.dtype, [&](auto w0) {
+  working_dispatch("lstm_layer", out.dtype, [&](auto w0) {
     lstm_layer_forward<decltype(w0)>(g, out, gi, w, h0, c0);
   });
 }
@@ -320,7 +288,7 @@ void k_lstm_layer_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   if (dgi.ndim != 3 || dgi.shape[0] != g.T || dgi.shape[1] != g.B || dgi.shape[2] != 4 * g.H)
     raise(PyExc_ValueError, "lstm_layer_backward(): d_gi must be the shape of gi, got %s", shape_str(dgi).c_str());
   NoGil nogil(true);
-  layer_dispatch("lstm_layer_backward", dgi.dtype, [&](auto w0) {
+  working_dispatch("lstm_layer_backward", dgi.dtype, [&](auto w0) {
     using W = decltype(w0);
     if (g.T * g.B * g.H == 0) {  // d_gi empty; the other gradients zero
       for (const Tensor* t : {&dw, &dh0, &dc0}) {

@@ -1,0 +1,193 @@
+// Batch normalisation in training mode, forward and backward, one channel per task (its
+// N x L values stay in cache across the passes):
+//   batch_norm_train           out = (x - mean) * invstd * w + b with the channel's mean
+//                              and biased variance (sums in double), which it returns too
+//   batch_norm_train_backward  d_x = w invstd (g - mean(g) - xhat mean(g xhat)),
+//                              d_w = sum(g xhat), d_b = sum(g), xhat = (x - mean) invstd
+// Inputs are (N, C, *); the kernels work on contiguous (N, C, L) float or double copies
+// where the tensors are not already contiguous of that type (work.h).
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "ember.h"
+#include "work.h"
+
+namespace ember {
+
+namespace {
+
+struct NCL {
+  int64_t N, C, L;
+  int64_t at(int64_t n, int64_t c) const { return (n * C + c) * L; }  // the start of a run
+};
+
+NCL ncl_of(const char* op, const Tensor& x) {
+  if (x.ndim < 2) raise(PyExc_ValueError, "%s(): expected input (N, C, *), got %s", op, shape_str(x).c_str());
+  NCL g{x.shape[0], x.shape[1], 1};
+  for (int d = 2; d < x.ndim; ++d) g.L *= x.shape[d];
+  return g;
+}
+
+void check_channels(const char* op, const Tensor& t, int64_t C, const char* what) {
+  if (t.ndim != 1 || t.shape[0] != C)
+    raise(PyExc_ValueError, "%s(): %s must be (%lld,), got %s", op, what, (long long)C, shape_str(t).c_str());
+}
+
+// the mean and the sum of squared deviations of channel c, in double
+template <class W>
+void channel_moments(const NCL& g, const W* x, int64_t c, double& mean, double& ssd) {
+  double s = 0;
+  for (int64_t n = 0; n < g.N; ++n) {
+    const W* p = x + g.at(n, c);
+    if constexpr (std::is_same_v<W, float>) s += row_sum(p, g.L);
+    else for (int64_t l = 0; l < g.L; ++l) s += p[l];
+  }
+  mean = s / (double)(g.N * g.L);
+  double q = 0;
+  const W m = (W)mean;
+  for (int64_t n = 0; n < g.N; ++n) {
+    const W* p = x + g.at(n, c);
+    W acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t l = 0;
+    for (; l + 8 <= g.L; l += 8)
+      for (int j = 0; j < 8; ++j) {
+        const W d = p[l + j] - m;
+        acc[j] += d * d;
+      }
+    double r = 0;
+    for (int j = 0; j < 8; ++j) r += acc[j];
+    for (; l < g.L; ++l) {
+      const double d = (double)p[l] - mean;
+      r += d * d;
+    }
+    q += r;
+  }
+  // the deviations were taken from the rounded mean: correct by the rounding's share
+  const double e = (double)m - mean;
+  ssd = std::max(0.0, q - (double)(g.N * g.L) * e * e);
+}
+
+int64_t channel_grain(const NCL& g) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(1, 4 * g.N * g.L)); }
+
+void k_batch_norm_train(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* op = "batch_norm_train";
+  Args args(op, a, n, kw, {"out", "mean", "var", "input", "weight", "bias", "eps"}, 7);
+  const Tensor out = args.out(0), mean = args.out(1), var = args.out(2), x = args.tensor(3);
+  const bool hw = args.has(4), hb = args.has(5);
+  const Tensor w = hw ? args.tensor(4) : Tensor(), b = hb ? args.tensor(5) : Tensor();
+  const double eps = args.get_double(6);
+  const NCL g = ncl_of(op, x);
+  check_same_dtype(op, out, x);
+  if (out.ndim != x.ndim || out.numel != x.numel)
+    raise(PyExc_ValueError, "%s(): out %s does not match the input %s", op, shape_str(out).c_str(), shape_str(x).c_str());
+  if (hw) { check_same_dtype(op, x, w); check_channels(op, w, g.C, "weight"); }
+  if (hb) { check_same_dtype(op, x, b); check_channels(op, b, g.C, "bias"); }
+  check_channels(op, mean, g.C, "mean");
+  check_channels(op, var, g.C, "var");
+  if (g.C == 0) return;
+  NoGil nogil(x.numel >= kGilThreshold);
+  working_dispatch(op, x.dtype, [&](auto w0) {
+    using W = decltype(w0);
+    Work<W> px(x, true), po(out, false), pm(mean, false), pv(var, false);
+    std::unique_ptr<Work<W>> pw, pb;
+    if (hw) pw.reset(new Work<W>(w, true));
+    if (hb) pb.reset(new Work<W>(b, true));
+    const int64_t M = g.N * g.L;
+    parallel_for(0, g.C, channel_grain(g), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        if (M == 0) {  // PyTorch: NaN statistics, nothing to normalise
+          pm.p[c] = pv.p[c] = std::numeric_limits<W>::quiet_NaN();
+          continue;
+        }
+        double mu, ssd;
+        channel_moments(g, px.p, c, mu, ssd);
+        const double v = ssd / (double)M;
+        pm.p[c] = (W)mu;
+        pv.p[c] = (W)v;
+        const W scale = (W)((hw ? (double)pw->p[c] : 1.0) / std::sqrt(v + eps));
+        const W shift = hb ? pb->p[c] : W(0), m = (W)mu;
+        for (int64_t nn = 0; nn < g.N; ++nn) {
+          const W* xp = px.p + g.at(nn, c);
+          W* op_ = po.p + g.at(nn, c);
+          for (int64_t l = 0; l < g.L; ++l) op_[l] = (xp[l] - m) * scale + shift;
+        }
+      }
+    });
+    po.store();
+    pm.store();
+    pv.store();
+  });
+}
+EMBER_KERNEL("batch_norm_train", k_batch_norm_train);
+
+void k_batch_norm_train_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* op = "batch_norm_train_backward";
+  Args args(op, a, n, kw, {"d_input", "d_weight", "d_bias", "grad", "input", "weight", "mean", "var", "eps"}, 9);
+  const Tensor dx = args.out(0), dw = args.out(1), db = args.out(2), gr = args.tensor(3), x = args.tensor(4);
+  const bool hw = args.has(5);
+  const Tensor w = hw ? args.tensor(5) : Tensor(), mean = args.tensor(6), var = args.tensor(7);
+  const double eps = args.get_double(8);
+  const NCL g = ncl_of(op, x);
+  for (const Tensor* t : {&dx, &dw, &db, &gr}) check_same_dtype(op, x, *t);
+  if (gr.ndim != x.ndim || gr.numel != x.numel || dx.ndim != x.ndim || dx.numel != x.numel)
+    raise(PyExc_ValueError, "%s(): grad %s and d_input %s must match the input %s", op, shape_str(gr).c_str(),
+          shape_str(dx).c_str(), shape_str(x).c_str());
+  if (hw) { check_same_dtype(op, x, w); check_channels(op, w, g.C, "weight"); }
+  for (const Tensor* t : {&dw, &db, &mean, &var}) check_channels(op, *t, g.C, "a statistic or gradient");
+  if (mean.dtype != var.dtype) raise(PyExc_TypeError, "%s(): mean and var must have one dtype", op);
+  if (g.C == 0) return;
+  NoGil nogil(x.numel >= kGilThreshold);
+  working_dispatch(op, x.dtype, [&](auto w0) {
+    using W = decltype(w0);
+    Work<W> px(x, true), pg(gr, true), pdx(dx, false), pdw(dw, false), pdb(db, false), pm(mean, true),
+        pv(var, true);
+    std::unique_ptr<Work<W>> pw;
+    if (hw) pw.reset(new Work<W>(w, true));
+    const int64_t M = g.N * g.L;
+    parallel_for(0, g.C, channel_grain(g), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const W m = pm.p[c];
+        const double invstd = 1.0 / std::sqrt((double)pv.p[c] + eps);
+        double sg = 0, sgx = 0;  // sum(g), sum(g (x - mean))
+        for (int64_t nn = 0; nn < g.N; ++nn) {
+          const W* xp = px.p + g.at(nn, c);
+          const W* gp = pg.p + g.at(nn, c);
+          W a1[8] = {0, 0, 0, 0, 0, 0, 0, 0}, a2[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          int64_t l = 0;
+          for (; l + 8 <= g.L; l += 8)
+            for (int j = 0; j < 8; ++j) {
+              a1[j] += gp[l + j];
+              a2[j] += gp[l + j] * (xp[l + j] - m);
+            }
+          double r1 = 0, r2 = 0;
+          for (int j = 0; j < 8; ++j) { r1 += a1[j]; r2 += a2[j]; }
+          for (; l < g.L; ++l) { r1 += gp[l]; r2 += (double)gp[l] * ((double)xp[l] - (double)m); }
+          sg += r1;
+          sgx += r2;
+        }
+        pdb.p[c] = (W)sg;
+        pdw.p[c] = (W)(sgx * invstd);
+        if (M == 0) continue;
+        const double wc = hw ? (double)pw->p[c] : 1.0;
+        // d_x = k (g - sg / M) - k2 (x - mean), k = w invstd, k2 = w invstd^3 sgx / M
+        const W k = (W)(wc * invstd), k2 = (W)(wc * invstd * invstd * invstd * sgx / (double)M);
+        const W gm = (W)(sg / (double)M);
+        for (int64_t nn = 0; nn < g.N; ++nn) {
+          const W* xp = px.p + g.at(nn, c);
+          const W* gp = pg.p + g.at(nn, c);
+          W* dp = pdx.p + g.at(nn, c);
+          for (int64_t l = 0; l < g.L; ++l) dp[l] = k * (gp[l] - gm) - k2 * (xp[l] - m);
+        }
+      }
+    });
+    pdx.store();
+    pdw.store();
+    pdb.store();
+  });
+}
+EMBER_KERNEL("batch_norm_train_backward", k_batch_norm_train_backward);
+
+}  // namespace
+
+}  // namespace ember
