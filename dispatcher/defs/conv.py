@@ -9,8 +9,10 @@ from .. import dtypes as D
 from .. import ops as O
 from .. import views as V
 from ..schema import composite, defop, gradient
+from ._products import matmul
 
-__all__ = ["depthwise_conv", "depthwise_conv_input", "depthwise_conv_weight"]
+__all__ = ["depthwise_conv", "depthwise_conv_input", "depthwise_conv_weight", "dense_conv",
+           "dense_conv_input", "dense_conv_weight"]
 
 E = O.elementwise
 
@@ -211,3 +213,112 @@ def _(g, grad, weight, kernel, dilation, padding, stride):
 def _(g, grad, input, kernel, dilation, padding, stride):
     return (depthwise_conv(input, g, kernel, dilation, padding, stride, grad.shape[2:]),
             depthwise_conv_input(grad, g, kernel, dilation, padding, stride, input.shape[2:]))
+
+
+# ---- dense (grouped) convolution -------------------------------------------------------------
+# im2col + GEMM per chunk of samples where a backend has the kernels (the column matrix of a
+# chunk stays in cache; the GEMMs write the output's layout); elsewhere the composites below
+# build one column matrix of the whole batch. Each op's gradient is made of the others.
+_DC = ("(Tensor {a}, Tensor {b}, int[] kernel, int[] dilation, int[] padding, int[] stride, "
+       "int[] sizes, int groups=1) -> Tensor")
+_DC_KERNEL = "(out, a, b, kernel, dilation, padding, stride, sizes, groups)"
+defop("dense_conv", "conv", "dense_conv" + _DC.format(a="input", b="weight")
+      + "  # (N, O, *sizes): sizes are the output blocks", _DC_KERNEL, promotion="none",
+      inputs=("input", "weight"),
+      doc="input (N, C, *sp) with filters (O, C / groups, *kernel), without bias")
+defop("dense_conv_input", "conv", "dense_conv_input" + _DC.format(a="grad", b="weight")
+      + "  # (N, C, *sizes): sizes are the input's", _DC_KERNEL, promotion="none",
+      inputs=("grad", "weight"), doc="the gradient of dense_conv with respect to its input")
+defop("dense_conv_weight", "conv", "dense_conv_weight" + _DC.format(a="grad", b="input")
+      + "  # (O, C / groups, *kernel): sizes are grad's blocks", _DC_KERNEL,
+      promotion="none", inputs=("grad", "input"),
+      doc="the gradient of dense_conv with respect to its filters")
+
+
+def _dc(name, a, b, kernel, dilation, padding, stride, sizes, groups, shape):
+    attrs = {"kernel": tuple(kernel), "dilation": tuple(dilation), "padding": tuple(padding),
+             "stride": tuple(stride), "sizes": tuple(int(s) for s in sizes),
+             "groups": int(groups)}
+    return O.composite_op(name, (a, b), attrs, [(tuple(shape), a.dtype)], a.device)
+
+
+def dense_conv(input, weight, kernel, dilation, padding, stride, blocks, groups=1):
+    """(N, O, *blocks): ``input`` (N, C, *sp) convolved with ``weight`` (O, C/groups, *k)."""
+    return _dc("dense_conv", input, weight, kernel, dilation, padding, stride, blocks, groups,
+               (input.shape[0], weight.shape[0]) + tuple(blocks))
+
+
+def dense_conv_input(grad, weight, kernel, dilation, padding, stride, size, groups=1):
+    """(N, C, *size): the input gradient of dense_conv for output gradient ``grad``."""
+    return _dc("dense_conv_input", grad, weight, kernel, dilation, padding, stride, size, groups,
+               (grad.shape[0], weight.shape[1] * groups) + tuple(size))
+
+
+def dense_conv_weight(grad, input, kernel, dilation, padding, stride, groups=1):
+    """(O, C/groups, *kernel): the filter gradient of dense_conv for output gradient
+    ``grad``."""
+    return _dc("dense_conv_weight", grad, input, kernel, dilation, padding, stride,
+               grad.shape[2:], groups,
+               (grad.shape[1], input.shape[1] // groups) + tuple(kernel))
+
+
+def _columns(input, kernel, dilation, padding, stride, blocks, groups):
+    """input's column matrix as (G, C/G * K, N * L) (a view of im2col's result)."""
+    n, c, nd = input.shape[0], input.shape[1], len(kernel)
+    cols = O.im2col(input, kernel, dilation, padding, stride, blocks, batch_inner=True)
+    return V.reshape(V.permute(cols, (1, *range(2, 2 + nd), 0, *range(2 + nd, 2 + 2 * nd))),
+                     (groups, c // groups * math.prod(kernel), n * math.prod(blocks)))
+
+
+def _rows(t, groups):
+    """(N, O, *B) as (G, O/G, N * L)."""
+    n, o = t.shape[0], t.shape[1]
+    flat = V.transpose(V.reshape(t, (n, o, -1)), 0, 1)
+    return V.reshape(flat, (groups, o // groups, -1))
+
+
+@composite("dense_conv")
+def _(input, weight, kernel, dilation, padding, stride, sizes, groups):
+    n, o = input.shape[0], weight.shape[0]
+    cols = _columns(input, kernel, dilation, padding, stride, sizes, groups)
+    w = V.reshape(weight, (groups, o // groups, -1))
+    out = V.reshape(matmul(w, cols), (o, n) + tuple(sizes))
+    return O.contiguous(V.transpose(out, 0, 1))
+
+
+@composite("dense_conv_input")
+def _(grad, weight, kernel, dilation, padding, stride, sizes, groups):
+    n, blocks, nd = grad.shape[0], tuple(grad.shape[2:]), len(kernel)
+    w = V.reshape(weight, (groups, weight.shape[0] // groups, -1))
+    cols = matmul(V.transpose(w, 1, 2), _rows(grad, groups))     # (G, C/G * K, N * L)
+    c = weight.shape[1] * groups
+    cols = V.reshape(cols, (c,) + tuple(kernel) + (n,) + blocks)
+    cols = V.permute(cols, (1 + nd, 0, *range(1, 1 + nd), *range(2 + nd, 2 + 2 * nd)))
+    return O.col2im(cols, tuple(sizes), kernel, dilation, padding, stride)
+
+
+@composite("dense_conv_weight")
+def _(grad, input, kernel, dilation, padding, stride, sizes, groups):
+    cols = _columns(input, kernel, dilation, padding, stride, tuple(grad.shape[2:]), groups)
+    dw = matmul(_rows(grad, groups), V.transpose(cols, 1, 2))      # (G, O/G, C/G * K)
+    return V.reshape(dw, (grad.shape[1], input.shape[1] // groups) + tuple(kernel))
+
+
+@gradient("dense_conv")
+def _(g, input, weight, kernel, dilation, padding, stride, groups):
+    return (dense_conv_input(g, weight, kernel, dilation, padding, stride, input.shape[2:],
+                             groups),
+            dense_conv_weight(g, input, kernel, dilation, padding, stride, groups))
+
+
+@gradient("dense_conv_input")
+def _(g, grad, weight, kernel, dilation, padding, stride, groups):
+    return (dense_conv(g, weight, kernel, dilation, padding, stride, grad.shape[2:], groups),
+            dense_conv_weight(grad, g, kernel, dilation, padding, stride, groups))
+
+
+@gradient("dense_conv_weight")
+def _(g, grad, input, kernel, dilation, padding, stride, groups):
+    return (dense_conv(input, g, kernel, dilation, padding, stride, grad.shape[2:], groups),
+            dense_conv_input(grad, g, kernel, dilation, padding, stride, input.shape[2:],
+                             groups))

@@ -25,7 +25,7 @@ from .. import views as V
 from ..grad_mode import MODE, below_autograd
 from ..plugins import BACKENDS, backend_for
 from ..schema import OPS, composite, defop, gradient
-from .conv import depthwise_conv
+from .conv import dense_conv, depthwise_conv
 from .index import index, index_add, index_select, masked_fill, tril
 from .linalg import matmul
 from .reduction import all_, any_
@@ -98,6 +98,8 @@ def _conv(x, weight, stride, padding, dilation, groups):
     cg = c // groups
     if groups == c and o == c and x.dtype.is_floating_point:  # (one filter per channel)
         return depthwise_conv(x, weight, kernel, dilation, padding, stride, out_sp)
+    if x.dtype.is_floating_point:
+        return dense_conv(x, weight, kernel, dilation, padding, stride, out_sp, groups)
     L = math.prod(out_sp)
     # im2col lays its (N, C, *K, *L) result out as (C, *K, N, *L), so this permute +
     # reshape is a view

@@ -477,6 +477,18 @@ def _dw_weight(grad, input, kernel, stride=1, padding=0, dilation=1):
                                     (stride,) * nd)
 
 
+def _dc_input(grad, weight, size, stride=1, padding=0, dilation=1, groups=1):
+    nd = len(size)
+    return CV.dense_conv_input(grad, weight, tuple(weight.shape[2:]), (dilation,) * nd,
+                               (padding,) * nd, (stride,) * nd, size, groups)
+
+
+def _dc_weight(grad, input, kernel, stride=1, padding=0, dilation=1, groups=1):
+    nd = len(kernel)
+    return CV.dense_conv_weight(grad, input, kernel, (dilation,) * nd, (padding,) * nd,
+                                (stride,) * nd, groups)
+
+
 def _lstm_cell(gates, c):
     return ember.stack(RNN.lstm_cell(gates, c))
 
@@ -526,6 +538,23 @@ _add(OpInfo("depthwise_conv_weight", _dw_weight, [
     S(T(2, 3, 4, 4), T(2, 3, 6, 6), (3, 3)),
     S(T(2, 3, 3, 3), T(2, 3, 6, 6), (3, 3), stride=2, padding=1),
     S(T(2, 2, 5), T(2, 2, 8), (2,), dilation=2, padding=1),
+], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+# dense (grouped) convolution: F.conv*d (the op the convolution routes to), its adjoints
+_add(OpInfo("dense_conv", F.conv2d, [
+    S(T(2, 4, 6, 7), T(6, 2, 3, 2), T(6), stride=(2, 1), padding=1, groups=2),
+    S(T(3, 2, 5, 5), T(4, 2, 1, 1)),
+    S(T(2, 3, 5, 5), T(4, 3, 3, 3), dilation=(1, 2), padding=(2, 1)),
+    S(T(2, 3, 9), T(4, 3, 3), padding=1, dilation=2, fn=F.conv1d),
+], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+_add(OpInfo("dense_conv_input", _dc_input, [
+    S(T(2, 4, 4, 4), T(4, 3, 3, 3), (6, 6)),
+    S(T(2, 4, 3, 3), T(4, 1, 3, 3), (6, 6), stride=2, padding=1, groups=2),
+    S(T(3, 4, 5), T(4, 2, 1), (5,)),
+], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+_add(OpInfo("dense_conv_weight", _dc_weight, [
+    S(T(2, 4, 4, 4), T(2, 3, 6, 6), (3, 3)),
+    S(T(2, 4, 3, 3), T(2, 2, 6, 6), (3, 3), stride=2, padding=1, groups=2),
+    S(T(3, 4, 5), T(3, 2, 5), (1,)),
 ], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
 _add(OpInfo("avg_pool", F.avg_pool2d, [
     S(T(2, 2, 6, 7), 3, 2, padding=1, ceil_mode=True),

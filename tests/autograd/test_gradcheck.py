@@ -123,7 +123,7 @@ RECIPES = {
                     + ember.nn.functional.conv_transpose2d(x, wt, stride=2)[:, :, :2, :5],
                     [X(2, 4, 3, 4), X(6, 2, 3, 2), X(6), X(4, 6, 2, 2)]),
     # depthwise convolution (groups = channels) and its two adjoints, which its gradient
-    # formulas chain (so second order too: test_depthwise_second_order)
+    # formulas chain (so second order too: test_conv_second_order)
     "depthwise_conv": (lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1,
                                                 dilation=(1, 2), groups=3),
                        [X(2, 3, 5, 6), X(3, 1, 3, 2), X(3)]),
@@ -131,6 +131,14 @@ RECIPES = {
         g, w, (3, 3), (1, 1), (1, 1), (2, 2), (6, 6)), [X(2, 3, 3, 3), X(3, 1, 3, 3)]),
     "depthwise_conv_weight": (lambda g, x: CV.depthwise_conv_weight(
         g, x, (3, 3), (1, 1), (1, 1), (2, 2)), [X(2, 3, 3, 3), X(2, 3, 6, 6)]),
+    # dense (grouped) convolution and its two adjoints (second order: test_conv_second_order)
+    "dense_conv": (lambda x, w: F.conv2d(x, w, None, stride=(2, 1), padding=1,
+                                         dilation=(1, 2), groups=2),
+                   [X(2, 4, 5, 6), X(4, 2, 3, 2)]),
+    "dense_conv_input": (lambda g, w: CV.dense_conv_input(
+        g, w, (3, 3), (1, 1), (1, 1), (2, 2), (6, 6), 2), [X(2, 4, 3, 3), X(4, 1, 3, 3)]),
+    "dense_conv_weight": (lambda g, x: CV.dense_conv_weight(
+        g, x, (3, 3), (1, 1), (1, 1), (2, 2)), [X(2, 3, 3, 3), X(2, 2, 6, 6)]),
     # the LSTM cell's gate math (its backward differentiated through its composite)
     "lstm_cell": (lambda gates, c: RNN.lstm_cell(gates, c), [X(3, 8), X(3, 2)]),
     "lstm_cell_backward": (lambda g, gates, c: RNN.lstm_cell_backward_of(g, gates, c),
@@ -347,8 +355,9 @@ def test_gradcheck_views(name):
 
 
 @pytest.mark.parametrize("name", ["depthwise_conv", "depthwise_conv_input",
-                                  "depthwise_conv_weight"])
-def test_depthwise_second_order(name):
+                                  "depthwise_conv_weight", "dense_conv", "dense_conv_input",
+                                  "dense_conv_weight"])
+def test_conv_second_order(name):
     fn, inputs = RECIPES[name]
     assert gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3)
 

@@ -26,11 +26,12 @@ setnt_t g_setnt = nullptr;
 std::mutex g_blas_mu;
 
 template <class T>
-void gemm(int ta, int tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+void gemm(int ta, int tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
+          T beta = T(0)) {
   if constexpr (std::is_same_v<T, float>)
-    g_sgemm(kRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+    g_sgemm(kRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
   else
-    g_dgemm(kRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+    g_dgemm(kRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
@@ -192,15 +193,15 @@ EMBER_KERNEL("bmm", k_bmm);
 
 template <class T>
 void gemm_pool(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-               int64_t ldb, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
+               int64_t ldb, T* c, int64_t ldc, bool accumulate) {
+  if (m == 0 || n == 0 || (k == 0 && accumulate)) return;
   const bool fits = m <= kIntMax && n <= kIntMax && k <= kIntMax && lda <= kIntMax && ldb <= kIntMax &&
                     ldc <= kIntMax;
   if (g_sgemm && fits && k > 0) {
     const int transa = ta ? kTrans : kNoTrans, transb = tb ? kTrans : kNoTrans;
     split_gemms(1, m, n, k, [&](int64_t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
       gemm<T>(transa, transb, (int)(r1 - r0), (int)(c1 - c0), (int)k, a + (ta ? r0 : r0 * lda), (int)lda,
-              b + (tb ? c0 * ldb : c0), (int)ldb, c + r0 * ldc + c0, (int)ldc);
+              b + (tb ? c0 * ldb : c0), (int)ldb, c + r0 * ldc + c0, (int)ldc, accumulate ? T(1) : T(0));
     });
     return;
   }
@@ -211,14 +212,14 @@ void gemm_pool(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
                      T acc = T(0);
                      for (int64_t q = 0; q < k; ++q)
                        acc += (ta ? a[q * lda + i] : a[i * lda + q]) * (tb ? b[j * ldb + q] : b[q * ldb + j]);
-                     c[i * ldc + j] = acc;
+                     c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc : acc;
                    }
                });
 }
 template void gemm_pool<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*,
-                               int64_t, float*, int64_t);
+                               int64_t, float*, int64_t, bool);
 template void gemm_pool<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t, const double*,
-                                int64_t, double*, int64_t);
+                                int64_t, double*, int64_t, bool);
 
 void load_blas(const std::string& path) {
   std::lock_guard<std::mutex> lk(g_blas_mu);
