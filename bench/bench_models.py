@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import math
 import subprocess
 import sys
@@ -308,6 +309,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="2 rounds of 1 step")
     ap.add_argument("--only", nargs="*", help="workload names")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS subprocesses")
+    ap.add_argument("--json", help="also write the figures to this file (for plot_models.py)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--lib", help=argparse.SUPPRESS)
     ap.add_argument("--number", type=int, default=3, help=argparse.SUPPRESS)
@@ -328,15 +330,23 @@ def main():
           f"{ember.get_num_threads()} threads; min of {rounds} interleaved rounds")
     print(f"{'workload':<20}{'torch ms':>10}{'ember ms':>10}{'ratio':>8}"
           + ("" if args.no_rss else f"{'torch MB':>10}{'ember MB':>10}"))
-    ratios = {}
+    ratios, rows = {}, []
     for name in names:
         number = 1 if WORKLOADS[name][4] != "chain" else 20
         t, e = compare(torch, ember, name, rounds, number)
         ratios[name] = e / t
+        row = {"workload": name, "kind": WORKLOADS[name][4], "torch_ms": t * 1e3,
+               "ember_ms": e * 1e3}
         line = f"{name:<20}{t * 1e3:>10.2f}{e * 1e3:>10.2f}{e / t:>7.2f}x"
         if not args.no_rss:
-            line += f"{peak_rss(name, 'torch', 3):>10.0f}{peak_rss(name, 'ember', 3):>10.0f}"
+            row["torch_mb"], row["ember_mb"] = peak_rss(name, "torch", 3), peak_rss(name,
+                                                                                  "ember", 3)
+            line += f"{row['torch_mb']:>10.0f}{row['ember_mb']:>10.0f}"
+        rows.append(row)
         print(line, flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"torch": torch.__version__, "rows": rows}, f, indent=1)
     train = [ratios[n] for n in TRAINING if n in ratios]
     if train:
         geo = math.exp(sum(math.log(r) for r in train) / len(train))

@@ -454,6 +454,9 @@ def _device_of(name, tensors):
 
 
 _SCALAR_KIND = {bool: 0, int: 1, float: 2}
+#: (op name, dtype) of unary ops without attributes whose result has the input's dtype and
+#: whose body has a form for it: filled by the general path, read by the fast one
+_UNARY_SAME: set = set()
 
 
 def elementwise(name, *args, out=None, inplace=False, **attrs):
@@ -502,6 +505,17 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
                     _dtype_refused(e)
                     raise
                 return res
+    elif (len(args) == 1 and out is None and not inplace and not attrs
+          and (name, getattr(a0, "dtype", None)) in _UNARY_SAME):
+        k = o.kernels.get(a0.device.type)
+        if k is not None:
+            res = C.empty(a0.shape, a0.dtype, a0.device)
+            try:
+                k(res, a0)
+            except TypeError as e:
+                _dtype_refused(e)
+                raise
+            return res
     tensors = [a for a in args if _is_t(a)]
     if not tensors:
         raise TypeError(f"{name}(): expected at least one tensor argument, got "
@@ -512,6 +526,9 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
     compute, out_dtype = _promote(o, name, args)
     if o.scalar is not None:
         _check_kind(o, compute, attrs)
+    if (len(args) == 1 and not attrs and o.meta is None and compute is a0.dtype
+            and out_dtype is a0.dtype):
+        _UNARY_SAME.add((name, a0.dtype))
     if inplace or out is not None:  # (checked before the inputs are cast, as PyTorch)
         rule = o.out_dtype if o.out_dtype.__class__ is str else o.out_dtype(args)
         _check_written_dtype(name, a0 if inplace else out, out_dtype, rule, inplace)

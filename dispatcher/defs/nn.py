@@ -478,7 +478,7 @@ def _batch_norm(input, weight, bias, running_mean, running_var, training, moment
     shift = E("neg", E("mul", running_mean, scale))
     if bias is not None:
         shift = E("add", shift, bias)
-    return E("addcmul", V.reshape(shift, shape), input, V.reshape(scale, shape))
+    return E("addcmul", V.reshape(shift, shape), input, V.reshape(scale, shape), value=1)
 
 
 def _bn_dims(input):
