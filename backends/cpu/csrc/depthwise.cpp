@@ -11,7 +11,6 @@
 // into a zero-padded buffer laid out (*I_padded, V), so every tap is V multiply-adds over
 // consecutive lanes (vectorised, with no bounds checks), and copies its (*B, V) result back
 // to the NCHW layout (the blocked layout oneDNN uses for the same reason).
-#include <cstring>
 #include <vector>
 
 #include <ember/ops.h>
@@ -64,6 +63,7 @@ template <class A>
 struct Lanes {
   static constexpr int W = 16 / (int)sizeof(A), N = V / W;
   typedef A vec __attribute__((vector_size(16)));
+  typedef A uvec __attribute__((vector_size(16), aligned(alignof(A))));  // unaligned access
   vec r[N];
   static Lanes zero() {
     Lanes l;
@@ -72,10 +72,12 @@ struct Lanes {
   }
   static Lanes load(const A* p) {
     Lanes l;
-    std::memcpy(l.r, p, sizeof l.r);
+    for (int i = 0; i < N; ++i) l.r[i] = *(const uvec*)(p + i * W);
     return l;
   }
-  void store(A* p) const { std::memcpy(p, r, sizeof r); }
+  void store(A* p) const {
+    for (int i = 0; i < N; ++i) *(uvec*)(p + i * W) = r[i];
+  }
   void madd(const Lanes& a, const Lanes& b) {  // this += a * b
     for (int i = 0; i < N; ++i) r[i] += a.r[i] * b.r[i];
   }
@@ -160,6 +162,16 @@ void gather_filters(const Tensor& w, const int64_t* ws, const Blocked& bl, int64
           wb[k * V + v] = (A)pw[(c0 + v) * w.stride[0] + k0 * ws[0] + k1 * ws[1] + k2 * ws[2]];
 }
 
+// Per-thread scratch buffer ``slot`` of at least n elements (the tasks of a kernel reuse
+// them instead of allocating their buffers each)
+template <class A>
+std::vector<A>& scratch(int slot, size_t n) {
+  thread_local std::vector<A> bufs[3];
+  std::vector<A>& b = bufs[slot];
+  if (b.size() != n) b.assign(n, A(0));
+  return b;
+}
+
 // Runs f(n, c0, nc) over the (batch, channel block) tasks in parallel
 template <class F>
 void over_blocks(const Blocked& bl, int64_t nbatch, F&& f) {
@@ -188,7 +200,10 @@ void k_depthwise_conv(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     using T = EMBER_T(tag);
     using A = compute_t<T>;
     over_blocks(bl, g.N, [&](int64_t nn, int64_t c0, int nc) {
-      std::vector<A> xb((size_t)(bl.ipn * V), A(0)), ob((size_t)(bl.bn * V)), wb((size_t)(bl.kn * V));
+      std::vector<A>& xb = scratch<A>(0, (size_t)(bl.ipn * V));
+      std::vector<A>& ob = scratch<A>(1, (size_t)(bl.bn * V));
+      std::vector<A>& wb = scratch<A>(2, (size_t)(bl.kn * V));
+      std::fill(xb.begin(), xb.end(), A(0));
       std::vector<int64_t> taps((size_t)bl.kn);
       for (int64_t k0 = 0, k = 0; k0 < g.K[0]; ++k0)
         for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
@@ -228,9 +243,57 @@ void k_depthwise_conv_input(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   dispatch<M_FLOAT>(out.dtype, "depthwise_conv_input", [&](auto tag) {
     using T = EMBER_T(tag);
     using A = compute_t<T>;
+    bool unit = true;
+    for (int d = 0; d < 3; ++d) unit = unit && g.S[d] == 1;
+    if (unit) {
+      // unit stride: each input position gathers its gradient through the flipped taps
+      // from the zero-padded gradient (a full correlation): sums in registers, and only the
+      // real input positions computed. Gp: the gradient's padded sizes, shifted by
+      // (K - 1) * D so that every flipped tap stays inside.
+      int64_t Gp[3], sh[3];
+      for (int d = 0; d < 3; ++d) {
+        sh[d] = (g.K[d] - 1) * g.D[d];
+        Gp[d] = std::max(g.I[d] + g.P[d] + sh[d], g.B[d] + sh[d]);
+      }
+      const int64_t gpn = Gp[0] * Gp[1] * Gp[2], In = g.I[0] * g.I[1] * g.I[2];
+      over_blocks(bl, g.N, [&](int64_t nn, int64_t c0, int nc) {
+        std::vector<A>& gz = scratch<A>(0, (size_t)(gpn * V));
+        std::vector<A>& ob = scratch<A>(1, (size_t)(In * V));
+        std::vector<A>& wb = scratch<A>(2, (size_t)(bl.kn * V));
+        std::fill(gz.begin(), gz.end(), A(0));
+        std::vector<int64_t> taps((size_t)bl.kn);  // flipped: the last tap first
+        for (int64_t k0 = 0, k = 0; k0 < g.K[0]; ++k0)
+          for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+            for (int64_t k2 = 0; k2 < g.K[2]; ++k2)
+              taps[(size_t)k++] = ((sh[0] - k0 * g.D[0]) * Gp[1] + (sh[1] - k1 * g.D[1])) * Gp[2] * V +
+                                  (sh[2] - k2 * g.D[2]) * V;
+        gather_filters<T, A>(w, ws, bl, c0, nc, wb.data());
+        gather_block<T, A>(gr, gs, g.B, nn, c0, nc, gz.data(), [&](int64_t b0, int64_t b1, int64_t b2) {
+          return ((b0 + sh[0]) * Gp[1] + (b1 + sh[1])) * Gp[2] + (b2 + sh[2]);
+        });
+        A* o = ob.data();
+        for (int64_t i0 = 0; i0 < g.I[0]; ++i0)
+          for (int64_t i1 = 0; i1 < g.I[1]; ++i1)
+            for (int64_t i2 = 0; i2 < g.I[2]; ++i2, o += V) {
+              // input position i reads the gradient of block b = i + P - k D (shifted by sh)
+              const A* go = gz.data() + ((i0 + g.P[0]) * Gp[1] + (i1 + g.P[1])) * Gp[2] * V + (i2 + g.P[2]) * V;
+              Lanes<A> acc = Lanes<A>::zero();
+              for (int64_t k = 0; k < bl.kn; ++k)
+                acc.madd(Lanes<A>::load(wb.data() + k * V), Lanes<A>::load(go + taps[(size_t)k]));
+              acc.store(o);
+            }
+        scatter_block<T, A>(out, os, g.I, nn, c0, nc, ob.data(),
+                            [&](int64_t i0, int64_t i1, int64_t i2) { return (i0 * g.I[1] + i1) * g.I[2] + i2; });
+      });
+      return;
+    }
     // each output block's gradient sent back through every tap into the padded buffer
     over_blocks(bl, g.N, [&](int64_t nn, int64_t c0, int nc) {
-      std::vector<A> ib((size_t)(bl.ipn * V), A(0)), gb((size_t)(bl.bn * V), A(0)), wb((size_t)(bl.kn * V));
+      std::vector<A>& ib = scratch<A>(0, (size_t)(bl.ipn * V));
+      std::vector<A>& gb = scratch<A>(1, (size_t)(bl.bn * V));
+      std::vector<A>& wb = scratch<A>(2, (size_t)(bl.kn * V));
+      std::fill(ib.begin(), ib.end(), A(0));
+      std::fill(gb.begin(), gb.end(), A(0));
       std::vector<int64_t> taps((size_t)bl.kn);
       for (int64_t k0 = 0, k = 0; k0 < g.K[0]; ++k0)
         for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
