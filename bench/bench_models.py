@@ -280,8 +280,13 @@ def compare(torch, ember, name, rounds, number):
     e_step, _ = make_step(name, ember, _state(t_model))
     t_step(), e_step()  # warm-up (allocators, caches, lazy loads)
     best = {"torch": math.inf, "ember": math.inf}
-    for _ in range(rounds):
-        for label, step in (("torch", t_step), ("ember", e_step)):
+    order = [("torch", t_step), ("ember", e_step)]
+    for r in range(rounds):
+        for label, step in order if r % 2 == 0 else order[::-1]:
+            # one untimed step first: the other framework's worker threads spin for a while
+            # after its last parallel region (OpenMP's wait policy) and would take the cores
+            # from the first timed step; after it, each is timed in its steady state
+            step()
             t0 = time.perf_counter()
             for _ in range(number):
                 step()
