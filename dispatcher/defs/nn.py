@@ -364,13 +364,81 @@ def _adaptive_max_pool(self, output_size):
 
 # ---- activations with a kink ---------------------------------------------------------------
 # relu and hardtanh have clamp's values, but PyTorch differentiates them as thresholds: no
-# gradient at a kink itself (clamp passes it there). Under autograd they are
-# ``where(keep, x, clamp's value)``, the clamped values computed outside the graph, so the
-# gradient flows exactly where ``keep`` holds; otherwise they are plain clamp.
-def _kinked(x, lo, hi, keep):
-    with below_autograd():
-        values = O.clamp(x, lo, hi)
-    return O.where(keep, x, values)
+# gradient at a kink itself (clamp passes it there). Under autograd they are ops of their
+# own whose composite is clamp and whose gradient is one masked pass (threshold_backward,
+# hardtanh_backward: native where a backend has the kernels); otherwise plain clamp.
+defop("relu", "norm", "relu(Tensor self) -> Tensor", "(out, self)", promotion="none",
+      inputs=("self",), doc="max(self, 0): clamp's values, threshold_backward's gradient")
+defop("hardtanh", "norm", "hardtanh(Tensor self, float min_val, float max_val) -> Tensor",
+      "(out, self, min_val, max_val)", promotion="none", inputs=("self",),
+      doc="clamp(self, min_val, max_val) with hardtanh_backward's gradient")
+defop("threshold_backward", "norm",
+      "threshold_backward(Tensor grad, Tensor self, float threshold=0) -> Tensor",
+      "(out, grad, self, threshold)  # grad, self: one shape and dtype", promotion="none",
+      inputs=("grad", "self"), doc="grad where self > threshold (and where self is NaN), else 0")
+defop("hardtanh_backward", "norm",
+      "hardtanh_backward(Tensor grad, Tensor self, float min_val, float max_val) -> Tensor",
+      "(out, grad, self, min_val, max_val)  # grad, self: one shape and dtype",
+      promotion="none", inputs=("grad", "self"),
+      doc="grad where min_val < self < max_val, else 0 (NaN too)")
+
+
+def _masked(name, grad, self, attrs):
+    if tuple(grad.shape) != tuple(self.shape) or grad.dtype is not self.dtype:
+        grad = O.to(V.expand(grad, self.shape) if tuple(grad.shape) != tuple(self.shape)
+                    else grad, None, self.dtype)
+    return O.composite_op(name, (grad, self), attrs, [(self.shape, self.dtype)], self.device)
+
+
+def threshold_backward(grad, self, threshold=0.0):
+    """``grad`` where ``self > threshold`` or NaN, else 0 (relu's gradient)."""
+    return _masked("threshold_backward", grad, self, {"threshold": float(threshold)})
+
+
+def hardtanh_backward(grad, self, min_val, max_val):
+    """``grad`` where ``min_val < self < max_val``, else 0 (hardtanh's gradient)."""
+    return _masked("hardtanh_backward", grad, self,
+                   {"min_val": float(min_val), "max_val": float(max_val)})
+
+
+@composite("relu")
+def _(self):
+    return O.clamp(self, 0)
+
+
+@composite("hardtanh")
+def _(self, min_val, max_val):
+    return O.clamp(self, min_val, max_val)
+
+
+@composite("threshold_backward")
+def _(grad, self, threshold):
+    return O.where(E("le", self, threshold), 0.0, grad)
+
+
+@composite("hardtanh_backward")
+def _(grad, self, min_val, max_val):
+    return O.where(E("logical_and", E("gt", self, min_val), E("lt", self, max_val)), grad, 0.0)
+
+
+@gradient("relu")
+def _(g, self):
+    return (threshold_backward(g, self, 0.0),)
+
+
+@gradient("hardtanh")
+def _(g, self, min_val, max_val):
+    return (hardtanh_backward(g, self, min_val, max_val),)
+
+
+@gradient("threshold_backward")
+def _(g, self, threshold):  # piecewise constant in self
+    return threshold_backward(g, self, threshold), None
+
+
+@gradient("hardtanh_backward")
+def _(g, self, min_val, max_val):
+    return hardtanh_backward(g, self, min_val, max_val), None
 
 
 def relu(x):
@@ -378,7 +446,7 @@ def relu(x):
     ``g`` elsewhere, NaN included. ``-0.0`` stays ``-0.0``, as clamp's."""
     if not (x.requires_grad and MODE.grad):
         return O.clamp(x, 0)
-    return _kinked(x, 0, None, E("logical_not", E("le", x, 0)))
+    return O.composite_op("relu", (x,), {}, [(x.shape, x.dtype)], x.device)
 
 
 def hardtanh(x, min_val, max_val):
@@ -386,8 +454,8 @@ def hardtanh(x, min_val, max_val):
     kernel's): ``g`` strictly between the bounds, 0 at and beyond them and at NaN."""
     if not (x.requires_grad and MODE.grad):
         return O.clamp(x, min_val, max_val)
-    return _kinked(x, min_val, max_val,
-                   E("logical_and", E("gt", x, min_val), E("lt", x, max_val)))
+    return O.composite_op("hardtanh", (x,), {"min_val": min_val, "max_val": max_val},
+                          [(x.shape, x.dtype)], x.device)
 
 
 # ---- normalisation -----------------------------------------------------------------------

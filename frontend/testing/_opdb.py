@@ -600,6 +600,18 @@ def _bn_train_backward(grad, x, w=None, eps=1e-5):
     return NN.batch_norm_train_backward(grad, x, w, mean, var, eps)
 
 
+# relu and hardtanh under autograd (clamp's values, thresholds' gradients), their backward
+_add(OpInfo("relu", F.relu, [S(T(3, 4)), S(T(2, 3, 4))], zero_d=True, empty=True,
+            special=True, dtypes=_FLOATS))
+_add(OpInfo("hardtanh", F.hardtanh, [S(T(3, 4)), S(T(2, 5), -0.5, 0.5)], zero_d=True,
+            empty=True, special=True, dtypes=_FLOATS))
+_add(OpInfo("threshold_backward", NN.threshold_backward,
+            [S(T(3, 4), T(3, 4)), S(T(2, 3), T(2, 3), threshold=0.3)], zero_d=True,
+            empty=True, dtypes=_FLOATS))
+_add(OpInfo("hardtanh_backward", NN.hardtanh_backward, [S(T(3, 4), T(3, 4), -0.5, 0.5)],
+            zero_d=True, empty=True, dtypes=_FLOATS))
+
+
 # batch_norm's training mode (the op it runs), and its backward
 _add(OpInfo("batch_norm_train", _bn_train, [
     S(T(4, 3, 5), T(3), T(3)), S(T(4, 3, 2, 3), T(3), eps=1e-3), S(T(5, 3)),

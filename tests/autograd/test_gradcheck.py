@@ -166,6 +166,13 @@ RECIPES = {
                                                  w, b, training=True, momentum=0.2),
                                     F.batch_norm(x, *RUNNING, w, b, eps=1e-3)),
                    [X(4, 3, 2), X(3), X(3)]),
+    # relu / hardtanh (inputs away from the kinks) and their backward (linear in grad)
+    "relu": (lambda x: F.relu(x), [away_from_ties(3, 4)]),
+    "hardtanh": (lambda x: F.hardtanh(x, -0.5, 0.5), [away_from_ties(3, 4)]),
+    "threshold_backward": (lambda g, x: NN.threshold_backward(g, x.detach(), 0.2),
+                           [X(3, 4), X(3, 4)]),
+    "hardtanh_backward": (lambda g, x: NN.hardtanh_backward(g, x.detach(), -0.5, 0.5),
+                          [X(3, 4), X(3, 4)]),
     "batch_norm_train": (lambda x, w, b: NN.batch_norm_train(x, w, b, 1e-5)[0],
                          [X(4, 3, 2), X(3), X(3)]),
     "batch_norm_train_backward": (
