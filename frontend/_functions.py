@@ -441,6 +441,7 @@ def relu(input):
 
 
 def relu_(input):
+    C.check_writable(input, "relu_")
     if input.requires_grad and MODE.grad:  # the graph keeps a copy, not the overwritten one
         return input.copy_(NN.relu(input.clone()))
     return clamp_(input, min=0)

@@ -270,6 +270,7 @@ def makers(device):
 #: see the module docstring))
 OTHER_INPLACE = {
     "copy": (lambda x, src, new: x.copy_(src), True),
+    "relu": (lambda x, src, new: x.relu_(), True),
     "polygamma": (lambda x, src, new: x.polygamma_(1), True),
     "fill": (lambda x, src, new: x.fill_(2.5), False),
     "scatter": (lambda x, src, new: x.scatter_(0, new([2, 0, 1]), src[:3]), True),

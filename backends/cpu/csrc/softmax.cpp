@@ -34,12 +34,8 @@ void softmax_op(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
           for_outputs(g, b, e, [&](const char* xp, char* o) {
             const T* xr = (const T*)xp;
             T* orow = (T*)o;
-            if constexpr (std::is_same_v<T, float>) {  // multiversioned loops
-              const float m = vmax_f32(xr, len);
-              vexp_sub_f32(eb, xr, m, len);
-              const double s = row_sum(eb, len);
-              if constexpr (Log) vsub2_f32(orow, xr, m, static_cast<float>(std::log(s)), len);
-              else vscale_f32(orow, eb, static_cast<float>(1.0 / s), len);
+            if constexpr (std::is_same_v<T, float>) {  // one multiversioned call per row
+              vsoftmax_f32(orow, xr, eb, len, Log);
               return;
             }
             const float m = row_max(xr, len);
