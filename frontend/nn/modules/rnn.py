@@ -224,7 +224,8 @@ class RNNBase(Module):
         w_hh, b_hh, w_hr = weights["weight_hh"], weights.get("bias_hh"), weights.get("weight_hr")
         steps = len(sizes)
         if (self.mode == "LSTM" and offsets is None and w_hr is None and steps
-                and gi_all.is_floating_point()):
+                and gi_all.is_floating_point() and h0.dtype is gi_all.dtype
+                and c0.dtype is gi_all.dtype):
             # the whole time loop as one op (forward and backward native where a backend
             # has the kernels): both biases go into the input projection
             gi_all = gi_all + b_hh if b_hh is not None else gi_all
