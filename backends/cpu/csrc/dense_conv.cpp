@@ -149,13 +149,29 @@ void scatter_rows(W* t, int64_t O, int64_t L, int64_t n0, int64_t nb, int64_t o0
   });
 }
 
+// The three kernels' arguments: out, a, b (the tensors named by the op), checked to share
+// out's dtype, and the geometry; ``geom``, ``blocks``, ``weight`` index {out, a, b}.
+struct DenseCall {
+  Tensor t[3];
+  Dense d;
+};
+
+DenseCall open_dense(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw, int geom, int blocks,
+                     int weight) {
+  Args args(op, a, n, kw, {"out", "a", "b", "kernel", "dilation", "padding", "stride", "sizes", "groups"}, 9);
+  DenseCall c{{args.out(0), args.tensor(1), args.tensor(2)}, {}};
+  check_same_dtype(op, c.t[0], c.t[1]);
+  check_same_dtype(op, c.t[0], c.t[2]);
+  const Tensor& w = c.t[weight];
+  c.d = parse_dense(op, args, c.t[geom], c.t[blocks], w, w.ndim > 0 ? w.shape[0] : 0, 4);
+  return c;
+}
+
 void k_dense_conv(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const char* op = "dense_conv";
-  Args args(op, a, n, kw, {"out", "a", "b", "kernel", "dilation", "padding", "stride", "sizes", "groups"}, 9);
-  const Tensor out = args.out(0), x = args.tensor(1), w = args.tensor(2);
-  check_same_dtype(op, out, x);
-  check_same_dtype(op, out, w);
-  const Dense d = parse_dense(op, args, x, out, w, out.ndim > 1 ? out.shape[1] : 0, 4);
+  const DenseCall c = open_dense(op, a, n, kw, 1, 0, 2);
+  const Tensor &out = c.t[0], &x = c.t[1], &w = c.t[2];
+  const Dense& d = c.d;
   if (out.numel == 0) return;
   NoGil nogil(true);
   working_dispatch(op, out.dtype, [&](auto w0) {
@@ -188,11 +204,9 @@ EMBER_KERNEL("dense_conv", k_dense_conv);
 
 void k_dense_conv_input(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const char* op = "dense_conv_input";
-  Args args(op, a, n, kw, {"out", "a", "b", "kernel", "dilation", "padding", "stride", "sizes", "groups"}, 9);
-  const Tensor out = args.out(0), gr = args.tensor(1), w = args.tensor(2);
-  check_same_dtype(op, out, gr);
-  check_same_dtype(op, out, w);
-  const Dense d = parse_dense(op, args, out, gr, w, gr.ndim > 1 ? gr.shape[1] : 0, 4);
+  const DenseCall c = open_dense(op, a, n, kw, 0, 1, 2);
+  const Tensor &out = c.t[0], &gr = c.t[1], &w = c.t[2];
+  const Dense& d = c.d;
   if (out.numel == 0) return;
   NoGil nogil(true);
   working_dispatch(op, out.dtype, [&](auto w0) {
@@ -225,11 +239,9 @@ EMBER_KERNEL("dense_conv_input", k_dense_conv_input);
 
 void k_dense_conv_weight(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const char* op = "dense_conv_weight";
-  Args args(op, a, n, kw, {"out", "a", "b", "kernel", "dilation", "padding", "stride", "sizes", "groups"}, 9);
-  const Tensor out = args.out(0), gr = args.tensor(1), x = args.tensor(2);
-  check_same_dtype(op, out, gr);
-  check_same_dtype(op, out, x);
-  const Dense d = parse_dense(op, args, x, gr, out, out.ndim > 0 ? out.shape[0] : 0, 4);
+  const DenseCall c = open_dense(op, a, n, kw, 2, 1, 0);
+  const Tensor &out = c.t[0], &gr = c.t[1], &x = c.t[2];
+  const Dense& d = c.d;
   if (out.numel == 0) return;
   NoGil nogil(true);
   working_dispatch(op, out.dtype, [&](auto w0) {
