@@ -44,7 +44,7 @@ class device:
     >>> ember.device("opencl:1")
     device(type='opencl', index=1)
     """
-    __slots__ = ("type", "index", "_str")
+    __slots__ = ("type", "index", "_str", "_hash")
 
     def __new__(cls, type_or_str, index=None):
         if isinstance(type_or_str, device):
@@ -80,6 +80,8 @@ class device:
         object.__setattr__(self, "type", typ)
         object.__setattr__(self, "index", index)
         object.__setattr__(self, "_str", typ if index is None else f"{typ}:{index}")
+        # (hashed on every allocation and kernel lookup: computed once)
+        object.__setattr__(self, "_hash", hash((typ, index)))
         if len(_CACHE) < 1024:
             _CACHE[key] = self
         return self
@@ -106,7 +108,7 @@ class device:
         return self.type == other.type and self.index == other.index
 
     def __hash__(self):
-        return hash((self.type, self.index))
+        return self._hash
 
     def __reduce__(self):
         return (device, (self.type, self.index))

@@ -444,6 +444,8 @@ def relu_(input):
     C.check_writable(input, "relu_")
     if input.requires_grad and MODE.grad:  # the graph keeps a copy, not the overwritten one
         return input.copy_(NN.relu(input.clone()))
+    if NN.activation_("relu", input, {}) is not None:
+        return input
     return clamp_(input, min=0)
 
 

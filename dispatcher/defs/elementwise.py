@@ -194,6 +194,13 @@ unary("logical_not", {"bool": ~x}, promotion="logical", differentiable=False)
 binary("add", {"num": a + b, "bool": a | b}, primitive=True, self_type="Tensor|Scalar")
 binary("sub", {"num": a - b}, primitive=True, self_type="Tensor|Scalar")
 binary("mul", {"num": a * b, "bool": a & b}, primitive=True, self_type="Tensor|Scalar")
+# the gradients of tanh and sigmoid from their outputs, one pass each (PyTorch's
+# tanh_backward and sigmoid_backward; internal: no function or method of their own)
+for _n, _body in (("tanh_backward", a * (1 - b * b)), ("sigmoid_backward", a * ((1 - b) * b))):
+    binary(_n, {"float": _body}, other_type="Tensor", variants=(),
+           signature=f"{_n}(Tensor grad_output, Tensor output) -> Tensor",
+           doc="grad_output * (1 - output^2)" if _n == "tanh_backward"
+           else "grad_output * (1 - output) * output")
 _ZERO_DIV = Check(1, b == 0, ("sint", "uint"), "zero_div")
 binary("div", {"float": a / b}, primitive=True, checks=(_ZERO_DIV,),
        signature="div(Tensor|Scalar self, Tensor|Scalar other, *, str? rounding_mode=None) "
@@ -648,12 +655,24 @@ def _(g, result):
 
 @gradient("tanh")
 def _(g, result):
-    return (g * (1 - result * result),)
+    return (E("tanh_backward", g, result),)
 
 
 @gradient("sigmoid")
 def _(g, result):
-    return (g * (1 - result) * result,)
+    return (E("sigmoid_backward", g, result),)
+
+
+@gradient("tanh_backward")
+def _(g, grad_output, output):
+    return (E("tanh_backward", g, output) if _requires(grad_output) else None,
+            g * (-2 * output * grad_output) if _requires(output) else None)
+
+
+@gradient("sigmoid_backward")
+def _(g, grad_output, output):
+    return (E("sigmoid_backward", g, output) if _requires(grad_output) else None,
+            g * grad_output * (1 - 2 * output) if _requires(output) else None)
 
 
 @gradient("erf")

@@ -8,7 +8,7 @@ a fused kernel under the op's name (see ``docs/plugins.md``). The entry points t
 PyTorch's batched forms with every argument normalised (tuples per spatial dim, symmetric
 padding, ``padding_idx=-1`` for none); each computes its output's shape and dtype (the
 meta step) and calls :func:`ops.composite_op`. ``ember.nn.functional`` checks user calls
-(PyTorch's errors) and turns them into these. ``relu`` and ``hardtanh`` (not ops: clamp
+(PyTorch's errors) and turns them into these. ``relu`` and ``hardtanh`` (clamp's values
 with PyTorch's gradient at the kinks) live here too, so every frontend form shares them.
 """
 from __future__ import annotations
@@ -364,9 +364,10 @@ def _adaptive_max_pool(self, output_size):
 
 # ---- activations with a kink ---------------------------------------------------------------
 # relu and hardtanh have clamp's values, but PyTorch differentiates them as thresholds: no
-# gradient at a kink itself (clamp passes it there). Under autograd they are ops of their
-# own whose composite is clamp and whose gradient is one masked pass (threshold_backward,
-# hardtanh_backward: native where a backend has the kernels); otherwise plain clamp.
+# gradient at a kink itself (clamp passes it there). They are ops of their own whose
+# composite is clamp (a native kernel: one select per bound, where clamp's general body
+# checks its bounds for NaN per element) and whose gradient is one masked pass
+# (threshold_backward, hardtanh_backward: native where a backend has the kernels).
 defop("relu", "norm", "relu(Tensor self) -> Tensor", "(out, self)", promotion="none",
       inputs=("self",), doc="max(self, 0): clamp's values, threshold_backward's gradient")
 defop("hardtanh", "norm", "hardtanh(Tensor self, float min_val, float max_val) -> Tensor",
@@ -408,7 +409,7 @@ def _(self):
 
 @composite("hardtanh")
 def _(self, min_val, max_val):
-    return O.clamp(self, min_val, max_val)
+    return O.clamp(self, *_int_bounds(self, min_val, max_val))
 
 
 @composite("threshold_backward")
@@ -441,21 +442,55 @@ def _(g, self, min_val, max_val):
     return hardtanh_backward(g, self, min_val, max_val), None
 
 
+def _activation_input(name, x):
+    if x.dtype is D.bool_:  # (PyTorch's messages)
+        raise RuntimeError(f"{'Boolean' if name == 'relu' else 'Bool'} inputs not supported "
+                           f"for {name}")
+
+
+def _int_bounds(x, min_val, max_val):
+    """hardtanh's bounds in an integer input's dtype (PyTorch keeps the dtype, and
+    truncates the bounds)."""
+    if x.dtype.is_floating_point or x.dtype.is_complex:
+        return min_val, max_val
+    if not x.dtype.is_signed and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    return int(min_val), int(max_val)
+
+
 def relu(x):
     """``max(x, 0)`` with PyTorch's gradient (threshold_backward): 0 where ``x <= 0``,
     ``g`` elsewhere, NaN included. ``-0.0`` stays ``-0.0``, as clamp's."""
-    if not (x.requires_grad and MODE.grad):
-        return O.clamp(x, 0)
+    _activation_input("relu", x)
     return O.composite_op("relu", (x,), {}, [(x.shape, x.dtype)], x.device)
 
 
 def hardtanh(x, min_val, max_val):
     """``clamp(x, min_val, max_val)`` with PyTorch's hardtanh gradient (its vectorised CPU
     kernel's): ``g`` strictly between the bounds, 0 at and beyond them and at NaN."""
-    if not (x.requires_grad and MODE.grad):
-        return O.clamp(x, min_val, max_val)
+    _activation_input("hardtanh", x)
+    min_val, max_val = _int_bounds(x, min_val, max_val)
     return O.composite_op("hardtanh", (x,), {"min_val": min_val, "max_val": max_val},
                           [(x.shape, x.dtype)], x.device)
+
+
+def activation_(name, x, attrs):
+    """``x`` overwritten by relu or hardtanh (``attrs``) through the device's kernel, which
+    reads each element before writing it; None where autograd must see the call or the
+    device has no kernel (the caller goes the out-of-place way)."""
+    if x.requires_grad and MODE.grad:
+        return None
+    _activation_input(name, x)
+    o = OPS[name]
+    k = o.kernels.get(x.device.type)
+    if k is None:
+        return None
+    C.check_writable(x, name + "_")
+    if name == "hardtanh":
+        attrs = dict(zip(("min_val", "max_val"), _int_bounds(x, **attrs)))
+    O.launch(o, x.device, k, x, x, **attrs)
+    C.bump(x)
+    return x
 
 
 # ---- normalisation -----------------------------------------------------------------------

@@ -959,6 +959,8 @@ def _tensor_input(name: str, input) -> None:
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)``; the gradient is 0 where ``x <= 0`` (PyTorch's threshold_backward)."""
     _tensor_input("relu", input)
+    if inplace and _nn.activation_("relu", input, {}) is not None:
+        return input
     return _inplace(input, _nn.relu, inplace)
 
 
@@ -1039,6 +1041,9 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     _tensor_input("hardtanh", input)
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if inplace and _nn.activation_("hardtanh", input,
+                                   {"min_val": min_val, "max_val": max_val}) is not None:
+        return input
     return _inplace(input, lambda x: _nn.hardtanh(x, min_val, max_val), inplace)
 
 

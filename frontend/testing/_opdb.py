@@ -291,6 +291,12 @@ _add(OpInfo("special_zeta", ember.special.zeta,
              S(T(3, 4, low=1.5, high=4.0, grad=False), T(4, low=0.5, high=3.0))],
             out=True, special=True))
 
+# tanh's and sigmoid's gradients from their outputs (internal ops: no public function)
+for _n in ("tanh_backward", "sigmoid_backward"):
+    _add(OpInfo(_n, lambda g, y, _n=_n: ember.dispatcher.ops.elementwise(_n, g, y),
+                [S(T(3, 4), T(3, 4, low=-1, high=1)), S(T(3, 4), T(4, low=-1, high=1))],
+                special=True, dtypes=(F32, F64, ember.float16, ember.bfloat16)))
+
 for _o in elementwise_ops():
     if _o.name not in OP_DB:
         _add(_generic_elementwise(_o))

@@ -173,6 +173,11 @@ RECIPES = {
                            [X(3, 4), X(3, 4)]),
     "hardtanh_backward": (lambda g, x: NN.hardtanh_backward(g, x.detach(), -0.5, 0.5),
                           [X(3, 4), X(3, 4)]),
+    # tanh's and sigmoid's gradients from their outputs (both inputs differentiable)
+    "tanh_backward": (lambda g, y: ember.dispatcher.ops.elementwise("tanh_backward", g, y),
+                      [X(3, 4), X(3, 4)]),
+    "sigmoid_backward": (lambda g, y: ember.dispatcher.ops.elementwise("sigmoid_backward",
+                                                                       g, y), [X(3, 4), X(4)]),
     "batch_norm_train": (lambda x, w, b: NN.batch_norm_train(x, w, b, 1e-5)[0],
                          [X(4, 3, 2), X(3), X(3)]),
     "batch_norm_train_backward": (

@@ -152,6 +152,57 @@ def test_activations_functional():
     close(xe, TF.relu(x))
 
 
+
+KINKED = [("relu", {}), ("relu6", {}), ("hardtanh", {}), ("hardtanh", {"min_val": -2.0,
+                                                                      "max_val": 0.5})]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64",
+                                   "int32", "uint8", "int8"])
+@pytest.mark.parametrize("name,kw", KINKED)
+def test_kinked_activations_keep_values_and_dtype(name, kw, dtype):
+    """relu / relu6 / hardtanh, out of place and in place: PyTorch's values (NaN, -0.0)
+    and dtype (integers stay integers), on a non-contiguous input too."""
+    vals = [-7.0, -1.0, -0.0, 0.0, 0.25, 3.0, 6.0, 9.0]
+    if dtype.startswith("float") or dtype == "bfloat16":
+        vals += [math.nan, math.inf, -math.inf]
+    if dtype == "uint8":
+        vals = [abs(v) for v in vals]
+        if name == "hardtanh":  # (negative limits)
+            kw = {"min_val": 0.5, "max_val": 6.5}
+    t = torch.tensor(vals * 2).to(getattr(torch, dtype)).reshape(2, -1).t()
+    x = ember.tensor(np.array(vals * 2)).to(getattr(ember, dtype)).reshape(2, -1).t()
+    tf, ef = getattr(TF, name), getattr(F, name)
+    want, got = tf(t, **kw), ef(x, **kw)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    g, w = got.float().numpy(), want.float().numpy()
+    np.testing.assert_array_equal(g, w)
+    num = ~np.isnan(w)  # (-0.0 stays -0.0; a NaN's sign is not compared)
+    assert np.array_equal(np.signbit(g[num]), np.signbit(w[num]))
+    t2, x2 = t.clone(), x.clone()
+    tf(t2, inplace=True, **kw)
+    assert ef(x2, inplace=True, **kw) is x2
+    np.testing.assert_array_equal(x2.float().numpy(), t2.float().numpy())
+
+
+def test_kinked_activation_errors():
+    for fn in (F.relu, lambda t: F.relu(t, inplace=True), ember.relu_, ember.relu):
+        with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+            fn(ember.tensor([True, False]))
+    with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+        torch.relu(torch.tensor([True]))
+    for fn in (F.relu6, F.hardtanh, lambda t: F.hardtanh(t, inplace=True)):
+        with pytest.raises(RuntimeError, match="Bool inputs not supported for hardtanh"):
+            fn(ember.tensor([True, False]))
+    u8 = ember.tensor([1, 2], dtype=ember.uint8)
+    with pytest.raises(RuntimeError, match="unsigned type with negative limits"):
+        F.hardtanh(u8)
+    with pytest.raises(RuntimeError, match="unsigned type with negative limits"):
+        TF.hardtanh(torch.tensor([1, 2], dtype=torch.uint8))
+    with pytest.raises(RuntimeError, match="hardtanh_.*single memory location"):
+        F.hardtanh(ember.zeros(3).expand(2, 3), inplace=True)
+
+
 def test_normalisation_functional():
     x = randn(4, 6, 3)
     w, b = torch.rand(6), torch.rand(6)

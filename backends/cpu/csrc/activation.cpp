@@ -1,4 +1,5 @@
-// The gradients of the kinked activations as one pass each (PyTorch's threshold_backward
+// relu and hardtanh forward (clamp's values with number bounds, one select per bound), and
+// the gradients of the kinked activations as one pass each (PyTorch's threshold_backward
 // and hardtanh_backward): relu and hardtanh run clamp forward, and their backward keeps
 // the output gradient where the input lies strictly inside the linear part:
 //   threshold_backward  out = self <= threshold ? 0 : grad      (NaN inputs pass grad)
@@ -43,6 +44,58 @@ void masked_grad(const char* op, const Tensor& out, const Tensor& g, const Tenso
     });
   });
 }
+
+// out = f(self) elementwise (out may be self: each element is read before it is written)
+template <unsigned Mask, class F>
+void unary_map(const char* op, const Tensor& out, const Tensor& x, F f) {
+  check_same_dtype(op, out, x);
+  check_same_shape(op, out, x);
+  dispatch<Mask>(out.dtype, op, [&](auto tag) {
+    using T = EMBER_T(tag);
+    using A = compute_t<T>;
+    const Tensor* ts[2] = {&out, &x};
+    ElemIter it;
+    it.build(ts, 2, op);
+    NoGil ng(it.numel >= kGilThreshold);
+    it.run([&](char* const* p, const int64_t* s, int64_t n) {
+      constexpr int64_t z = sizeof(T);
+      if (s[0] == z && s[1] == z) {
+        T* o = (T*)p[0];
+        const T* xp = (const T*)p[1];
+        for (int64_t i = 0; i < n; ++i) o[i] = cvt<T>(f((A)xp[i]));
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          *(T*)(p[0] + i * s[0]) = cvt<T>(f((A) * (const T*)(p[1] + i * s[1])));
+      }
+    });
+  });
+}
+
+void k_relu(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args("relu", a, n, kw, {"out", "self"}, 2);
+  // clamp(self, 0): NaN stays NaN, -0.0 stays -0.0 (a tie keeps self)
+  unary_map<M_FLOAT | M_I8 | M_I16 | M_I32 | M_I64 | M_U8>(
+      "relu", args.out(0), args.tensor(1), [](auto v) { return v < decltype(v)(0) ? decltype(v)(0) : v; });
+}
+EMBER_KERNEL("relu", k_relu);
+
+void k_hardtanh(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args("hardtanh", a, n, kw, {"out", "self", "min_val", "max_val"}, 4);
+  const double lo = args.get_double(2), hi = args.get_double(3);
+  constexpr unsigned kMask = M_FLOAT | M_I8 | M_I16 | M_I32 | M_I64 | M_U8;
+  if (lo != lo || hi != hi) {  // a NaN bound gives NaN everywhere (clamp's values)
+    unary_map<M_FLOAT>("hardtanh", args.out(0), args.tensor(1),
+                       [](auto v) { return std::numeric_limits<decltype(v)>::quiet_NaN(); });
+    return;
+  }
+  // (integer inputs: the dispatcher passes integer bounds)
+  unary_map<kMask>("hardtanh", args.out(0), args.tensor(1), [lo, hi](auto v) {
+    using A = decltype(v);
+    const A r = v < (A)lo ? (A)lo : v;  // NaN compares false: stays NaN
+    return r > (A)hi ? (A)hi : r;
+  });
+}
+EMBER_KERNEL("hardtanh", k_hardtanh);
 
 void k_threshold_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Args args("threshold_backward", a, n, kw, {"out", "grad", "self", "threshold"}, 3);

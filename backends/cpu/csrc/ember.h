@@ -402,25 +402,73 @@ inline bool any_elem(const Tensor& t, P pred) {
   return found;
 }
 
-// NaN-propagating max of a contiguous row, in float (16 independent lanes); -inf if n == 0
+// NaN-propagating max (IsMax) or min of a contiguous row of A (float or double), identity
+// +-inf if n == 0: four 16-byte vector accumulators that select branch-free (a compare and a
+// blend, which the data cannot mispredict), NaNs tracked in a mask of their own (a NaN
+// operand of the select is lost at the next element, so the mask decides the result).
+template <bool IsMax, class A>
+inline A run_extreme(const A* p, int64_t n) {
+  typedef A vec __attribute__((vector_size(16)));
+  typedef A uvec __attribute__((vector_size(16), aligned(alignof(A))));
+  using M = decltype(vec{} != vec{});
+  constexpr int L = 16 / sizeof(A);
+  const A id = IsMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
+  vec acc[4];
+  M bad = {};
+  for (auto& a : acc)
+    for (int j = 0; j < L; ++j) a[j] = id;
+  int64_t i = 0;
+  for (; i + 4 * L <= n; i += 4 * L)
+    for (int k = 0; k < 4; ++k) {
+      const vec v = *(const uvec*)(p + i + k * L);
+      if constexpr (IsMax) acc[k] = v > acc[k] ? v : acc[k];  // ties keep the earlier
+      else acc[k] = v < acc[k] ? v : acc[k];
+      bad |= v != v;
+    }
+  A m = id;
+  bool nan = false;
+  for (int j = 0; j < L; ++j) nan |= bad[j] != 0;
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < L; ++j) m = (IsMax ? acc[k][j] > m : acc[k][j] < m) ? acc[k][j] : m;
+  for (; i < n; ++i) {
+    const A v = p[i];
+    nan |= v != v;
+    m = (IsMax ? v > m : v < m) ? v : m;
+  }
+  return nan ? std::numeric_limits<A>::quiet_NaN() : m;
+}
+
+// acc[j] = NaN-propagating max (IsMax) or min of acc[j] and p[j], j < n, branch-free
+template <bool IsMax, class A>
+inline void rows_extreme(A* acc, const A* p, int64_t n) {
+  typedef A vec __attribute__((vector_size(16)));
+  typedef A uvec __attribute__((vector_size(16), aligned(alignof(A))));
+  constexpr int L = 16 / sizeof(A);
+  int64_t j = 0;
+  for (; j + L <= n; j += L) {
+    const vec v = *(const uvec*)(p + j);
+    const vec a = *(uvec*)(acc + j);
+    *(uvec*)(acc + j) = ((IsMax ? v > a : v < a) | (v != v)) ? v : a;
+  }
+  for (; j < n; ++j) {
+    const A v = p[j];
+    acc[j] = ((IsMax ? v > acc[j] : v < acc[j]) || v != v) ? v : acc[j];
+  }
+}
+
+// NaN-propagating max of a contiguous row, in float; -inf if n == 0
 template <class T>
 inline float row_max(const T* p, int64_t n) {
-  constexpr int V = 16;
-  float acc[V];
-  for (int j = 0; j < V; ++j) acc[j] = -std::numeric_limits<float>::infinity();
-  int64_t i = 0;
-  for (; i + V <= n; i += V)
-    for (int j = 0; j < V; ++j) {
-      const float v = static_cast<float>(p[i + j]);
-      acc[j] = (v > acc[j] || v != v) ? v : acc[j];
+  if constexpr (std::is_same_v<T, float>) {
+    return run_extreme<true>(p, n);
+  } else {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = static_cast<float>(p[i]);
+      m = (v > m || v != v) ? v : m;
     }
-  float m = -std::numeric_limits<float>::infinity();
-  for (int j = 0; j < V; ++j) m = (acc[j] > m || acc[j] != acc[j]) ? acc[j] : m;
-  for (; i < n; ++i) {
-    const float v = static_cast<float>(p[i]);
-    m = (v > m || v != v) ? v : m;
+    return m;
   }
-  return m;
 }
 
 // Sum of a contiguous floating-point row: 16 float lanes (double for float64) over

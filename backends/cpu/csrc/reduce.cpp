@@ -101,7 +101,19 @@ struct MaxOp : OpLoops<T, compute_t<T>, MaxOp<T, IsMax>> {
     if constexpr (IsMax) return (a > b || a != a) ? a : b;
     else return (a < b || a != a) ? a : b;
   }
-  static acc_t contig(const T* p, int64_t n) { return MaxOp::template lanes<16>(p, n); }
+  static acc_t contig(const T* p, int64_t n) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+      return run_extreme<IsMax>(p, n);
+    else
+      return MaxOp::template lanes<16>(p, n);
+  }
+  static void row(acc_t* acc, const T* p, int64_t n) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      rows_extreme<IsMax>(acc, p, n);
+    } else {
+      for (int64_t j = 0; j < n; ++j) acc[j] = MaxOp::combine(acc[j], MaxOp::widen(p + j));
+    }
+  }
 };
 
 // Accumulates rows of m elements into acc (path 3). A float32 sum adds the rows into a
