@@ -170,7 +170,7 @@ OUT_DTYPE_RULES = ("cast", "exact", "any")
 
 #: the op kinds (what kind of meta step and kernel an op has)
 KINDS = ("elementwise", "reduction", "scan", "index", "matmul", "creation", "copy", "random",
-         "sort", "softmax", "conv", "pool", "norm", "embedding", "loss", "attention")
+         "sort", "softmax", "conv", "pool", "norm", "embedding", "loss", "attention", "optim")
 
 OPS: dict[str, OpDef] = {}
 #: the primitives every backend implements (filled as definitions register)

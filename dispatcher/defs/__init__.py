@@ -4,6 +4,7 @@ and gradient formula — one module per op family (see ``schema.py`` for the fie
 Importing this package registers them all in ``schema.OPS``.
 """
 from . import elementwise, special, copy, index, reduction, linalg, conv, nn, rnn  # noqa: F401
+from . import optim  # noqa: F401
 
 __all__ = ["elementwise", "special", "copy", "index", "reduction", "linalg", "conv", "nn",
-           "rnn"]
+           "rnn", "optim"]

@@ -7,7 +7,7 @@ from .. import dtypes as D
 from .. import _einsum
 from .. import ops as O
 from .. import views as V
-from ..schema import composite, defop, gradient
+from ..schema import OPS, composite, defop, gradient
 
 __all__ = []
 
@@ -23,8 +23,11 @@ def _(g, self, mat2):
             O.bmm(V.transpose(self, 1, 2), g) if mat2.requires_grad else None)
 
 
+defop("mm", "matmul", "mm(Tensor self, Tensor mat2) -> Tensor",
+      "(out, a, b)  # [n,k] @ [k,m]; a and b of out's dtype", inputs=("self", "mat2"),
+      doc="bmm on batch-of-one views where a backend has no kernel of its own")
+
 for _n, _sig, _inputs in [
-    ("mm", "mm(Tensor self, Tensor mat2) -> Tensor", ("self", "mat2")),
     ("matmul", "matmul(Tensor self, Tensor other) -> Tensor", ("self", "other")),
     ("mv", "mv(Tensor self, Tensor vec) -> Tensor", ("self", "vec")),
     ("dot", "dot(Tensor self, Tensor other) -> Tensor", ("self", "other")),
@@ -56,9 +59,20 @@ def mm_check(a, b):
     _same_dtype("mm", a, b)
 
 
-@composite("mm")
 @O.recorded("mm")
 def mm(self, mat2):
+    mm_check(self, mat2)
+    dev = C.same_device("mm", [self, mat2])
+    k = _MM.kernels.get(dev.type)
+    if k is None or self.dtype is D.bool_ or self.shape[1] == 0:
+        return _mm_composite(self, mat2)
+    out = C.empty((self.shape[0], mat2.shape[1]), self.dtype, dev)
+    O.launch(_MM, dev, k, out, self, mat2)
+    return out
+
+
+@composite("mm")
+def _mm_composite(self, mat2):
     mm_check(self, mat2)
     a, b = self, mat2
     # batch-of-one views made directly (the small-matrix path is overhead-bound)
@@ -66,6 +80,9 @@ def mm(self, mat2):
     b3 = C.view_of(b, (1,) + b.shape, (max(1, C.numel(b.shape)),) + b._stride, b._offset)
     r = O._matmul_kernel("mm", a3, b3, None)
     return C.view_of(r, r.shape[1:], r._stride[1:], r._offset)
+
+
+_MM = OPS["mm"]
 
 
 @gradient("mm")

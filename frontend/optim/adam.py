@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from .. import _creation as K
 from .. import _functions as F
 from ember.dispatcher import dtypes as D
+from ember.dispatcher.defs import optim as _optim
 
 from .._tensor import Tensor
 from .optimizer import (Optimizer, _check_capturable, _check_fused_flags, _check_fused_param,
@@ -109,10 +110,11 @@ class Adam(Optimizer):
             params = [p for p in group["params"] if p.grad is not None]
             if group["capturable"]:
                 _check_capturable(params)
+            if not group["differentiable"]:
+                self._group_update(group, params, lr, beta1, beta2, weight_decay, eps, amsgrad)
+                continue
             for p in params:
                 _check_not_sparse(type(self).__name__, p.grad)
-                if group["fused"]:
-                    _check_fused_param(p)
                 state = self._init_state(p, amsgrad, group["fused"])
                 grad = -p.grad if group["maximize"] else p.grad
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
@@ -126,24 +128,27 @@ class Adam(Optimizer):
 
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-
-                if group["differentiable"]:
-                    # as PyTorch: bias corrections from the step tensor (its dtype), and
-                    # nothing updated in place that autograd saved
-                    self._differentiable_update(p, state, lr, beta1, beta2, eps, amsgrad)
-                    continue
-                step = _get_value(state["step"])
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-                step_size = lr / bias_correction1
-                if amsgrad:
-                    max_exp_avg_sq = state["max_exp_avg_sq"]
-                    F.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
-                    denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                else:
-                    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                p.addcdiv_(exp_avg, denom, value=-step_size)
+                # as PyTorch: bias corrections from the step tensor (its dtype), and
+                # nothing updated in place that autograd saved
+                self._differentiable_update(p, state, lr, beta1, beta2, eps, amsgrad)
         return loss
+
+    def _group_update(self, group, params, lr, beta1, beta2, weight_decay, eps, amsgrad):
+        """The group's update as one ``adam_step_`` op: a multi-tensor kernel where the
+        device has one (bit-identical to the per-tensor loop, its composite), whatever
+        ``foreach`` and ``fused`` say."""
+        lists = ([], [], [], [], [], [])
+        for p in params:
+            _check_not_sparse(type(self).__name__, p.grad)
+            if group["fused"]:
+                _check_fused_param(p)
+            state = self._init_state(p, amsgrad, group["fused"])
+            for lst, t in zip(lists, (p, p.grad, state["exp_avg"], state["exp_avg_sq"],
+                                      state.get("max_exp_avg_sq"), state["step"])):
+                lst.append(t)
+        _optim.adam_step_(*lists, lr=lr, beta1=beta1, beta2=beta2, weight_decay=weight_decay,
+                          eps=eps, amsgrad=amsgrad, maximize=group["maximize"],
+                          decoupled_weight_decay=group["decoupled_weight_decay"])
 
     @staticmethod
     def _differentiable_update(p, state, lr, beta1, beta2, eps, amsgrad) -> None:

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ember.dispatcher.defs import optim as _optim
+
+from .. import _creation as K
 from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr,
                         _get_value, _use_grad_for_differentiable)
 
@@ -68,6 +71,8 @@ class SGD(Optimizer):
             lr = _get_value(group["lr"])
             weight_decay, momentum = group["weight_decay"], group["momentum"]
             dampening, nesterov = group["dampening"], group["nesterov"]
+            if not group["differentiable"] and self._group_update(group, lr):
+                continue
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -89,3 +94,34 @@ class SGD(Optimizer):
                 else:
                     p.add_(grad, alpha=-lr)
         return loss
+
+    def _group_update(self, group, lr) -> bool:
+        """The group's update as ``sgd_step_`` ops (a multi-tensor kernel where the device
+        has one, bit-identical to the per-tensor loop, its composite), whatever ``foreach``
+        and ``fused`` say; False (nothing done) for sparse gradients, which the loop adds."""
+        params = [p for p in group["params"] if p.grad is not None]
+        if any(getattr(p.grad, "is_sparse", False) for p in params):
+            return False
+        momentum = group["momentum"]
+        calls = {False: ([], [], []), True: ([], [], [])}  # by is_first_step
+        for p in params:
+            if group["fused"]:
+                _check_fused_param(p)
+            buf = None
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                first = buf is None
+                if first:
+                    buf = state["momentum_buffer"] = K.empty_like(p)  # (contiguous)
+            else:
+                first = False
+            for lst, t in zip(calls[first], (p, p.grad, buf)):
+                lst.append(t)
+        for first, (ps, gs, bufs) in calls.items():
+            if ps:
+                _optim.sgd_step_(ps, gs, bufs, lr=lr, weight_decay=group["weight_decay"],
+                                 momentum=momentum, dampening=group["dampening"],
+                                 nesterov=group["nesterov"], maximize=group["maximize"],
+                                 is_first_step=first)
+        return True

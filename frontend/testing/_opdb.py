@@ -23,6 +23,7 @@ import ember.nn.functional as F
 from ember.dispatcher import OPS
 from ember.dispatcher.defs import conv as CV
 from ember.dispatcher.defs import nn as NN
+from ember.dispatcher.defs import optim as _OPT
 from ember.dispatcher.defs import rnn as RNN
 from ember.dispatcher.schema import elementwise_ops
 
@@ -1083,3 +1084,43 @@ _la("linalg_ldl_solve", lambda a, b: _LA.ldl_solve(*_LA.ldl_factor(_sym(_wc(a)))
     S(_sq(3, 3), T(3, 2)), S(_sq(2, 4, 4), T(2, 4, 1))])
 
 del _n, _o, _f, _a
+
+
+# ---- optimizer updates (multi-tensor, in place): the updated tensors are the result ------
+def _adam_step(p, g, m, v, p2, g2, *, amsgrad=False, **kw):
+    """Two parameters (the second of another shape) through ``adam_step_``, two steps."""
+    state = [t.clone() for t in (p, m, v.abs(), p2, g2 * 0.5, g2.abs())]
+    p, m, v, p2, m2, v2 = state
+    mx = [v * 1.5, v2 * 0.5] if amsgrad else []
+    steps = [ember.tensor(3.0), ember.tensor(0.0, dtype=F64)]
+    attrs = dict(lr=0.1, beta1=0.9, beta2=0.99, weight_decay=0.0, eps=1e-3,
+                 maximize=False, decoupled_weight_decay=False)
+    attrs.update(kw)
+    for _ in range(2):
+        _OPT.adam_step_([p, p2], [g, g2], [m, m2], [v, v2], mx, steps, amsgrad=amsgrad,
+                        **attrs)
+    return (p, m, v, p2, m2, v2, *mx, *(s.to(p.device) for s in steps))  # (host counters)
+
+
+def _sgd_step(p, g, b, *, first=False, **kw):
+    p, b = p.clone(), b.clone()
+    attrs = dict(lr=0.1, weight_decay=0.0, momentum=0.9, dampening=0.0, nesterov=False,
+                 maximize=False)
+    attrs.update(kw)
+    _OPT.sgd_step_([p], [g], [b], is_first_step=first, **attrs)
+    _OPT.sgd_step_([p], [g], [b], is_first_step=False, **attrs)
+    return p, b
+
+
+_add(OpInfo("adam_step_", _adam_step, [
+    S(T(3, 4), T(3, 4), T(3, 4), T(3, 4), T(5), T(5)),
+    S(T(3, 4), T(3, 4), T(3, 4), T(3, 4), T(2, 2), T(2, 2), amsgrad=True, weight_decay=0.1),
+    S(T(6), T(6), T(6), T(6), T(1), T(1), maximize=True, weight_decay=0.2,
+      decoupled_weight_decay=True),
+], zero_d=False, grad=False, dtypes=(F32, F64)))
+_add(OpInfo("sgd_step_", _sgd_step, [
+    S(T(3, 4), T(3, 4), T(3, 4)), S(T(3, 4), T(3, 4), T(3, 4), first=True, nesterov=True,
+                                    weight_decay=0.1),
+    S(T(5), T(5), T(5), momentum=0.0, maximize=True),
+    S(T(5), T(5), T(5), momentum=0.5, dampening=0.3),
+], grad=False, dtypes=(F32, F64)))

@@ -263,6 +263,10 @@ def public_function(lib, name):
     ``special_<x>`` ops (PyTorch's python_module: special), else ``lib.<name>``."""
     if name.startswith("special_"):
         return getattr(lib.special, name[len("special_"):])
+    if OPS[name].variants == ():  # internal ops (tanh_backward): aten's, the dispatcher's
+        if lib.__name__ == "torch":
+            return getattr(lib.ops.aten, name)
+        return lambda *args: lib.dispatcher.ops.elementwise(name, *args)
     return getattr(lib, name)
 
 

@@ -143,9 +143,42 @@ void bmm_loop(const Tensor& out, const Tensor& a, const Tensor& b) {
   });
 }
 
+void run_bmm(const Tensor& out, const Tensor& a, const Tensor& b);
+
 void k_bmm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
   const BmmArgs<MAXD> args = parse_bmm<MAXD>(a_, n_, kw_);
-  const Tensor &out = args.out, &a = args.a, &b = args.b;
+  run_bmm(args.out, args.a, args.b);
+}
+EMBER_KERNEL("bmm", k_bmm);
+
+// t as a batch of one (a leading dim of size 1)
+Tensor batch_of_one(const Tensor& t) {
+  Tensor r = t;
+  r.ndim = t.ndim + 1;
+  r.shape[0] = 1;
+  r.stride[0] = std::max<int64_t>(1, t.numel);
+  for (int d = 0; d < t.ndim; ++d) {
+    r.shape[d + 1] = t.shape[d];
+    r.stride[d + 1] = t.stride[d];
+  }
+  return r;
+}
+
+// mm: out[n,m] = a[n,k] @ b[k,m], bmm's kernel on batch-of-one headers (no Python views)
+void k_mm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  Args args("mm", a_, n_, kw_, {"out", "a", "b"}, 3);
+  const Tensor out = args.out(0), a = args.tensor(1), b = args.tensor(2);
+  check_same_dtype("mm", out, a);
+  check_same_dtype("mm", out, b);
+  if (a.ndim != 2 || b.ndim != 2 || out.ndim != 2 || a.shape[1] != b.shape[0] ||
+      out.shape[0] != a.shape[0] || out.shape[1] != b.shape[1])
+    raise(PyExc_ValueError, "mm(): expected matrices [n, k] @ [k, m] -> [n, m], got %s, %s and out %s",
+          shape_str(a).c_str(), shape_str(b).c_str(), shape_str(out).c_str());
+  run_bmm(batch_of_one(out), batch_of_one(a), batch_of_one(b));
+}
+EMBER_KERNEL("mm", k_mm);
+
+void run_bmm(const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t B = a.shape[0], n = a.shape[1], k = a.shape[2], m = b.shape[2];
   dispatch<M_ALL>(out.dtype, "bmm", [](auto) {});
   if (B * n * m == 0) return;
@@ -187,7 +220,6 @@ void k_bmm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
       dispatch<M_ALL>(out.dtype, "bmm", [&](auto tag) { bmm_loop<EMBER_T(tag)>(out, a, b); });
   }
 }
-EMBER_KERNEL("bmm", k_bmm);
 
 }  // namespace
 

@@ -384,7 +384,7 @@ inline bool is_tensor_like(PyObject* o) {
 template <int MaxDims>
 struct ArgsT {
   using Tensor = TensorT<MaxDims>;
-  static constexpr int kMax = 12;
+  static constexpr int kMax = 16;
   const char* op;
   const char* names[kMax];
   int n;
