@@ -149,6 +149,28 @@ void scatter_rows(W* t, int64_t O, int64_t L, int64_t n0, int64_t nb, int64_t o0
   });
 }
 
+// How the forward and the input gradient walk the batch: with at least as many chunks as
+// threads, each thread runs whole chunks (its im2col / col2im and a one-thread GEMM, no
+// synchronisation between them; chunks of at most N / threads samples); otherwise chunk by
+// chunk, each im2col and GEMM split over the pool in turn.
+struct Chunking {
+  int64_t nb, chunks;
+  bool by_chunk;
+};
+
+inline Chunking chunking(const Dense& d) {
+  const int nt = get_num_threads();
+  Chunking c{d.nb, 0, false};
+  if (nt > 1 && d.g.N >= nt) c.nb = std::min(c.nb, (d.g.N + nt - 1) / nt);
+  c.chunks = (d.g.N + c.nb - 1) / c.nb;
+  c.by_chunk = nt > 1 && c.chunks >= nt;
+  if (!c.by_chunk) {
+    c.nb = d.nb;
+    c.chunks = (d.g.N + c.nb - 1) / c.nb;
+  }
+  return c;
+}
+
 // The three kernels' arguments: out, a, b (the tensors named by the op), checked to share
 // out's dtype, and the geometry; ``geom``, ``blocks``, ``weight`` index {out, a, b}.
 struct DenseCall {
@@ -177,26 +199,34 @@ void k_dense_conv(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   working_dispatch(op, out.dtype, [&](auto w0) {
     using W = decltype(w0);
     Work<W> px(x, true), pw(w, true), po(out, false);
-    const bool direct = d.pointwise && d.nb == 1;
-    std::vector<W> cols(direct ? 0 : (size_t)(d.CgK * d.nb * d.L)), tmp(d.nb > 1 ? (size_t)(d.Og * d.nb * d.L) : 0);
-    for (int64_t n0 = 0; n0 < d.g.N; n0 += d.nb) {
-      const int64_t nb = std::min(d.nb, d.g.N - n0), ld = nb * d.L;
-      for (int64_t gi = 0; gi < d.G; ++gi) {
-        const W* wg = pw.p + gi * d.Og * d.CgK;
-        const W* c = px.p + (n0 * d.g.C + gi * d.Cg) * d.In;  // the input itself (direct)
-        if (!direct) {
-          im2col_chunk(d, px.p, n0, nb, gi, cols.data());
-          c = cols.data();
-        }
-        W* o = po.p + (n0 * d.O + gi * d.Og) * d.L;
-        if (nb == 1) {
-          gemm_pool<W>(false, false, d.Og, d.L, d.CgK, wg, d.CgK, c, ld, o, d.L);
-        } else {
-          gemm_pool<W>(false, false, d.Og, ld, d.CgK, wg, d.CgK, c, ld, tmp.data(), ld);
-          scatter_rows(po.p, d.O, d.L, n0, nb, gi * d.Og, d.Og, tmp.data());
+    const Chunking ch = chunking(d);
+    const int64_t nb_max = ch.nb, chunks = ch.chunks;
+    const bool by_chunk = ch.by_chunk;
+    const bool direct = d.pointwise && nb_max == 1;
+    auto run_chunks = [&](int64_t c0, int64_t c1) {
+      std::vector<W> cols(direct ? 0 : (size_t)(d.CgK * nb_max * d.L));
+      std::vector<W> tmp(nb_max > 1 ? (size_t)(d.Og * nb_max * d.L) : 0);
+      for (int64_t ci = c0; ci < c1; ++ci) {
+        const int64_t n0 = ci * nb_max, nb = std::min(nb_max, d.g.N - n0), ld = nb * d.L;
+        for (int64_t gi = 0; gi < d.G; ++gi) {
+          const W* wg = pw.p + gi * d.Og * d.CgK;
+          const W* c = px.p + (n0 * d.g.C + gi * d.Cg) * d.In;  // the input itself (direct)
+          if (!direct) {
+            im2col_chunk(d, px.p, n0, nb, gi, cols.data());
+            c = cols.data();
+          }
+          W* o = po.p + (n0 * d.O + gi * d.Og) * d.L;
+          if (nb == 1) {
+            gemm_pool<W>(false, false, d.Og, d.L, d.CgK, wg, d.CgK, c, ld, o, d.L);
+          } else {
+            gemm_pool<W>(false, false, d.Og, ld, d.CgK, wg, d.CgK, c, ld, tmp.data(), ld);
+            scatter_rows(po.p, d.O, d.L, n0, nb, gi * d.Og, d.Og, tmp.data());
+          }
         }
       }
-    }
+    };
+    if (by_chunk) parallel_for(0, chunks, 1, run_chunks);
+    else run_chunks(0, chunks);
     po.store();
   });
 }
@@ -212,26 +242,33 @@ void k_dense_conv_input(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   working_dispatch(op, out.dtype, [&](auto w0) {
     using W = decltype(w0);
     Work<W> pg(gr, true), pw(w, true), po(out, false);
-    const bool direct = d.pointwise && d.nb == 1;
+    const Chunking ch = chunking(d);  // (chunks write disjoint samples of the gradient)
+    const bool direct = d.pointwise && ch.nb == 1;
     if (!direct) std::fill(po.p, po.p + out.numel, W(0));
-    std::vector<W> cols(direct ? 0 : (size_t)(d.CgK * d.nb * d.L)), tmp(d.nb > 1 ? (size_t)(d.Og * d.nb * d.L) : 0);
-    for (int64_t n0 = 0; n0 < d.g.N; n0 += d.nb) {
-      const int64_t nb = std::min(d.nb, d.g.N - n0), ld = nb * d.L;
-      for (int64_t gi = 0; gi < d.G; ++gi) {
-        const W* wg = pw.p + gi * d.Og * d.CgK;
-        const W* gc = pg.p + (n0 * d.O + gi * d.Og) * d.L;
-        if (nb > 1) {
-          gather_rows(pg.p, d.O, d.L, n0, nb, gi * d.Og, d.Og, tmp.data());
-          gc = tmp.data();
+    auto run_chunks = [&](int64_t c0, int64_t c1) {
+      std::vector<W> cols(direct ? 0 : (size_t)(d.CgK * ch.nb * d.L));
+      std::vector<W> tmp(ch.nb > 1 ? (size_t)(d.Og * ch.nb * d.L) : 0);
+      for (int64_t ci = c0; ci < c1; ++ci) {
+        const int64_t n0 = ci * ch.nb, nb = std::min(ch.nb, d.g.N - n0), ld = nb * d.L;
+        for (int64_t gi = 0; gi < d.G; ++gi) {
+          const W* wg = pw.p + gi * d.Og * d.CgK;
+          const W* gc = pg.p + (n0 * d.O + gi * d.Og) * d.L;
+          if (nb > 1) {
+            gather_rows(pg.p, d.O, d.L, n0, nb, gi * d.Og, d.Og, tmp.data());
+            gc = tmp.data();
+          }
+          if (direct) {  // W^T @ grad is the input gradient itself
+            gemm_pool<W>(true, false, d.CgK, d.L, d.Og, wg, d.CgK, gc, d.L,
+                         po.p + (n0 * d.g.C + gi * d.Cg) * d.In, d.L);
+            continue;
+          }
+          gemm_pool<W>(true, false, d.CgK, ld, d.Og, wg, d.CgK, gc, ld, cols.data(), ld);
+          col2im_chunk(d, cols.data(), n0, nb, gi, po.p);
         }
-        if (direct) {  // W^T @ grad is the input gradient itself
-          gemm_pool<W>(true, false, d.CgK, d.L, d.Og, wg, d.CgK, gc, d.L, po.p + (n0 * d.g.C + gi * d.Cg) * d.In, d.L);
-          continue;
-        }
-        gemm_pool<W>(true, false, d.CgK, ld, d.Og, wg, d.CgK, gc, ld, cols.data(), ld);
-        col2im_chunk(d, cols.data(), n0, nb, gi, po.p);
       }
-    }
+    };
+    if (ch.by_chunk) parallel_for(0, ch.chunks, 1, run_chunks);
+    else run_chunks(0, ch.chunks);
     po.store();
   });
 }

@@ -41,7 +41,7 @@ constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 // threads spin after a GEMM while the next kernels want the cores.
 template <class F>
 void split_gemms(int64_t B, int64_t n, int64_t m, int64_t k, F&& block) {
-  const int nt = get_num_threads();
+  const int nt = in_parallel_region() ? 1 : get_num_threads();  // (nested: one thread)
   const int64_t work = n * m * k;
   if (nt <= 1 || B * work <= 48 * 48 * 48) {
     for (int64_t i = 0; i < B; ++i) block(i, 0, n, 0, m);
