@@ -455,6 +455,20 @@ defop("log_softmax", "softmax", "log_softmax(Tensor self, int dim, *, ScalarType
       "-> Tensor", "(out, x, dim)", promotion="float_only")
 
 
+defop("_safe_softmax", "softmax", "_safe_softmax(Tensor self, int dim, *, ScalarType? dtype=None)"
+      " -> Tensor", "(out, x, dim)  # softmax, but 0 in rows whose values are all -inf",
+      promotion="float_only",
+      doc="attention's softmax (PyTorch's): a query that every mask hides attends to nothing")
+
+
+@composite("_safe_softmax")
+def _safe_softmax(x, dim):
+    res = O.softmax_op("softmax", x, dim)
+    if not C.numel(x.shape):
+        return res
+    return O.where(all_(E("eq", x, -math.inf), dim, True), 0.0, res)
+
+
 @composite("softmax")
 def _softmax(x, dim):
     if x.dtype in _HALF:
@@ -473,7 +487,7 @@ def _log_softmax(x, dim):
     return E("sub", z, E("log", O.reduce("sum", E("exp", z), dim, keepdim=True)))
 
 
-@gradient("softmax")
+@gradient("softmax", "_safe_softmax")
 def _(g, result, dim):
     d = _scan_dim(dim, result.shape)
     return (result * (g - O.reduce("sum", g * result, d, True)),)

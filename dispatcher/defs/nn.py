@@ -28,7 +28,7 @@ from ..schema import OPS, composite, defop, gradient
 from .conv import dense_conv, depthwise_conv
 from .index import index, index_add, index_select, masked_fill, tril
 from .linalg import matmul
-from .reduction import all_, any_
+from .reduction import any_
 
 __all__ = ["convolution", "conv_output_size", "avg_pool", "adaptive_avg_pool",
            "adaptive_max_pool", "pool_output_size", "batch_norm", "layer_norm", "group_norm",
@@ -673,8 +673,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Layer normalisation over the trailing ``normalized_shape`` dims."""
     ns = tuple(normalized_shape)
     shape = input.shape
-    if any(t is not None and t.shape != ns for t in (weight, bias)):
-        shape = C.broadcast_shapes(*[t.shape for t in (input, weight, bias) if t is not None])
+    if any(t is not None and (t.shape != ns or t.dtype is not input.dtype)
+           for t in (weight, bias)):
+        # (weights of another shape broadcast, or of another dtype promote: the composite,
+        # not a kernel's convention)
+        return _layer_norm(input, weight, bias, ns, eps)
     return O.composite_op("layer_norm", (input, weight, bias),
                           {"normalized_shape": ns, "eps": eps},
                           [(shape, D.result_type(input, weight, bias))], input.device)
@@ -939,10 +942,7 @@ def _scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_ca
             attn = E("add", attn, attn_mask)
     # PyTorch's safe softmax: a row whose scores are all -inf (every key masked) attends
     # to nothing and gives 0, not 0/0
-    dead = all_(E("eq", attn, -math.inf), -1, True) if S else None
-    attn = O.softmax_op("softmax", attn, -1)
-    if dead is not None:
-        attn = O.where(dead, 0.0, attn)
+    attn = O.softmax_op("_safe_softmax", attn, -1)
     if dropout_p > 0.0 and C.numel(attn.shape):
         attn = E("mul", attn, 0.0) if dropout_p == 1 else \
             E("mul", attn, dropout_mask(attn, dropout_p, attn.shape))

@@ -369,6 +369,19 @@ for _n in ("softmax", "log_softmax"):
     _add(OpInfo(_n, getattr(ember, _n), [S(T(3, 4), 1), S(T(2, 3, 4), 0), S(T(3, 4), -1)],
                 special=True, scale=2))
 
+
+def _safe_softmax(x, dim, hide=None):
+    """``_safe_softmax`` with the rows named by ``hide`` set to -inf (they give zeros)."""
+    if hide is not None:
+        rows = [[i in hide] for i in range(x.shape[0])]
+        x = ember.where(ember.tensor(rows, device=x.device), -math.inf, x)
+    return ember.dispatcher.ops.softmax_op("_safe_softmax", x, dim)
+
+
+_add(OpInfo("_safe_softmax", _safe_softmax, [
+    S(T(3, 4), 1), S(T(2, 3, 4), 0), S(T(3, 4), -1, hide=(0, 2)), S(T(4, 5), 1, hide=(1,))],
+    special=True, scale=2, zero_d=[S(T(), 0)]))
+
 # ---- indexing -----------------------------------------------------------------------------
 _add(OpInfo("gather", ember.gather, [
     S(T(3, 4), 1, Idx(3, 5, high=4)),

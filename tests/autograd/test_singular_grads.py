@@ -335,6 +335,9 @@ _QUANTILE = [("rows", lambda lib, x, f: f(x, 0.3, 1)),
     for m in ("lower", "higher", "midpoint", "nearest")] + [
     ("rows two q", lambda lib, x, f: f(x, x.new_tensor([0.25, 1.0]), 1))]
 CALLS = {
+    "_safe_softmax": [  # (internal in both libraries; ROWS has a row of -inf)
+        ("rows", lambda lib, x: torch._safe_softmax(x, 1) if lib is torch else
+         lib.dispatcher.ops.softmax_op("_safe_softmax", x, 1))],
     "median": [("whole", lambda lib, x: lib.median(x))],
     "nanmedian": [("whole", lambda lib, x: lib.nanmedian(x))],
     "median_dim": [("rows", lambda lib, x: lib.median(x, 1).values),

@@ -4,6 +4,8 @@
 //                              and biased variance (sums in double), which it returns too
 //   batch_norm_train_backward  d_x = w invstd (g - mean(g) - xhat mean(g xhat)),
 //                              d_w = sum(g xhat), d_b = sum(g), xhat = (x - mean) invstd
+// and layer normalisation's forward (one row per task: its mean and biased variance in
+// double, then (x - mean) * rstd * w + b).
 // Inputs are (N, C, *); the kernels work on contiguous (N, C, L) float or double copies
 // where the tensors are not already contiguous of that type (work.h).
 #include <cmath>
@@ -187,6 +189,71 @@ void k_batch_norm_train_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw)
   });
 }
 EMBER_KERNEL("batch_norm_train_backward", k_batch_norm_train_backward);
+
+void k_layer_norm(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* op = "layer_norm";
+  Args args(op, a, n, kw, {"out", "input", "weight", "bias", "normalized_shape", "eps"}, 6);
+  const Tensor out = args.out(0), x = args.tensor(1);
+  const bool hw = args.has(2), hb = args.has(3);
+  const Tensor w = hw ? args.tensor(2) : Tensor(), b = hb ? args.tensor(3) : Tensor();
+  const double eps = args.get_double(5);
+  PyObject* ns = PySequence_Fast(args.v[4], "normalized_shape must be a sequence of ints");
+  if (!ns) throw PyErrAlreadySet();
+  const int nd = (int)PySequence_Fast_GET_SIZE(ns);
+  int64_t D = 1;
+  bool ok = nd <= x.ndim;
+  for (int i = 0; ok && i < nd; ++i) {
+    const int64_t s = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(ns, i));
+    ok = s == x.shape[x.ndim - nd + i];
+    D *= s;
+  }
+  Py_DECREF(ns);
+  if (PyErr_Occurred()) throw PyErrAlreadySet();
+  if (!ok) raise(PyExc_ValueError, "%s(): normalized_shape does not match the trailing dims of %s", op, shape_str(x).c_str());
+  check_same_dtype(op, out, x);
+  if (out.ndim != x.ndim || out.numel != x.numel)
+    raise(PyExc_ValueError, "%s(): out %s does not match the input %s", op, shape_str(out).c_str(), shape_str(x).c_str());
+  for (const Tensor* t : {hw ? &w : nullptr, hb ? &b : nullptr}) {
+    if (!t) continue;
+    check_same_dtype(op, x, *t);
+    if (t->numel != D)
+      raise(PyExc_ValueError, "%s(): weight and bias must have normalized_shape's %lld elements, got %s", op,
+            (long long)D, shape_str(*t).c_str());
+  }
+  if (x.numel == 0) return;
+  const int64_t R = x.numel / D;
+  NoGil nogil(x.numel >= kGilThreshold);
+  working_dispatch(op, x.dtype, [&](auto w0) {
+    using W = decltype(w0);
+    Work<W> px(x, true), po(out, false);
+    std::unique_ptr<Work<W>> pw, pb;
+    if (hw) pw.reset(new Work<W>(w, true));
+    if (hb) pb.reset(new Work<W>(b, true));
+    const W* wp = hw ? pw->p : nullptr;
+    const W* bp = hb ? pb->p : nullptr;
+    parallel_for(0, R, std::max<int64_t>(1, kGrain / (4 * D)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const W* xr = px.p + r * D;
+        W* orow = po.p + r * D;
+        double s = 0;
+        for (int64_t l = 0; l < D; ++l) s += (double)xr[l];
+        const double mu = s / (double)D;
+        double ssd = 0;
+        for (int64_t l = 0; l < D; ++l) {
+          const double dv = (double)xr[l] - mu;
+          ssd += dv * dv;
+        }
+        const W m = (W)mu, rstd = (W)(1.0 / std::sqrt(ssd / (double)D + eps));
+        if (wp && bp) for (int64_t l = 0; l < D; ++l) orow[l] = (xr[l] - m) * rstd * wp[l] + bp[l];
+        else if (wp) for (int64_t l = 0; l < D; ++l) orow[l] = (xr[l] - m) * rstd * wp[l];
+        else if (bp) for (int64_t l = 0; l < D; ++l) orow[l] = (xr[l] - m) * rstd + bp[l];
+        else for (int64_t l = 0; l < D; ++l) orow[l] = (xr[l] - m) * rstd;
+      }
+    });
+    po.store();
+  });
+}
+EMBER_KERNEL("layer_norm", k_layer_norm);
 
 }  // namespace
 

@@ -8,9 +8,10 @@ namespace ember {
 
 namespace {
 
-template <bool Log>
+// Safe: attention's softmax, 0 in a row whose values are all -inf (not NaN)
+template <bool Log, bool Safe = false>
 void softmax_op(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  const char* const op = Log ? "log_softmax" : "softmax";
+  const char* const op = Safe ? "_safe_softmax" : Log ? "log_softmax" : "softmax";
   Args args(op, a, n, kw, {"out", "x", "dim"}, 3);
   Tensor out = args.out(0);
   Tensor x = args.tensor(1);
@@ -34,11 +35,15 @@ void softmax_op(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
           for_outputs(g, b, e, [&](const char* xp, char* o) {
             const T* xr = (const T*)xp;
             T* orow = (T*)o;
+            const float m = row_max(xr, len);
+            if (Safe && m == -std::numeric_limits<float>::infinity()) {
+              for (int64_t i = 0; i < len; ++i) orow[i] = T(0);
+              return;
+            }
             if constexpr (std::is_same_v<T, float>) {  // one multiversioned call per row
               vsoftmax_f32(orow, xr, eb, len, Log);
               return;
             }
-            const float m = row_max(xr, len);
             for (int64_t i = 0; i < len; ++i) eb[i] = fast_expf(static_cast<float>(xr[i]) - m);
             const double s = row_sum(eb, len);
             if constexpr (Log) {
@@ -59,6 +64,10 @@ void softmax_op(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         for (int64_t i = 0; i < len; ++i) {
           const C v = static_cast<C>(*(const T*)(xp + i * sx));
           m = (v > m || v != v) ? v : m;
+        }
+        if (Safe && m == -std::numeric_limits<C>::infinity()) {
+          for (int64_t i = 0; i < len; ++i) *(T*)(o + i * so) = T(0);
+          return;
         }
         double s = 0;
         if constexpr (!Log && !is_half_v<T>) {
@@ -88,6 +97,8 @@ void softmax_op(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
 }
 EMBER_KERNEL("softmax", softmax_op<false>);
 EMBER_KERNEL("log_softmax", softmax_op<true>);
+constexpr auto safe_softmax_op = softmax_op<false, true>;
+EMBER_KERNEL("_safe_softmax", safe_softmax_op);
 
 void k_logsumexp(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Args args("logsumexp", a, n, kw, {"out", "x", "dims"}, 2);
