@@ -151,7 +151,7 @@ void scatter_rows(W* t, int64_t O, int64_t L, int64_t n0, int64_t nb, int64_t o0
 
 // How the forward and the input gradient walk the batch: with at least as many chunks as
 // threads, each thread runs whole chunks (its im2col / col2im and a one-thread GEMM, no
-// synchronisation between them; chunks of at most N / threads samples); otherwise chunk by
+// synchronisation between them; a multiple of the thread count of chunks); otherwise chunk by
 // chunk, each im2col and GEMM split over the pool in turn.
 struct Chunking {
   int64_t nb, chunks;
@@ -161,7 +161,11 @@ struct Chunking {
 inline Chunking chunking(const Dense& d) {
   const int nt = get_num_threads();
   Chunking c{d.nb, 0, false};
-  if (nt > 1 && d.g.N >= nt) c.nb = std::min(c.nb, (d.g.N + nt - 1) / nt);
+  if (nt > 1 && d.g.N >= nt) {  // a multiple of the thread count of chunks, as even as can be
+    int64_t k = (d.g.N + d.nb - 1) / d.nb;
+    k = (k + nt - 1) / nt * nt;
+    c.nb = (d.g.N + k - 1) / k;
+  }
   c.chunks = (d.g.N + c.nb - 1) / c.nb;
   c.by_chunk = nt > 1 && c.chunks >= nt;
   if (!c.by_chunk) {
