@@ -5,6 +5,7 @@
 // number rounded to it first, so the results are bit-identical to the loop's; float32 and
 // float64 contiguous tensors only (the dispatcher runs the loop for anything else).
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "ember.h"
@@ -76,36 +77,53 @@ inline T nan_max(T a, T b) {
 // ---- Adam / AdamW ------------------------------------------------------------------------
 template <class T>
 struct AdamScalars {
-  T w, one_minus_w, b2, c2, wd, decay, bc2s, eps, neg_step;
-  bool lerp_small, maximize, decoupled, has_wd;
+  T sign, w, one_minus_w, b2, c2, wd, decay, bc2s, eps, neg_step;
+  bool lerp_small, l2, amsgrad;
 };
 
-template <class T>
-void adam_tensor(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, const AdamScalars<T>& s) {
+// The update of one parameter; the options that change which operations run are template
+// parameters (loops without branches, which vectorise); maximize negates by a factor of -1
+// and decoupled decay multiplies by 1 - lr * wd (1 without it): exact either way.
+template <class T, bool L2, bool LerpSmall, bool Amsgrad>
+void adam_loop(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, const AdamScalars<T>& s) {
   parallel_for(0, n, kGrain / 4, [&](int64_t b, int64_t e) {
+    const T sign = s.sign, w = s.w, omw = s.one_minus_w, b2 = s.b2, c2 = s.c2, wd = s.wd,
+            decay = s.decay, bc2s = s.bc2s, eps = s.eps, neg_step = s.neg_step;
     for (int64_t i = b; i < e; ++i) {
-      T gi = s.maximize ? -g[i] : g[i];
-      T pi = p[i];
-      if (s.has_wd) {
-        if (s.decoupled) pi = pi * s.decay;    // p.mul_(1 - lr * wd)
-        else gi = gi + s.wd * pi;              // grad.add(p, alpha=wd)
-      }
-      const T mi = m[i];                       // exp_avg.lerp_(grad, 1 - beta1)
+      T gi = g[i] * sign;
+      T pi = p[i] * decay;                   // p.mul_(1 - lr * wd) (AdamW; else * 1)
+      if constexpr (L2) gi = gi + wd * pi;   // grad.add(p, alpha=wd)
+      const T mi = m[i];                     // exp_avg.lerp_(grad, 1 - beta1)
       const T d = gi - mi;
-      const T mn = s.lerp_small ? mi + s.w * d : gi - d * s.one_minus_w;
-      T vi = v[i] * s.b2;                      // exp_avg_sq.mul_(beta2)
-      vi = vi + s.c2 * (gi * gi);              //   .addcmul_(grad, grad, value=1 - beta2)
+      const T mn = LerpSmall ? mi + w * d : gi - d * omw;
+      T vi = v[i] * b2;                      // exp_avg_sq.mul_(beta2)
+      vi = vi + c2 * (gi * gi);              //   .addcmul_(grad, grad, value=1 - beta2)
       T second = vi;
-      if (vmax) {                              // maximum(max_exp_avg_sq, exp_avg_sq, out=...)
+      if constexpr (Amsgrad) {               // maximum(max_exp_avg_sq, exp_avg_sq, out=...)
         second = nan_max(vmax[i], vi);
         vmax[i] = second;
       }
-      const T denom = std::sqrt(second) / s.bc2s + s.eps;
+      const T denom = std::sqrt(second) / bc2s + eps;
       m[i] = mn;
       v[i] = vi;
-      p[i] = pi + s.neg_step * (mn / denom);   // p.addcdiv_(exp_avg, denom, value=-step_size)
+      p[i] = pi + neg_step * (mn / denom);   // p.addcdiv_(exp_avg, denom, value=-step_size)
     }
   });
+}
+
+template <class T>
+void adam_tensor(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, const AdamScalars<T>& s) {
+  const int key = (s.l2 ? 4 : 0) | (s.lerp_small ? 2 : 0) | (s.amsgrad ? 1 : 0);
+  switch (key) {
+    case 0: adam_loop<T, false, false, false>(p, g, m, v, vmax, n, s); break;
+    case 1: adam_loop<T, false, false, true>(p, g, m, v, vmax, n, s); break;
+    case 2: adam_loop<T, false, true, false>(p, g, m, v, vmax, n, s); break;
+    case 3: adam_loop<T, false, true, true>(p, g, m, v, vmax, n, s); break;
+    case 4: adam_loop<T, true, false, false>(p, g, m, v, vmax, n, s); break;
+    case 5: adam_loop<T, true, false, true>(p, g, m, v, vmax, n, s); break;
+    case 6: adam_loop<T, true, true, false>(p, g, m, v, vmax, n, s); break;
+    default: adam_loop<T, true, true, true>(p, g, m, v, vmax, n, s); break;
+  }
 }
 
 void k_adam_step(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
@@ -150,16 +168,16 @@ void k_adam_step(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     auto run = [&](auto tag) {
       using T = decltype(tag);
       AdamScalars<T> s;
+      s.sign = maximize ? T(-1) : T(1);
       s.w = (T)(1 - beta1);
       s.one_minus_w = T(1) - s.w;
       s.lerp_small = std::fabs(s.w) < T(0.5);
       s.b2 = (T)beta2;
       s.c2 = (T)(1 - beta2);
-      s.has_wd = wd != 0;
+      s.l2 = wd != 0 && !decoupled;
       s.wd = (T)wd;
-      s.decay = (T)(1 - lr * wd);
-      s.decoupled = decoupled;
-      s.maximize = maximize;
+      s.decay = wd != 0 && decoupled ? (T)(1 - lr * wd) : T(1);
+      s.amsgrad = amsgrad;
       s.bc2s = (T)bc2s;
       s.eps = (T)eps;
       s.neg_step = (T)(-step_size);
@@ -175,30 +193,44 @@ EMBER_KERNEL("adam_step_", k_adam_step);
 // ---- SGD ------------------------------------------------------------------------------------
 template <class T>
 struct SgdScalars {
-  T wd, momentum, damp, neg_lr;
-  bool has_wd, has_momentum, nesterov, maximize, first;
+  T sign, wd, momentum, damp, neg_lr;
+  bool has_wd, has_momentum, nesterov, first;
 };
+
+template <class T, bool HasWd, bool Momentum, bool First, bool Nesterov>
+void sgd_loop(T* p, const T* g, T* buf, int64_t n, const SgdScalars<T>& s) {
+  parallel_for(0, n, kGrain / 4, [&](int64_t b, int64_t e) {
+    const T sign = s.sign, wd = s.wd, mom = s.momentum, damp = s.damp, neg_lr = s.neg_lr;
+    for (int64_t i = b; i < e; ++i) {
+      T gi = g[i] * sign;
+      const T pi = p[i];
+      if constexpr (HasWd) gi = gi + wd * pi;  // grad.add(p, alpha=wd)
+      if constexpr (Momentum) {
+        T bi;
+        if constexpr (First) bi = gi;           // the buffer starts as the gradient
+        else bi = buf[i] * mom + damp * gi;     // buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+        buf[i] = bi;
+        gi = Nesterov ? gi + mom * bi : bi;
+      }
+      p[i] = pi + neg_lr * gi;                  // p.add_(grad, alpha=-lr)
+    }
+  });
+}
 
 template <class T>
 void sgd_tensor(T* p, const T* g, T* buf, int64_t n, const SgdScalars<T>& s) {
-  parallel_for(0, n, kGrain / 4, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      T gi = s.maximize ? -g[i] : g[i];
-      if (s.has_wd) gi = gi + s.wd * p[i];        // grad.add(p, alpha=wd)
-      if (s.has_momentum) {
-        T bi;
-        if (s.first) {
-          bi = gi;                                // the buffer starts as the gradient
-        } else {
-          bi = buf[i] * s.momentum;               // buf.mul_(momentum)
-          bi = bi + s.damp * gi;                  //   .add_(grad, alpha=1 - dampening)
-        }
-        buf[i] = bi;
-        gi = s.nesterov ? gi + s.momentum * bi : bi;
-      }
-      p[i] = p[i] + s.neg_lr * gi;                // p.add_(grad, alpha=-lr)
+  auto wd = [&](auto hw) {
+    constexpr bool W = decltype(hw)::value;
+    if (!s.has_momentum) return sgd_loop<T, W, false, false, false>(p, g, buf, n, s);
+    if (s.first) {
+      if (s.nesterov) return sgd_loop<T, W, true, true, true>(p, g, buf, n, s);
+      return sgd_loop<T, W, true, true, false>(p, g, buf, n, s);
     }
-  });
+    if (s.nesterov) return sgd_loop<T, W, true, false, true>(p, g, buf, n, s);
+    sgd_loop<T, W, true, false, false>(p, g, buf, n, s);
+  };
+  if (s.has_wd) wd(std::true_type{});
+  else wd(std::false_type{});
 }
 
 void k_sgd_step(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
@@ -219,6 +251,7 @@ void k_sgd_step(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     auto run = [&](auto tag) {
       using T = decltype(tag);
       SgdScalars<T> s;
+      s.sign = maximize ? T(-1) : T(1);
       s.has_wd = wd != 0;
       s.wd = (T)wd;
       s.has_momentum = momentum != 0;
@@ -226,7 +259,6 @@ void k_sgd_step(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
       s.damp = (T)(1 - dampening);
       s.neg_lr = (T)(-lr);
       s.nesterov = nesterov;
-      s.maximize = maximize;
       s.first = first;
       sgd_tensor<T>((T*)params[k].data, (const T*)grads[k].data, momentum != 0 ? (T*)bufs[k].data : nullptr,
                     params[k].numel, s);
