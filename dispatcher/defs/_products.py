@@ -85,10 +85,22 @@ def _mm_composite(self, mat2):
 _MM = OPS["mm"]
 
 
+def _column_major(t) -> bool:
+    """A matrix laid out as the transpose of a contiguous one (``w.t()``)."""
+    return t._stride[0] == 1 and t.shape[1] > 1 and t._stride[1] >= max(1, t.shape[0])
+
+
 @gradient("mm")
 def _(g, self, mat2):
-    return (mm(g, V.t(mat2)) if self.requires_grad else None,
-            mm(V.t(self), g) if mat2.requires_grad else None)
+    # each gradient in its input's layout (PyTorch's): for a transposed view (x @ w.t())
+    # the product of the transposes, transposed, so the base's gradient comes out
+    # contiguous instead of as a transposed copy
+    ga = gb = None
+    if self.requires_grad:
+        ga = V.t(mm(mat2, V.t(g))) if _column_major(self) else mm(g, V.t(mat2))
+    if mat2.requires_grad:
+        gb = V.t(mm(V.t(g), self)) if _column_major(mat2) else mm(V.t(self), g)
+    return ga, gb
 
 
 def mv_check(a, v):
