@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import operator
 import warnings
 
 from . import autocast as AC
@@ -61,14 +62,20 @@ def recorded(name: str):
     def deco(fn):
         params = list(inspect.signature(fn).parameters)
         where = [params.index(n) for n in o.inputs]
+        # (the inputs of a call that passes them all positionally, in one C call)
+        take = operator.itemgetter(*where) if len(where) > 1 else None
+        need = max(where) + 1
 
         @functools.wraps(fn)
         def entry(*args, **kwargs):
             if AC.ACTIVE[0]:
                 args, kwargs = AC.cast_call(name, args, kwargs, to)
             if MODE.grad and o.grad is not None:
-                ins = tuple(args[i] if i < len(args) else kwargs.get(params[i])
-                            for i in where)
+                if take is not None and not kwargs and len(args) >= need:
+                    ins = take(args)
+                else:
+                    ins = tuple(args[i] if i < len(args) else kwargs.get(params[i])
+                                for i in where)
                 if requires_grad(ins):
                     attrs = dict(zip(params, args))
                     attrs.update(kwargs)
@@ -505,6 +512,25 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
                     _dtype_refused(e)
                     raise
                 return res
+    elif (inplace and len(args) == 2 and out is None and isinstance(a0, TensorBase)
+          and type(args[1]) is type(a0)):
+        # fast path: self (op)= a tensor of its dtype, shape and device, in other memory
+        b = args[1]
+        if (a0.dtype is b.dtype and a0.shape == b.shape and a0.device is b.device
+                and a0._storage is not b._storage and o.promotion == "default"
+                and 0 not in a0._stride and a0.dtype.is_floating_point):
+            k = o.kernels.get(a0.device.type)
+            if k is not None:
+                try:
+                    if attrs:
+                        k(a0, a0, b, **attrs)
+                    else:
+                        k(a0, a0, b)
+                except TypeError as e:
+                    _dtype_refused(e)
+                    raise
+                C.bump(a0)
+                return a0
     elif (len(args) == 1 and out is None and not inplace and not attrs
           and (name, getattr(a0, "dtype", None)) in _UNARY_SAME):
         k = o.kernels.get(a0.device.type)

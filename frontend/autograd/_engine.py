@@ -253,18 +253,21 @@ class Node:
     def apply(self, grad):
         if self._freed:
             raise RuntimeError(_FREED)
-        saved = [s.unpack(self) if isinstance(s, SavedTensor) else s for s in self._saved]
+        saved = [s.unpack(self) if type(s) is SavedTensor else s for s in self._saved]
         return self._vjp(grad, saved, self._ctx, self._shapes)
 
     def release(self):
         """Free saved tensors; a node that saved none can run again (as in PyTorch)."""
-        fctx = self._ctx.get("_function")
+        fctx = self._ctx.get("_function") if self._ctx else None
         if fctx is not None:
             fctx._saved = ()
             self._freed = True
-        elif any(isinstance(s, SavedTensor) for s in self._saved):
-            self._saved = ()
-            self._freed = True
+            return
+        for s in self._saved:
+            if type(s) is SavedTensor:
+                self._saved = ()
+                self._freed = True
+                return
 
     @property
     def metadata(self):
@@ -347,15 +350,18 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
     deps: dict = {}
     seen = set()
     stack = [e for e, _ in starts]
+    deps_get, push = deps.get, stack.append
     while stack:
         n = stack.pop()
-        if id(n) in seen:
+        k = id(n)
+        if k in seen:
             continue
-        seen.add(id(n))
+        seen.add(k)
         for nxt in n._next:
             if nxt is not None:
-                deps[id(nxt)] = deps.get(id(nxt), 0) + 1
-                stack.append(nxt)
+                k = id(nxt)
+                deps[k] = deps_get(k, 0) + 1
+                push(nxt)
     capture_ids = None
     captured = {}
     if inputs is not None:
@@ -376,11 +382,12 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
     queued = {id(e) for e in ready}
     prev_mode = MODE.grad
     MODE.grad = bool(create_graph)
+    anomaly = ANOMALY.enabled
     try:
         while ready:
             node = ready.popleft()
             grad = _settled(buffers.pop(id(node), None))
-            if isinstance(node, AccumulateGrad):
+            if type(node) is AccumulateGrad:
                 v = node.variable
                 key = ("leaf", id(v))
                 if capture_ids is not None and key in capture_ids:
@@ -402,7 +409,7 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
                 else:
                     _accumulate_leaf(inputs[capture_ids[id(node)]], grad, create_graph,
                                      handed, hooks=False)
-            if ANOMALY.enabled:
+            if anomaly:
                 outs = _apply_checked(node, grad)
             else:
                 outs = node.apply(grad)
@@ -414,13 +421,20 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
             for nxt, g in zip(node._next, outs):
                 if nxt is None:
                     continue
+                k = id(nxt)
                 if g is not None:
-                    _accumulate(buffers, nodes, nxt, g)
-                deps[id(nxt)] -= 1
-                if deps[id(nxt)] == 0 and id(nxt) not in queued:
-                    if id(nxt) in buffers:
+                    if type(g) is Slot:
+                        _accumulate(buffers, nodes, nxt, g)
+                    else:  # (_accumulate's common case, inline)
+                        cur = buffers.get(k)
+                        buffers[k] = g if cur is None else _combine(cur, g)
+                        nodes[k] = nxt
+                c = deps[k] - 1
+                deps[k] = c
+                if c == 0 and k not in queued:
+                    if k in buffers:
                         ready.append(nxt)
-                        queued.add(id(nxt))
+                        queued.add(k)
                     else:
                         _skip(nxt, deps, buffers, ready, queued)
     finally:

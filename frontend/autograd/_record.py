@@ -28,10 +28,12 @@ __all__ = ["record_op", "record_view", "sum_to", "check_inplace", "install"]
 # ---- what a formula asks for, resolved once per op ----------------------------------------
 class _Plan:
     """How to build the saved values of one op's formula from a call."""
-    __slots__ = ("getters", "saves_self", "vjp", "names")
+    __slots__ = ("getters", "saves_self", "vjp", "names", "node_cls")
 
     def __init__(self, o):
         f = o.grad
+        # the node class, where it does not depend on the call
+        self.node_cls = None if callable(o.node) else node_type(o.node or _signature_name(o))
         inputs = {n: i for i, n in enumerate(o.inputs)}
         self.names = f.names
         getters = []
@@ -88,15 +90,27 @@ def _meta(v, field):
 def _make_vjp(fn):
     def vjp(g, saved, ctx, metas):
         grads = fn(g, *saved)
-        if not isinstance(grads, tuple):
+        if type(grads) is not tuple:
             grads = (grads,)
-        flat = []
+        flat = grads
         for gi in grads:
-            if isinstance(gi, list):
-                flat.extend(gi)
+            if type(gi) is list:  # (a list input's gradients, flattened)
+                flat = []
+                for gj in grads:
+                    if type(gj) is list:
+                        flat.extend(gj)
+                    else:
+                        flat.append(gj)
+                break
+        out = []
+        for gi, m in zip(flat, metas):
+            if gi is None or m is None:
+                out.append(None)
+            elif gi.shape == m[0] and (gi.dtype is m[1] or not m[1].is_floating_point):
+                out.append(gi)
             else:
-                flat.append(gi)
-        return tuple(_fit(gi, m) for gi, m in zip(flat, metas))
+                out.append(_fit(gi, m))
+        return tuple(out)
     return vjp
 
 
@@ -137,22 +151,29 @@ def record_op(o, run, inputs, attrs, inplace=False):
             old.requires_grad = self.requires_grad
             old.grad_fn = self.grad_fn
             before = (old,) + tuple(inputs[1:])
-    with below_autograd():
+    prev = MODE.grad  # (below_autograd, inline: this runs for every recorded op)
+    MODE.grad = False
+    try:
         res = run()
-    outs = res if isinstance(res, tuple) else (res,)
+    finally:
+        MODE.grad = prev
+    outs = res if type(res) is tuple else (res,)
     first = outs[0]
     if not first.dtype.is_floating_point:
         return res
     edges, metas = [], []
     for a in inputs:
-        if isinstance(a, (list, tuple)):
+        if type(a) is list or type(a) is tuple:
             for t in a:
                 _add_edge(t, edges, metas)
         else:
             _add_edge(a, edges, metas)
     saved = [get(before, attrs, outs) for get in plan.getters]
-    name = o.node(inputs) if callable(o.node) else (o.node or _signature_name(o))
-    node = node_type(name)(plan.vjp, tuple(edges), saved, {}, tuple(metas))
+    cls = plan.node_cls
+    if cls is None:
+        name = o.node(inputs) if callable(o.node) else (o.node or _signature_name(o))
+        cls = node_type(name)
+    node = cls(plan.vjp, tuple(edges), saved, {}, tuple(metas))
     if ANOMALY.enabled:
         node._ctx["anomaly_trace"] = forward_trace()
     first.requires_grad = True
