@@ -32,6 +32,11 @@ class Adam(Optimizer):
     State per parameter: ``step`` (a CPU scalar tensor), ``exp_avg``, ``exp_avg_sq`` and,
     with ``amsgrad``, ``max_exp_avg_sq``.
 
+    Each group is updated by one ``adam_step_`` op: a multi-tensor kernel where the device has
+    one (the CPU's, bit-identical to the per-tensor loop of elementwise ops that is the
+    op's composite), whatever ``foreach`` and ``fused`` say (PyTorch's ``fused=True``
+    checks still apply). ``differentiable=True`` runs the loop under autograd.
+
     >>> import ember
     >>> w = ember.tensor([1.0, -1.0], requires_grad=True)
     >>> opt = ember.optim.Adam([w], lr=0.1)

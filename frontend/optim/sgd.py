@@ -26,6 +26,11 @@ class SGD(Optimizer):
 
     State per parameter: ``momentum_buffer`` (when ``momentum != 0``).
 
+    Each group is updated by one ``sgd_step_`` op: a multi-tensor kernel where the device has
+    one (the CPU's, bit-identical to the per-tensor loop of elementwise ops that is the
+    op's composite), whatever ``foreach`` and ``fused`` say (PyTorch's ``fused=True``
+    checks still apply). ``differentiable=True`` runs the loop under autograd.
+
     >>> import ember
     >>> w = ember.tensor([1.0, 2.0], requires_grad=True)
     >>> opt = ember.optim.SGD([w], lr=0.5, momentum=0.9)
