@@ -912,6 +912,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         shape = _attention_shape(query, key, value, attn_mask, enable_gqa)
     except (RuntimeError, IndexError):  # shapes that do not fit: matmul's error, as always
         return o.composite(*ins, **attrs)
+    if attn_mask is not None or not (query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
+                                     and query.dtype is key.dtype is value.dtype
+                                     and len(query.shape) >= 2):
+        # (masks, broadcast batch dims, grouped heads, mixed dtypes: not a kernel's
+        # convention, the composite's)
+        return o.composite(*ins, **attrs)
     return O.composite_op("scaled_dot_product_attention", ins, attrs,
                           [(shape, query.dtype)], query.device)
 

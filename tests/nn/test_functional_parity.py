@@ -421,3 +421,38 @@ def test_layer_constructor_errors():
 def test_calculate_gain_and_misc_math():
     assert math.isclose(nn.init.calculate_gain("leaky_relu"),
                         torch.nn.init.calculate_gain("leaky_relu"))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_attention_kernel_is_the_composite(causal, dtype):
+    """The CPU's attention kernel (no mask tensor) gives the composite's results bit for
+    bit (the same operations per head), on strided heads as MultiheadAttention makes them,
+    and follows PyTorch; a row whose keys are all hidden gives zeros."""
+    from ember.dispatcher import OPS
+    rng = np.random.default_rng(3)
+    q, k = (rng.standard_normal((7, 6, 5)).astype(dtype) for _ in range(2))  # (L, N*H, E)
+    v = rng.standard_normal((9, 6, 4)).astype(dtype)
+    k = np.concatenate([k, k[:2]], 0)  # S = 9
+    q[:, 1] = np.abs(q[:, 1]) + 0.1
+    k[:, 1] = -np.inf  # head 1: every score is -inf, a query that attends to nothing
+
+    def run(lib):
+        heads = [lib.tensor(a).transpose(0, 1).reshape(2, 3, a.shape[0], a.shape[-1])
+                 for a in (q, k, v)]
+        with lib.no_grad():
+            return lib.nn.functional.scaled_dot_product_attention(*heads, is_causal=causal)
+    ember.zeros(1)
+    native = run(ember).numpy()
+    kernel = OPS["scaled_dot_product_attention"].kernels.pop("cpu")
+    try:
+        composite = run(ember).numpy()
+    finally:
+        OPS["scaled_dot_product_attention"].kernels["cpu"] = kernel
+    np.testing.assert_array_equal(native, composite)
+    assert not np.isnan(native).any() and (native[0, 1] == 0).all()
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *[torch.tensor(a).transpose(0, 1).reshape(2, 3, a.shape[0], a.shape[-1])
+          for a in (q, k, v)], is_causal=causal).numpy()
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(native, want, rtol=tol, atol=tol)
