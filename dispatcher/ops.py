@@ -486,14 +486,7 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
             k = o.kernels.get(a0.device.type)
             if k is not None:
                 res = C.empty(a0.shape, a0.dtype, a0.device)
-                try:
-                    if attrs:
-                        k(res, a0, b, **attrs)
-                    else:
-                        k(res, a0, b)
-                except TypeError as e:
-                    _dtype_refused(e)
-                    raise
+                launch(o, a0.device, k, res, a0, b, **attrs)
                 return res
         # tensor (op) Python scalar that does not change the tensor's dtype
         tb = type(b)
@@ -501,16 +494,8 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
                 o.promotion == "default"):
             k = o.kernels.get(a0.device.type)
             if k is not None:
-                sv = C.scalar_like(b, a0)
                 res = C.empty(a0.shape, a0.dtype, a0.device)
-                try:
-                    if attrs:
-                        k(res, a0, sv, **attrs)
-                    else:
-                        k(res, a0, sv)
-                except TypeError as e:
-                    _dtype_refused(e)
-                    raise
+                launch(o, a0.device, k, res, a0, C.scalar_like(b, a0), **attrs)
                 return res
     elif (inplace and len(args) == 2 and out is None and isinstance(a0, TensorBase)
           and type(args[1]) is type(a0)):
@@ -521,14 +506,7 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
                 and 0 not in a0._stride and a0.dtype.is_floating_point):
             k = o.kernels.get(a0.device.type)
             if k is not None:
-                try:
-                    if attrs:
-                        k(a0, a0, b, **attrs)
-                    else:
-                        k(a0, a0, b)
-                except TypeError as e:
-                    _dtype_refused(e)
-                    raise
+                launch(o, a0.device, k, a0, a0, b, **attrs)
                 C.bump(a0)
                 return a0
     elif (len(args) == 1 and out is None and not inplace and not attrs
@@ -536,11 +514,7 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
         k = o.kernels.get(a0.device.type)
         if k is not None:
             res = C.empty(a0.shape, a0.dtype, a0.device)
-            try:
-                k(res, a0)
-            except TypeError as e:
-                _dtype_refused(e)
-                raise
+            launch(o, a0.device, k, res, a0)
             return res
     tensors = [a for a in args if _is_t(a)]
     if not tensors:

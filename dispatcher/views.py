@@ -181,9 +181,13 @@ def _perm(x, dims):
 @_view_op("permute", "transpose", perm=lambda x, d0, d1: _swap(len(x.shape), d0, d1))
 def transpose(x, dim0, dim1):
     nd = len(x.shape)
-    a, b = normalize_dim(dim0, nd), normalize_dim(dim1, nd)
+    # (in-range int dims, the common case of every gradient formula, checked inline)
+    a = dim0 if type(dim0) is int and 0 <= dim0 < nd else normalize_dim(dim0, nd)
+    b = dim1 if type(dim1) is int and 0 <= dim1 < nd else normalize_dim(dim1, nd)
     if nd == 0 or a == b:
         return view_of(x, x.shape, x._stride, x._offset)
+    if nd == 2:  # (a matrix: the swap of its two dims)
+        return view_of(x, (x.shape[1], x.shape[0]), (x._stride[1], x._stride[0]), x._offset)
     shape, stride = list(x.shape), list(x._stride)
     shape[a], shape[b] = shape[b], shape[a]
     stride[a], stride[b] = stride[b], stride[a]

@@ -7,7 +7,6 @@ from .. import dtypes as D
 from .. import _einsum
 from .. import ops as O
 from .. import views as V
-from ..grad_mode import MODE
 from ..schema import OPS, composite, defop, gradient
 
 __all__ = []
@@ -86,16 +85,6 @@ def _mm_composite(self, mat2):
 _MM = OPS["mm"]
 
 
-def _t(x):
-    """``x.t()`` of a matrix; outside autograd (a gradient formula's operands), the view
-    made directly (the small-matrix backward is overhead-bound)."""
-    if x.requires_grad and MODE.grad:
-        return V.t(x)
-    r = C.view_of(x, (x.shape[1], x.shape[0]), (x._stride[1], x._stride[0]), x._offset)
-    r._base = x if x._base is None else x._base
-    return r
-
-
 def _column_major(t) -> bool:
     """A matrix laid out as the transpose of a contiguous one (``w.t()``)."""
     return t._stride[0] == 1 and t.shape[1] > 1 and t._stride[1] >= max(1, t.shape[0])
@@ -108,9 +97,9 @@ def _(g, self, mat2):
     # contiguous instead of as a transposed copy
     ga = gb = None
     if self.requires_grad:
-        ga = _t(mm(mat2, _t(g))) if _column_major(self) else mm(g, _t(mat2))
+        ga = V.t(mm(mat2, V.t(g))) if _column_major(self) else mm(g, V.t(mat2))
     if mat2.requires_grad:
-        gb = _t(mm(_t(g), self)) if _column_major(mat2) else mm(_t(self), g)
+        gb = V.t(mm(V.t(g), self)) if _column_major(mat2) else mm(V.t(self), g)
     return ga, gb
 
 

@@ -169,8 +169,9 @@ def sgd_step_(params, grads, momentum_buffers, *, lr, weight_decay, momentum, da
     for t in params + (momentum_buffers if momentum != 0 else []):
         C.check_writable(t, "sgd_step_")
     O.launch(o, params[0].device, k, params, grads,
-             momentum_buffers if momentum != 0 else [], **{
-                 k_: float(v) if k_ in ("lr", "weight_decay", "momentum", "dampening") else v
-                 for k_, v in attrs.items()})
+             momentum_buffers if momentum != 0 else [], lr=float(lr),
+             weight_decay=float(weight_decay), momentum=float(momentum),
+             dampening=float(dampening), nesterov=bool(nesterov), maximize=bool(maximize),
+             is_first_step=bool(is_first_step))
     _bump(params, momentum_buffers if momentum != 0 else ())
     return None

@@ -204,14 +204,12 @@ void k_dense_conv(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     using W = decltype(w0);
     Work<W> px(x, true), pw(w, true), po(out, false);
     const Chunking ch = chunking(d);
-    const int64_t nb_max = ch.nb, chunks = ch.chunks;
-    const bool by_chunk = ch.by_chunk;
-    const bool direct = d.pointwise && nb_max == 1;
+    const bool direct = d.pointwise && ch.nb == 1;
     auto run_chunks = [&](int64_t c0, int64_t c1) {
-      std::vector<W> cols(direct ? 0 : (size_t)(d.CgK * nb_max * d.L));
-      std::vector<W> tmp(nb_max > 1 ? (size_t)(d.Og * nb_max * d.L) : 0);
+      std::vector<W> cols(direct ? 0 : (size_t)(d.CgK * ch.nb * d.L));
+      std::vector<W> tmp(ch.nb > 1 ? (size_t)(d.Og * ch.nb * d.L) : 0);
       for (int64_t ci = c0; ci < c1; ++ci) {
-        const int64_t n0 = ci * nb_max, nb = std::min(nb_max, d.g.N - n0), ld = nb * d.L;
+        const int64_t n0 = ci * ch.nb, nb = std::min(ch.nb, d.g.N - n0), ld = nb * d.L;
         for (int64_t gi = 0; gi < d.G; ++gi) {
           const W* wg = pw.p + gi * d.Og * d.CgK;
           const W* c = px.p + (n0 * d.g.C + gi * d.Cg) * d.In;  // the input itself (direct)
@@ -229,8 +227,8 @@ void k_dense_conv(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         }
       }
     };
-    if (by_chunk) parallel_for(0, chunks, 1, run_chunks);
-    else run_chunks(0, chunks);
+    if (ch.by_chunk) parallel_for(0, ch.chunks, 1, run_chunks);
+    else run_chunks(0, ch.chunks);
     po.store();
   });
 }

@@ -471,10 +471,11 @@ inline float row_max(const T* p, int64_t n) {
   }
 }
 
-// Sum of a contiguous floating-point row: 16 float lanes (double for float64) over
-// 2048-element blocks, the block sums combined in double.
-template <class T>
-inline double row_sum(const T* p, int64_t n) {
+// Sum of f(p[i]) over a contiguous floating-point row: 16 lanes of A (float; double for
+// float64) over 2048-element blocks, the block sums combined in double. row_sum: f = the
+// element itself.
+template <class T, class F>
+inline double row_sum_of(const T* p, int64_t n, F f) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
   constexpr int V = 16;
   constexpr int64_t B = 2048;
@@ -486,14 +487,19 @@ inline double row_sum(const T* p, int64_t n) {
     for (int j = 0; j < V; ++j) acc[j] = 0;
     const T* q = p + i;
     for (int64_t k = 0; k < m; k += V)
-      for (int j = 0; j < V; ++j) acc[j] += static_cast<A>(q[k + j]);
+      for (int j = 0; j < V; ++j) acc[j] += static_cast<A>(f(q[k + j]));
     double s = 0;
     for (int j = 0; j < V; ++j) s += acc[j];
     total += s;
     i += m;
   }
-  for (; i < n; ++i) total += (double)static_cast<A>(p[i]);
+  for (; i < n; ++i) total += (double)static_cast<A>(f(p[i]));
   return total;
+}
+
+template <class T>
+inline double row_sum(const T* p, int64_t n) {
+  return row_sum_of(p, n, [](T v) { return v; });
 }
 
 // t without dim d (0-d tensors are returned unchanged)

@@ -190,35 +190,6 @@ void k_batch_norm_train_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw)
 }
 EMBER_KERNEL("batch_norm_train_backward", k_batch_norm_train_backward);
 
-// sum of (x - m)^2 over a row: 16 lanes of W over blocks of 2048 elements (vectorised, as
-// row_sum), the block sums combined in double
-template <class W>
-double sq_dev_sum(const W* x, int64_t n, W m) {
-  constexpr int V = 16;
-  constexpr int64_t B = 2048;
-  double total = 0;
-  int64_t i = 0;
-  while (n - i >= V) {
-    const int64_t len = std::min<int64_t>(B, (n - i) / V * V);
-    W acc[V] = {};
-    const W* q = x + i;
-    for (int64_t k = 0; k < len; k += V)
-      for (int j = 0; j < V; ++j) {
-        const W d = q[k + j] - m;
-        acc[j] += d * d;
-      }
-    double s = 0;
-    for (int j = 0; j < V; ++j) s += acc[j];
-    total += s;
-    i += len;
-  }
-  for (; i < n; ++i) {
-    const double d = (double)(x[i] - m);
-    total += d * d;
-  }
-  return total;
-}
-
 void k_layer_norm(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const char* op = "layer_norm";
   Args args(op, a, n, kw, {"out", "input", "weight", "bias", "normalized_shape", "eps"}, 6);
@@ -266,7 +237,7 @@ void k_layer_norm(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         W* orow = po.p + r * D;
         const double mu = row_sum(xr, D) / (double)D;
         const W m = (W)mu;
-        const double ssd = sq_dev_sum(xr, D, m);
+        const double ssd = row_sum_of(xr, D, [m](W v) { return (v - m) * (v - m); });
         const W rstd = (W)(1.0 / std::sqrt(ssd / (double)D + eps));
         if (wp && bp) for (int64_t l = 0; l < D; ++l) orow[l] = (xr[l] - m) * rstd * wp[l] + bp[l];
         else if (wp) for (int64_t l = 0; l < D; ++l) orow[l] = (xr[l] - m) * rstd * wp[l];
