@@ -29,7 +29,7 @@ $(VENV_STAMP): pyproject.toml backends/opencl/pyproject.toml
 	touch $@
 
 $(CPU_STAMP): $(VENV_STAMP) $(CPU_SRC)
-	$(PIP) install --quiet --no-build-isolation -e backends/cpu
+	$(PIP) install --quiet --no-build-isolation -e "backends/cpu[onednn]"
 	touch $@
 
 # the CUDA backend compiles with nvcc when it is found (no GPU needed to build); without

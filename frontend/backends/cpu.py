@@ -21,8 +21,9 @@ def _flags() -> set:
 
 
 def get_cpu_capability() -> str:
-    """"AVX512", "AVX2" or "DEFAULT", from the CPU's flags (the compiler vectorises
-    ember's kernels for what the build machine supports)."""
+    """"AVX512", "AVX2" or "DEFAULT", from the CPU's flags. ember's kernels are built for
+    baseline x86-64; its transcendental loops have AVX2 and AVX-512 versions chosen at load
+    time, and oneDNN (when installed) picks its own."""
     f = _flags()
     if "avx512f" in f:
         return "AVX512"

@@ -43,9 +43,20 @@ def test_cudnn_flags_context_restores():
     assert (cudnn.enabled, cudnn.benchmark, cudnn.deterministic) == (True, False, False)
 
 
-@pytest.mark.parametrize("name", ["cudnn", "mps", "mkldnn", "openmp"])
+@pytest.mark.parametrize("name", ["cudnn", "mps", "openmp"])
 def test_is_available_is_honest(name):
     assert getattr(ember.backends, name).is_available() is False
+
+
+def test_mkldnn_is_available_when_onednn_is_installed():
+    from importlib import metadata
+    import os
+    try:
+        metadata.distribution("onednn-cpu-gomp")
+        installed = os.environ.get("EMBER_ONEDNN", "1") != "0"
+    except metadata.PackageNotFoundError:
+        installed = bool(os.environ.get("EMBER_ONEDNN_LIBRARY"))
+    assert mkldnn.is_available() is installed
 
 
 def test_cudnn_version_and_mps_built_as_torch_without_them():

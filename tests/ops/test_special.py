@@ -37,6 +37,11 @@ UNARY = [("expit", (-50, 50)), ("logit", (-0.2, 1.2)), ("erf", (-6, 6)), ("erfc"
 #: float32 results of long series may differ from PyTorch's by a few ulps more
 LOOSE32 = {"digamma": 2e-6, "psi": 2e-6, "gammaln": 2e-6, "ndtri": 1e-6, "erfcx": 1e-6,
            "i0": 1e-6, "i1": 1e-6, "i0e": 1e-6, "i1e": 1e-6}
+#: float32 ndtr is 0.5 * erfc(-x / sqrt 2) in float32 in both libraries, ~2e-5 relative
+#: from the truth in the lower tail: at x = -3.2 the truth is 6.8713782e-4, PyTorch's
+#: AVX-512 build gives 6.8712234e-4 and ember 6.8715215e-4 (PyTorch's AVX2 build agreed
+#: with ember within 4e-6)
+RTOL32 = {"ndtr": 5e-5}
 
 
 #: PyTorch rounds these to float16 / bfloat16 step by step; ember computes in float and
@@ -49,7 +54,7 @@ def _tol(name, dt):
     if name in HALF_STEPS and dt in (torch.float16, torch.bfloat16):
         rtol, atol = (1e-2, 1e-3) if dt == torch.float16 else (6e-2, 1e-2)
     if dt == torch.float32:
-        rtol = max(rtol, 4e-6)
+        rtol = max(rtol, RTOL32.get(name, 4e-6))
         atol = max(atol, LOOSE32.get(name, 0.0))
     if dt == torch.float64 and name in ("digamma", "psi", "gammaln", "i0", "i1", "ndtri"):
         atol = 1e-14  # (absolute: near the zeros of digamma / lgamma and ndtri(0.5))

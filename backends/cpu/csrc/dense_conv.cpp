@@ -14,6 +14,7 @@
 
 #include "blas.h"
 #include "ember.h"
+#include "onednn.h"
 #include "work.h"
 
 namespace ember {
@@ -198,7 +199,7 @@ void k_dense_conv(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const DenseCall c = open_dense(op, a, n, kw, 1, 0, 2);
   const Tensor &out = c.t[0], &x = c.t[1], &w = c.t[2];
   const Dense& d = c.d;
-  if (out.numel == 0) return;
+  if (out.numel == 0 || onednn_conv(ConvPass::forward, out, x, w, d.g, d.nd, d.G)) return;
   NoGil nogil(true);
   working_dispatch(op, out.dtype, [&](auto w0) {
     using W = decltype(w0);
@@ -239,7 +240,7 @@ void k_dense_conv_input(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const DenseCall c = open_dense(op, a, n, kw, 0, 1, 2);
   const Tensor &out = c.t[0], &gr = c.t[1], &w = c.t[2];
   const Dense& d = c.d;
-  if (out.numel == 0) return;
+  if (out.numel == 0 || onednn_conv(ConvPass::backward_data, out, gr, w, d.g, d.nd, d.G)) return;
   NoGil nogil(true);
   working_dispatch(op, out.dtype, [&](auto w0) {
     using W = decltype(w0);
@@ -281,7 +282,7 @@ void k_dense_conv_weight(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const DenseCall c = open_dense(op, a, n, kw, 2, 1, 0);
   const Tensor &out = c.t[0], &gr = c.t[1], &x = c.t[2];
   const Dense& d = c.d;
-  if (out.numel == 0) return;
+  if (out.numel == 0 || (d.g.N > 0 && onednn_conv(ConvPass::backward_weights, out, gr, x, d.g, d.nd, d.G))) return;
   NoGil nogil(true);
   working_dispatch(op, out.dtype, [&](auto w0) {
     using W = decltype(w0);

@@ -1,5 +1,6 @@
 // bmm: out[B,n,m] = a[B,n,k] @ b[B,k,m].  float32/float64 go to OpenBLAS (scipy-openblas32,
-// dlopened at runtime by load_blas); float16/bfloat16 are widened to float32 for sgemm;
+// dlopened at runtime by load_blas), float32 products from 2^21 multiply-adds to oneDNN when
+// it is loaded (onednn.cpp); float16/bfloat16 are widened to float32 for sgemm;
 // integers (and everything when no BLAS is loaded) use a C++ loop parallel over B*n rows.
 #include <dlfcn.h>
 
@@ -9,6 +10,7 @@
 
 #include "blas.h"
 #include "ember.h"
+#include "onednn.h"
 
 namespace ember {
 
@@ -201,7 +203,11 @@ void run_bmm(const Tensor& out, const Tensor& a, const Tensor& b) {
     return;
   }
   switch (out.dtype) {
-    case kFloat32: bmm_blas<float>(out, a, b); return;
+    case kFloat32:
+      if (!onednn_matmul(B, n, k, m, (const float*)a.data, a.stride, (const float*)b.data, b.stride,
+                         (float*)out.data, out.stride))
+        bmm_blas<float>(out, a, b);
+      return;
     case kFloat64: bmm_blas<double>(out, a, b); return;
     case kFloat16:
     case kBFloat16: {
@@ -229,6 +235,10 @@ void gemm_pool(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
   if (m == 0 || n == 0 || (k == 0 && accumulate)) return;
   const bool fits = m <= kIntMax && n <= kIntMax && k <= kIntMax && lda <= kIntMax && ldb <= kIntMax &&
                     ldc <= kIntMax;
+  if constexpr (std::is_same_v<T, float>) {
+    const int64_t sa[3] = {0, ta ? 1 : lda, ta ? lda : 1}, sb[3] = {0, tb ? 1 : ldb, tb ? ldb : 1}, sc[3] = {0, ldc, 1};
+    if (!accumulate && k > 0 && onednn_matmul(1, m, k, n, a, sa, b, sb, c, sc)) return;
+  }
   if (g_sgemm && fits && k > 0) {
     const int transa = ta ? kTrans : kNoTrans, transb = tb ? kTrans : kNoTrans;
     split_gemms(1, m, n, k, [&](int64_t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 
 #include "ember.h"
+#include "onednn.h"
 
 namespace py = pybind11;
 
@@ -32,4 +33,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_stream_threshold", [](int64_t b) { ember::g_stream_bytes = b; },
         "Output size (bytes) from which elementwise kernels use non-temporal stores (tuning).");
   m.def("blas_loaded", []() { return ember::blas_loaded(); });
+  m.def("load_onednn", [](const std::string& path) { ember::load_onednn(path); }, py::arg("path"),
+        "dlopen oneDNN (libdnnl.so.3, v3 C API) and use it for float32 convolution and matrix products.");
+  m.def("onednn_loaded", []() { return ember::onednn_loaded(); });
+  m.def("set_onednn_enabled", [](bool on) { ember::set_onednn_enabled(on); }, py::arg("on"),
+        "Switch the oneDNN paths on or off (ember's own kernels run when off).");
+  m.def("onednn_enabled", []() { return ember::onednn_enabled(); });
+  m.def("onednn_calls", []() { return ember::onednn_calls(); });
 }

@@ -28,6 +28,38 @@ def _load_blas() -> None:
     _C.load_blas(os.path.join(sob.get_lib_dir(), sob.get_library(True)))
 
 
+def _onednn_library() -> str | None:
+    """libdnnl.so.3 from the onednn-cpu-gomp wheel (the ``ember-cpu[onednn]`` extra), or the
+    file EMBER_ONEDNN_LIBRARY names; None when neither is there."""
+    path = os.environ.get("EMBER_ONEDNN_LIBRARY")
+    if path:
+        return path
+    from importlib import metadata
+    try:
+        files = metadata.distribution("onednn-cpu-gomp").files or ()
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if f.name == "libdnnl.so.3":
+            return str(f.locate())
+    return None
+
+
+def _load_onednn() -> None:
+    """oneDNN for float32 dense convolutions and matrix products when it is installed
+    (optional); EMBER_ONEDNN=0 keeps ember's own kernels."""
+    if os.environ.get("EMBER_ONEDNN", "1") == "0":
+        return
+    path = _onednn_library()
+    if path is None:
+        return
+    try:
+        _C.load_onednn(path)
+    except OSError as e:
+        warnings.warn(f"ember-cpu: oneDNN not used ({e}); convolutions run ember's own kernels",
+                      RuntimeWarning)
+
+
 class CPUBackend(Backend):
     """Host memory (``_C.Storage``, shared with NumPy and between processes) and the
     kernels of ``_C``: every schema op it implements; the others run as composites."""
@@ -42,11 +74,23 @@ class CPUBackend(Backend):
     def __init__(self):
         check_extension("ember-cpu", _C.KERNELS, _C.OPS_TABLE_HASH, helpers={"storage_copy"})
         _load_blas()
+        _load_onednn()
         # every kernel _C registered (generated or hand-written), by op name
         self.kernels = {name: getattr(_C, name) for name in _C.KERNELS if name in OPS}
 
     def device_count(self) -> int:
         return 1
+
+    # oneDNN for float32 convolution and matrix products, when installed
+    # (ember.backends.mkldnn)
+    def onednn_available(self) -> bool:
+        return _C.onednn_loaded()
+
+    def onednn_enabled(self) -> bool:
+        return _C.onednn_enabled()
+
+    def set_onednn_enabled(self, on: bool) -> None:
+        _C.set_onednn_enabled(bool(on))
 
     def device_name(self, index: int) -> str:
         return f"cpu ({os.cpu_count()} cores, {_C.get_num_threads()} threads)"
