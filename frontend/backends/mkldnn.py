@@ -1,6 +1,6 @@
 """``ember.backends.mkldnn``: oneDNN, which the CPU backend uses for float32 dense
-convolution and matrix products when it is installed (``pip install "ember-cpu[onednn]"``; without it, ember's
-own kernels run). ``enabled`` switches it at run time, as in PyTorch:
+convolution and matrix products when it is installed (``pip install "ember-cpu[onednn]"``;
+without it, ember's own kernels run). ``enabled`` switches it at run time, as in PyTorch:
 
 >>> import ember
 >>> with ember.backends.mkldnn.flags(enabled=False):

@@ -1491,6 +1491,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     """The computation of ``nn.MultiheadAttention`` on (L, N, E) inputs (or unbatched
     (L, E)). Bool masks mark positions that are *not* attended (PyTorch's MHA convention)."""
     is_batched = query.dim() == 3
+    packed = not use_separate_proj_weight and query is key and key is value
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
@@ -1520,7 +1521,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
     else:
         w_q, w_k, w_v = in_proj_weight.chunk(3)
-    q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
+    if packed:
+        # self-attention: one GEMM with the packed weight, as PyTorch's _in_projection_packed
+        q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, dim=-1)
+    else:
+        q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
     if attn_mask is not None:
         if attn_mask.dim() == 2:
             if tuple(attn_mask.shape) != (tgt_len, key.shape[0]):

@@ -456,3 +456,31 @@ def test_attention_kernel_is_the_composite(causal, dtype):
           for a in (q, k, v)], is_causal=causal).numpy()
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(native, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_kernel_is_the_composite_on_large_heads(causal):
+    """Heads large enough for oneDNN's products (where it is loaded): with OpenBLAS for the
+    composite's products, as the kernel's, the composite's results bit for bit; with
+    oneDNN's, within float32 rounding of them; PyTorch's within float32 rounding."""
+    from ember.dispatcher import OPS
+    rng = np.random.default_rng(4)
+    # (L, N*H, E) as MultiheadAttention lays heads out: 16 heads of 64 x 32
+    q, k, v = (rng.standard_normal((64, 16, 32)).astype(np.float32) for _ in range(3))
+
+    def run(lib):
+        heads = [lib.tensor(a).transpose(0, 1).reshape(4, 4, 64, 32) for a in (q, k, v)]
+        with lib.no_grad():
+            return lib.nn.functional.scaled_dot_product_attention(*heads, is_causal=causal)
+    ember.zeros(1)
+    native = run(ember).numpy()
+    kernel = OPS["scaled_dot_product_attention"].kernels.pop("cpu")
+    try:
+        with ember.backends.mkldnn.flags(enabled=False):
+            composite = run(ember).numpy()
+        composite_onednn = run(ember).numpy()
+    finally:
+        OPS["scaled_dot_product_attention"].kernels["cpu"] = kernel
+    np.testing.assert_array_equal(native, composite)
+    np.testing.assert_allclose(native, composite_onednn, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(native, run(torch).numpy(), rtol=1e-5, atol=1e-5)

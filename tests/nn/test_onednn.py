@@ -40,6 +40,8 @@ CONFIGS = [
     ((2, 4, 9, 9), (6, 4, 4, 4), dict(padding=1, stride=3)),       # unused last rows
     ((1, 4, 5, 6, 7), (3, 4, 3, 3, 3), dict(padding=1)),
     ((2, 4, 5, 6, 7), (6, 2, 3, 1, 2), dict(stride=(1, 2, 1), groups=2, dilation=(2, 1, 1))),
+    ((1, 8, 6, 6), (16, 8, 3, 3), dict(padding=1)),  # one sample: split over channels
+    ((3, 8, 6, 6), (16, 8, 3, 3), dict(padding=1)),  # uneven batch chunks
 ]
 
 
@@ -76,6 +78,29 @@ def test_forward_and_gradients_match_ember_and_torch(xs, ws, kw):
         scale = float(np.abs(t).max()) or 1.0
         np.testing.assert_allclose(o / scale, t / scale, rtol=0, atol=2e-6, err_msg=name)
         np.testing.assert_allclose(o / scale, e / scale, rtol=0, atol=2e-6, err_msg=name)
+
+
+def test_no_input_channels_gives_the_bias():
+    # an empty sum over channels: the bias everywhere (PyTorch 2.13 returns no channels here)
+    x, w, b = ember.ones(1, 0, 5, 5), ember.ones(3, 0, 3, 3), ember.tensor([1.0, 2.0, 3.0])
+    expected = np.broadcast_to(np.array([1.0, 2.0, 3.0], np.float32)[:, None, None], (1, 3, 3, 3))
+    np.testing.assert_array_equal(F.conv2d(x, w, b).numpy(), expected)
+
+
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((1, 8, 6, 6), (8, 2, 3, 3), dict(groups=4, padding=1)),  # grouped, one sample
+])
+def test_calls_oneDNN_declines_match_torch(xs, ws, kw):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+    expected_y = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), **kw)
+    g = rng.standard_normal(tuple(expected_y.shape)).astype(np.float32)
+    oracle = _run(torch, torch.nn.functional.conv2d, x, w, b, g, kw, True)
+    got = _run(ember, F.conv2d, x, w, b, g, kw, True)
+    for name, o, t in zip(("output", "input grad", "weight grad", "bias grad"), got, oracle):
+        np.testing.assert_allclose(o, t, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
 def test_channels_last_and_strided_operands():
@@ -162,6 +187,15 @@ def test_matmul_matches_openblas_and_torch(batch, n, k, m, ta, tb):
 
 
 def test_small_products_and_broadcast_batches_stay_with_openblas():
+    threads = ember.get_num_threads()
+    ember.set_num_threads(2)  # (with a thread per batch entry a part has no batch stride)
+    try:
+        _small_and_broadcast()
+    finally:
+        ember.set_num_threads(threads)
+
+
+def _small_and_broadcast():
     calls = C.onednn_calls()
     a = ember.ones(2, 64, 64)
     (a @ a).numpy()                                   # 524,288 multiply-adds: below the cut

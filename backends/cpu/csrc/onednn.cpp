@@ -25,7 +25,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <climits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <type_traits>
 #include <vector>
@@ -69,6 +71,7 @@ struct Api {
   int (*pd_query)(const void*, int, int, void*);
   int (*pd_destroy)(void*);
   int (*primitive_create)(void**, const void*);
+  int (*primitive_destroy)(void*);
   int (*primitive_execute)(const void*, void*, int, const ExecArg*);
   int (*memory_create)(void**, const void*, void*, void*);
   int (*memory_destroy)(void*);
@@ -77,10 +80,11 @@ struct Api {
 };
 
 Api g_api;
-bool g_loaded = false, g_enabled = false;
+bool g_loaded = false;
+std::atomic<bool> g_enabled{false};
 void* g_engine = nullptr;
 void* g_attr = nullptr;  // user-managed scratchpad, for every primitive
-std::mutex g_mutex;      // the plan cache
+std::mutex g_mutex;      // the plan cache, and loading
 std::atomic<int64_t> g_calls{0};  // primitives oneDNN ran (tests check that the path was taken)
 // matrix products from this many multiply-adds (n * k * m over the batch): below it
 // OpenBLAS's lower call overhead wins (measured: 128x64x128 in 9.5 us with oneDNN, 8.6 us
@@ -110,9 +114,24 @@ struct Plan {
   void* prim = nullptr;
   size_t scratch = 0;  // bytes: the largest scratchpad of the primitive and its reorders
   Operand in[2], out;
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  ~Plan() {
+    for (Operand* o : {&in[0], &in[1], &out}) {
+      if (o->reorder) g_api.primitive_destroy(o->reorder);
+      if (o->reorder_pd) g_api.pd_destroy(o->reorder_pd);
+      if (o->user_md) g_api.md_destroy(o->user_md);
+    }
+    if (prim) g_api.primitive_destroy(prim);
+    if (pd) g_api.pd_destroy(pd);
+  }
 };
+using PlanPtr = std::shared_ptr<const Plan>;
 
-std::map<std::vector<int64_t>, Plan> g_plans;
+// Plans by key. A model has a few dozen geometries; past kMaxPlans (shapes that keep
+// changing) the cache starts over (calls in flight keep their plans alive).
+constexpr size_t kMaxPlans = 1024;
+std::map<std::vector<int64_t>, PlanPtr> g_plans;
 
 size_t scratch_of(const void* pd) {
   const void* md = g_api.pd_query_md(pd, kQueryExecArgMd, kArgScratchpad);
@@ -121,14 +140,14 @@ size_t scratch_of(const void* pd) {
 
 // A memory descriptor of nd dims with these strides (size-1 dims: any stride addresses
 // the same element; they get their contiguous one). Null for a broadcast (0) or negative
-// stride, which oneDNN cannot describe.
+// stride, which oneDNN cannot describe, and for an empty dim (ember's kernels fill those).
 void* strided_md(int nd, const int64_t* dims_in, const int64_t* strides_in) {
   dims_t dims{}, strides{};
   int64_t expect = 1;
   for (int d = nd - 1; d >= 0; --d) {
     dims[d] = dims_in[d];
     strides[d] = dims[d] == 1 ? expect : strides_in[d];
-    if (strides[d] <= 0) return nullptr;
+    if (dims[d] <= 0 || strides[d] <= 0) return nullptr;
     expect = std::max(expect, strides[d] * dims[d]);
   }
   void* md = nullptr;
@@ -189,9 +208,10 @@ void bind(Plan& p, Operand& o, int arg, void* user, bool input) {
 // Finishes a plan whose primitive descriptor was created (st): false when there is none,
 // or only a reference one. Takes the descriptors of the three operands (in0, in1, out).
 void finish(Plan& p, int st, void* pd, const int args[3], void* mds[3]) {
+  Operand* ops[3] = {&p.in[0], &p.in[1], &p.out};
+  for (int i = 0; i < 3; ++i) ops[i]->user_md = mds[i];  // the plan owns them from here
   if (st != kSuccess || is_reference(pd)) {
     if (st == kSuccess) g_api.pd_destroy(pd);
-    for (int i = 0; i < 3; ++i) g_api.md_destroy(mds[i]);
     return;
   }
   p.pd = pd;
@@ -203,9 +223,10 @@ void finish(Plan& p, int st, void* pd, const int args[3], void* mds[3]) {
   p.ok = true;
 }
 
-Plan make_conv_plan(ConvPass pass, const Tensor& out, const Tensor& a, const Tensor& b, const ConvGeom& g, int nd,
-                    int64_t groups) {
-  Plan p;
+std::shared_ptr<Plan> make_conv_plan(ConvPass pass, const Tensor& out, const Tensor& a, const Tensor& b,
+                                     const ConvGeom& g, int nd, int64_t groups) {
+  auto plan = std::make_shared<Plan>();
+  Plan& p = *plan;
   // the tensors by role
   const Tensor& x = pass == ConvPass::forward ? a : pass == ConvPass::backward_data ? out : b;
   const Tensor& w = pass == ConvPass::backward_weights ? out : b;
@@ -221,7 +242,7 @@ Plan make_conv_plan(ConvPass pass, const Tensor& out, const Tensor& a, const Ten
     // padding satisfies it; otherwise the exact right padding
     pad_r[i] = (g.I[j] - span + 2 * g.P[j]) / g.S[j] + 1 == g.B[j] ? g.P[j]
                                                                    : (g.B[j] - 1) * g.S[j] + span - g.I[j] - g.P[j];
-    if (pad_r[i] < 0) return p;
+    if (pad_r[i] < 0) return plan;
   }
   dims_t dx{}, sx{}, dw{}, sw{}, dy{}, sy{};
   const int nx = dims_of(x, 1, dx, sx), nw = dims_of(w, groups, dw, sw), ny = dims_of(y, 1, dy, sy);
@@ -229,7 +250,7 @@ Plan make_conv_plan(ConvPass pass, const Tensor& out, const Tensor& a, const Ten
   if (!ux || !uw || !uy) {
     for (void* m : {ux, uw, uy})
       if (m) g_api.md_destroy(m);
-    return p;
+    return plan;
   }
   void *ax = any_md(dx, nx), *aw = any_md(dw, nw), *ay = any_md(dy, ny);
   void *fwd = nullptr, *pd = nullptr;
@@ -252,26 +273,27 @@ Plan make_conv_plan(ConvPass pass, const Tensor& out, const Tensor& a, const Ten
                                   {kArgDiffDst, kArgSrc, kArgDiffWeights}};
   void* mds[3][3] = {{ux, uw, uy}, {uy, uw, ux}, {uy, ux, uw}};
   finish(p, st, pd, kArgs[(int)pass], mds[(int)pass]);
-  return p;
+  return plan;
 }
 
 // C = A @ B, batched, every operand with its own strides (oneDNN's matmul reads plain
 // strided layouts: no reorders).
-Plan make_matmul_plan(const int64_t* da, const int64_t* sa, const int64_t* db, const int64_t* sb, const int64_t* dc,
-                      const int64_t* sc, int nd) {
-  Plan p;
+std::shared_ptr<Plan> make_matmul_plan(const int64_t* da, const int64_t* sa, const int64_t* db, const int64_t* sb,
+                                       const int64_t* dc, const int64_t* sc, int nd) {
+  auto plan = std::make_shared<Plan>();
+  Plan& p = *plan;
   void *ma = strided_md(nd, da, sa), *mb = strided_md(nd, db, sb), *mc = strided_md(nd, dc, sc);
   if (!ma || !mb || !mc) {
     for (void* m : {ma, mb, mc})
       if (m) g_api.md_destroy(m);
-    return p;
+    return plan;
   }
   void* pd = nullptr;
   const int st = g_api.matmul_pd(&pd, g_engine, ma, mb, nullptr, mc, g_attr);
   static const int kArgs[3] = {kArgSrc, kArgWeights, kArgDst};
   void* mds[3] = {ma, mb, mc};
   finish(p, st, pd, kArgs, mds);
-  return p;
+  return plan;
 }
 
 // OpenMP at one thread on this thread while oneDNN runs (or plans: it sizes its work by
@@ -287,15 +309,25 @@ struct OneThread {
   }
 };
 
+// The plan for key, made by make() on first use. A plan oneDNN fails to build (an error
+// in one of its calls) is cached as declined: ember's kernels run those calls.
 template <class Make>
-const Plan& plan_for(const std::vector<int64_t>& key, Make&& make) {
+PlanPtr plan_for(const std::vector<int64_t>& key, Make&& make) {
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_plans.find(key);
-  if (it == g_plans.end()) {
+  if (it != g_plans.end()) return it->second;
+  if (g_plans.size() >= kMaxPlans) g_plans.clear();
+  PlanPtr p;
+  {
     OneThread one;  // plans are made for one thread
-    it = g_plans.emplace(key, make()).first;
+    try {
+      p = make();
+    } catch (const Error&) {
+      p = std::make_shared<Plan>();
+    }
   }
-  return it->second;
+  g_plans.emplace(key, p);
+  return p;
 }
 
 // Per pool thread: a stream and a scratch area, OpenMP at one thread.
@@ -403,75 +435,75 @@ std::vector<int64_t> conv_key(ConvPass pass, const Tensor& out, const Tensor& a,
 
 // One part of a convolution on this thread; false when oneDNN has no plan for it.
 // (The geometry's sizes other than N and C are the part's too; the plan reads only those.)
-const Plan& conv_plan(ConvPass pass, const Tensor& out, const Tensor& a, const Tensor& b, const ConvGeom& g, int nd,
-                      int64_t groups) {
+PlanPtr conv_plan(ConvPass pass, const Tensor& out, const Tensor& a, const Tensor& b, const ConvGeom& g, int nd,
+                  int64_t groups) {
   return plan_for(conv_key(pass, out, a, b, g, nd, groups),
                   [&] { return make_conv_plan(pass, out, a, b, g, nd, groups); });
 }
 
-bool conv_part(ConvPass pass, const Tensor& out, const Tensor& a, const Tensor& b, const ConvGeom& g, int nd,
-               int64_t groups) {
-  const Plan& p = plan_for(conv_key(pass, out, a, b, g, nd, groups),
-                           [&] { return make_conv_plan(pass, out, a, b, g, nd, groups); });
-  if (!p.ok) return false;
-  run_plan(p, a.data, b.data, out.data);
-  return true;
-}
+bool too_large(const Tensor& t) { return t.numel > INT_MAX; }  // (oneDNN's JIT indexes in int)
 
 }  // namespace
 
 bool onednn_conv(ConvPass pass, const Tensor& out, const Tensor& a, const Tensor& b, const ConvGeom& g, int nd,
                  int64_t groups) {
-  if (!g_enabled || out.dtype != kFloat32 || a.dtype != kFloat32 || b.dtype != kFloat32 || in_parallel_region())
+  if (!g_enabled || out.dtype != kFloat32 || a.dtype != kFloat32 || b.dtype != kFloat32 || in_parallel_region() ||
+      a.numel == 0 || b.numel == 0 || too_large(out) || too_large(a) || too_large(b))
     return false;
   NoGil nogil(true);
   const int64_t nt = get_num_threads(), N = g.N;
   // One part per thread: chunks of the batch; with fewer samples than threads, chunks of
-  // the output channels (forward) or input channels (input gradient) of an ungrouped
-  // convolution. The filter gradient sums over the batch: each chunk after the first sums
-  // into its own buffer, added to out afterwards (in chunk order).
+  // the output channels (forward, filter gradient) or input channels (input gradient) of an
+  // ungrouped convolution. The filter gradient's batch chunks sum into their own buffers
+  // (the first into out), added to out afterwards in chunk order.
   int dout = -1, da = -1, db = -1;  // the dim each tensor is split along (-1: whole)
-  int64_t len = 1;
+  int64_t len = 1, maxparts = nt;
   bool reduce = false;
   if (nt > 1 && N >= nt && pass != ConvPass::backward_weights) {
-    dout = da = 0;
-    len = N;
+    dout = da = 0, len = N;
   } else if (nt > 1 && N >= nt && out.is_contiguous()) {
-    da = db = 0;
-    len = N;
-    reduce = true;
+    da = db = 0, len = N, reduce = true;
+    // at most 64 MiB of partial sums
+    maxparts = std::min<int64_t>(nt, 1 + (int64_t(64) << 20) / std::max<int64_t>(1, out.numel * 4));
   } else if (nt > 1 && groups == 1 && pass == ConvPass::forward) {
     dout = 1, db = 0, len = out.shape[1];
   } else if (nt > 1 && groups == 1 && pass == ConvPass::backward_data) {
     dout = 1, db = 1, len = out.shape[1];
+  } else if (nt > 1 && groups == 1) {  // filter gradient of few samples: its rows
+    dout = 0, da = 1, len = out.shape[0];
   }
-  const int64_t q = (len + nt - 1) / nt, parts = (len + q - 1) / q;
-  std::vector<float> partial(reduce ? (size_t)((parts - 1) * out.numel) : 0);
+  const int64_t q = (len + maxparts - 1) / maxparts, parts = (len + q - 1) / q;
+  if (nt > 1 && parts == 1) return false;  // ember's kernels use the whole pool
+  std::unique_ptr<float[]> partial(reduce ? new float[(size_t)((parts - 1) * out.numel)] : nullptr);
   auto tensors = [&](int64_t i, Tensor& o, Tensor& x, Tensor& y) {
     const int64_t s = i * q, n = std::min(q, len - s);
     o = dout >= 0 ? narrow(out, dout, s, n) : out;
     x = da >= 0 ? narrow(a, da, s, n) : a;
     y = db >= 0 ? narrow(b, db, s, n) : b;
-    if (reduce && i > 0) o.data = (char*)(partial.data() + (i - 1) * out.numel);
+    if (reduce && i > 0) o.data = (char*)(partial.get() + (i - 1) * out.numel);
   };
-  Tensor o, x, y;
-  tensors(0, o, x, y);
-  if (!conv_plan(pass, o, x, y, g, nd, groups).ok) return false;  // oneDNN declines
-  if (parts == 1) return conv_part(pass, o, x, y, g, nd, groups);
-  bool ok = true;
+  // the plans of the first part and of the last (the only other size): both or neither
+  PlanPtr head, tail;
+  {
+    Tensor o, x, y;
+    tensors(0, o, x, y);
+    head = conv_plan(pass, o, x, y, g, nd, groups);
+    tensors(parts - 1, o, x, y);
+    tail = parts > 1 ? conv_plan(pass, o, x, y, g, nd, groups) : head;
+  }
+  if (!head->ok || !tail->ok) return false;
   parallel_for(0, parts, 1, [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
-      Tensor oi, xi, yi;
-      tensors(i, oi, xi, yi);
-      if (!conv_part(pass, oi, xi, yi, g, nd, groups)) ok = false;
+      Tensor o, x, y;
+      tensors(i, o, x, y);
+      run_plan(i == parts - 1 ? *tail : *head, x.data, y.data, o.data);
     }
   });
-  if (!ok) raise(PyExc_RuntimeError, "oneDNN declined a part of a convolution it planned");
   if (reduce) {
     float* po = (float*)out.data;
     parallel_for(0, out.numel, kGrain, [&](int64_t s, int64_t e) {
       for (int64_t i = 1; i < parts; ++i) {
-        const float* pp = partial.data() + (i - 1) * out.numel;
+        const float* pp = partial.get() + (i - 1) * out.numel;
         for (int64_t j = s; j < e; ++j) po[j] += pp[j];
       }
     });
@@ -481,42 +513,42 @@ bool onednn_conv(ConvPass pass, const Tensor& out, const Tensor& a, const Tensor
 
 bool onednn_matmul(int64_t B, int64_t n, int64_t k, int64_t m, const float* a, const int64_t* sa, const float* b,
                    const int64_t* sb, float* c, const int64_t* sc) {
-  if (!g_enabled || in_parallel_region() || B * n * k * m < kMatmulMin) return false;
-  // a part: batches [b0, b0 + nb), rows [r0, r0 + nr), columns [c0, c0 + nc)
-  auto part = [&](int64_t b0, int64_t nb, int64_t r0, int64_t nr, int64_t c0, int64_t nc, bool plan_only) {
-    const int nd = nb == 1 ? 2 : 3, o = 3 - nd;  // a batch of one as plain matrices
-    const int64_t da[3] = {nb, nr, k}, db[3] = {nb, k, nc}, dc[3] = {nb, nr, nc};
-    std::vector<int64_t> key{3, nd, nr, k, nc, sa[1], sa[2], sb[1], sb[2], sc[1], sc[2]};
-    if (nd == 3) key.insert(key.end(), {nb, sa[0], sb[0], sc[0]});
-    const Plan& p = plan_for(key, [&] { return make_matmul_plan(da + o, sa + o, db + o, sb + o, dc + o, sc + o, nd); });
-    if (!p.ok || plan_only) return p.ok;
-    run_plan(p, (char*)(a + b0 * sa[0] + r0 * sa[1]), (char*)(b + b0 * sb[0] + c0 * sb[2]),
-             (char*)(c + b0 * sc[0] + r0 * sc[1] + c0 * sc[2]));
-    return true;
+  if (!g_enabled || in_parallel_region() || B * n * k * m < kMatmulMin || B * n * k > INT_MAX ||
+      B * k * m > INT_MAX || B * n * m > INT_MAX)
+    return false;
+  // One part per thread: chunks of the batch, else of the longer of rows and columns (at
+  // least 16 of them, a multiple of 16)
+  const int64_t nt = get_num_threads();
+  const int mode = B >= nt ? 1 : n >= m ? 2 : 3;
+  const int64_t len = mode == 1 ? B : mode == 2 ? n : m;
+  int64_t q = (len + nt - 1) / nt;
+  if (mode != 1) q = std::max<int64_t>(16, (q + 15) / 16 * 16);
+  const int64_t parts = (len + q - 1) / q;
+  struct Part {
+    int64_t b0, nb, r0, nr, c0, nc;
+  };
+  auto part_of = [&](int64_t i) {
+    const int64_t s = i * q, e = std::min(len, s + q);
+    return mode == 1 ? Part{s, e - s, 0, n, 0, m} : mode == 2 ? Part{0, B, s, e - s, 0, m} : Part{0, B, 0, n, s, e - s};
+  };
+  auto plan = [&](const Part& p) {
+    const int nd = p.nb == 1 ? 2 : 3, o = 3 - nd;  // a batch of one as plain matrices
+    const int64_t da[3] = {p.nb, p.nr, k}, db[3] = {p.nb, k, p.nc}, dc[3] = {p.nb, p.nr, p.nc};
+    std::vector<int64_t> key{3, nd, p.nr, k, p.nc, sa[1], sa[2], sb[1], sb[2], sc[1], sc[2]};
+    if (nd == 3) key.insert(key.end(), {p.nb, sa[0], sb[0], sc[0]});
+    return plan_for(key, [&] { return make_matmul_plan(da + o, sa + o, db + o, sb + o, dc + o, sc + o, nd); });
   };
   NoGil nogil(true);
-  const int64_t nt = get_num_threads();
-  // split the batch, else the longer of rows and columns, into one part per thread
-  const int mode = nt <= 1 ? 0 : B >= nt ? 1 : n >= m ? 2 : 3;
-  const int64_t len = mode == 1 ? B : mode == 2 ? n : mode == 3 ? m : 1;
-  const int64_t q = (len + nt - 1) / nt, parts = (len + q - 1) / q;
-  auto run = [&](int64_t i, bool plan_only) {
-    const int64_t s = i * q, e = std::min(len, s + q);
-    switch (mode) {
-      case 1: return part(s, e - s, 0, n, 0, m, plan_only);
-      case 2: return part(0, B, s, e - s, 0, m, plan_only);
-      case 3: return part(0, B, 0, n, s, e - s, plan_only);
-      default: return part(0, B, 0, n, 0, m, plan_only);
-    }
-  };
-  if (!run(0, true)) return false;  // the first part's plan decides
-  if (parts == 1) return run(0, false);
-  bool ok = true;
+  // the plans of the first part and of the last (the only other size): both or neither
+  const PlanPtr head = plan(part_of(0)), tail = parts > 1 ? plan(part_of(parts - 1)) : head;
+  if (!head->ok || !tail->ok) return false;
   parallel_for(0, parts, 1, [&](int64_t s, int64_t e) {
-    for (int64_t i = s; i < e; ++i)
-      if (!run(i, false)) ok = false;
+    for (int64_t i = s; i < e; ++i) {
+      const Part p = part_of(i);
+      run_plan(i == parts - 1 ? *tail : *head, (char*)(a + p.b0 * sa[0] + p.r0 * sa[1]),
+               (char*)(b + p.b0 * sb[0] + p.c0 * sb[2]), (char*)(c + p.b0 * sc[0] + p.r0 * sc[1] + p.c0 * sc[2]));
+    }
   });
-  if (!ok) raise(PyExc_RuntimeError, "oneDNN declined a part of a matrix product it planned");
   return true;
 }
 
@@ -549,6 +581,7 @@ void load_onednn(const std::string& path) {
   sym(api.pd_query, "dnnl_primitive_desc_query");
   sym(api.pd_destroy, "dnnl_primitive_desc_destroy");
   sym(api.primitive_create, "dnnl_primitive_create");
+  sym(api.primitive_destroy, "dnnl_primitive_destroy");
   sym(api.primitive_execute, "dnnl_primitive_execute");
   sym(api.memory_create, "dnnl_memory_create");
   sym(api.memory_destroy, "dnnl_memory_destroy");
@@ -558,15 +591,23 @@ void load_onednn(const std::string& path) {
   }
   // the OpenMP runtime the library linked (absent from a threadpool or TBB build, which
   // would run its own threads: not supported)
-  api.omp_set_num_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "omp_set_num_threads"));
-  api.omp_get_max_threads = reinterpret_cast<int (*)()>(dlsym(h, "omp_get_max_threads"));
+  // (looked up as the dynamic linker binds oneDNN's own calls: the global scope first, then
+  // the library's dependencies)
+  auto omp = [&](const char* name) {
+    void* f = dlsym(RTLD_DEFAULT, name);
+    return f ? f : dlsym(h, name);
+  };
+  api.omp_set_num_threads = reinterpret_cast<void (*)(int)>(omp("omp_set_num_threads"));
+  api.omp_get_max_threads = reinterpret_cast<int (*)()>(omp("omp_get_max_threads"));
   if (!api.omp_set_num_threads || !api.omp_get_max_threads) {
     dlclose(h);
     raise(PyExc_OSError, "load_onednn(): '%s' is not an OpenMP build of oneDNN", path.c_str());
   }
   void *engine = nullptr, *attr = nullptr;
-  if (api.engine_create(&engine, kCpuEngine, 0) != kSuccess)
+  if (api.engine_create(&engine, kCpuEngine, 0) != kSuccess) {
+    dlclose(h);
     raise(PyExc_OSError, "load_onednn(): '%s' has no CPU engine", path.c_str());
+  }
   if (api.attr_create(&attr) != kSuccess || api.attr_set_scratchpad_mode(attr, kScratchpadUser) != kSuccess)
     raise(PyExc_OSError, "load_onednn(): '%s' does not take user scratchpads", path.c_str());
   g_api = api;

@@ -398,7 +398,11 @@ class MultiheadAttention(Module):
                 is_causal: bool = False):
         is_batched = query.dim() == 3
         if self.batch_first and is_batched:
-            query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+            # (one transpose when they are one tensor: self-attention stays recognisable)
+            if query is key and key is value:
+                query = key = value = query.transpose(1, 0)
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
         separate = not self._qkv_same_embed_dim
         out, weights = F.multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
