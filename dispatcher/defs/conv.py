@@ -196,23 +196,30 @@ def _(grad, input, kernel, dilation, padding, stride, sizes):
     return V.reshape(O.reduce("sum", prod, (0, 3)), (c, 1) + tuple(kernel))
 
 
+# (each gradient only for the operands that require one: a network's first convolution
+# has no input gradient to compute)
 @gradient("depthwise_conv")
 def _(g, input, weight, kernel, dilation, padding, stride):
     return (depthwise_conv_input(g, weight, kernel, dilation, padding, stride,
-                                 input.shape[2:]),
-            depthwise_conv_weight(g, input, kernel, dilation, padding, stride))
+                                 input.shape[2:]) if input.requires_grad else None,
+            depthwise_conv_weight(g, input, kernel, dilation, padding, stride)
+            if weight.requires_grad else None)
 
 
 @gradient("depthwise_conv_input")
 def _(g, grad, weight, kernel, dilation, padding, stride):
-    return (depthwise_conv(g, weight, kernel, dilation, padding, stride, grad.shape[2:]),
-            depthwise_conv_weight(grad, g, kernel, dilation, padding, stride))
+    return (depthwise_conv(g, weight, kernel, dilation, padding, stride, grad.shape[2:])
+            if grad.requires_grad else None,
+            depthwise_conv_weight(grad, g, kernel, dilation, padding, stride)
+            if weight.requires_grad else None)
 
 
 @gradient("depthwise_conv_weight")
 def _(g, grad, input, kernel, dilation, padding, stride):
-    return (depthwise_conv(input, g, kernel, dilation, padding, stride, grad.shape[2:]),
-            depthwise_conv_input(grad, g, kernel, dilation, padding, stride, input.shape[2:]))
+    return (depthwise_conv(input, g, kernel, dilation, padding, stride, grad.shape[2:])
+            if grad.requires_grad else None,
+            depthwise_conv_input(grad, g, kernel, dilation, padding, stride, input.shape[2:])
+            if input.requires_grad else None)
 
 
 # ---- dense (grouped) convolution -------------------------------------------------------------
@@ -304,21 +311,26 @@ def _(grad, input, kernel, dilation, padding, stride, sizes, groups):
     return V.reshape(dw, (grad.shape[1], input.shape[1] // groups) + tuple(kernel))
 
 
+# (as the depthwise ones: only the gradients of operands that require one)
 @gradient("dense_conv")
 def _(g, input, weight, kernel, dilation, padding, stride, groups):
     return (dense_conv_input(g, weight, kernel, dilation, padding, stride, input.shape[2:],
-                             groups),
-            dense_conv_weight(g, input, kernel, dilation, padding, stride, groups))
+                             groups) if input.requires_grad else None,
+            dense_conv_weight(g, input, kernel, dilation, padding, stride, groups)
+            if weight.requires_grad else None)
 
 
 @gradient("dense_conv_input")
 def _(g, grad, weight, kernel, dilation, padding, stride, groups):
-    return (dense_conv(g, weight, kernel, dilation, padding, stride, grad.shape[2:], groups),
-            dense_conv_weight(grad, g, kernel, dilation, padding, stride, groups))
+    return (dense_conv(g, weight, kernel, dilation, padding, stride, grad.shape[2:], groups)
+            if grad.requires_grad else None,
+            dense_conv_weight(grad, g, kernel, dilation, padding, stride, groups)
+            if weight.requires_grad else None)
 
 
 @gradient("dense_conv_weight")
 def _(g, grad, input, kernel, dilation, padding, stride, groups):
-    return (dense_conv(input, g, kernel, dilation, padding, stride, grad.shape[2:], groups),
+    return (dense_conv(input, g, kernel, dilation, padding, stride, grad.shape[2:], groups)
+            if grad.requires_grad else None,
             dense_conv_input(grad, g, kernel, dilation, padding, stride, input.shape[2:],
-                             groups))
+                             groups) if input.requires_grad else None)

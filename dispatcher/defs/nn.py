@@ -31,9 +31,9 @@ from .linalg import matmul
 from .reduction import any_
 
 __all__ = ["convolution", "conv_output_size", "avg_pool", "adaptive_avg_pool",
-           "adaptive_max_pool", "pool_output_size", "batch_norm", "layer_norm", "group_norm",
-           "embedding", "nll_loss", "cross_entropy", "scaled_dot_product_attention",
-           "dropout_mask", "relu", "hardtanh"]
+           "adaptive_max_pool", "pool_output_size", "batch_norm", "layer_norm",
+           "layer_norm_backward", "group_norm", "embedding", "nll_loss", "cross_entropy",
+           "scaled_dot_product_attention", "dropout_mask", "relu", "hardtanh"]
 
 E = O.elementwise
 
@@ -521,6 +521,13 @@ defop("layer_norm", "norm",
       "(out, input, weight, bias, normalized_shape, eps)  # over the trailing "
       "len(normalized_shape) dims, biased variance", promotion="none",
       inputs=("input", "weight", "bias"))
+defop("layer_norm_backward", "norm",
+      "layer_norm_backward(Tensor grad, Tensor input, Tensor? weight, int[] normalized_shape, "
+      "float eps) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)",
+      "(d_input, d_weight, d_bias, grad, input, weight, normalized_shape, eps)  # d_weight "
+      "and d_bias of normalized_shape", promotion="none", inputs=("grad", "input", "weight"),
+      doc="the gradients of layer_norm's input, weight and bias (d_weight and d_bias "
+          "whether or not the weight and bias were given)")
 defop("group_norm", "norm",
       "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
       "float eps=1e-05) -> Tensor",
@@ -690,6 +697,45 @@ def _layer_norm(input, weight, bias, normalized_shape, eps):
     var = O.reduce("var", input, dims, True, correction=0)
     out = E("mul", E("sub", input, mean), E("rsqrt", E("add", var, eps)))
     return _affine(out, weight, bias)
+
+
+def layer_norm_backward(grad, input, weight, normalized_shape, eps):
+    """(d_input, d_weight, d_bias) of layer_norm for output gradient ``grad``."""
+    ns = tuple(normalized_shape)
+    return O.composite_op("layer_norm_backward", (grad, input, weight),
+                          {"normalized_shape": ns, "eps": eps},
+                          [(input.shape, input.dtype), (ns, input.dtype), (ns, input.dtype)],
+                          input.device)
+
+
+@composite("layer_norm_backward")
+def _(grad, input, weight, normalized_shape, eps):
+    st = _stat_dtype(input.dtype)
+    x, g = (t if t.dtype is st else O.to(t, None, st) for t in (input, grad))
+    d = C.numel(normalized_shape)
+    rows = C.numel(input.shape) // d if d else 0
+    x, g = V.reshape(x, (rows, d)), V.reshape(g, (rows, d))
+    mean = O.reduce("mean", x, (1,), True)
+    rstd = E("rsqrt", E("add", O.reduce("var", x, (1,), True, correction=0), eps))
+    xhat = E("mul", E("sub", x, mean), rstd)
+    d_bias = O.reduce("sum", g, (0,))
+    d_weight = O.reduce("sum", E("mul", g, xhat), (0,))
+    gw = g if weight is None else E("mul", g, V.reshape(
+        weight if weight.dtype is st else O.to(weight, None, st), (d,)))
+    # rstd (gw - mean(gw) - xhat mean(gw xhat)) over each row
+    centred = E("sub", E("sub", gw, O.reduce("mean", gw, (1,), True)),
+                E("mul", xhat, O.reduce("mean", E("mul", gw, xhat), (1,), True)))
+    d_input = V.reshape(E("mul", centred, rstd), input.shape)
+    ns = tuple(normalized_shape)
+    return tuple(t if t.dtype is input.dtype else O.to(t, None, input.dtype)
+                 for t in (d_input, V.reshape(d_weight, ns), V.reshape(d_bias, ns)))
+
+
+@gradient("layer_norm")
+def _(g, input, weight, bias, normalized_shape, eps):
+    d_input, d_weight, d_bias = layer_norm_backward(g, input, weight, normalized_shape, eps)
+    return d_input, (d_weight if weight is not None else None), \
+        (d_bias if bias is not None else None)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

@@ -646,6 +646,17 @@ _add(OpInfo("layer_norm", F.layer_norm, [
     S(T(2, 3, 4), (3, 4), T(3, 4), T(3, 4), eps=1e-3),
     S(T(3, 5), 5),
 ], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+
+
+def _ln_backward(grad, x, w=None, normalized_shape=(4,), eps=1e-5):
+    return NN.layer_norm_backward(grad, x, w, normalized_shape, eps)
+
+
+_add(OpInfo("layer_norm_backward", _ln_backward, [
+    S(T(2, 3, 4), T(2, 3, 4), T(4)),
+    S(T(2, 3, 4), T(2, 3, 4), T(3, 4), normalized_shape=(3, 4), eps=1e-3),
+    S(T(3, 5), T(3, 5), normalized_shape=(5,)),
+], zero_d=False, empty=False, scale=4, dtypes=_FLOATS))
 _add(OpInfo("group_norm", F.group_norm, [
     S(T(2, 6, 3), 3, T(6), T(6)),
     S(T(2, 4, 2, 3), 2, eps=1e-3),

@@ -191,6 +191,8 @@ RECIPES = {
         [X(4, 3, 2), X(4, 3, 2), X(3)]),
     "layer_norm": (lambda x, w, b: F.layer_norm(x, (3, 4), w, b),
                    [X(2, 3, 4), X(3, 4), X(3, 4)]),
+    "layer_norm_backward": (lambda g, x, w: NN.layer_norm_backward(g, x, w, (3, 4), 1e-3),
+                            [X(2, 3, 4), X(2, 3, 4), X(3, 4)]),
     "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), [X(2, 4, 3), X(4), X(4)]),
     # padding_idx and scale_grad_by_freq change the gradient on purpose: here they may not
     "embedding": (lambda w: (F.embedding(ember.tensor([[1, 2, 1], [4, 3, 1]]), w,

@@ -190,6 +190,33 @@ void k_batch_norm_train_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw)
 }
 EMBER_KERNEL("batch_norm_train_backward", k_batch_norm_train_backward);
 
+// The number of elements of normalized_shape (argument i), checked against x's trailing dims.
+int64_t normalized_size(const char* op, const Args& args, int i, const Tensor& x) {
+  PyObject* ns = PySequence_Fast(args.v[i], "normalized_shape must be a sequence of ints");
+  if (!ns) throw PyErrAlreadySet();
+  const int nd = (int)PySequence_Fast_GET_SIZE(ns);
+  int64_t D = 1;
+  bool ok = nd <= x.ndim;
+  for (int k = 0; ok && k < nd; ++k) {
+    const int64_t s = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(ns, k));
+    ok = s == x.shape[x.ndim - nd + k];
+    D *= s;
+  }
+  Py_DECREF(ns);
+  if (PyErr_Occurred()) throw PyErrAlreadySet();
+  if (!ok) raise(PyExc_ValueError, "%s(): normalized_shape does not match the trailing dims of %s", op, shape_str(x).c_str());
+  return D;
+}
+
+// A row's mean and 1 / sqrt(biased variance + eps), as layer_norm's forward computes them.
+template <class W>
+void row_stats(const W* xr, int64_t D, double eps, W& m, W& rstd) {
+  m = (W)(row_sum(xr, D) / (double)D);
+  const W mm = m;
+  const double ssd = row_sum_of(xr, D, [mm](W v) { return (v - mm) * (v - mm); });
+  rstd = (W)(1.0 / std::sqrt(ssd / (double)D + eps));
+}
+
 void k_layer_norm(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const char* op = "layer_norm";
   Args args(op, a, n, kw, {"out", "input", "weight", "bias", "normalized_shape", "eps"}, 6);
@@ -197,19 +224,7 @@ void k_layer_norm(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const bool hw = args.has(2), hb = args.has(3);
   const Tensor w = hw ? args.tensor(2) : Tensor(), b = hb ? args.tensor(3) : Tensor();
   const double eps = args.get_double(5);
-  PyObject* ns = PySequence_Fast(args.v[4], "normalized_shape must be a sequence of ints");
-  if (!ns) throw PyErrAlreadySet();
-  const int nd = (int)PySequence_Fast_GET_SIZE(ns);
-  int64_t D = 1;
-  bool ok = nd <= x.ndim;
-  for (int i = 0; ok && i < nd; ++i) {
-    const int64_t s = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(ns, i));
-    ok = s == x.shape[x.ndim - nd + i];
-    D *= s;
-  }
-  Py_DECREF(ns);
-  if (PyErr_Occurred()) throw PyErrAlreadySet();
-  if (!ok) raise(PyExc_ValueError, "%s(): normalized_shape does not match the trailing dims of %s", op, shape_str(x).c_str());
+  const int64_t D = normalized_size(op, args, 4, x);
   check_same_dtype(op, out, x);
   if (out.ndim != x.ndim || out.numel != x.numel)
     raise(PyExc_ValueError, "%s(): out %s does not match the input %s", op, shape_str(out).c_str(), shape_str(x).c_str());
@@ -235,10 +250,8 @@ void k_layer_norm(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
       for (int64_t r = r0; r < r1; ++r) {
         const W* xr = px.p + r * D;
         W* orow = po.p + r * D;
-        const double mu = row_sum(xr, D) / (double)D;
-        const W m = (W)mu;
-        const double ssd = row_sum_of(xr, D, [m](W v) { return (v - m) * (v - m); });
-        const W rstd = (W)(1.0 / std::sqrt(ssd / (double)D + eps));
+        W m, rstd;
+        row_stats(xr, D, eps, m, rstd);
         if (wp && bp) for (int64_t l = 0; l < D; ++l) orow[l] = (xr[l] - m) * rstd * wp[l] + bp[l];
         else if (wp) for (int64_t l = 0; l < D; ++l) orow[l] = (xr[l] - m) * rstd * wp[l];
         else if (bp) for (int64_t l = 0; l < D; ++l) orow[l] = (xr[l] - m) * rstd + bp[l];
@@ -249,6 +262,81 @@ void k_layer_norm(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   });
 }
 EMBER_KERNEL("layer_norm", k_layer_norm);
+
+// layer_norm's gradients: per row, d_x = rstd (gw - mean(gw) - xhat mean(gw xhat)) with
+// gw = g w and xhat = (x - mean) rstd; then per column (in row order, whatever the thread
+// count) d_weight = sum of g xhat and d_bias = sum of g over the rows.
+void k_layer_norm_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* op = "layer_norm_backward";
+  Args args(op, a, n, kw, {"d_input", "d_weight", "d_bias", "grad", "input", "weight", "normalized_shape", "eps"}, 8);
+  const Tensor dx = args.out(0), dw = args.out(1), db = args.out(2), gr = args.tensor(3), x = args.tensor(4);
+  const bool hw = args.has(5);
+  const Tensor w = hw ? args.tensor(5) : Tensor();
+  const double eps = args.get_double(7);
+  const int64_t D = normalized_size(op, args, 6, x);
+  for (const Tensor* t : {&dx, &dw, &db, &gr, hw ? &w : nullptr})
+    if (t) check_same_dtype(op, x, *t);
+  if (gr.ndim != x.ndim || gr.numel != x.numel || dx.numel != x.numel || dw.numel != D || db.numel != D ||
+      (hw && w.numel != D))
+    raise(PyExc_ValueError, "%s(): grad %s, input %s, d_input %s, d_weight %s, d_bias %s do not match", op,
+          shape_str(gr).c_str(), shape_str(x).c_str(), shape_str(dx).c_str(), shape_str(dw).c_str(),
+          shape_str(db).c_str());
+  for (int d = 0; d < x.ndim; ++d)
+    if (gr.shape[d] != x.shape[d] || dx.shape[d] != x.shape[d])
+      raise(PyExc_ValueError, "%s(): grad %s and d_input %s must have the input's shape %s", op,
+            shape_str(gr).c_str(), shape_str(dx).c_str(), shape_str(x).c_str());
+  const int64_t R = D ? x.numel / D : 0;
+  NoGil nogil(x.numel >= kGilThreshold);
+  working_dispatch(op, x.dtype, [&](auto w0) {
+    using W = decltype(w0);
+    Work<W> px(x, true), pg(gr, true), pdx(dx, false), pdw(dw, false), pdb(db, false);
+    std::unique_ptr<Work<W>> pw;
+    if (hw) pw.reset(new Work<W>(w, true));
+    const W* wp = hw ? pw->p : nullptr;
+    std::vector<W> mean((size_t)R), rstd((size_t)R);
+    parallel_for(0, R, std::max<int64_t>(1, kGrain / (4 * std::max<int64_t>(D, 1))), [&](int64_t r0, int64_t r1) {
+      std::vector<W> gw((size_t)D);
+      for (int64_t r = r0; r < r1; ++r) {
+        const W* xr = px.p + r * D;
+        const W* gp = pg.p + r * D;
+        W* dr = pdx.p + r * D;
+        W m, rs;
+        row_stats(xr, D, eps, m, rs);
+        mean[(size_t)r] = m;
+        rstd[(size_t)r] = rs;
+        double sa = 0, sb = 0;  // sum(gw), sum(gw xhat)
+        for (int64_t l = 0; l < D; ++l) {
+          const W v = wp ? gp[l] * wp[l] : gp[l];
+          gw[(size_t)l] = v;
+          sa += (double)v;
+          sb += (double)v * (double)((xr[l] - m) * rs);
+        }
+        const W ma = (W)(sa / (double)D), mb = (W)(sb / (double)D);
+        for (int64_t l = 0; l < D; ++l) dr[l] = rs * (gw[(size_t)l] - ma - (xr[l] - m) * rs * mb);
+      }
+    });
+    parallel_for(0, D, std::max<int64_t>(1, kGrain / std::max<int64_t>(R, 1)), [&](int64_t c0, int64_t c1) {
+      std::vector<double> sw((size_t)(c1 - c0), 0.0), sbias((size_t)(c1 - c0), 0.0);
+      for (int64_t r = 0; r < R; ++r) {
+        const W* xr = px.p + r * D;
+        const W* gp = pg.p + r * D;
+        const W m = mean[(size_t)r], rs = rstd[(size_t)r];
+        for (int64_t c = c0; c < c1; ++c) {
+          sbias[(size_t)(c - c0)] += (double)gp[c];
+          sw[(size_t)(c - c0)] += (double)gp[c] * (double)((xr[c] - m) * rs);
+        }
+      }
+      for (int64_t c = c0; c < c1; ++c) {
+        pdw.p[c] = (W)sw[(size_t)(c - c0)];
+        pdb.p[c] = (W)sbias[(size_t)(c - c0)];
+      }
+    });
+    pdx.store();
+    pdw.store();
+    pdb.store();
+  });
+}
+EMBER_KERNEL("layer_norm_backward", k_layer_norm_backward);
 
 }  // namespace
 
