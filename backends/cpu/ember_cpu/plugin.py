@@ -93,7 +93,8 @@ class CPUBackend(Backend):
         _C.set_onednn_enabled(bool(on))
 
     def device_name(self, index: int) -> str:
-        return f"cpu ({os.cpu_count()} cores, {_C.get_num_threads()} threads)"
+        extra = ", oneDNN" if _C.onednn_enabled() else ""
+        return f"cpu ({os.cpu_count()} cores, {_C.get_num_threads()} threads{extra})"
 
     def allocate(self, nbytes: int, index: int):
         return _C.Storage(nbytes)
