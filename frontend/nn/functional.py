@@ -1514,17 +1514,17 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
-    b_q = b_k = b_v = None
-    if in_proj_bias is not None:
-        b_q, b_k, b_v = in_proj_bias.chunk(3)
-    if use_separate_proj_weight:
-        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
-    else:
-        w_q, w_k, w_v = in_proj_weight.chunk(3)
     if packed:
         # self-attention: one GEMM with the packed weight, as PyTorch's _in_projection_packed
         q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, dim=-1)
     else:
+        b_q = b_k = b_v = None
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        if use_separate_proj_weight:
+            w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+        else:
+            w_q, w_k, w_v = in_proj_weight.chunk(3)
         q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
     if attn_mask is not None:
         if attn_mask.dim() == 2:

@@ -1,4 +1,5 @@
 """nn.functional matches torch.nn.functional, including its error messages."""
+import contextlib
 import math
 
 import numpy as np
@@ -423,13 +424,24 @@ def test_calculate_gain_and_misc_math():
                         torch.nn.init.calculate_gain("leaky_relu"))
 
 
+@contextlib.contextmanager
+def _attention_composite():
+    """Inside: scaled_dot_product_attention runs its composite on the CPU (no kernel)."""
+    from ember.dispatcher import OPS
+    ember.zeros(1)
+    kernel = OPS["scaled_dot_product_attention"].kernels.pop("cpu")
+    try:
+        yield
+    finally:
+        OPS["scaled_dot_product_attention"].kernels["cpu"] = kernel
+
+
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_attention_kernel_is_the_composite(causal, dtype):
     """The CPU's attention kernel (no mask tensor) gives the composite's results bit for
     bit (the same operations per head), on strided heads as MultiheadAttention makes them,
     and follows PyTorch; a row whose keys are all hidden gives zeros."""
-    from ember.dispatcher import OPS
     rng = np.random.default_rng(3)
     q, k = (rng.standard_normal((7, 6, 5)).astype(dtype) for _ in range(2))  # (L, N*H, E)
     v = rng.standard_normal((9, 6, 4)).astype(dtype)
@@ -442,13 +454,9 @@ def test_attention_kernel_is_the_composite(causal, dtype):
                  for a in (q, k, v)]
         with lib.no_grad():
             return lib.nn.functional.scaled_dot_product_attention(*heads, is_causal=causal)
-    ember.zeros(1)
     native = run(ember).numpy()
-    kernel = OPS["scaled_dot_product_attention"].kernels.pop("cpu")
-    try:
+    with _attention_composite():
         composite = run(ember).numpy()
-    finally:
-        OPS["scaled_dot_product_attention"].kernels["cpu"] = kernel
     np.testing.assert_array_equal(native, composite)
     assert not np.isnan(native).any() and (native[0, 1] == 0).all()
     want = torch.nn.functional.scaled_dot_product_attention(
@@ -463,7 +471,6 @@ def test_attention_kernel_is_the_composite_on_large_heads(causal):
     """Heads large enough for oneDNN's products (where it is loaded): with OpenBLAS for the
     composite's products, as the kernel's, the composite's results bit for bit; with
     oneDNN's, within float32 rounding of them; PyTorch's within float32 rounding."""
-    from ember.dispatcher import OPS
     rng = np.random.default_rng(4)
     # (L, N*H, E) as MultiheadAttention lays heads out: 16 heads of 64 x 32
     q, k, v = (rng.standard_normal((64, 16, 32)).astype(np.float32) for _ in range(3))
@@ -472,15 +479,11 @@ def test_attention_kernel_is_the_composite_on_large_heads(causal):
         heads = [lib.tensor(a).transpose(0, 1).reshape(4, 4, 64, 32) for a in (q, k, v)]
         with lib.no_grad():
             return lib.nn.functional.scaled_dot_product_attention(*heads, is_causal=causal)
-    ember.zeros(1)
     native = run(ember).numpy()
-    kernel = OPS["scaled_dot_product_attention"].kernels.pop("cpu")
-    try:
+    with _attention_composite():
         with ember.backends.mkldnn.flags(enabled=False):
             composite = run(ember).numpy()
         composite_onednn = run(ember).numpy()
-    finally:
-        OPS["scaled_dot_product_attention"].kernels["cpu"] = kernel
     np.testing.assert_array_equal(native, composite)
     np.testing.assert_allclose(native, composite_onednn, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(native, run(torch).numpy(), rtol=1e-5, atol=1e-5)

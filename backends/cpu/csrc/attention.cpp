@@ -4,8 +4,9 @@
 // operations in the same order as the composite (bmm, mul, masked_fill, _safe_softmax,
 // bmm): the same results bit for bit where the composite's bmm also runs on OpenBLAS (with
 // oneDNN loaded, large products round differently; batching the heads' products through
-// oneDNN as the composite does was slower here: 491 against 428 us per call). The dispatcher sends masks, broadcast batch dims and grouped heads to the
-// composite; float32 and float64.
+// oneDNN as the composite does was slower here: 491 against 428 us per call). The
+// dispatcher sends masks, broadcast batch dims and grouped heads to the composite; float32
+// and float64.
 #include <cmath>
 #include <limits>
 #include <memory>

@@ -282,7 +282,7 @@ void k_dense_conv_weight(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const DenseCall c = open_dense(op, a, n, kw, 2, 1, 0);
   const Tensor &out = c.t[0], &gr = c.t[1], &x = c.t[2];
   const Dense& d = c.d;
-  if (out.numel == 0 || (d.g.N > 0 && onednn_conv(ConvPass::backward_weights, out, gr, x, d.g, d.nd, d.G))) return;
+  if (out.numel == 0 || onednn_conv(ConvPass::backward_weights, out, gr, x, d.g, d.nd, d.G)) return;
   NoGil nogil(true);
   working_dispatch(op, out.dtype, [&](auto w0) {
     using W = decltype(w0);

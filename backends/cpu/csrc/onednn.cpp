@@ -433,8 +433,8 @@ std::vector<int64_t> conv_key(ConvPass pass, const Tensor& out, const Tensor& a,
   return key;
 }
 
-// One part of a convolution on this thread; false when oneDNN has no plan for it.
-// (The geometry's sizes other than N and C are the part's too; the plan reads only those.)
+// The plan of a convolution or of one part of it (the geometry's sizes other than N and C
+// are the part's too; the plan reads only those).
 PlanPtr conv_plan(ConvPass pass, const Tensor& out, const Tensor& a, const Tensor& b, const ConvGeom& g, int nd,
                   int64_t groups) {
   return plan_for(conv_key(pass, out, a, b, g, nd, groups),
