@@ -312,6 +312,9 @@ def peak_rss(name, lib_name, number):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="2 rounds of 1 step")
+    ap.add_argument("--rounds", type=int, default=11,
+                    help="interleaved rounds per workload (the minimum is reported; single "
+                         "rows move 10-30 %% between runs of 5 rounds on a 2-core VM)")
     ap.add_argument("--only", nargs="*", help="workload names")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS subprocesses")
     ap.add_argument("--json", help="also write the figures to this file (for plot_models.py)")
@@ -329,7 +332,7 @@ def main():
     import torch
 
     import ember
-    rounds = 2 if args.quick else 5
+    rounds = 2 if args.quick else args.rounds
     names = args.only or list(WORKLOADS)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ember "
           f"{ember.get_num_threads()} threads; min of {rounds} interleaved rounds")

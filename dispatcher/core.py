@@ -103,20 +103,35 @@ def shape_str(shape) -> str:
 
 
 _ALLOCATORS: dict = {}
+#: the same allocators keyed by the device's string (hashed in C: ``empty`` runs for every
+#: op's result, and ``device.__hash__`` is a Python call)
+_ALLOC_BY_STR: dict = {}
 
 
 def _allocator(device):
     backend = BACKENDS.get(device.type) or backend_for(device.type)
-    alloc = _ALLOCATORS[device] = backend.allocator(device.index or 0)
+    alloc = _ALLOCATORS[device] = _ALLOC_BY_STR[device._str] = backend.allocator(
+        device.index or 0)
     return alloc
 
 
 def _forget_allocators(device_type: str) -> None:
     for d in [d for d in _ALLOCATORS if d.type == device_type]:
         del _ALLOCATORS[d]
+        _ALLOC_BY_STR.pop(d._str, None)
 
 
 on_unregister(_forget_allocators)
+
+#: shape -> (number of elements, contiguous strides)
+_GEOMETRY: dict = {}
+
+
+def _geometry(shape):
+    g = (numel(shape), contiguous_strides(shape))
+    if len(_GEOMETRY) < 4096:
+        _GEOMETRY[shape] = g
+    return g
 
 
 def empty(shape: tuple, dtype, device):
@@ -124,10 +139,8 @@ def empty(shape: tuple, dtype, device):
 
     A backend whose allocation fails with a plain ``MemoryError`` (host memory: the CPU
     backend's storage) is reported as ``ember.OutOfMemoryError``, like a device's."""
-    alloc = _ALLOCATORS.get(device) or _allocator(device)
-    n = 1
-    for s in shape:
-        n *= s
+    alloc = _ALLOC_BY_STR.get(device._str) or _allocator(device)
+    n, strides = _GEOMETRY.get(shape) or _geometry(shape)
     try:
         storage = alloc(n * dtype.itemsize)
     except OutOfMemoryError:
@@ -135,7 +148,7 @@ def empty(shape: tuple, dtype, device):
     except MemoryError as e:
         raise host_out_of_memory(f"a {dtype.name} tensor of shape {shape_str(shape)} on "
                                  f"{device}", n * dtype.itemsize, e) from None
-    return new_tensor(storage, shape, contiguous_strides(shape), 0, dtype, device, [0])
+    return new_tensor(storage, shape, strides, 0, dtype, device, [0])
 
 
 # ---- memory overlap of written-to tensors -------------------------------------------------

@@ -240,14 +240,19 @@ def launch(o, dev, k, *args, **attrs):
     std::bad_alloc, a MemoryError) becomes ``OutOfMemoryError`` naming the op."""
     try:
         k(*args, **attrs)
-    except OutOfMemoryError:
-        raise
-    except MemoryError as e:
+    except Exception as e:
+        launch_failed(o, dev, e)
+
+
+def launch_failed(o, dev, e):
+    """What ``launch`` raises for the exception ``e`` of ``o``'s kernel (hot paths call the
+    kernel inline, in a ``try`` whose handler calls this)."""
+    if isinstance(e, MemoryError) and not isinstance(e, OutOfMemoryError):
         raise C.host_out_of_memory(f"the scratch memory of {o.name}() on {dev}", None,
                                    e) from None
-    except TypeError as e:
+    if isinstance(e, TypeError):
         _dtype_refused(e)
-        raise
+    raise e
 
 
 _KINDS: dict = {}
@@ -486,7 +491,10 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
             k = o.kernels.get(a0.device.type)
             if k is not None:
                 res = C.empty(a0.shape, a0.dtype, a0.device)
-                launch(o, a0.device, k, res, a0, b, **attrs)
+                try:
+                    k(res, a0, b, **attrs)
+                except Exception as e:
+                    launch_failed(o, a0.device, e)
                 return res
         # tensor (op) Python scalar that does not change the tensor's dtype
         tb = type(b)
@@ -506,7 +514,10 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
                 and 0 not in a0._stride and a0.dtype.is_floating_point):
             k = o.kernels.get(a0.device.type)
             if k is not None:
-                launch(o, a0.device, k, a0, a0, b, **attrs)
+                try:
+                    k(a0, a0, b, **attrs)
+                except Exception as e:
+                    launch_failed(o, a0.device, e)
                 C.bump(a0)
                 return a0
     elif (len(args) == 1 and out is None and not inplace and not attrs
@@ -514,7 +525,10 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
         k = o.kernels.get(a0.device.type)
         if k is not None:
             res = C.empty(a0.shape, a0.dtype, a0.device)
-            launch(o, a0.device, k, res, a0)
+            try:
+                k(res, a0)
+            except Exception as e:
+                launch_failed(o, a0.device, e)
             return res
     tensors = [a for a in args if _is_t(a)]
     if not tensors:

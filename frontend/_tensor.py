@@ -16,6 +16,7 @@ from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher.core import TensorBase
 from ember.dispatcher.defs import index as IX
+from ember.dispatcher.defs.linalg import mm as _mm
 from ember.dispatcher.device import device as Device, to_device
 from ember.dispatcher.grad_mode import MODE
 from ember.dispatcher.plugins import backend_for
@@ -644,6 +645,9 @@ class Tensor(TensorBase):
         return F._pow(self, _s(other), inplace=True)
 
     def __matmul__(self, other):
+        if (type(other) is Tensor and len(self.shape) == 2 and len(other.shape) == 2
+                and self.dtype is other.dtype and self.shape[1] == other.shape[0]):
+            return _mm(self, other)  # (matmul of two matrices is mm; checks passed)
         if not isinstance(other, TensorBase):
             return NotImplemented
         return F.matmul(self, other)

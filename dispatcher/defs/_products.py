@@ -7,6 +7,7 @@ from .. import dtypes as D
 from .. import _einsum
 from .. import ops as O
 from .. import views as V
+from ..grad_mode import MODE
 from ..schema import OPS, composite, defop, gradient
 
 __all__ = []
@@ -35,11 +36,13 @@ for _n, _sig, _inputs in [
     ("addmm", "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)"
               " -> Tensor", ("self", "mat1", "mat2")),
     ("einsum", "einsum(str equation, Tensor[] tensors) -> Tensor", ("tensors",)),
-    ("linear", "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
-     ("input", "weight", "bias")),
 ]:
     defop(_n, "matmul", _sig, "(composite only)", inputs=_inputs)
 del _n, _sig, _inputs
+defop("linear", "matmul", "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+      "(out, input, weight, bias)  # [n,k] @ [m,k]^T + [m], float32/float64, with a bias",
+      inputs=("input", "weight", "bias"),
+      doc="a kernel adds the bias inside the product; the composite is mm then an add")
 
 
 def _same_dtype(name, a, b):
@@ -67,7 +70,10 @@ def mm(self, mat2):
     if k is None or self.dtype is D.bool_ or self.shape[1] == 0:
         return _mm_composite(self, mat2)
     out = C.empty((self.shape[0], mat2.shape[1]), self.dtype, dev)
-    O.launch(_MM, dev, k, out, self, mat2)
+    try:
+        k(out, self, mat2)
+    except Exception as e:
+        O.launch_failed(_MM, dev, e)
     return out
 
 
@@ -95,12 +101,40 @@ def _(g, self, mat2):
     # each gradient in its input's layout (PyTorch's): for a transposed view (x @ w.t())
     # the product of the transposes, transposed, so the base's gradient comes out
     # contiguous instead of as a transposed copy
+    # (the transposes made directly where nothing records them: the small-matrix backward
+    # is overhead-bound)
+    if MODE.grad:
+        t, mm_ = V.t, mm
+    else:
+        t, mm_ = _t, _mm_unchecked
     ga = gb = None
     if self.requires_grad:
-        ga = V.t(mm(mat2, V.t(g))) if _column_major(self) else mm(g, V.t(mat2))
+        ga = t(mm_(mat2, t(g))) if _column_major(self) else mm_(g, t(mat2))
     if mat2.requires_grad:
-        gb = V.t(mm(V.t(g), self)) if _column_major(mat2) else mm(V.t(self), g)
+        gb = t(mm_(t(g), self)) if _column_major(mat2) else mm_(t(self), g)
     return ga, gb
+
+
+def _mm_unchecked(a, b):
+    """``mm`` of operands known to fit (a gradient formula's, outside autograd)."""
+    dev = a.device
+    k = _MM.kernels.get(dev.type)
+    if (k is None or a.dtype is not b.dtype or b.device is not dev or a.dtype is D.bool_
+            or a.shape[1] == 0):
+        return mm(a, b)
+    out = C.empty((a.shape[0], b.shape[1]), a.dtype, dev)
+    try:
+        k(out, a, b)
+    except Exception as e:
+        O.launch_failed(_MM, dev, e)
+    return out
+
+
+def _t(x):
+    """``V.t`` of a matrix outside autograd, as one view."""
+    r = C.view_of(x, (x.shape[1], x.shape[0]), (x._stride[1], x._stride[0]), x._offset)
+    r._base = x if x._base is None else x._base
+    return r
 
 
 def mv_check(a, v):
@@ -232,12 +266,25 @@ def linear(input, weight, bias=None):
     node, so the weight gradient comes out contiguous: g.T @ x)."""
     lead = input.shape[:-1]
     x2 = input if len(input.shape) == 2 else V.reshape(input, (C.numel(lead), input.shape[-1]))
-    res = mm(x2, V.t(weight))
-    if bias is not None:
-        E("add", res, bias, inplace=True)
+    k = _LINEAR.kernels.get(input.device.type) if bias is not None else None
+    if (k is not None and input.dtype in _LINEAR_DTYPES and weight.dtype is input.dtype
+            and bias.dtype is input.dtype and len(weight.shape) == 2 and len(bias.shape) == 1
+            and weight.shape[1] == input.shape[-1] and bias.shape[0] == weight.shape[0]
+            and weight.device == input.device and bias.device == input.device):
+        # a device's kernel that adds the bias inside the product (PyTorch's addmm)
+        res = C.empty((x2.shape[0], weight.shape[0]), input.dtype, input.device)
+        O.launch(_LINEAR, input.device, k, res, x2, weight, bias)
+    else:
+        res = mm(x2, V.t(weight))
+        if bias is not None:
+            E("add", res, bias, inplace=True)
     if len(input.shape) != 2:
         res = V.view(res, lead + (weight.shape[0],))
     return res
+
+
+_LINEAR = OPS["linear"]
+_LINEAR_DTYPES = (D.float32, D.float64)
 
 
 @gradient("linear")

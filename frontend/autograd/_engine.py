@@ -523,7 +523,12 @@ def _combine(cur, g):
     engine-owned buffer in place, over the view's elements only."""
     if type(cur) is not _Owned:
         if type(cur) is not ViewGrad and type(g) is not ViewGrad:
-            return _add_grads(cur, g)
+            s = _add_grads(cur, g)
+            # (a sum the engine made: later gradients add into it in place, unless the
+            # sums are themselves differentiated, or it is sparse, or broadcast a dim)
+            if MODE.grad or type(s) is not type(cur) or s.shape != cur.shape or _is_sparse(s):
+                return s
+            return _Owned(s)
         if type(cur) is ViewGrad:
             cur = _Owned(cur.dense())
         elif _is_sparse(cur):
@@ -532,7 +537,7 @@ def _combine(cur, g):
             cur = _Owned(O.clone(cur))
     if type(g) is ViewGrad:
         g.add_into(cur.t)
-    elif _is_sparse(g):
+    elif _is_sparse(g) or g.shape != cur.t.shape or g.dtype is not cur.t.dtype:
         return _add_grads(cur.t, g)
     else:
         O.elementwise("add", cur.t, g, inplace=True)

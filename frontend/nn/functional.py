@@ -1481,6 +1481,90 @@ def _canonical_mask(mask, target_type):
     return mask
 
 
+def _mha_in_projection(query, key, value, packed, in_proj_weight, in_proj_bias,
+                       q_proj_weight, k_proj_weight, v_proj_weight, separate):
+    """q, k, v of multi-head attention in their inputs' layout (..., E)."""
+    if packed:
+        # self-attention: one GEMM with the packed weight, as PyTorch's _in_projection_packed
+        return linear(query, in_proj_weight, in_proj_bias).chunk(3, dim=-1)
+    b_q = b_k = b_v = None
+    if in_proj_bias is not None:
+        b_q, b_k, b_v = in_proj_bias.chunk(3)
+    if separate:
+        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+    else:
+        w_q, w_k, w_v = in_proj_weight.chunk(3)
+    return linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
+
+
+def _mha_check_mask(attn_mask, tgt_len, src_len, batch_heads):
+    """A 2-D attn_mask as (1, L, S); the shape errors PyTorch raises."""
+    if attn_mask is None:
+        return None
+    if attn_mask.dim() == 2:
+        if tuple(attn_mask.shape) != (tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.size()}, but "
+                               f"should be {(tgt_len, src_len)}.")
+        return attn_mask.unsqueeze(0)
+    if attn_mask.dim() == 3:
+        expected = (batch_heads, tgt_len, src_len)
+        if tuple(attn_mask.shape) != expected:
+            raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.size()}, but "
+                               f"should be {expected}.")
+        return attn_mask
+    raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+
+def _mha_heads_as_views(query, key, value, num_heads, packed, in_proj_weight, in_proj_bias,
+                        q_proj_weight, k_proj_weight, v_proj_weight, separate,
+                        out_proj_weight, out_proj_bias, attn_mask, key_padding_mask,
+                        dropout_p, is_causal, is_batched):
+    """Multi-head attention without attention weights, the heads kept as views.
+
+    The (L, N, E) inputs are often transposed views of batch-first (N, L, E) tensors
+    (``batch_first=True``): the projections then run on the batch-first memory, and the
+    (N, H, L, head_dim) operands of scaled_dot_product_attention are views of the
+    projections' results in either layout, so no head is copied on the way in; only the
+    attention's result is laid out as (tokens, E) for the out-projection, as in PyTorch."""
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    head_dim = embed_dim // num_heads
+    # batch-first memory: the inputs' batch dim has the larger stride
+    bf = all(t.stride(1) > t.stride(0) for t in (query, key, value))
+    if bf:
+        query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        if packed:  # (still one tensor: one packed GEMM)
+            key = value = query
+    q, k, v = _mha_in_projection(query, key, value, packed, in_proj_weight, in_proj_bias,
+                                 q_proj_weight, k_proj_weight, v_proj_weight, separate)
+    # (N, L, E) → (N, H, L, hd), or (L, N, E) → (N, H, L, hd): views
+    order = (0, 2, 1, 3) if bf else (1, 2, 0, 3)
+    q, k, v = (t.unflatten(-1, (num_heads, head_dim)).permute(*order) for t in (q, k, v))
+    attn_mask = _mha_check_mask(attn_mask, tgt_len, src_len, bsz * num_heads)
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise RuntimeError(f"Expected key_padded_mask.shape == {(bsz, src_len)}, but got "
+                               f"{tuple(key_padding_mask.shape)}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len)
+        attn_mask = kpm if attn_mask is None else (
+            attn_mask.reshape(-1, num_heads, tgt_len, src_len) if attn_mask.shape[0] != 1
+            else attn_mask.unsqueeze(0)) + kpm
+    elif attn_mask is not None:
+        attn_mask = (attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1
+                     else attn_mask.reshape(bsz, num_heads, tgt_len, src_len))
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    if bf:   # (N, H, L, hd) → (N, L, E) → (L, N, E), a view of the batch-first result
+        out = out.transpose(1, 2).reshape(bsz * tgt_len, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(bsz, tgt_len, -1)
+        out = out.transpose(0, 1)
+    else:
+        out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
+
+
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
                                  in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
                                  dropout_p, out_proj_weight, out_proj_bias, training=True,
@@ -1514,31 +1598,17 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
-    if packed:
-        # self-attention: one GEMM with the packed weight, as PyTorch's _in_projection_packed
-        q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, dim=-1)
-    else:
-        b_q = b_k = b_v = None
-        if in_proj_bias is not None:
-            b_q, b_k, b_v = in_proj_bias.chunk(3)
-        if use_separate_proj_weight:
-            w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
-        else:
-            w_q, w_k, w_v = in_proj_weight.chunk(3)
-        q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
-    if attn_mask is not None:
-        if attn_mask.dim() == 2:
-            if tuple(attn_mask.shape) != (tgt_len, key.shape[0]):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.size()}, but "
-                                   f"should be {(tgt_len, key.shape[0])}.")
-            attn_mask = attn_mask.unsqueeze(0)
-        elif attn_mask.dim() == 3:
-            expected = (bsz * num_heads, tgt_len, key.shape[0])
-            if tuple(attn_mask.shape) != expected:
-                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.size()}, but "
-                                   f"should be {expected}.")
-        else:
-            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+    if (not need_weights and bias_k is None and bias_v is None and not add_zero_attn
+            and static_k is None and static_v is None):
+        return _mha_heads_as_views(query, key, value, num_heads, packed, in_proj_weight,
+                                   in_proj_bias, q_proj_weight, k_proj_weight, v_proj_weight,
+                                   use_separate_proj_weight, out_proj_weight, out_proj_bias,
+                                   attn_mask, key_padding_mask, dropout_p if training else 0.0,
+                                   is_causal, is_batched)
+    q, k, v = _mha_in_projection(query, key, value, packed, in_proj_weight, in_proj_bias,
+                                 q_proj_weight, k_proj_weight, v_proj_weight,
+                                 use_separate_proj_weight)
+    attn_mask = _mha_check_mask(attn_mask, tgt_len, key.shape[0], bsz * num_heads)
     if bias_k is not None and bias_v is not None:
         k = ember.cat([k, bias_k.expand(1, bsz, embed_dim)])
         v = ember.cat([v, bias_v.expand(1, bsz, embed_dim)])

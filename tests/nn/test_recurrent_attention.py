@@ -168,6 +168,39 @@ def test_mha_forward(kw, call):
         close(out_e[1], out_t[1])
 
 
+@pytest.mark.parametrize("bf", [False, True])
+@pytest.mark.parametrize("mask", [None, "2d", "3d", "kpm", "3d+kpm", "causal"])
+def test_mha_self_attention_without_weights_and_grads(bf, mask):
+    """Self-attention with need_weights=False (the Transformer layers' call) keeps its heads
+    as views of the projections, batch-first or not: outputs and every gradient."""
+    ours, theirs = pair(lambda L: L.MultiheadAttention(8, 2, batch_first=bf))
+    N, L_ = 3, 5
+    x = randn(N, L_, 8) if bf else randn(L_, N, 8)
+    targs = {}
+    if mask in ("2d", "causal"):
+        targs["attn_mask"] = tnn.Transformer.generate_square_subsequent_mask(L_)
+        targs["is_causal"] = mask == "causal"
+    if mask in ("3d", "3d+kpm"):
+        targs["attn_mask"] = randn(N * 2, L_, L_, seed=3)
+    if mask in ("kpm", "3d+kpm"):
+        kpm = torch.zeros(N, L_, dtype=torch.bool)
+        kpm[1, -2:] = True
+        targs["key_padding_mask"] = kpm
+    eargs = {a: e(b) if isinstance(b, torch.Tensor) else b for a, b in targs.items()}
+    xt = x.clone().requires_grad_(True)
+    xe = e(x).requires_grad_(True)
+    out_t, w_t = theirs(xt, xt, xt, need_weights=False, **targs)
+    out_e, w_e = ours(xe, xe, xe, need_weights=False, **eargs)
+    assert w_e is None and w_t is None
+    close(out_e, out_t)
+    g = randn(*out_t.shape, seed=7)
+    out_t.backward(g)
+    out_e.backward(e(g))
+    close(xe.grad, xt.grad)
+    for (name, pe), pt in zip(ours.named_parameters(), theirs.parameters()):
+        close(pe.grad, pt.grad)
+
+
 def test_mha_self_attention_unbatched():
     ours, theirs = pair(lambda L: L.MultiheadAttention(8, 4))
     x = randn(5, 8)

@@ -180,6 +180,100 @@ void k_mm(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
 }
 EMBER_KERNEL("mm", k_mm);
 
+// linear: out[n,m] = x[n,k] @ w[m,k]^T + bias[m], float32 and float64 (the dispatcher's
+// composite runs the other dtypes). As PyTorch's addmm: oneDNN takes the bias as its
+// matmul's bias; on OpenBLAS the bias is written into out's rows and the product added
+// onto it (beta = 1), so the sum costs no pass of its own.
+void k_linear(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
+  Args args("linear", a_, n_, kw_, {"out", "input", "weight", "bias"}, 3);
+  const Tensor out = args.out(0), x = args.tensor(1), w = args.tensor(2);
+  const bool hb = args.has(3);
+  const Tensor bias = hb ? args.tensor(3) : Tensor();
+  for (const Tensor* t : {&x, &w}) check_same_dtype("linear", out, *t);
+  if (hb) check_same_dtype("linear", out, bias);
+  if (x.ndim != 2 || w.ndim != 2 || out.ndim != 2 || x.shape[1] != w.shape[1] || out.shape[0] != x.shape[0] ||
+      out.shape[1] != w.shape[0] || (hb && (bias.ndim != 1 || bias.shape[0] != w.shape[0])))
+    raise(PyExc_ValueError,
+          "linear(): expected input [n, k], weight [m, k], bias [m] and out [n, m], got %s, %s, %s and out %s",
+          shape_str(x).c_str(), shape_str(w).c_str(), hb ? shape_str(bias).c_str() : "None",
+          shape_str(out).c_str());
+  if (out.dtype != kFloat32 && out.dtype != kFloat64)
+    raise(PyExc_TypeError, "linear(): not implemented for dtype %s (float32 and float64 only)",
+          dtype_name(out.dtype));
+  Tensor wt = w;  // w^T as a [k, m] header
+  wt.shape[0] = w.shape[1];
+  wt.shape[1] = w.shape[0];
+  wt.stride[0] = w.stride[1];
+  wt.stride[1] = w.stride[0];
+  const int64_t n = x.shape[0], k = x.shape[1], m = w.shape[0];
+  if (!hb || n * m == 0 || k == 0 || !g_sgemm) {
+    run_bmm(batch_of_one(out), batch_of_one(x), batch_of_one(wt));
+    if (hb && n * m > 0) {  // out += bias, row by row
+      NoGil g(n * m >= kGilThreshold);
+      dispatch<M_F32 | M_F64>(out.dtype, "linear", [&](auto tag) {
+        using T = EMBER_T(tag);
+        parallel_for(0, n, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, m)), [&](int64_t s, int64_t e) {
+          for (int64_t i = s; i < e; ++i) {
+            T* o = (T*)(out.data + i * out.stride[0] * out.itemsize);
+            const T* b = (const T*)bias.data;
+            for (int64_t j = 0; j < m; ++j) o[j * out.stride[1]] += b[j * bias.stride[0]];
+          }
+        });
+      });
+    }
+    return;
+  }
+  NoGil g(n * m * k >= kGilThreshold);
+  if (out.dtype == kFloat32) {
+    const int64_t sx[3] = {0, x.stride[0], x.stride[1]}, sw[3] = {0, wt.stride[0], wt.stride[1]},
+                  so[3] = {0, out.stride[0], out.stride[1]};
+    // (a strided bias as a contiguous copy: oneDNN's matmul implementations read it dense)
+    std::vector<float> dense;
+    const float* pb = (const float*)bias.data;
+    if (bias.stride[0] != 1) {
+      dense.resize((size_t)m);
+      for (int64_t j = 0; j < m; ++j) dense[(size_t)j] = pb[j * bias.stride[0]];
+      pb = dense.data();
+    }
+    if (onednn_matmul(1, n, k, m, (const float*)x.data, sx, (const float*)wt.data, sw, (float*)out.data, so, pb, 1))
+      return;
+  }
+  bool xcol, wcol, ocol;
+  int64_t ldx, ldw, ldo;
+  const bool blas_ok = blas_layout(n, k, x.stride[0], x.stride[1], xcol, ldx) &&
+                       blas_layout(k, m, wt.stride[0], wt.stride[1], wcol, ldw) &&
+                       blas_layout(n, m, out.stride[0], out.stride[1], ocol, ldo) && !ocol &&
+                       n <= kIntMax && m <= kIntMax && k <= kIntMax;
+  if (!blas_ok) {  // (layouts BLAS cannot read: the product, then the bias)
+    run_bmm(batch_of_one(out), batch_of_one(x), batch_of_one(wt));
+    dispatch<M_F32 | M_F64>(out.dtype, "linear", [&](auto tag) {
+      using T = EMBER_T(tag);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j)
+          ((T*)out.data)[i * out.stride[0] + j * out.stride[1]] += ((const T*)bias.data)[j * bias.stride[0]];
+    });
+    return;
+  }
+  dispatch<M_F32 | M_F64>(out.dtype, "linear", [&](auto tag) {
+    using T = EMBER_T(tag);
+    {
+      T* po = (T*)out.data;
+      const T* pb = (const T*)bias.data;
+      const int ta = xcol ? kTrans : kNoTrans, tb = wcol ? kTrans : kNoTrans;
+      // each block writes the bias into its rows and columns, then accumulates its product
+      split_gemms(1, n, m, k, [&](int64_t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+        for (int64_t i = r0; i < r1; ++i)
+          for (int64_t j = c0; j < c1; ++j) po[i * ldo + j] = pb[j * bias.stride[0]];
+        const T* xa = (const T*)x.data + (xcol ? r0 : r0 * ldx);
+        const T* wb = (const T*)wt.data + (wcol ? c0 * ldw : c0);
+        gemm<T>(ta, tb, (int)(r1 - r0), (int)(c1 - c0), (int)k, xa, (int)ldx, wb, (int)ldw, po + r0 * ldo + c0,
+                (int)ldo, T(1));
+      });
+    }
+  });
+}
+EMBER_KERNEL("linear", k_linear);
+
 void run_bmm(const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t B = a.shape[0], n = a.shape[1], k = a.shape[2], m = b.shape[2];
   dispatch<M_ALL>(out.dtype, "bmm", [](auto) {});

@@ -45,7 +45,7 @@ struct ExecArg {             // dnnl_exec_arg_t
 // values of the C API's enums and argument indices
 constexpr int kSuccess = 0, kF32 = 3, kCpuEngine = 1, kFormatAny = 1, kInOrder = 1, kScratchpadUser = 1;
 constexpr int kForwardTraining = 64, kConvolutionDirect = 1, kQueryImplInfoStr = 8, kQueryExecArgMd = 255;
-constexpr int kArgSrc = 1, kArgDst = 17, kArgWeights = 33, kArgScratchpad = 80, kArgDiffSrc = 129,
+constexpr int kArgSrc = 1, kArgDst = 17, kArgWeights = 33, kArgBias = 41, kArgScratchpad = 80, kArgDiffSrc = 129,
               kArgDiffDst = 145, kArgDiffWeights = 161;
 
 struct Api {
@@ -114,9 +114,11 @@ struct Plan {
   void* prim = nullptr;
   size_t scratch = 0;  // bytes: the largest scratchpad of the primitive and its reorders
   Operand in[2], out;
+  void* bias_md = nullptr;  // a matmul's bias (its own strides): no reorder
   Plan() = default;
   Plan(const Plan&) = delete;
   ~Plan() {
+    if (bias_md) g_api.md_destroy(bias_md);
     for (Operand* o : {&in[0], &in[1], &out}) {
       if (o->reorder) g_api.primitive_destroy(o->reorder);
       if (o->reorder_pd) g_api.pd_destroy(o->reorder_pd);
@@ -276,20 +278,25 @@ std::shared_ptr<Plan> make_conv_plan(ConvPass pass, const Tensor& out, const Ten
   return plan;
 }
 
-// C = A @ B, batched, every operand with its own strides (oneDNN's matmul reads plain
-// strided layouts: no reorders).
+// C = A @ B (+ bias, a row of C's columns with stride bias_stride, when bias_stride >= 0),
+// batched, every operand with its own strides (oneDNN's matmul reads plain strided
+// layouts: no reorders).
 std::shared_ptr<Plan> make_matmul_plan(const int64_t* da, const int64_t* sa, const int64_t* db, const int64_t* sb,
-                                       const int64_t* dc, const int64_t* sc, int nd) {
+                                       const int64_t* dc, const int64_t* sc, int nd, int64_t bias_stride = -1) {
   auto plan = std::make_shared<Plan>();
   Plan& p = *plan;
   void *ma = strided_md(nd, da, sa), *mb = strided_md(nd, db, sb), *mc = strided_md(nd, dc, sc);
-  if (!ma || !mb || !mc) {
+  if (bias_stride >= 0) {
+    int64_t dbias[3] = {1, 1, dc[nd - 1]}, sbias[3] = {0, 0, bias_stride};
+    p.bias_md = strided_md(nd, dbias + 3 - nd, sbias + 3 - nd);
+  }
+  if (!ma || !mb || !mc || (bias_stride >= 0 && !p.bias_md)) {
     for (void* m : {ma, mb, mc})
       if (m) g_api.md_destroy(m);
     return plan;
   }
   void* pd = nullptr;
-  const int st = g_api.matmul_pd(&pd, g_engine, ma, mb, nullptr, mc, g_attr);
+  const int st = g_api.matmul_pd(&pd, g_engine, ma, mb, p.bias_md, mc, g_attr);
   static const int kArgs[3] = {kArgSrc, kArgWeights, kArgDst};
   void* mds[3] = {ma, mb, mc};
   finish(p, st, pd, kArgs, mds);
@@ -363,7 +370,7 @@ struct Aligned {  // a 64-byte aligned buffer for one operand in the primitive's
 
 // Runs a plan on this thread over the operands' memory: inputs reordered into the
 // primitive's layouts where it chose others, the primitive, the output reordered back.
-void run_plan(const Plan& p, char* in0, char* in1, char* outp) {
+void run_plan(const Plan& p, char* in0, char* in1, char* outp, const char* bias = nullptr) {
   static thread_local ThreadState ts;
   OneThread one;
   if (!ts.stream) check(g_api.stream_create(&ts.stream, g_engine, kInOrder), "stream_create");
@@ -407,7 +414,13 @@ void run_plan(const Plan& p, char* in0, char* in1, char* outp) {
     out_m = inner.back().m;
   }
   args[2] = {p.out.arg, out_m};
-  exec(p.prim, p.pd, 3, args, "execute");
+  if (p.bias_md) {
+    Memory ub(p.bias_md, const_cast<char*>(bias));
+    ExecArg all[5] = {args[0], args[1], args[2], {kArgBias, ub.m}};
+    exec(p.prim, p.pd, 4, all, "execute");
+  } else {
+    exec(p.prim, p.pd, 3, args, "execute");
+  }
   if (p.out.inner_md) reorder(p.out, out_m, uo.m);
   ++g_calls;
 }
@@ -518,7 +531,7 @@ bool onednn_conv(ConvPass pass, const Tensor& out, const Tensor& a, const Tensor
 }
 
 bool onednn_matmul(int64_t B, int64_t n, int64_t k, int64_t m, const float* a, const int64_t* sa, const float* b,
-                   const int64_t* sb, float* c, const int64_t* sc) {
+                   const int64_t* sb, float* c, const int64_t* sc, const float* bias, int64_t bias_stride) {
   if (!g_enabled || in_parallel_region() || B * n * k * m < kMatmulMin || B * n * k > INT_MAX ||
       B * k * m > INT_MAX || B * n * m > INT_MAX)
     return false;
@@ -540,9 +553,10 @@ bool onednn_matmul(int64_t B, int64_t n, int64_t k, int64_t m, const float* a, c
   auto plan = [&](const Part& p) {
     const int nd = p.nb == 1 ? 2 : 3, o = 3 - nd;  // a batch of one as plain matrices
     const int64_t da[3] = {p.nb, p.nr, k}, db[3] = {p.nb, k, p.nc}, dc[3] = {p.nb, p.nr, p.nc};
-    std::vector<int64_t> key{3, nd, p.nr, k, p.nc, sa[1], sa[2], sb[1], sb[2], sc[1], sc[2]};
+    const int64_t bs = bias ? bias_stride : -1;
+    std::vector<int64_t> key{3, nd, p.nr, k, p.nc, sa[1], sa[2], sb[1], sb[2], sc[1], sc[2], bs};
     if (nd == 3) key.insert(key.end(), {p.nb, sa[0], sb[0], sc[0]});
-    return plan_for(key, [&] { return make_matmul_plan(da + o, sa + o, db + o, sb + o, dc + o, sc + o, nd); });
+    return plan_for(key, [&] { return make_matmul_plan(da + o, sa + o, db + o, sb + o, dc + o, sc + o, nd, bs); });
   };
   NoGil nogil(true);
   // the plans of the first part and of the last (the only other size): both or neither
@@ -552,7 +566,8 @@ bool onednn_matmul(int64_t B, int64_t n, int64_t k, int64_t m, const float* a, c
     for (int64_t i = s; i < e; ++i) {
       const Part p = part_of(i);
       run_plan(i == parts - 1 ? *tail : *head, (char*)(a + p.b0 * sa[0] + p.r0 * sa[1]),
-               (char*)(b + p.b0 * sb[0] + p.c0 * sb[2]), (char*)(c + p.b0 * sc[0] + p.r0 * sc[1] + p.c0 * sc[2]));
+               (char*)(b + p.b0 * sb[0] + p.c0 * sb[2]), (char*)(c + p.b0 * sc[0] + p.r0 * sc[1] + p.c0 * sc[2]),
+               bias ? (const char*)(bias + p.c0 * bias_stride) : nullptr);
     }
   });
   return true;

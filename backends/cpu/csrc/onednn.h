@@ -23,10 +23,12 @@ bool onednn_conv(ConvPass pass, const Tensor& out, const Tensor& a, const Tensor
                  int64_t groups);
 
 // C (B, n, m) = A (B, n, k) @ B (B, k, m) in float32, each with its (batch, row, column)
-// strides; false (the caller runs OpenBLAS) when oneDNN is off, inside a parallel region,
+// strides, plus bias (m values, element stride bias_stride; oneDNN's implementations read it dense) on every row when bias is not
+// null; false (the caller runs OpenBLAS) when oneDNN is off, inside a parallel region,
 // for small products, broadcast operands or layouts oneDNN runs only in reference code.
 bool onednn_matmul(int64_t B, int64_t n, int64_t k, int64_t m, const float* a, const int64_t* sa, const float* b,
-                   const int64_t* sb, float* c, const int64_t* sc);
+                   const int64_t* sb, float* c, const int64_t* sc, const float* bias = nullptr,
+                   int64_t bias_stride = 0);
 
 void load_onednn(const std::string& path);
 bool onednn_loaded();
