@@ -501,6 +501,14 @@ defop("batch_norm", "norm",
       "# input (N, C, *); training: batch statistics, and the running stats (when given) "
       "updated in place: r = (1 - momentum) * r + momentum * stat (unbiased variance)",
       promotion="none", inputs=("input", "weight", "bias"))
+defop("batch_norm_inference", "norm",
+      "batch_norm_inference(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, "
+      "Tensor running_var, float eps) -> Tensor",
+      "(out, input, weight, bias, running_mean, running_var, eps)  # input (N, C, *); "
+      "out = x * scale + shift per channel, scale = weight / sqrt(running_var + eps), "
+      "shift = bias - running_mean * scale",
+      promotion="none", inputs=("input", "weight", "bias", "running_mean", "running_var"),
+      doc="batch normalisation with running statistics (evaluation mode)")
 defop("batch_norm_train", "norm",
       "batch_norm_train(Tensor input, Tensor? weight, Tensor? bias, float eps) -> "
       "(Tensor out, Tensor mean, Tensor var)",
@@ -547,7 +555,9 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     """Batch normalisation of (N, C, *) input; in training, the running stats given are
     updated in place."""
     stats = (running_mean, running_var)
-    dtype = D.result_type(input, weight, bias, *(() if training else stats))
+    dtype = _bn_result_dtype(input, (weight, bias) + stats)
+    if not training:
+        return batch_norm_inference(input, weight, bias, running_mean, running_var, eps)
     written = [t for t in stats if t is not None] if training else []
     versions = [t._vc[0] for t in written]
     out = O.composite_op("batch_norm", (input, weight, bias, running_mean, running_var),
@@ -561,9 +571,7 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
 
 @composite("batch_norm")
 def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    nd = len(input.shape)
     c = input.shape[1]
-    shape = (1, c) + (1,) * (nd - 2)
     if training:
         dtype = D.result_type(input, weight, bias)
         out, mean, var = batch_norm_train(*(t if t is None or t.dtype is dtype
@@ -580,7 +588,13 @@ def _batch_norm(input, weight, bias, running_mean, running_var, training, moment
                 E("mul", running_var, 1 - momentum, inplace=True)
                 E("add", running_var, E("mul", O.to(unbiased, None, running_var.dtype),
                                          momentum), inplace=True)
-        return out
+        return out if out.dtype is input.dtype else O.to(out, None, input.dtype)
+    return _batch_norm_inference(input, weight, bias, running_mean, running_var, eps)
+
+
+@composite("batch_norm_inference")
+def _batch_norm_inference(input, weight, bias, running_mean, running_var, eps):
+    shape = (1, input.shape[1]) + (1,) * (len(input.shape) - 2)
     # the running statistics folded into a scale and shift per channel: one pass over x
     scale = E("rsqrt", E("add", running_var, eps))
     if weight is not None:
@@ -588,7 +602,8 @@ def _batch_norm(input, weight, bias, running_mean, running_var, training, moment
     shift = E("neg", E("mul", running_mean, scale))
     if bias is not None:
         shift = E("add", shift, bias)
-    return E("addcmul", V.reshape(shift, shape), input, V.reshape(scale, shape), value=1)
+    out = E("addcmul", V.reshape(shift, shape), input, V.reshape(scale, shape), value=1)
+    return out if out.dtype is input.dtype else O.to(out, None, input.dtype)
 
 
 def _bn_dims(input):
@@ -608,6 +623,28 @@ def _bn_check(input, weight, bias):
 
 def _stat_dtype(dtype):
     return D.float32 if dtype in (D.float16, D.bfloat16) else dtype
+
+
+def _bn_result_dtype(input, params):
+    """The input's dtype, PyTorch's rule for batch norm's parameters and statistics: all of
+    the input's dtype, or float32 with float16 / bfloat16 input (computed in float32)."""
+    given = [t for t in params if t is not None]
+    if all(t.dtype is input.dtype for t in given):
+        return input.dtype
+    if input.dtype in (D.float16, D.bfloat16) and all(t.dtype in (input.dtype, D.float32)
+                                                      for t in given):
+        return input.dtype
+    if input.dtype is D.float64:
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+
+
+def batch_norm_inference(input, weight, bias, running_mean, running_var, eps):
+    """Batch normalisation of (N, C, *) input with the running statistics given."""
+    dtype = _bn_result_dtype(input, (weight, bias, running_mean, running_var))
+    return O.composite_op("batch_norm_inference",
+                          (input, weight, bias, running_mean, running_var), {"eps": eps},
+                          [(input.shape, dtype)], input.device)
 
 
 def batch_norm_train(input, weight, bias, eps):

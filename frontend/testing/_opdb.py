@@ -611,6 +611,18 @@ _add(OpInfo("batch_norm", F.batch_norm, [
 ], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
 
 
+def _bn_inference(x, mean, var, w=None, b=None, eps=1e-5):
+    return NN.batch_norm_inference(x, w, b, mean, var, eps)
+
+
+_add(OpInfo("batch_norm_inference", _bn_inference, [
+    S(T(4, 3, 5), _stats(3, -1.0), _stats(3, 0.5), T(3), T(3)),
+    S(T(2, 3, 2, 3), _stats(3, -1.0), _stats(3, 0.5), eps=1e-3),
+    S(T(5, 3), _stats(3, -1.0), _stats(3, 0.5), None, T(3)),
+], zero_d=False, empty=[S(T(0, 3, 2), _stats(3, -1.0), _stats(3, 0.5), T(3), T(3))],
+    scale=2, dtypes=_FLOATS))
+
+
 def _bn_train(x, w=None, b=None, eps=1e-5):
     return NN.batch_norm_train(x, w, b, eps)
 

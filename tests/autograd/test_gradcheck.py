@@ -183,6 +183,8 @@ RECIPES = {
                       [X(3, 4), X(3, 4)]),
     "sigmoid_backward": (lambda g, y: ember.dispatcher.ops.elementwise("sigmoid_backward",
                                                                        g, y), [X(3, 4), X(4)]),
+    "batch_norm_inference": (lambda x, w, b, m, v: NN.batch_norm_inference(x, w, b, m, v, 1e-3),
+                             [X(4, 3, 2), X(3), X(3), X(3), X(3, low=0.5, high=2.0)]),
     "batch_norm_train": (lambda x, w, b: NN.batch_norm_train(x, w, b, 1e-5)[0],
                          [X(4, 3, 2), X(3), X(3)]),
     "batch_norm_train_backward": (

@@ -204,6 +204,61 @@ def test_kinked_activation_errors():
         F.hardtanh(ember.zeros(3).expand(2, 3), inplace=True)
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "3d", "2d"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_evaluation_mode(layout, affine):
+    """Running statistics (the backend's batch_norm_inference kernel), in every layout, and
+    gradients through it (a frozen BatchNorm in a trained model)."""
+    shape = {"contiguous": (3, 5, 4, 6), "channels_last": (3, 5, 4, 6), "3d": (3, 5, 7),
+             "2d": (6, 5)}[layout]
+    x = randn(*shape) * 3 + 1
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    w, b = (randn(5, seed=1), randn(5, seed=2)) if affine else (None, None)
+    rm, rv = randn(5, seed=3), torch.rand(5) + 0.5
+    xe = e(x) if layout != "channels_last" else ember.tensor(x.permute(0, 2, 3, 1).numpy()
+                                                             ).permute(0, 3, 1, 2)
+    close(F.batch_norm(xe, e(rm), e(rv), None if w is None else e(w),
+                       None if b is None else e(b), eps=1e-3),
+          TF.batch_norm(x, rm, rv, w, b, eps=1e-3))
+    if affine:
+        xt, wt, bt = (t.detach().clone().requires_grad_(True) for t in (x, w, b))
+        xg, wg, bg = (e(t.detach()).requires_grad_(True) for t in (x, w, b))
+        g = randn(*shape, seed=4)
+        TF.batch_norm(xt, rm, rv, wt, bt).backward(g)
+        F.batch_norm(xg, e(rm), e(rv), wg, bg).backward(e(g))
+        for ours, theirs in ((xg, xt), (wg, wt), (bg, bt)):
+            close(ours.grad, theirs.grad)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float64"])
+def test_batch_norm_evaluation_mode_dtypes(dtype):
+    x = randn(4, 3, 5).to(getattr(torch, dtype))
+    rm, rv = randn(3, seed=1), torch.rand(3) + 0.5     # float32 statistics
+    w, b = randn(3, seed=2), randn(3, seed=3)
+    if dtype == "float64":
+        rm, rv, w, b = (t.double() for t in (rm, rv, w, b))
+    xe = ember.tensor(x.double().numpy()).to(getattr(ember, dtype))
+    ours = F.batch_norm(xe, e(rm), e(rv), e(w), e(b))
+    theirs = TF.batch_norm(x, rm, rv, w, b)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    tol = 1e-2 if dtype != "float64" else 1e-12
+    close(ours.to(ember.float64), theirs.double(), rtol=tol, atol=tol)
+    if dtype != "float64":   # training: computed in float32 too, the input's dtype out
+        close(F.batch_norm(xe, None, None, e(w), e(b), training=True).to(ember.float64),
+              TF.batch_norm(x, None, None, w, b, training=True).double(), rtol=tol, atol=tol)
+
+
+def test_batch_norm_mixed_dtype_errors():
+    x, p64 = randn(4, 3), torch.ones(3, dtype=torch.float64)
+    for xt, pt in ((x, p64), (x.double(), torch.ones(3))):
+        with pytest.raises(RuntimeError) as theirs:
+            TF.batch_norm(xt, pt, pt)
+        with pytest.raises(RuntimeError) as ours:
+            F.batch_norm(e(xt), e(pt), e(pt))
+        assert str(ours.value) == str(theirs.value)
+
+
 def test_normalisation_functional():
     x = randn(4, 6, 3)
     w, b = torch.rand(6), torch.rand(6)

@@ -348,34 +348,33 @@ inline void ternary_op(const char* op, const Tensor& out, const Tensor& a, const
   if (it.numel == 0) return;
   NoGil g(it.numel >= kGilThreshold);
   it.run([&](char* const* p, const int64_t* s, int64_t n) {
-    const bool oy = s[2] == (int64_t)sizeof(Tb), oz = s[3] == (int64_t)sizeof(Tc);
-    if (s[0] == (int64_t)sizeof(To) && s[1] == (int64_t)sizeof(Ta) && (oy || s[2] == 0) &&
-        (oz || s[3] == 0)) {
-      // contiguous out and first input; the other two contiguous or broadcast scalars
-      // (where(c, x, 0.0), clamp(x, lo, hi), ...): hoist the scalars so the loop vectorises
+    const bool ox = s[1] == (int64_t)sizeof(Ta), oy = s[2] == (int64_t)sizeof(Tb), oz = s[3] == (int64_t)sizeof(Tc);
+    if (s[0] == (int64_t)sizeof(To) && (ox || s[1] == 0) && (oy || s[2] == 0) && (oz || s[3] == 0)) {
+      // contiguous out; each input contiguous or a broadcast scalar (where(c, x, 0.0),
+      // clamp(x, lo, hi), batch norm's shift + x * scale per channel, ...): the scalars as
+      // short arrays of copies, so the loop has the all-contiguous shape gcc vectorises
       To* o = (To*)p[0];
       const Ta* x = (const Ta*)p[1];
       const Tb* y = (const Tb*)p[2];
       const Tc* z = (const Tc*)p[3];
-      if (oy && oz) {
+      if (ox && oy && oz) {
         for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i], z[i]);
-      } else if (oy) {
-        Tc zb[kSplat];
-        splat_run(zb, *z, n, [&](int64_t i0, int64_t m) {
-          for (int64_t i = 0; i < m; ++i) o[i0 + i] = f(x[i0 + i], y[i0 + i], zb[i]);
-        });
-      } else if (oz) {
-        Tb yb[kSplat];
-        splat_run(yb, *y, n, [&](int64_t i0, int64_t m) {
-          for (int64_t i = 0; i < m; ++i) o[i0 + i] = f(x[i0 + i], yb[i], z[i0 + i]);
-        });
-      } else {
-        Tb yb[kSplat];
-        Tc zb[kSplat];
-        for (int64_t i = 0; i < std::min(n, kSplat); ++i) zb[i] = *z;
-        splat_run(yb, *y, n, [&](int64_t i0, int64_t m) {
-          for (int64_t i = 0; i < m; ++i) o[i0 + i] = f(x[i0 + i], yb[i], zb[i]);
-        });
+        return;
+      }
+      Ta xb[kSplat];
+      Tb yb[kSplat];
+      Tc zb[kSplat];
+      const int64_t fill = std::min(n, kSplat);
+      if (!ox) for (int64_t i = 0; i < fill; ++i) xb[i] = *x;
+      if (!oy) for (int64_t i = 0; i < fill; ++i) yb[i] = *y;
+      if (!oz) for (int64_t i = 0; i < fill; ++i) zb[i] = *z;
+      for (int64_t i0 = 0; i0 < n; i0 += kSplat) {
+        const int64_t m = std::min(kSplat, n - i0);
+        const Ta* xp = ox ? x + i0 : xb;
+        const Tb* yp = oy ? y + i0 : yb;
+        const Tc* zp = oz ? z + i0 : zb;
+        To* op = o + i0;
+        for (int64_t i = 0; i < m; ++i) op[i] = f(xp[i], yp[i], zp[i]);
       }
     } else {
       for (int64_t i = 0; i < n; ++i)

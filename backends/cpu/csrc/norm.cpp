@@ -4,6 +4,8 @@
 //                              and biased variance (sums in double), which it returns too
 //   batch_norm_train_backward  d_x = w invstd (g - mean(g) - xhat mean(g xhat)),
 //                              d_w = sum(g xhat), d_b = sum(g), xhat = (x - mean) invstd
+//   batch_norm_inference       out = x * scale + shift per channel with the running
+//                              statistics: scale = w / sqrt(var + eps), shift = b - mean scale
 // and layer normalisation's forward (one row per task: its mean and biased variance in
 // double, then (x - mean) * rstd * w + b).
 // Inputs are (N, C, *); the kernels work on contiguous (N, C, L) float or double copies
@@ -216,6 +218,52 @@ void row_stats(const W* xr, int64_t D, double eps, W& m, W& rstd) {
   const double ssd = row_sum_of(xr, D, [mm](W v) { return (v - mm) * (v - mm); });
   rstd = (W)(1.0 / std::sqrt(ssd / (double)D + eps));
 }
+
+// Batch norm with running statistics: the statistics folded into a scale and shift per
+// channel (computed in the working type), then one (n, c) plane per task.
+void k_batch_norm_inference(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  const char* op = "batch_norm_inference";
+  Args args(op, a, n, kw, {"out", "input", "weight", "bias", "running_mean", "running_var", "eps"}, 7);
+  const Tensor out = args.out(0), x = args.tensor(1), mean = args.tensor(4), var = args.tensor(5);
+  const bool hw = args.has(2), hb = args.has(3);
+  const Tensor w = hw ? args.tensor(2) : Tensor(), b = hb ? args.tensor(3) : Tensor();
+  const double eps = args.get_double(6);
+  const NCL g = ncl_of(op, x);
+  if (out.ndim != x.ndim || out.numel != x.numel)
+    raise(PyExc_ValueError, "%s(): out %s does not match the input %s", op, shape_str(out).c_str(), shape_str(x).c_str());
+  check_channels(op, mean, g.C, "running_mean");
+  check_channels(op, var, g.C, "running_var");
+  if (hw) check_channels(op, w, g.C, "weight");
+  if (hb) check_channels(op, b, g.C, "bias");
+  if (x.numel == 0) return;
+  NoGil nogil(x.numel >= kGilThreshold);
+  working_dispatch(op, out.dtype, [&](auto w0) {
+    using W = decltype(w0);
+    Work<W> px(x, true), po(out, false), pm(mean, true), pv(var, true);
+    std::unique_ptr<Work<W>> pw, pb;
+    if (hw) pw.reset(new Work<W>(w, true));
+    if (hb) pb.reset(new Work<W>(b, true));
+    std::vector<W> scale((size_t)g.C), shift((size_t)g.C);
+    for (int64_t c = 0; c < g.C; ++c) {
+      W s = W(1) / std::sqrt(pv.p[c] + (W)eps);
+      if (hw) s = s * pw->p[c];
+      W sh = -(pm.p[c] * s);
+      if (hb) sh = sh + pb->p[c];
+      scale[(size_t)c] = s;
+      shift[(size_t)c] = sh;
+    }
+    parallel_for(0, g.N * g.C, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, g.L)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const W s = scale[(size_t)(r % g.C)], sh = shift[(size_t)(r % g.C)];
+        const W* xr = px.p + r * g.L;
+        W* orow = po.p + r * g.L;
+        for (int64_t l = 0; l < g.L; ++l) orow[l] = sh + xr[l] * s;
+      }
+    });
+    po.store();
+  });
+}
+EMBER_KERNEL("batch_norm_inference", k_batch_norm_inference);
 
 void k_layer_norm(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const char* op = "layer_norm";
