@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -28,13 +29,21 @@ constexpr int64_t kHugeAlign = 2 << 20;
 // Host block cache. Freed blocks of at least 64 KiB are kept by exact (aligned) size and
 // handed to the next allocation of that size, so a training step that allocates the same
 // shapes every iteration stops paying mmap/munmap and first-touch page faults each time
-// (glibc serves such sizes with fresh mappings). Bounded at 512 MiB; _C.empty_cache()
-// returns it; EMBER_CPU_CACHE=0 turns it off.
+// (glibc serves such sizes with fresh mappings). Bounded at 512 MiB: a block that does not
+// fit frees the blocks of the sizes least recently used first (the shapes of a model that
+// no longer runs; refusing new blocks instead left a later model paying the page faults on
+// every step: an LSTM step 1.45x slower after five other models had filled the cache).
+// _C.empty_cache() returns it; EMBER_CPU_CACHE=0 turns it off.
 constexpr size_t kCacheMin = 64 << 10;
 constexpr size_t kCacheLimit = size_t(512) << 20;
+struct SizeClass {
+  std::vector<void*> blocks;
+  uint64_t used = 0;  // the tick of the last take or put
+};
 std::mutex g_cache_mu;
-std::unordered_map<size_t, std::vector<void*>> g_cache;
+std::unordered_map<size_t, SizeClass> g_cache;
 size_t g_cached = 0;
+uint64_t g_tick = 0;
 
 bool cache_enabled() {
   static const bool on = [] {
@@ -48,18 +57,40 @@ void* cache_take(size_t size) {
   if (size < kCacheMin || !cache_enabled()) return nullptr;
   std::lock_guard<std::mutex> lock(g_cache_mu);
   auto it = g_cache.find(size);
-  if (it == g_cache.end() || it->second.empty()) return nullptr;
-  void* p = it->second.back();
-  it->second.pop_back();
+  if (it == g_cache.end() || it->second.blocks.empty()) return nullptr;
+  void* p = it->second.blocks.back();
+  it->second.blocks.pop_back();
+  it->second.used = ++g_tick;
   g_cached -= size;
   return p;
 }
 
+// Frees cached blocks of the least recently used sizes other than `keep` until
+// `need` more bytes fit (the caller holds the lock).
+void cache_evict(size_t need, size_t keep) {
+  std::vector<std::pair<uint64_t, size_t>> order;
+  for (auto& kv : g_cache)
+    if (kv.first != keep && !kv.second.blocks.empty()) order.emplace_back(kv.second.used, kv.first);
+  std::sort(order.begin(), order.end());
+  for (const auto& o : order) {
+    if (g_cached + need <= kCacheLimit) break;
+    SizeClass& c = g_cache[o.second];
+    while (!c.blocks.empty() && g_cached + need > kCacheLimit) {
+      std::free(c.blocks.back());
+      c.blocks.pop_back();
+      g_cached -= o.second;
+    }
+  }
+}
+
 bool cache_put(void* p, size_t size) {
-  if (size < kCacheMin || !cache_enabled()) return false;
+  if (size < kCacheMin || size > kCacheLimit || !cache_enabled()) return false;
   std::lock_guard<std::mutex> lock(g_cache_mu);
+  if (g_cached + size > kCacheLimit) cache_evict(size, size);
   if (g_cached + size > kCacheLimit) return false;
-  g_cache[size].push_back(p);
+  SizeClass& c = g_cache[size];
+  c.blocks.push_back(p);
+  c.used = ++g_tick;
   g_cached += size;
   return true;
 }
@@ -372,7 +403,7 @@ size_t storage_empty_cache() {
   std::lock_guard<std::mutex> lock(g_cache_mu);
   size_t freed = g_cached;
   for (auto& kv : g_cache)
-    for (void* p : kv.second) std::free(p);
+    for (void* p : kv.second.blocks) std::free(p);
   g_cache.clear();
   g_cached = 0;
   return freed;
