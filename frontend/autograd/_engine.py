@@ -386,7 +386,11 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
     try:
         while ready:
             node = ready.popleft()
-            grad = _settled(buffers.pop(id(node), None))
+            grad = buffers.pop(id(node), None)
+            if type(grad) is _Owned:  # (_settled, inline)
+                grad = grad.t
+            elif type(grad) is ViewGrad:
+                grad = grad.dense()
             if type(node) is AccumulateGrad:
                 v = node.variable
                 key = ("leaf", id(v))
@@ -411,8 +415,11 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
                                      handed, hooks=False)
             if anomaly:
                 outs = _apply_checked(node, grad)
-            else:
-                outs = node.apply(grad)
+            else:  # (Node.apply, inline)
+                if node._freed:
+                    raise RuntimeError(_FREED)
+                outs = node._vjp(grad, [s.unpack(node) if type(s) is SavedTensor else s
+                                        for s in node._saved], node._ctx, node._shapes)
             if node._hooks:
                 for h in node._hooks:
                     h(outs, (grad,))

@@ -139,7 +139,9 @@ def _plan(o):
 # ---- recording an op -----------------------------------------------------------------------
 def record_op(o, run, inputs, attrs, inplace=False):
     """Run ``run()`` below autograd and attach the op's node to its result."""
-    plan = _plan(o)
+    plan = _PLANS.get(o.name)  # (_plan, inline)
+    if plan is None or plan.names is not o.grad.names:
+        plan = _plan(o)
     before = inputs
     if inplace:
         self = inputs[0]
@@ -163,9 +165,13 @@ def record_op(o, run, inputs, attrs, inplace=False):
         return res
     edges, metas = [], []
     for a in inputs:
-        if type(a) is list or type(a) is tuple:
+        ta = type(a)
+        if ta is list or ta is tuple:
             for t in a:
                 _add_edge(t, edges, metas)
+        elif a is None:
+            edges.append(None)
+            metas.append(None)
         else:
             _add_edge(a, edges, metas)
     saved = [get(before, attrs, outs) for get in plan.getters]
