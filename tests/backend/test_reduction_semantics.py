@@ -12,6 +12,8 @@
 * bool tensors whose bytes are not all 0 or 1 (a NumPy uint8 array viewed as bool): every
   nonzero byte is one true element in sums, products, scans, means, casts, any/all,
   maxima and arg-maxima, as in PyTorch and NumPy.
+* softmax and log_softmax of rows of every length (the CPU's vectorised rows and their
+  masked tails), -inf and NaN entries, against NumPy in float64.
 
 Outcomes are compared whole: the result's shape, dtype and values, or the error's type
 and message.
@@ -276,3 +278,27 @@ def test_bool_bytes_sum_as_numpy_counts(device):
     x = ember.from_numpy(arr).to(device)
     assert x.sum().item() == np.sum(arr) == 2
     assert x.to(ember.int64).cpu().numpy().tolist() == arr.astype(np.int64).tolist()
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_rows_of_every_length_against_float64(log):
+    """Rows of 1 to 100 elements and longer (the CPU's vectorised rows: whole blocks of 16
+    lanes, a masked tail, rows past 2048 on the blocked sums), with -inf entries, a NaN row
+    and an all -inf row, against NumPy in float64."""
+    rng = np.random.default_rng(0)
+    fn = ember.log_softmax if log else ember.softmax
+    for n in list(range(1, 101)) + [255, 256, 257, 2047, 2048, 2049, 5000]:
+        x = (rng.standard_normal((4, n)) * 5).astype(np.float32)
+        x[1, ::3] = -np.inf
+        x[1, 0] = 0.0
+        x[2, n // 2] = np.nan
+        x[3, :] = -np.inf
+        got = fn(ember.tensor(x), -1).numpy()
+        x64 = x.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = x64.max(-1, keepdims=True)
+            z = x64 - m
+            lse = np.log(np.exp(z).sum(-1, keepdims=True))
+            want = z - lse if log else np.exp(z - lse)
+        np.testing.assert_allclose(got[:2], want[:2], rtol=2e-6, atol=1e-6 if not log else 2e-5)
+        assert np.isnan(got[2]).all() and np.isnan(got[3]).all()
