@@ -85,20 +85,22 @@ def recorded(name: str):
     return deco
 
 
-def composite_op(name, ins, attrs, outs, dev):
+def composite_op(name, ins, attrs, outs, dev, alloc=None):
     """Run an op that has a composite and that backends may replace with a native kernel
     (convolution, norms, attention): ``ins`` are its tensor arguments (None allowed),
     ``attrs`` the rest, ``outs`` the (shape, dtype) of each output, computed by the caller
     (the op's meta step). Under autograd the op's formula records one node or, without
     one, its composite runs so that the ops it is made of record themselves (a native
     kernel has no backward of its own then); otherwise the device's kernel writes into
-    freshly allocated outputs, or the composite runs where there is none."""
+    freshly allocated outputs (``alloc(shape, dtype, device)``, by default contiguous), or
+    the composite runs where there is none."""
     o = OPS[name]
     if AC.ACTIVE[0]:
         ins, outs = AC.cast_composite(name, ins, outs, to)
     if requires_grad(ins) and MODE.grad:
         if o.grad is not None:
-            return record(o, lambda: composite_op(name, ins, attrs, outs, dev), ins, attrs)
+            return record(o, lambda: composite_op(name, ins, attrs, outs, dev, alloc), ins,
+                          attrs)
         return o.composite(*ins, **attrs)
     k = o.kernels.get(dev.type)
     if k is None:
@@ -106,7 +108,7 @@ def composite_op(name, ins, attrs, outs, dev):
         k = o.kernels.get(dev.type)
         if k is None:
             return o.composite(*ins, **attrs)
-    res = tuple(C.empty(tuple(shape), dtype, dev) for shape, dtype in outs)
+    res = tuple((alloc or C.empty)(tuple(shape), dtype, dev) for shape, dtype in outs)
     launch(o, dev, k, *res, *ins, **attrs)
     return res[0] if len(res) == 1 else res
 

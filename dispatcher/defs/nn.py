@@ -982,9 +982,12 @@ def _attention_shape(query, key, value, attn_mask, enable_gqa) -> tuple:
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, enable_gqa=False):
+                                 is_causal=False, scale=None, enable_gqa=False,
+                                 heads_last=False):
     """``softmax(q k^T * scale + mask) v`` (arguments checked). With dropout the composite
-    runs on every device, so the dropout mask is the same numbers everywhere."""
+    runs on every device, so the dropout mask is the same numbers everywhere.
+    ``heads_last``: a device kernel's (B, H, L, E) result may be a view of (B, L, H, E)
+    memory (MultiheadAttention's, which joins the heads next)."""
     ins = (query, key, value, attn_mask)
     attrs = {"dropout_p": dropout_p, "is_causal": bool(is_causal), "scale": scale,
              "enable_gqa": bool(enable_gqa)}
@@ -1002,7 +1005,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         # convention, the composite's)
         return o.composite(*ins, **attrs)
     return O.composite_op("scaled_dot_product_attention", ins, attrs,
-                          [(shape, query.dtype)], query.device)
+                          [(shape, query.dtype)], query.device,
+                          _heads_last if heads_last and len(shape) == 4 else None)
+
+
+def _heads_last(shape, dtype, device):
+    """A (B, H, L, E) result as a view of (B, L, H, E) memory: the heads side by side per
+    position, so joining them, ``out.transpose(1, 2).reshape(B, L, H * E)``, is a view
+    and not a copy."""
+    b, h, l_, e = shape
+    t = C.empty((b, l_, h, e), dtype, device)
+    return C.view_of(t, tuple(shape), (t._stride[0], t._stride[2], t._stride[1], t._stride[3]),
+                     0)
 
 
 def _expand_heads(t, rep):

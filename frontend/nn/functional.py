@@ -1552,7 +1552,11 @@ def _mha_heads_as_views(query, key, value, num_heads, packed, in_proj_weight, in
     elif attn_mask is not None:
         attn_mask = (attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1
                      else attn_mask.reshape(bsz, num_heads, tgt_len, src_len))
-    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    if dropout_p > 0.0:
+        _check_p(dropout_p)
+    # (the kernel's result laid out (N, L, H, hd) for the batch-first join below)
+    out = _nn.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal,
+                                           heads_last=bf)
     if bf:   # (N, H, L, hd) → (N, L, E) → (L, N, E), a view of the batch-first result
         out = out.transpose(1, 2).reshape(bsz * tgt_len, embed_dim)
         out = linear(out, out_proj_weight, out_proj_bias).reshape(bsz, tgt_len, -1)

@@ -521,6 +521,22 @@ def test_attention_kernel_is_the_composite(causal, dtype):
     np.testing.assert_allclose(native, want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_attention_kernel_writes_heads_last_memory(dtype):
+    """The dispatcher's heads_last=True (MultiheadAttention's call): the kernel writes its
+    (B, H, L, E) result into (B, L, H, E) memory, the same values as the contiguous one;
+    PyTorch's public layout (contiguous) is what F.scaled_dot_product_attention returns."""
+    from ember.dispatcher.defs import nn as NN
+    rng = np.random.default_rng(5)
+    q, k, v = (ember.tensor(rng.standard_normal((2, 3, 7, 4)).astype(dtype)) for _ in range(3))
+    with ember.no_grad():
+        plain = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        joined = NN.scaled_dot_product_attention(q, k, v, None, 0.0, True, heads_last=True)
+    assert plain.stride() == (84, 28, 4, 1)
+    assert joined.stride() == (84, 4, 12, 1)
+    np.testing.assert_array_equal(joined.numpy(), plain.numpy())
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_kernel_is_the_composite_on_large_heads(causal):
     """Heads large enough for oneDNN's products (where it is loaded): with OpenBLAS for the

@@ -59,7 +59,20 @@ void k_attention(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
     using W = decltype(w0);
     // (operands whose rows are not unit-stride go through contiguous copies)
     auto unit = [](const Tensor& t) { return t.shape[t.ndim - 1] <= 1 || t.stride[t.ndim - 1] == 1; };
-    Work<W> po(out, false);
+    // out written in place where its rows are unit-stride (the (B, L, H, E) memory the
+    // dispatcher gives 4-d attention), else through a contiguous buffer
+    std::unique_ptr<Work<W>> po;
+    W* obase;
+    Tensor olay;
+    if (out.dtype == Work<W>::kCode && unit(out)) {
+      obase = (W*)out.data;
+      olay = out;
+    } else {
+      po.reset(new Work<W>(out, false));
+      obase = po->p;
+      olay = Tensor::contiguous((char*)po->p, Work<W>::kCode, out.ndim, out.shape);
+    }
+    const int64_t ldo = L > 1 ? olay.stride[nd - 2] : Ev;
     std::vector<std::unique_ptr<Work<W>>> keep;
     const W* base[3];
     Tensor lay[3];
@@ -84,7 +97,7 @@ void k_attention(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         const W* qb = base[0] + batch_offset(lay[0], b);
         const W* kb = base[1] + batch_offset(lay[1], b);
         const W* vb = base[2] + batch_offset(lay[2], b);
-        W* ob = po.p + b * L * Ev;
+        W* ob = obase + batch_offset(olay, b);
         W* s = sbuf.data();
         if (E > 0) gemm_pool<W>(false, true, L, S, E, qb, std::max<int64_t>(ldq, 1), kb, std::max<int64_t>(ldk, 1), s, S);
         else std::fill(s, s + L * S, W(0));
@@ -115,11 +128,12 @@ void k_attention(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
             for (int64_t j = 0; j < S; ++j) row[j] *= inv;
           }
         }
-        if (S > 0) gemm_pool<W>(false, false, L, Ev, S, s, S, vb, std::max<int64_t>(ldv, 1), ob, Ev);
-        else std::fill(ob, ob + L * Ev, W(0));
+        if (S > 0) gemm_pool<W>(false, false, L, Ev, S, s, S, vb, std::max<int64_t>(ldv, 1), ob, std::max<int64_t>(ldo, 1));
+        else
+          for (int64_t i = 0; i < L; ++i) std::fill(ob + i * ldo, ob + i * ldo + Ev, W(0));
       }
     });
-    po.store();
+    if (po) po->store();
   });
 }
 EMBER_KERNEL("scaled_dot_product_attention", k_attention);
