@@ -101,6 +101,18 @@ void k_attention(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
         W* s = sbuf.data();
         if (E > 0) gemm_pool<W>(false, true, L, S, E, qb, std::max<int64_t>(ldq, 1), kb, std::max<int64_t>(ldk, 1), s, S);
         else std::fill(s, s + L * S, W(0));
+        auto weights_times_v = [&] {
+          if (S > 0) gemm_pool<W>(false, false, L, Ev, S, s, S, vb, std::max<int64_t>(ldv, 1), ob, std::max<int64_t>(ldo, 1));
+          else
+            for (int64_t i = 0; i < L; ++i) std::fill(ob + i * ldo, ob + i * ldo + Ev, W(0));
+        };
+        if constexpr (std::is_same_v<W, float>) {
+          if (!causal) {  // (the scale, the max, the exponentials and their sum: one call a row)
+            for (int64_t i = 0; i < L; ++i) vsoftmax_scaled_safe_f32(s + i * S, S, sc);
+            weights_times_v();
+            continue;
+          }
+        }
         for (int64_t i = 0; i < L; ++i) {
           W* row = s + i * S;
           for (int64_t j = 0; j < S; ++j) row[j] = row[j] * sc;
@@ -128,9 +140,7 @@ void k_attention(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
             for (int64_t j = 0; j < S; ++j) row[j] *= inv;
           }
         }
-        if (S > 0) gemm_pool<W>(false, false, L, Ev, S, s, S, vb, std::max<int64_t>(ldv, 1), ob, std::max<int64_t>(ldo, 1));
-        else
-          for (int64_t i = 0; i < L; ++i) std::fill(ob + i * ldo, ob + i * ldo + Ev, W(0));
+        weights_times_v();
       }
     });
     if (po) po->store();

@@ -8,6 +8,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -98,32 +99,47 @@ EMBER_AVX512 inline __m512 exp16(__m512 x) {
 }
 
 // softmax_generic for rows up to kSoftmaxRow on AVX-512: one pass for the max, one for the
-// exponentials and their lane sums, one for the scale (or the shift)
-EMBER_AVX512 void softmax_avx512(float* o, const float* x, float* scratch, int64_t n, bool log) {
+// exponentials and their lane sums, one for the scale (or the shift). Scaled: of x * sc
+// (attention's scores, each product rounded as the composite's mul rounds it), and a row
+// whose elements are all -inf gives zeros (attention's safe softmax).
+template <bool Scaled>
+EMBER_AVX512 inline __m512 scaled16(__m512 v, __m512 sc) {
+  return Scaled ? _mm512_mul_ps(v, sc) : v;
+}
+
+template <bool Scaled>
+EMBER_AVX512 void softmax_avx512(float* o, const float* x, float* scratch, int64_t n, bool log, float sc = 1.0f) {
   const int64_t body = n / 16 * 16;
   const __mmask16 tail = (__mmask16)((1u << (n - body)) - 1);
+  const __m512 vsc = _mm512_set1_ps(sc);
+#define load(j) scaled16<Scaled>(_mm512_loadu_ps(x + (j)), vsc)
+#define load_tail() scaled16<Scaled>(_mm512_maskz_loadu_ps(tail, x + body), vsc)
   __m512 acc = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __mmask16 nan = 0;
   for (int64_t j = 0; j < body; j += 16) {
-    const __m512 v = _mm512_loadu_ps(x + j);
+    const __m512 v = load(j);
     acc = _mm512_mask_mov_ps(acc, _mm512_cmp_ps_mask(v, acc, _CMP_GT_OQ), v);
     nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
   }
   if (tail) {
-    const __m512 v = _mm512_maskz_loadu_ps(tail, x + body);
+    const __m512 v = load_tail();
     acc = _mm512_mask_mov_ps(acc, _mm512_mask_cmp_ps_mask(tail, v, acc, _CMP_GT_OQ), v);
     nan |= _mm512_mask_cmp_ps_mask(tail, v, v, _CMP_UNORD_Q);
   }
   const float m = nan ? std::numeric_limits<float>::quiet_NaN() : _mm512_reduce_max_ps(acc);
+  if (Scaled && m == -std::numeric_limits<float>::infinity()) {  // every key hidden
+    std::fill(o, o + n, 0.0f);
+    return;
+  }
   const __m512 vm = _mm512_set1_ps(m);
   float* e = log ? scratch : o;
   __m512 sum = _mm512_setzero_ps();
   for (int64_t j = 0; j < body; j += 16) {
-    const __m512 v = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), vm));
+    const __m512 v = exp16(_mm512_sub_ps(load(j), vm));
     _mm512_storeu_ps(e + j, v);
     sum = _mm512_add_ps(sum, v);
   }
-  if (tail) _mm512_mask_storeu_ps(e + body, tail, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + body), vm)));
+  if (tail) _mm512_mask_storeu_ps(e + body, tail, exp16(_mm512_sub_ps(load_tail(), vm)));
   // lanes_sum's tree: (0..7) + (8..15), then halves of that, then pairs
   const __m512d t8 = _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(sum)),
                                    _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sum), 1))));
@@ -144,13 +160,29 @@ EMBER_AVX512 void softmax_avx512(float* o, const float* x, float* scratch, int64
   }
 }
 
+#undef load
+#undef load_tail
+
 const bool g_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 
 }  // namespace
 
 void vsoftmax_f32(float* o, const float* x, float* scratch, int64_t n, bool log) {
-  if (g_avx512 && n <= kSoftmaxRow) softmax_avx512(o, x, scratch, n, log);
+  if (g_avx512 && n <= kSoftmaxRow) softmax_avx512<false>(o, x, scratch, n, log);
   else softmax_generic(o, x, scratch, n, log);
+}
+
+void vsoftmax_scaled_safe_f32(float* row, int64_t n, float sc) {
+  if (g_avx512 && n <= kSoftmaxRow) {
+    softmax_avx512<true>(row, row, nullptr, n, false, sc);
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) row[j] = row[j] * sc;
+  if (row_max(row, n) == -std::numeric_limits<float>::infinity()) {
+    std::fill(row, row + n, 0.0f);
+    return;
+  }
+  softmax_generic(row, row, nullptr, n, false);
 }
 
 }  // namespace ember

@@ -11,4 +11,7 @@ double vsum_f32(const float* p, int64_t n);                          // row_sum(
 // softmax (log: log_softmax) of one contiguous row in one call: max, exp(x - max) (into o,
 // or into scratch for log, since o may alias x), its row_sum, then the scale or the shift
 void vsoftmax_f32(float* o, const float* x, float* scratch, int64_t n, bool log);
+// attention's row in place: the safe softmax (zeros where every element is -inf) of
+// row * sc, the same bits as scaling the row first and then vsoftmax_f32
+void vsoftmax_scaled_safe_f32(float* row, int64_t n, float sc);
 }  // namespace ember
