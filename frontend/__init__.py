@@ -31,7 +31,7 @@ from ._ops_compat import *  # noqa: F401,F403
 from . import autograd, backends, nn, optim, utils
 from . import distributions, linalg, sparse, special
 from ._device_ns import cuda, opencl
-from . import accelerator, amp, compiler, func, hub, jit, profiler
+from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
 from .serialization import save, load
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,
                        is_grad_enabled, is_inference_mode_enabled)
