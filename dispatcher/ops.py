@@ -473,6 +473,16 @@ _SCALAR_KIND = {bool: 0, int: 1, float: 2}
 _UNARY_SAME: set = set()
 
 
+def _unary_same(o, k, a):
+    """A unary op of ``_UNARY_SAME`` on ``a`` through its kernel ``k``."""
+    res = C.empty(a.shape, a.dtype, a.device)
+    try:
+        k(res, a)
+    except Exception as e:
+        launch_failed(o, a.device, e)
+    return res
+
+
 def elementwise(name, *args, out=None, inplace=False, **attrs):
     """Run a schema elementwise op on tensors and Python scalars with broadcasting."""
     o = OPS[name]
@@ -481,6 +491,11 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
     for a in args:  # (inline: this is the hottest path there is)
         if isinstance(a, TensorBase) and a.requires_grad and MODE.grad and o.differentiable:
             if o.grad is not None:
+                if (len(args) == 1 and out is None and not inplace and not attrs
+                        and (name, a.dtype) in _UNARY_SAME):
+                    k = o.kernels.get(a.device.type)
+                    if k is not None:  # (the unary fast path below, without re-entering)
+                        return record(o, lambda: _unary_same(o, k, a), args, attrs)
                 return record(o, lambda: elementwise(name, *args, out=out, inplace=inplace,
                                                      **attrs), args, attrs, inplace, out)
             return _differentiate_body(o, args, attrs, out, inplace)
@@ -526,12 +541,7 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
           and (name, getattr(a0, "dtype", None)) in _UNARY_SAME):
         k = o.kernels.get(a0.device.type)
         if k is not None:
-            res = C.empty(a0.shape, a0.dtype, a0.device)
-            try:
-                k(res, a0)
-            except Exception as e:
-                launch_failed(o, a0.device, e)
-            return res
+            return _unary_same(o, k, a0)
     tensors = [a for a in args if _is_t(a)]
     if not tensors:
         raise TypeError(f"{name}(): expected at least one tensor argument, got "
