@@ -102,23 +102,20 @@ def shape_str(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
+#: allocators by the device's string (hashed in C: ``empty`` runs for every op's result,
+#: and ``device.__hash__`` is a Python call)
 _ALLOCATORS: dict = {}
-#: the same allocators keyed by the device's string (hashed in C: ``empty`` runs for every
-#: op's result, and ``device.__hash__`` is a Python call)
-_ALLOC_BY_STR: dict = {}
 
 
 def _allocator(device):
     backend = BACKENDS.get(device.type) or backend_for(device.type)
-    alloc = _ALLOCATORS[device] = _ALLOC_BY_STR[device._str] = backend.allocator(
-        device.index or 0)
+    alloc = _ALLOCATORS[device._str] = backend.allocator(device.index or 0)
     return alloc
 
 
 def _forget_allocators(device_type: str) -> None:
-    for d in [d for d in _ALLOCATORS if d.type == device_type]:
+    for d in [d for d in _ALLOCATORS if d.partition(":")[0] == device_type]:
         del _ALLOCATORS[d]
-        _ALLOC_BY_STR.pop(d._str, None)
 
 
 on_unregister(_forget_allocators)
@@ -139,7 +136,7 @@ def empty(shape: tuple, dtype, device):
 
     A backend whose allocation fails with a plain ``MemoryError`` (host memory: the CPU
     backend's storage) is reported as ``ember.OutOfMemoryError``, like a device's."""
-    alloc = _ALLOC_BY_STR.get(device._str) or _allocator(device)
+    alloc = _ALLOCATORS.get(device._str) or _allocator(device)
     n, strides = _GEOMETRY.get(shape) or _geometry(shape)
     try:
         storage = alloc(n * dtype.itemsize)

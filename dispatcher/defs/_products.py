@@ -66,12 +66,19 @@ def mm_check(a, b):
 def mm(self, mat2):
     mm_check(self, mat2)
     dev = C.same_device("mm", [self, mat2])
+    out = _mm_kernel(self, mat2, dev)
+    return _mm_composite(self, mat2) if out is None else out
+
+
+def _mm_kernel(a, b, dev):
+    """``a @ b`` by the device's mm kernel, or None where it has none for them (checked
+    operands of one dtype on ``dev``)."""
     k = _MM.kernels.get(dev.type)
-    if k is None or self.dtype is D.bool_ or self.shape[1] == 0:
-        return _mm_composite(self, mat2)
-    out = C.empty((self.shape[0], mat2.shape[1]), self.dtype, dev)
+    if k is None or a.dtype is D.bool_ or a.shape[1] == 0:
+        return None
+    out = C.empty((a.shape[0], b.shape[1]), a.dtype, dev)
     try:
-        k(out, self, mat2)
+        k(out, a, b)
     except Exception as e:
         O.launch_failed(_MM, dev, e)
     return out
@@ -117,17 +124,10 @@ def _(g, self, mat2):
 
 def _mm_unchecked(a, b):
     """``mm`` of operands known to fit (a gradient formula's, outside autograd)."""
-    dev = a.device
-    k = _MM.kernels.get(dev.type)
-    if (k is None or a.dtype is not b.dtype or b.device is not dev or a.dtype is D.bool_
-            or a.shape[1] == 0):
-        return mm(a, b)
-    out = C.empty((a.shape[0], b.shape[1]), a.dtype, dev)
-    try:
-        k(out, a, b)
-    except Exception as e:
-        O.launch_failed(_MM, dev, e)
-    return out
+    out = None
+    if a.dtype is b.dtype and a.device is b.device:
+        out = _mm_kernel(a, b, a.device)
+    return mm(a, b) if out is None else out
 
 
 def _t(x):

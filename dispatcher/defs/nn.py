@@ -554,11 +554,11 @@ def _affine(out, weight, bias, shape=None):
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     """Batch normalisation of (N, C, *) input; in training, the running stats given are
     updated in place."""
-    stats = (running_mean, running_var)
-    dtype = _bn_result_dtype(input, (weight, bias) + stats)
     if not training:
         return batch_norm_inference(input, weight, bias, running_mean, running_var, eps)
-    written = [t for t in stats if t is not None] if training else []
+    stats = (running_mean, running_var)
+    dtype = _bn_result_dtype(input, (weight, bias) + stats)
+    written = [t for t in stats if t is not None]
     versions = [t._vc[0] for t in written]
     out = O.composite_op("batch_norm", (input, weight, bias, running_mean, running_var),
                          {"training": training, "momentum": momentum, "eps": eps},

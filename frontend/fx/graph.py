@@ -438,10 +438,10 @@ def _call_expr(node, glob) -> str:
     if fn is operator.getitem and len(node.args) == 2 and not node.kwargs:
         return f"{_src(node.args[0], glob)}[{_src(node.args[1], glob)}]"
     name = _qualified(fn)
-    if not (name.startswith("ember.") or name.startswith("operator.")) or \
-            name.count(".") != 1 or getattr(builtins, name, None) is fn:
-        if getattr(builtins, name, None) is not fn:
-            key = f"_fn_{_base_name(fn)}_{len(glob)}"
-            glob[key] = fn
-            name = key
+    # (ember.x, operator.x and builtins resolve in the code's globals; anything else becomes
+    # a global of its own)
+    if not (getattr(builtins, name, None) is fn
+            or (name.count(".") == 1 and name.startswith(("ember.", "operator.")))):
+        name = f"_fn_{_base_name(fn)}_{len(glob)}"
+        glob[name] = fn
     return f"{name}({_call_args(node, glob)})"

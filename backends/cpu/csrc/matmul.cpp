@@ -206,23 +206,24 @@ void k_linear(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
   wt.stride[0] = w.stride[1];
   wt.stride[1] = w.stride[0];
   const int64_t n = x.shape[0], k = x.shape[1], m = w.shape[0];
-  if (!hb || n * m == 0 || k == 0 || !g_sgemm) {
+  // the product, then out += bias row by row (no bias, nothing to multiply, no BLAS, or
+  // layouts BLAS cannot read)
+  auto product_then_bias = [&] {
     run_bmm(batch_of_one(out), batch_of_one(x), batch_of_one(wt));
-    if (hb && n * m > 0) {  // out += bias, row by row
-      NoGil g(n * m >= kGilThreshold);
-      dispatch<M_F32 | M_F64>(out.dtype, "linear", [&](auto tag) {
-        using T = EMBER_T(tag);
-        parallel_for(0, n, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, m)), [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) {
-            T* o = (T*)(out.data + i * out.stride[0] * out.itemsize);
-            const T* b = (const T*)bias.data;
-            for (int64_t j = 0; j < m; ++j) o[j * out.stride[1]] += b[j * bias.stride[0]];
-          }
-        });
+    if (!hb || n * m == 0) return;
+    NoGil g(n * m >= kGilThreshold);
+    dispatch<M_F32 | M_F64>(out.dtype, "linear", [&](auto tag) {
+      using T = EMBER_T(tag);
+      parallel_for(0, n, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, m)), [&](int64_t s, int64_t e) {
+        const T* b = (const T*)bias.data;
+        for (int64_t i = s; i < e; ++i) {
+          T* o = (T*)out.data + i * out.stride[0];
+          for (int64_t j = 0; j < m; ++j) o[j * out.stride[1]] += b[j * bias.stride[0]];
+        }
       });
-    }
-    return;
-  }
+    });
+  };
+  if (!hb || n * m == 0 || k == 0 || !g_sgemm) return product_then_bias();
   NoGil g(n * m * k >= kGilThreshold);
   if (out.dtype == kFloat32) {
     const int64_t sx[3] = {0, x.stride[0], x.stride[1]}, sw[3] = {0, wt.stride[0], wt.stride[1]},
@@ -244,32 +245,21 @@ void k_linear(PyObject* const* a_, Py_ssize_t n_, PyObject* kw_) {
                        blas_layout(k, m, wt.stride[0], wt.stride[1], wcol, ldw) &&
                        blas_layout(n, m, out.stride[0], out.stride[1], ocol, ldo) && !ocol &&
                        n <= kIntMax && m <= kIntMax && k <= kIntMax;
-  if (!blas_ok) {  // (layouts BLAS cannot read: the product, then the bias)
-    run_bmm(batch_of_one(out), batch_of_one(x), batch_of_one(wt));
-    dispatch<M_F32 | M_F64>(out.dtype, "linear", [&](auto tag) {
-      using T = EMBER_T(tag);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < m; ++j)
-          ((T*)out.data)[i * out.stride[0] + j * out.stride[1]] += ((const T*)bias.data)[j * bias.stride[0]];
-    });
-    return;
-  }
+  if (!blas_ok) return product_then_bias();
   dispatch<M_F32 | M_F64>(out.dtype, "linear", [&](auto tag) {
     using T = EMBER_T(tag);
-    {
-      T* po = (T*)out.data;
-      const T* pb = (const T*)bias.data;
-      const int ta = xcol ? kTrans : kNoTrans, tb = wcol ? kTrans : kNoTrans;
-      // each block writes the bias into its rows and columns, then accumulates its product
-      split_gemms(1, n, m, k, [&](int64_t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-        for (int64_t i = r0; i < r1; ++i)
-          for (int64_t j = c0; j < c1; ++j) po[i * ldo + j] = pb[j * bias.stride[0]];
-        const T* xa = (const T*)x.data + (xcol ? r0 : r0 * ldx);
-        const T* wb = (const T*)wt.data + (wcol ? c0 * ldw : c0);
-        gemm<T>(ta, tb, (int)(r1 - r0), (int)(c1 - c0), (int)k, xa, (int)ldx, wb, (int)ldw, po + r0 * ldo + c0,
-                (int)ldo, T(1));
-      });
-    }
+    T* po = (T*)out.data;
+    const T* pb = (const T*)bias.data;
+    const int ta = xcol ? kTrans : kNoTrans, tb = wcol ? kTrans : kNoTrans;
+    // each block writes the bias into its rows and columns, then accumulates its product
+    split_gemms(1, n, m, k, [&](int64_t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+      for (int64_t i = r0; i < r1; ++i)
+        for (int64_t j = c0; j < c1; ++j) po[i * ldo + j] = pb[j * bias.stride[0]];
+      const T* xa = (const T*)x.data + (xcol ? r0 : r0 * ldx);
+      const T* wb = (const T*)wt.data + (wcol ? c0 * ldw : c0);
+      gemm<T>(ta, tb, (int)(r1 - r0), (int)(c1 - c0), (int)k, xa, (int)ldx, wb, (int)ldw, po + r0 * ldo + c0,
+              (int)ldo, T(1));
+    });
   });
 }
 EMBER_KERNEL("linear", k_linear);

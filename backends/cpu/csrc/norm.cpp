@@ -33,6 +33,12 @@ NCL ncl_of(const char* op, const Tensor& x) {
   return g;
 }
 
+// out must have the input's rank and element count
+void check_out_like(const char* op, const Tensor& out, const Tensor& x) {
+  if (out.ndim != x.ndim || out.numel != x.numel)
+    raise(PyExc_ValueError, "%s(): out %s does not match the input %s", op, shape_str(out).c_str(), shape_str(x).c_str());
+}
+
 void check_channels(const char* op, const Tensor& t, int64_t C, const char* what) {
   if (t.ndim != 1 || t.shape[0] != C)
     raise(PyExc_ValueError, "%s(): %s must be (%lld,), got %s", op, what, (long long)C, shape_str(t).c_str());
@@ -83,8 +89,7 @@ void k_batch_norm_train(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const double eps = args.get_double(6);
   const NCL g = ncl_of(op, x);
   check_same_dtype(op, out, x);
-  if (out.ndim != x.ndim || out.numel != x.numel)
-    raise(PyExc_ValueError, "%s(): out %s does not match the input %s", op, shape_str(out).c_str(), shape_str(x).c_str());
+  check_out_like(op, out, x);
   if (hw) { check_same_dtype(op, x, w); check_channels(op, w, g.C, "weight"); }
   if (hb) { check_same_dtype(op, x, b); check_channels(op, b, g.C, "bias"); }
   check_channels(op, mean, g.C, "mean");
@@ -229,8 +234,7 @@ void k_batch_norm_inference(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const Tensor w = hw ? args.tensor(2) : Tensor(), b = hb ? args.tensor(3) : Tensor();
   const double eps = args.get_double(6);
   const NCL g = ncl_of(op, x);
-  if (out.ndim != x.ndim || out.numel != x.numel)
-    raise(PyExc_ValueError, "%s(): out %s does not match the input %s", op, shape_str(out).c_str(), shape_str(x).c_str());
+  check_out_like(op, out, x);
   check_channels(op, mean, g.C, "running_mean");
   check_channels(op, var, g.C, "running_var");
   if (hw) check_channels(op, w, g.C, "weight");
@@ -274,8 +278,7 @@ void k_layer_norm(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const double eps = args.get_double(5);
   const int64_t D = normalized_size(op, args, 4, x);
   check_same_dtype(op, out, x);
-  if (out.ndim != x.ndim || out.numel != x.numel)
-    raise(PyExc_ValueError, "%s(): out %s does not match the input %s", op, shape_str(out).c_str(), shape_str(x).c_str());
+  check_out_like(op, out, x);
   for (const Tensor* t : {hw ? &w : nullptr, hb ? &b : nullptr}) {
     if (!t) continue;
     check_same_dtype(op, x, *t);
