@@ -37,6 +37,12 @@ class Backend:
     #: fork-safe and was started in the parent raises "Cannot re-initialize <type> in
     #: forked subprocess" in the child; DataLoader workers then use 'spawn'.
     fork_safe: bool = False
+    #: optional (``ember.compile``'s default compiler): ``compile_elementwise(group)`` gets
+    #: an ``ember.dispatcher.fusion.FusedGroup`` (consecutive elementwise calls, as functor
+    #: applications on operands) and returns a callable ``(storages, byte_offsets, values,
+    #: n)`` that runs them over ``n`` elements as one kernel, or None to leave them to the
+    #: kernels one by one. The cpu plugin generates C++ (``ember_cpu.fusion``).
+    compile_elementwise = None
 
     def is_initialized(self) -> bool:
         """Whether the device driver has started in this process (default: yes once the

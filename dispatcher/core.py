@@ -23,6 +23,7 @@ import math
 import operator
 
 import struct
+import weakref
 
 from . import dtypes as _dt
 from .allocator import OutOfMemoryError, format_size
@@ -34,7 +35,7 @@ __all__ = [
     "numel", "view_of", "is_contiguous", "broadcast_shapes", "expand_to", "scalar_tensor",
     "same_device", "bump", "normalize_dim", "normalize_dims", "shape_str", "encode_scalar",
     "decode_scalar", "has_internal_overlap", "check_writable", "same_view", "may_overlap",
-    "OVERLAP_MESSAGE", "host_out_of_memory",
+    "OVERLAP_MESSAGE", "host_out_of_memory", "LazyStorage", "adopt", "host_storage",
 ]
 
 
@@ -146,6 +147,69 @@ def empty(shape: tuple, dtype, device):
         raise host_out_of_memory(f"a {dtype.name} tensor of shape {shape_str(shape)} on "
                                  f"{device}", n * dtype.itemsize, e) from None
     return new_tensor(storage, shape, strides, 0, dtype, device, [0])
+
+
+#: ``empty`` itself: what allocates real memory while a capture region (``lazy.py``) has
+#: replaced ``empty`` with its lazy form (cached 0-d scalars are real: they are constants)
+real_empty = empty
+
+
+# ---- lazy storage (ember.compile's capture, ``lazy.py``) -----------------------------------
+
+class LazyStorage:
+    """The storage of a tensor made inside a capture region: bytes that are not computed
+    yet. The ops that write them are recorded in a pending graph (``lazy.py``); running it
+    gives each live lazy storage a real one (``real``), and the tensors using it
+    (``users``, weak references) are pointed at that. Any attribute a real storage has and
+    this one lacks (``data_ptr``, a backend's handle) runs the pending graph first, so
+    nothing reads bytes that do not exist."""
+    __slots__ = ("nbytes", "device", "users", "real", "error", "__weakref__")
+    readonly = False
+
+    def __init__(self, nbytes: int, device):
+        self.nbytes = nbytes
+        self.device = device
+        self.users = []
+        self.real = None
+        self.error = None
+
+    def __getattr__(self, name):
+        return getattr(MATERIALIZE[0](self), name)
+
+    def __repr__(self):
+        state = "computed" if self.real is not None else "pending"
+        return f"<LazyStorage {self.nbytes} bytes on {self.device}, {state}>"
+
+
+def _no_capture(storage):
+    raise RuntimeError("a lazy storage outlived its capture region without being computed")
+
+
+#: ``fn(lazy storage) -> real storage`` (set by ``lazy.py``); ``HOST_READ[0](t)``, when set,
+#: runs the pending graph before a host read of ``t``'s memory
+MATERIALIZE = [_no_capture]
+HOST_READ = [None]
+_weakref = weakref.ref
+
+
+def adopt(t) -> None:
+    """Call after assigning ``t._storage`` directly: a tensor given lazy storage that way is
+    pointed at the real storage too when the graph runs."""
+    s = t._storage
+    if s.__class__ is LazyStorage:
+        s.users.append(_weakref(t))
+
+
+def host_storage(t):
+    """``t``'s storage for reading or writing its bytes on the host (``numpy()``, saving):
+    inside a capture region, the pending graph runs first when it writes or reads them."""
+    hook = HOST_READ[0]
+    if hook is not None:
+        hook(t)
+    s = t._storage
+    if s.__class__ is LazyStorage:
+        return MATERIALIZE[0](s)
+    return s
 
 
 # ---- memory overlap of written-to tensors -------------------------------------------------
@@ -330,7 +394,7 @@ def scalar_tensor(value, dtype, device):
     if t is None:
         if isinstance(value, float) and math.isnan(value):
             key = None
-        t = empty((), dtype, device)
+        t = real_empty((), dtype, device)
         fill = BACKENDS[device.type].kernels.get("fill")
         if fill is None:  # a backend without it (EMBER_FALLBACK=cpu): write the bytes
             BACKENDS[device.type].copy_from_host(t._storage, 0,

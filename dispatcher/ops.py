@@ -383,6 +383,7 @@ def _resize_out(name, out, shape):
     fresh = C.empty(shape, out.dtype, out.device)
     out._storage, out.shape, out._stride, out._offset = (fresh._storage, shape, fresh._stride,
                                                           0)
+    C.adopt(out)
     return out
 
 

@@ -18,7 +18,7 @@ import time
 
 from .core import TensorBase
 from .plugins import BACKENDS, backend_for, ensure_loaded
-from .schema import OPS
+from .schema import KERNELS_GENERATION, OPS
 
 __all__ = ["Event", "Session", "start", "stop", "range_push", "range_pop", "active"]
 
@@ -148,6 +148,7 @@ def _wrap_all():
             if (o.name, dev) not in _ORIGINAL:
                 _ORIGINAL[(o.name, dev)] = k
                 o.kernels[dev] = _timed(o.name, dev, k)
+    KERNELS_GENERATION[0] += 1
 
 
 def _unwrap_all():
@@ -156,6 +157,7 @@ def _unwrap_all():
         if o is not None and getattr(o.kernels.get(dev), "__wrapped__", None) is k:
             o.kernels[dev] = k
     _ORIGINAL.clear()
+    KERNELS_GENERATION[0] += 1
 
 
 def start(record_shapes: bool = False) -> Session:

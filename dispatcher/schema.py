@@ -56,7 +56,7 @@ from . import expr as X
 __all__ = ["OpDef", "Check", "Formula", "OPS", "PRIMITIVES", "op", "defop", "gradient",
            "composite", "install_kernels", "uninstall_kernels",
            "coverage", "elementwise_ops", "table_hash", "KIND_MASKS", "KINDS",
-           "OUT_DTYPE_RULES", "parse_signature"]
+           "OUT_DTYPE_RULES", "parse_signature", "KERNELS_GENERATION"]
 
 
 @dataclass(frozen=True)
@@ -329,14 +329,21 @@ def table_hash() -> str:
     return h.hexdigest()[:16]
 
 
+#: bumped whenever a kernel table changes (``install_kernels``, ``uninstall_kernels``, the
+#: profiler's timing wrappers): ember.compile's capture rebuilds its recorders then
+KERNELS_GENERATION = [0]
+
+
 def install_kernels(device_type: str, kernels) -> None:
     for name, k in kernels.items():
         OPS[name].kernels[device_type] = k
+    KERNELS_GENERATION[0] += 1
 
 
 def uninstall_kernels(device_type: str) -> None:
     for o in OPS.values():
         o.kernels.pop(device_type, None)
+    KERNELS_GENERATION[0] += 1
 
 
 def coverage(device_type: str) -> dict:

@@ -501,7 +501,7 @@ def numpy_of(t, force=False):
         with below_autograd():
             t = O.to(t, "cpu")
     npdt = t.dtype.to_numpy()
-    base = np.frombuffer(t._storage, dtype=np.uint8)
+    base = np.frombuffer(C.host_storage(t), dtype=np.uint8)
     item = t.dtype.itemsize
     n = C.numel(t.shape)
     if n == 0:

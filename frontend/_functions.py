@@ -19,6 +19,7 @@ from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher.core import TensorBase
+from ember.dispatcher.defs import elementwise as EW
 from ember.dispatcher.defs import index as IX
 from ember.dispatcher.defs import linalg as LA
 from ember.dispatcher.defs import nn as NN
@@ -319,6 +320,14 @@ def pow_(self, exponent):
 
 
 def _pow(a, b, out=None, inplace=False):
+    if (out is None and not inplace and (type(b) is int or type(b) is float)
+            and b in EW.POW_SPECIAL and isinstance(a, TensorBase)
+            and (a.dtype is D.float32 or a.dtype is D.float64)):
+        # PyTorch's pow computes these exponents as products, sqrt, rsqrt or reciprocal:
+        # its bits (x ** 3 is x * x * x, not C's pow), recorded as one pow node
+        if MODE.grad and a.requires_grad:
+            return O.record(OPS["pow"], lambda: EW.pow_scalar(a, b), (a, b), {})
+        return EW.pow_scalar(a, b)
     if isinstance(a, TensorBase) and not a.dtype.is_floating_point:
         # PyTorch refuses a negative integer exponent for integer and bool tensors (empty
         # ones too), and gives ones for a 0 (False) exponent and a copy for 1 (True) in any

@@ -16,6 +16,7 @@ from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher.core import TensorBase
 from ember.dispatcher.defs import index as IX
+from ember.dispatcher.defs.elementwise import POW_SPECIAL
 from ember.dispatcher.defs.linalg import mm as _mm
 from ember.dispatcher.device import device as Device, to_device
 from ember.dispatcher.grad_mode import MODE
@@ -106,7 +107,7 @@ class Tensor(TensorBase):
         return self.numel() * self.dtype.itemsize
 
     def data_ptr(self) -> int:
-        base = getattr(self._storage, "data_ptr", 0)
+        base = getattr(C.host_storage(self), "data_ptr", 0)
         return int(base) + self._offset * self.dtype.itemsize
 
     def is_contiguous(self, memory_format=None) -> bool:
@@ -184,6 +185,7 @@ class Tensor(TensorBase):
         self._storage, self.shape, self._stride, self._offset = (
             other._storage, other.shape, other._stride, other._offset)
         self.dtype, self.device, self._vc = other.dtype, other.device, other._vc
+        C.adopt(self)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``autograd.backward``)."""
@@ -246,12 +248,12 @@ class Tensor(TensorBase):
         >>> ember.zeros(3).share_memory_().is_shared()
         True
         """
-        backend_for(self.device.type).share_storage(self._storage)
+        backend_for(self.device.type).share_storage(C.host_storage(self))
         return self
 
     def is_shared(self) -> bool:
         """Whether the storage lives in shared memory (see ``share_memory_``)."""
-        return bool(backend_for(self.device.type).is_shared(self._storage))
+        return bool(backend_for(self.device.type).is_shared(C.host_storage(self)))
 
     def pin_memory(self, device=None):
         """A copy of this CPU tensor in page-locked host memory, from which host-to-device
@@ -634,7 +636,9 @@ class Tensor(TensorBase):
         return E("remainder", self, _s(other), inplace=True)
 
     def __pow__(self, other):
-        if self.dtype.is_floating_point:
+        to = type(other)
+        if self.dtype.is_floating_point and not (
+                (to is int or to is float) and other in POW_SPECIAL):
             return E("pow", self, _s(other))
         return F._pow(self, _s(other))  # (integer tensors: PyTorch's checks of the exponent)
 

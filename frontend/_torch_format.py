@@ -333,8 +333,9 @@ def _storage_bytes(t) -> tuple:
     """``(storage id, bytes, storage offset, strides, owner)`` of ``t``'s storage: CPU tensors save
     their whole storage (views share it); others save a contiguous host copy of their own."""
     if t.device.type == "cpu":
-        data = np.frombuffer(t._storage, dtype=np.uint8)
-        return id(t._storage), data, t._offset, tuple(t._stride), t._storage
+        storage = C.host_storage(t)
+        data = np.frombuffer(storage, dtype=np.uint8)
+        return id(storage), data, t._offset, tuple(t._stride), storage
     host = t.detach().contiguous().cpu()
     start = host._offset * host.dtype.itemsize
     data = np.frombuffer(host._storage, dtype=np.uint8)[

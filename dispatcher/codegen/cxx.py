@@ -18,7 +18,7 @@ from __future__ import annotations
 from .. import expr as X
 from ..schema import CHECK_MESSAGES, KIND_MASKS, OPS, elementwise_ops, table_hash
 
-__all__ = ["render_header", "functor_name", "check_extension"]
+__all__ = ["render_header", "render_functors", "functor_name", "check_extension"]
 
 _KIND_TEST = {
     "float": "em::kind_v<T> == em::kFloatKind",
@@ -222,6 +222,18 @@ def _entry(o) -> str:
 
 def _cxx_default(o, a) -> str:
     return repr(float(o.attrs[a]))
+
+
+def render_functors(uses) -> str:
+    """The functors (``ember::gen::<op>[_<mode>]_op``) of the ``(op name, mode)`` pairs in
+    ``uses``, for code generated at run time (``ember.compile``'s fused kernels). Needs
+    <ember/dtype.h> and <ember/scalar_ops.h> before it."""
+    out = ["namespace ember {", "namespace gen {", ""]
+    for name, mode in sorted(set(uses), key=lambda u: (u[0], str(u[1]))):
+        o = OPS[name]
+        out.append(_functor(o, mode, o.bodies()[mode]))
+    out += ["}  // namespace gen", "}  // namespace ember", ""]
+    return "\n".join(out)
 
 
 def render_header() -> str:

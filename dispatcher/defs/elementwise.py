@@ -21,7 +21,7 @@ from ..expr import (BOOL, T, attr, call, cast, erf, exp, floor, fmod, inputs, lo
                     nan_min, precise, sin, cos, sqrt, where)
 from ..schema import CHECK_MESSAGES, OPS, Check, composite, defop, gradient
 
-__all__ = ["unary", "binary", "ternary"]
+__all__ = ["unary", "binary", "ternary", "pow_scalar", "POW_SPECIAL"]
 
 _NO_INPLACE = ("function", "method", "out")
 
@@ -531,14 +531,20 @@ def _requires(v) -> bool:
     return getattr(v, "requires_grad", False) is True
 
 
-def _pow_scalar(x, e):
+def pow_scalar(x, e):
     """``x ** e`` for a number ``e`` as PyTorch computes it: sqrt, rsqrt, reciprocal and
     products for e = ±0.5, -1, 2, 3, -2 (sqrt(-0.0) is -0.0 and sqrt(-inf) NaN, where
     C's pow gives +0.0 and +inf)."""
-    special = {0.5: lambda: E("sqrt", x), -0.5: lambda: E("rsqrt", x),
-               -1: lambda: E("reciprocal", x), 2: lambda: x * x, 3: lambda: x * x * x,
-               -2: lambda: 1 / (x * x)}.get(e)
-    return special() if special is not None else E("pow", x, e)
+    special = POW_SPECIAL.get(e)
+    if special is not None:
+        return special(x)
+    return E("pow", x, e)
+
+
+#: the exponents PyTorch's CPU pow computes without pow(): its results' bits
+POW_SPECIAL = {0.5: lambda x: E("sqrt", x), -0.5: lambda x: E("rsqrt", x),
+               -1: lambda x: E("reciprocal", x), 2: lambda x: x * x,
+               3: lambda x: x * x * x, -2: lambda x: 1 / (x * x)}
 
 
 @gradient("pow")
@@ -549,7 +555,7 @@ def _(g, self, other, result):
     ga = gb = None
     if _requires(self):
         if isinstance(other, (int, float)):
-            ga = _zeros(g) if other == 0 else g * (other * _pow_scalar(self, other - 1))
+            ga = _zeros(g) if other == 0 else g * (other * pow_scalar(self, other - 1))
         else:
             ga = O.where(other == 0, 0.0, g * (other * E("pow", self, other - 1)))
     if _requires(other):

@@ -154,7 +154,7 @@ def reduce_tensor(t):
             "transfer the data, call detach() on the tensor before serializing (e.g., putting "
             "it on the queue).")
     backend = backend_for(t.device.type)
-    storage = t._storage
+    storage = C.host_storage(t)
     if (storage.nbytes < inline_below_bytes and backend.host_accessible
             and not backend.is_shared(storage)):
         data = _guard(f"the copy of a {t.device} tensor's storage sent by value to another "
@@ -165,10 +165,10 @@ def reduce_tensor(t):
                                         t.requires_grad, t.grad))
     # raises, naming the device, where the backend has no sharing path
     _share(backend, storage)
-    _register_storage_type(type(t._storage), t.device.type)
+    _register_storage_type(type(storage), t.device.type)
     # the storage object itself goes into the pickle, so the pickler's memo sends it once
     # per message however many views of it the message holds
-    return (rebuild_tensor, (type(t), t._storage, t.shape, t._stride, t._offset, t.dtype.name,
+    return (rebuild_tensor, (type(t), storage, t.shape, t._stride, t._offset, t.dtype.name,
                              str(t.device), t.requires_grad, t.grad))
 
 

@@ -11,6 +11,7 @@ import weakref
 
 import ember
 from ember import Tensor
+from ember.dispatcher import core as C
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer",
            "UninitializedTensorMixin", "is_lazy"]
@@ -170,6 +171,7 @@ def is_lazy(param) -> bool:
 def _set_data(param, new):
     """``param.data = new``: ``param`` (same Python object) now views ``new``'s memory."""
     param._storage = new._storage
+    C.adopt(param)
     param.shape = new.shape
     param._stride = new._stride
     param._offset = new._offset

@@ -33,11 +33,13 @@ def test_import_torch_gives_ember(tmp_path):
         torch.backends_probe = 1                   # attribute writes reach ember
         assert ember.backends_probe == 1
         try:
-            import torch._dynamo  # noqa: F401
+            import torch._inductor  # noqa: F401
         except ModuleNotFoundError as e:
-            assert "torch._dynamo" in str(e)
+            assert "torch._inductor" in str(e)
         else:
-            raise AssertionError("torch._dynamo imported")
+            raise AssertionError("torch._inductor imported")
+        import torch._dynamo
+        assert torch._dynamo.reset is ember._dynamo.reset
         print("ok")
     """, "--flag", "7")
     assert r.returncode == 0, r.stderr

@@ -13,6 +13,15 @@ bool blas_loaded();
 const char* generated_table_hash();  // elementwise.cpp
 }  // namespace ember
 
+// ember.compile's generated kernels run their loops on the pool through this C entry
+// (their libraries get its address from parallel_address()): fn(ctx, b, e) over
+// sub-ranges of [begin, end), inline below two grains, with the GIL as the caller left it
+extern "C" void ember_cpu_parallel(int64_t begin, int64_t end, int64_t grain,
+                                   void (*fn)(void*, int64_t, int64_t), void* ctx) {
+  auto body = [&](int64_t b, int64_t e) { fn(ctx, b, e); };
+  ember::parallel_for(begin, end, grain, body);
+}
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "ember CPU backend kernels";
   if (!ember::init_storage_type(m.ptr())) throw py::error_already_set();
@@ -40,4 +49,7 @@ PYBIND11_MODULE(_C, m) {
         "Switch the oneDNN paths on or off (ember's own kernels run when off).");
   m.def("onednn_enabled", []() { return ember::onednn_enabled(); });
   m.def("onednn_calls", []() { return ember::onednn_calls(); });
+  m.def("parallel_address", []() { return (uintptr_t)&ember_cpu_parallel; },
+        "The address of ember_cpu_parallel(begin, end, grain, fn, ctx): the thread pool "
+        "for kernels generated at run time (ember.compile).");
 }

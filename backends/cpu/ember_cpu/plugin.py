@@ -13,7 +13,7 @@ from ember.dispatcher.codegen.cxx import check_extension
 from ember.dispatcher.schema import OPS
 
 from . import __version__
-from . import _C
+from . import _C, fusion
 
 
 def _load_blas() -> None:
@@ -80,6 +80,10 @@ class CPUBackend(Backend):
 
     def device_count(self) -> int:
         return 1
+
+    def compile_elementwise(self, group):
+        """ember.compile's fused groups as generated C++ (``ember_cpu.fusion``)."""
+        return fusion.compile_elementwise(group)
 
     # oneDNN for float32 convolution and matrix products, when installed
     # (ember.backends.mkldnn)

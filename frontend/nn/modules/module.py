@@ -25,6 +25,7 @@ from ember._tensor import parse_to_args
 
 from ..parameter import Buffer, Parameter, _buffer_persistent, _set_data
 from .utils import _no_grad
+from ember.dispatcher.lazy import capturing as _capturing
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -134,6 +135,8 @@ class Module:
     _version = 1
     training: bool
     call_super_init = False
+    #: set by ``compile()``: calls run this compiled form of ``_call_impl``
+    _compiled_call_impl = None
 
     def __init__(self, *args, **kwargs) -> None:
         if kwargs:
@@ -415,6 +418,11 @@ class Module:
                 yield from module.named_modules(memo, submodule_prefix, remove_duplicate)
 
     # ---- modes, grads -------------------------------------------------------------------
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module's calls in place with ``ember.compile(self._call_impl,
+        *args, **kwargs)``: the module stays the same object (its state_dict keys too)."""
+        self.__dict__["_compiled_call_impl"] = ember.compile(self._call_impl, *args, **kwargs)
+
     def train(self, mode: bool = True) -> Module:
         """Set training mode (affects Dropout, BatchNorm, ...) recursively; returns self."""
         if not isinstance(mode, bool):
@@ -766,6 +774,9 @@ class Module:
         return handle
 
     def _call_impl(self, *args, **kwargs):
+        c = self._compiled_call_impl
+        if c is not None and not _capturing():   # Module.compile(); inside a region: inline
+            return c(*args, **kwargs)
         if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks
                 or _global_forward_pre_hooks):
             return self.forward(*args, **kwargs)

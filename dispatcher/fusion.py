@@ -1,0 +1,399 @@
+"""ember.compile's default compiler: elementwise fusion over a captured trace (``lazy.py``).
+
+A trace is a list of kernel calls on numbered storages. This compiler groups runs of
+consecutive elementwise calls into *fused groups* and hands each group to its device's
+plugin (``Backend.compile_elementwise``), which generates one kernel for it (C++ on the
+cpu backend). Every other call runs its kernel as recorded, as ``lazy.replay`` does.
+
+A call joins a group when:
+
+- its op has a scalar body (``OpDef.scalar``: the expression its kernels are generated
+  from) and no integer checks for its dtype, and the call passes exactly ``out`` and the
+  body's inputs positionally, and only the body's attributes by keyword;
+- every tensor it touches has the group's element count and is either contiguous or a
+  single element (every stride 0): element ``i`` of each is then element ``i`` of the
+  computation, whatever the shapes;
+- its dtypes are those of the body's functor: inputs declared ``T`` and the output (unless
+  the body returns bool) have one dtype, inputs declared ``bool`` are bool;
+- it reads and writes each storage through the same view as the rest of the group does
+  (a read of other elements of a buffer the group writes would need values of other
+  iterations).
+
+Inside a group, values pass in registers. A written view is stored only when something
+outside the group reads its storage, when the trace's caller keeps it (an output), or when
+it is memory the user owns (an input); buffers only the group uses are never allocated.
+
+The group description (:class:`FusedGroup`) is what a plugin's code generator reads: the
+operands (storage slot, dtype, byte offset, whether a single element), and the nodes as
+functor applications in order (op, mode, input references, attribute references).
+"""
+from __future__ import annotations
+
+from . import core as C
+from . import lazy as L
+from .ops import launch_failed
+from .plugins import BACKENDS
+from .schema import OPS
+
+__all__ = ["FusedGroup", "FusedNode", "Operand", "plan", "compile_trace", "STATS"]
+
+#: what the planner did, for tests and logs: groups compiled and calls fused
+STATS = {"groups": 0, "fused_calls": 0, "kernel_calls": 0}
+
+#: (op name, mode) -> the functor's input kinds ("T" or "bool") and whether it returns bool
+_FUNCTORS: dict = {}
+
+
+def _functor(o, mode):
+    key = (o.name, mode)
+    hit = _FUNCTORS.get(key)
+    if hit is None:
+        bodies = o.bodies() if o.scalar is not None else {}
+        if mode not in bodies:
+            hit = None
+        else:
+            ins = tuple("bool" if v.value[2] == "bool" else "T" for v in o.body_inputs())
+            hit = (ins, o.out_type() == "bool")
+        _FUNCTORS[key] = hit
+    return hit
+
+
+class Operand:
+    """A tensor a group reads or writes: a view of storage ``slot``."""
+    __slots__ = ("slot", "dtype", "offset", "single", "enc", "load", "store")
+
+    def __init__(self, enc):
+        _, slot, shape, stride, offset, dtype, _ = enc
+        self.enc = enc
+        self.slot = slot
+        self.dtype = dtype
+        self.offset = offset            # in elements of dtype
+        self.single = not any(stride) if stride else True
+        self.load = False               # the group reads it from memory
+        self.store = None               # the value id the group writes into it, if any
+
+
+class FusedNode:
+    """One functor application: ``value = op[mode](*inputs)`` with ``T = dtype``."""
+    __slots__ = ("op", "mode", "inputs", "attrs", "dtype", "out_dtype", "value")
+
+    def __init__(self, op, mode, inputs, attrs, dtype, out_dtype, value):
+        self.op = op                    # op name
+        self.mode = mode                # the mode attribute's value, or None
+        self.inputs = inputs            # ("operand", i) | ("value", id)
+        self.attrs = attrs              # [(name, ("const", v) | ("runtime", index))]
+        self.dtype = dtype              # the functor's T
+        self.out_dtype = out_dtype
+        self.value = value              # the id of the value it makes
+
+
+class FusedGroup:
+    """Consecutive elementwise calls fused into one kernel over ``n`` elements."""
+
+    def __init__(self, n, device):
+        self.n = n
+        self.device = device            # device type
+        self.operands: list = []
+        self.nodes: list = []
+        self.calls: list = []           # the trace's node indices it stands for
+        self._by_enc: dict = {}         # operand enc -> index
+        self._current: dict = {}        # operand index -> value id it holds now
+        self._written_view: dict = {}   # slot -> the enc the group writes it through
+        self._read_views: dict = {}     # slot -> set of encs read
+
+    def operand(self, enc) -> int:
+        i = self._by_enc.get(enc)
+        if i is None:
+            i = self._by_enc[enc] = len(self.operands)
+            self.operands.append(Operand(enc))
+        return i
+
+    @property
+    def runtime_values(self) -> list:
+        """The trace's runtime values the group's attributes read, in order."""
+        out = []
+        for nd in self.nodes:
+            for _, ref in nd.attrs:
+                if ref[0] == "runtime" and ref[1] not in out:
+                    out.append(ref[1])
+        return out
+
+    def key(self) -> tuple:
+        """What the generated code depends on (its cache key): not ``n``, which the code
+        takes at run time."""
+        ops = tuple((o.dtype.name, o.single, o.load, o.store) for o in self.operands)
+        nodes = tuple((nd.op, nd.mode, nd.inputs, tuple(nd.attrs), nd.dtype.name,
+                       nd.out_dtype.name, nd.value) for nd in self.nodes)
+        return (self.device, ops, nodes)
+
+
+def _contiguous_or_single(enc) -> bool:
+    _, _, shape, stride, _, _, _ = enc
+    if not any(stride):
+        return True
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(stride)):
+        if n != 1:
+            if s != expected:
+                return False
+            expected *= n
+    return True
+
+
+def _numel(enc) -> int:
+    return C.numel(enc[2])
+
+
+def _fusible(o, args, attrs):
+    """``(mode, functor)`` when the call can join a group, else None."""
+    if o.scalar is None or o.kind != "elementwise":
+        return None
+    mode = None
+    names = set(o.attrs)
+    for k, v in attrs:
+        if k == o.mode_attr:
+            if v[0] != "c":
+                return None
+            mode = v[1]
+        elif k not in names:
+            return None
+    fn = _functor(o, mode)
+    if fn is None or len(args) != 1 + len(fn[0]):
+        return None
+    return mode, fn
+
+
+def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
+    """Add the call to ``group`` if it fits; returns whether it did."""
+    out = args[0]
+    ins = args[1:]
+    if any(a[0] != "t" for a in args):
+        return False
+    n = _numel(out)
+    if n == 0 or group.n != n or group.device != dev:
+        return False
+    for a in args:
+        if _numel(a) != n or not _contiguous_or_single(a):
+            return False
+    in_kinds, returns_bool = fn
+    t_dtype = None
+    for a, kind in zip(ins, in_kinds):
+        if kind == "T":
+            if t_dtype is None:
+                t_dtype = a[5]
+            elif a[5] is not t_dtype:
+                return False
+        elif a[5].name != "bool":
+            return False
+    if t_dtype is None:
+        t_dtype = out[5]
+    out_dtype = out[5]
+    if returns_bool:
+        if out_dtype.name != "bool":
+            return False
+    elif out_dtype is not t_dtype:
+        return False
+    if o.checks and not t_dtype.is_floating_point:
+        return False
+    if _single_write(out):
+        return False
+    # the views: a storage is read and written through one view in the group
+    for a in ins:
+        w = group._written_view.get(a[1])
+        if w is not None and w != a:
+            return False
+    w = group._written_view.get(out[1])
+    if w is not None and w != out:
+        return False
+    reads = group._read_views.get(out[1])
+    if reads and any(r != out for r in reads):
+        return False
+    # the attributes
+    node_attrs = []
+    for k, v in attrs:
+        if k == o.mode_attr:
+            continue
+        if v[0] == "c":
+            if not isinstance(v[1], (bool, int, float)):
+                return False
+            node_attrs.append((k, ("const", v[1])))
+        elif v[0] == "v":
+            node_attrs.append((k, ("runtime", v[1])))
+        else:
+            return False
+    refs = []
+    for a in ins:
+        i = group.operand(a)
+        vid = group._current.get(i)
+        if vid is None:
+            group.operands[i].load = True
+            refs.append(("operand", i))
+        else:
+            refs.append(("value", vid))
+        group._read_views.setdefault(a[1], set()).add(a)
+    value = values_ids[0]
+    values_ids[0] += 1
+    group.nodes.append(FusedNode(name, mode, tuple(refs), node_attrs, t_dtype, out_dtype,
+                                 value))
+    oi = group.operand(out)
+    group._current[oi] = value
+    group._written_view[out[1]] = out
+    group.operands[oi].store = value
+    return True
+
+
+def _single_write(enc) -> bool:
+    """A write through a stride-0 view (several elements, one address): not fused."""
+    _, _, shape, stride, _, _, _ = enc
+    return C.numel(shape) > 1 and not any(stride)
+
+
+def _slots(e, out):
+    if e[0] == "t":
+        out.append(e[1])
+    elif e[0] in ("l", "T"):
+        for x in e[1]:
+            _slots(x, out)
+    return out
+
+
+def plan(info):
+    """The trace's steps: ``("call", index)`` for a kernel call run as recorded, and
+    ``("group", FusedGroup)``; groups of one call are left as calls."""
+    steps = []
+    group = None
+    counter = [0]
+    for i, (name, dev, args, attrs) in enumerate(info.nodes):
+        o = OPS[name]
+        f = _fusible(o, args, attrs)
+        added = False
+        if f is not None:
+            mode, fn = f
+            if group is not None and _try_add(group, name, o, dev, args, attrs, mode, fn,
+                                              counter):
+                added = True
+            else:
+                if group is not None:
+                    steps.append(("group", group))
+                group = FusedGroup(_numel(args[0]) if args and args[0][0] == "t" else -1,
+                                   dev)
+                if _try_add(group, name, o, dev, args, attrs, mode, fn, counter):
+                    added = True
+                else:
+                    group = None
+            if added:
+                group.calls.append(i)
+                continue
+        if group is not None:
+            steps.append(("group", group))
+            group = None
+        steps.append(("call", i))
+    if group is not None:
+        steps.append(("group", group))
+    # groups of one call run their kernel as recorded
+    out = []
+    for s in steps:
+        if s[0] == "group" and len(s[1].calls) == 1:
+            out.append(("call", s[1].calls[0]))
+        else:
+            out.append(s)
+    _decide_stores(info, out)
+    return out
+
+
+def _decide_stores(info, steps):
+    """Keep a group's store only where the value is read outside the group, is an output,
+    or is an input's memory; loads of values the group made are registers."""
+    access: dict = {}       # slot -> node indices touching it
+    for i, (_, _, args, attrs) in enumerate(info.nodes):
+        sl = []
+        for a in args:
+            _slots(a, sl)
+        for _, v in attrs:
+            _slots(v, sl)
+        for s in sl:
+            access.setdefault(s, set()).add(i)
+    outputs = set(info.outputs)
+    for kind, g in steps:
+        if kind != "group":
+            continue
+        mine = set(g.calls)
+        for op in g.operands:
+            if op.store is None:
+                continue
+            slot = op.slot
+            keep = (info.slot_kinds[slot][0] == "i" or slot in outputs
+                    or bool(access.get(slot, set()) - mine))
+            if not keep:
+                op.store = None
+
+
+def _call_slots(info, i) -> list:
+    _, _, args, attrs = info.nodes[i]
+    sl = []
+    for a in args:
+        _slots(a, sl)
+    for _, v in attrs:
+        _slots(v, sl)
+    return sl
+
+
+def compile_trace(info, storages=None, values=None):
+    """The default compiler: fused groups through their device's plugin, the rest as
+    recorded. A device whose plugin has no ``compile_elementwise`` runs everything as
+    recorded."""
+    runs = []
+    need = set(info.outputs)    # the buffer slots that need memory
+    for kind, s in plan(info):
+        fn = None
+        if kind == "group":
+            make = getattr(BACKENDS.get(s.device), "compile_elementwise", None)
+            fn = make(s) if make is not None else None
+        if fn is not None:
+            STATS["groups"] += 1
+            STATS["fused_calls"] += len(s.calls)
+            live = [(op.slot, op.offset * op.dtype.itemsize) for op in s.operands]
+            runs.append(("group", (fn, live, s.runtime_values, s.n)))
+            need.update(op.slot for op in s.operands if op.load or op.store is not None)
+        else:
+            for i in (s.calls if kind == "group" else (s,)):
+                STATS["kernel_calls"] += 1
+                runs.append(("call", i))
+                need.update(_call_slots(info, i))
+    buffers = [(slot, k[1], k[2]) for slot, k in enumerate(info.slot_kinds)
+               if k[0] == "b" and slot in need]
+    calls = {}
+    for kind, s in runs:
+        if kind == "call":
+            name, dev, args, attrs = info.nodes[s]
+            calls[s] = (info.kernels[s], OPS[name], dev, [L._builder(a) for a in args],
+                        [(k, L._builder(v)) for k, v in attrs])
+    outputs = list(info.outputs)
+
+    def run(storages, values):
+        table = list(storages)
+        for slot, nbytes, device in buffers:
+            alloc = C._ALLOCATORS.get(device._str) or C._allocator(device)
+            try:
+                table[slot] = alloc(nbytes)
+            except MemoryError as e:
+                if isinstance(e, C.OutOfMemoryError):
+                    raise
+                raise C.host_out_of_memory(f"a buffer of a compiled graph on {device}",
+                                           nbytes, e) from None
+        for kind, s in runs:
+            if kind == "call":
+                kernel, o, dev, builders, kw = calls[s]
+                args = [b(table, values) for b in builders]
+                attrs = {k: b(table, values) for k, b in kw}
+                try:
+                    kernel(*args, **attrs)
+                except Exception as e:
+                    launch_failed(o, dev, e)
+            else:
+                fn, live, rt, n = s
+                fn([table[slot] for slot, _ in live], [off for _, off in live],
+                   [values[i] for i in rt], n)
+        return [table[s] for s in outputs]
+
+    return run

@@ -1,0 +1,613 @@
+"""Lazy capture: the recording half of ``ember.compile`` (design: docs/compile.md).
+
+While a *capture region* is open on a thread, ops on that thread do not run. Everything
+above the kernels runs as in eager mode (argument checks, promotion, broadcasting, views,
+autograd's recording, the random generators' counters), so errors are raised where eager
+mode raises them; then, instead of a kernel running, its call is recorded into the
+pending :class:`Trace`:
+
+- ``core.empty`` gives tensors a :class:`~ember.dispatcher.core.LazyStorage`: bytes that
+  do not exist yet.
+- Every kernel of the kernel table is replaced by a recorder (the way the profiler wraps
+  them), so a call becomes a node: the op, its device, and its arguments *encoded*. A
+  tensor is its storage's slot in the trace plus its view (shape, strides, offset, dtype,
+  device); a Python float and a random op's counters are runtime values, kept apart from
+  the structure; anything else is a constant.
+- Host reads and writes of memory the trace touches (``item()``, ``numpy()``, a copy to
+  another device, saving, a backend's ``copy_to_host``) *flush*: the trace runs, the lazy
+  storages still referenced get real memory, every tensor viewing them is pointed at it,
+  and recording goes on into a new trace. A flush before the end of the region is a
+  graph break.
+
+The structure of a trace (its nodes' encodings, which slots are inputs and which are
+buffers of what size, which buffers outlive it) is its cache key: two traces with equal
+keys compute the same function of their inputs and runtime values, so the compiled form
+of the first runs the second. Nothing about Python state needs guarding, because the
+user's Python runs in full on every call; only the kernels are deferred.
+
+A compiler is ``fn(trace_info, storages, values) -> runner`` (the storages and values
+of the trace being compiled, for compilers that want example inputs);
+``runner(storages, values)`` returns the real storages of the trace's outputs (the live
+buffers, in slot order). :func:`replay` is the plain one: the recorded kernel calls, one
+after another, on freshly allocated buffers.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import traceback
+import weakref
+
+from . import core as C
+from .core import LazyStorage, TensorBase
+from .ops import launch_failed
+from .plugins import BACKENDS, backend_for, ensure_loaded
+from .schema import KERNELS_GENERATION, OPS
+
+__all__ = ["Trace", "TraceInfo", "Region", "capture", "flush", "capturing", "replay",
+           "TorchDynamoException", "Unsupported", "InvalidBackend", "suspended",
+           "clear_cache", "forget", "cache_size", "STATS", "user_line"]
+
+_ident = threading.get_ident
+_getrefcount = sys.getrefcount
+_ref = weakref.ref
+
+
+class TorchDynamoException(RuntimeError):
+    """The base of ``ember.compile``'s errors (PyTorch's name, ``torch._dynamo.exc``)."""
+
+
+class Unsupported(TorchDynamoException):
+    """A graph break inside a ``fullgraph=True`` region."""
+
+
+class InvalidBackend(TorchDynamoException):
+    """``ember.compile(backend=...)`` names no registered compiler."""
+
+
+class _State:
+    thread = None       # the ident of the thread capturing now; None when none is
+    trace = None
+    region = None
+
+
+_S = _State()
+
+#: counters tests and the logs read: traces run, compiled, and cache hits
+STATS = {"flushes": 0, "compiles": 0, "hits": 0, "breaks": 0}
+
+
+class Trace:
+    """The pending graph of a region: recorded kernel calls on numbered storages."""
+    __slots__ = ("sig", "slots", "storages", "values", "stacks")
+
+    def __init__(self):
+        self.sig = []        # per node: (op name, device type, args, attrs), encoded
+        self.slots = {}      # id(storage) -> slot
+        self.storages = []   # slot -> a real storage (an input) or a LazyStorage (a buffer)
+        self.values = []     # runtime values: floats and random counters, in call order
+        self.stacks = []     # per node: the user's source line that made it (for logs)
+
+
+class TraceInfo:
+    """What a compiler gets: the trace's structure (shared by every trace of its key)."""
+    __slots__ = ("nodes", "slot_kinds", "outputs", "kernels", "stacks")
+
+    def __init__(self, nodes, slot_kinds, outputs, kernels, stacks):
+        #: per node ``(op name, device type, args, attrs)``; a tensor argument is
+        #: ``("t", slot, shape, stride, offset, dtype, device)``, a runtime value
+        #: ``("v", index)``, a constant ``("c", value)``, a list or tuple ``("l"|"T", items)``
+        self.nodes = nodes
+        #: per slot ``("i",)`` (an input: real memory given at run time) or
+        #: ``("b", nbytes, device)`` (a buffer the trace writes)
+        self.slot_kinds = slot_kinds
+        #: the buffer slots that outlive the trace, in order
+        self.outputs = outputs
+        #: per node its kernel
+        self.kernels = kernels
+        self.stacks = stacks
+
+
+# ---- recording -------------------------------------------------------------------------
+
+def _enc(tr, a):
+    """``a`` encoded for the trace ``tr`` (see ``TraceInfo.nodes``)."""
+    if isinstance(a, TensorBase):
+        s = a._storage
+        if s.__class__ is LazyStorage and s.real is not None:
+            s = s.real
+        slot = tr.slots.get(id(s))
+        if slot is None:
+            if s.__class__ is LazyStorage and s.error is not None:
+                _failed(s)
+            slot = tr.slots[id(s)] = len(tr.storages)
+            tr.storages.append(s)
+        return ("t", slot, a.shape, a._stride, a._offset, a.dtype, a.device)
+    t = a.__class__
+    if t is float:
+        tr.values.append(a)
+        return ("v", len(tr.values) - 1)
+    if t is list or t is tuple:
+        return ("l" if t is list else "T", tuple([_enc(tr, x) for x in a]))
+    return ("c", a)
+
+
+def _value(tr, a):
+    tr.values.append(a)
+    return ("v", len(tr.values) - 1)
+
+
+_USER_STACKS = [False]
+
+
+def _is_ember(f) -> bool:
+    name = f.f_globals.get("__name__") or ""
+    return name == "ember" or name.startswith(("ember.", "ember_"))
+
+
+def user_line() -> str:
+    """The innermost frame outside ember: ``file:line in function``, and the line."""
+    f = sys._getframe(1)
+    while f is not None and _is_ember(f):
+        f = f.f_back
+    if f is None:
+        return "<unknown>"
+    fs = traceback.extract_stack(f, limit=1)[-1]
+    return f'File "{fs.filename}", line {fs.lineno}, in {fs.name}\n    {fs.line or ""}'
+
+
+#: (op name, device type) -> the kernel a recorder stands in for
+_ORIGINAL: dict = {}
+
+
+def _dynamic_positions(o) -> tuple:
+    """Positions of a kernel's random counters (``seed``, ``offset``): runtime values."""
+    sig = o.kernel.split("#")[0].strip().strip("()")
+    names = [p.strip().split("=")[0] for p in sig.split(",")]
+    return tuple(i for i, n in enumerate(names) if n in ("seed", "offset"))
+
+
+def _recorder(o, dev, kernel):
+    name = o.name
+    dyn = _dynamic_positions(o)
+
+    def record(*args, **attrs):
+        if _S.thread != _ident():
+            return kernel(*args, **attrs)
+        tr = _S.trace
+        if dyn:
+            enc = tuple([_value(tr, a) if i in dyn else _enc(tr, a)
+                         for i, a in enumerate(args)])
+        else:
+            enc = tuple([_enc(tr, a) for a in args])
+        kw = tuple([(k, _enc(tr, v)) for k, v in attrs.items()]) if attrs else ()
+        tr.sig.append((name, dev, enc, kw))
+        if _USER_STACKS[0]:
+            tr.stacks.append(user_line())
+
+    record.__wrapped__ = kernel
+    return record
+
+
+def _lazy_empty(shape, dtype, device):
+    if _S.thread != _ident():
+        return _REAL_EMPTY(shape, dtype, device)
+    n, strides = C._GEOMETRY.get(shape) or C._geometry(shape)
+    return C.new_tensor(LazyStorage(n * dtype.itemsize, device), shape, strides, 0, dtype,
+                        device, [0])
+
+
+_REAL_EMPTY = C.real_empty
+_FACTORY = [C.new_tensor]
+
+
+def _tracking_factory(storage, shape, stride, offset, dtype, device, vc):
+    t = _FACTORY[0](storage, shape, stride, offset, dtype, device, vc)
+    if storage.__class__ is LazyStorage:
+        storage.users.append(_ref(t))
+    return t
+
+
+# ---- host access: flush or give memory ----------------------------------------------------
+
+def _failed(s):
+    e = s.error
+    raise RuntimeError(f"the value of this tensor could not be computed: the compiled graph "
+                       f"that makes it failed with {type(e).__name__}: {e}") from e
+
+
+def _realise(s):
+    """Give the lazy storage ``s``, which no recorded call touches, real memory now."""
+    alloc = C._ALLOCATORS.get(s.device._str) or C._allocator(s.device)
+    _settle(s, alloc(s.nbytes))
+
+
+def _settle(s, real):
+    s.real = real
+    for r in s.users:
+        t = r()
+        if t is not None and t._storage is s:
+            t._storage = real
+    s.users = []
+
+
+def _for_host(storage, what):
+    """The real storage behind ``storage``, after running the pending graph when it
+    touches that memory (a graph break: ``what`` names the read)."""
+    tr = _S.trace
+    if storage.__class__ is LazyStorage:
+        if storage.real is None:
+            if storage.error is not None:
+                _failed(storage)
+            if id(storage) in tr.slots:
+                flush(what)
+            else:       # nothing recorded touches it: its memory can exist now
+                _realise(storage)
+        return storage.real
+    if id(storage) in tr.slots:
+        flush(what)
+    return storage
+
+
+def _materialize(s):
+    if s.real is not None:
+        return s.real
+    if s.error is not None:
+        _failed(s)
+    if _S.thread == _ident():
+        return _for_host(s, "a read of a tensor's memory")
+    raise RuntimeError("a tensor made inside an ember.compile region was used on another "
+                       "thread before the region computed it")
+
+
+def _host_read(t):
+    if _S.thread == _ident():
+        _for_host(t._storage, "a read of a tensor's memory on the host (numpy(), "
+                              "data_ptr(), saving or sharing)")
+
+
+def _host_method(meth, label):
+    def wrapped(storage, *args, **kwargs):
+        if _S.thread == _ident():
+            storage = _for_host(storage, label)
+        elif storage.__class__ is LazyStorage:
+            storage = _materialize(storage)
+        return meth(storage, *args, **kwargs)
+    wrapped.__wrapped__ = meth
+    return wrapped
+
+
+_HOST_METHODS = {
+    "copy_to_host": "a copy of a tensor to the host (item(), tolist(), bool(), printing, a "
+                    "move to another device)",
+    "copy_from_host": "a write of host data into a tensor",
+    "share_storage": "moving a tensor into shared memory",
+    "is_shared": "asking whether a tensor is in shared memory",
+}
+
+
+# ---- running a trace ------------------------------------------------------------------
+
+#: (compiler key, trace key) -> runner
+_CACHE: dict = {}
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def forget(compiler_key) -> None:
+    """Drop the cached graphs of one compiler."""
+    for k in [k for k in _CACHE if k[0] == compiler_key]:
+        del _CACHE[k]
+
+
+def cache_size() -> int:
+    return len(_CACHE)
+
+
+def flush(reason: str | None = None) -> None:
+    """Run the pending trace of this thread's region: live buffers get real memory.
+    ``reason`` (a graph break, not the region's end) is refused under ``fullgraph``."""
+    tr = _S.trace
+    if tr is None or not tr.sig:
+        return
+    region = _S.region
+    if reason is not None:
+        STATS["breaks"] += 1
+        where = user_line()
+        region.breaks.append((reason, where))
+        if region.fullgraph:
+            raise Unsupported(f"ember.compile(fullgraph=True): the graph breaks at {reason}, "
+                             f"which needs the values of tensors computed inside the region. "
+                             f"From user code:\n  {where}")
+        if region.on_break is not None:
+            region.on_break(reason, where)
+    _S.trace = Trace()
+    storages = tr.storages
+    kinds = []
+    outputs = []
+    slot = 0
+    s = None
+    for s in storages:
+        if s.__class__ is LazyStorage:
+            kinds.append(("b", s.nbytes, s.device))
+            # held by the list, the loop and this call: anything more is a live holder
+            if _getrefcount(s) > 3:
+                outputs.append(slot)
+        else:
+            kinds.append(("i",))
+        slot += 1
+    del s
+    key = (tuple(tr.sig), tuple(kinds), tuple(outputs))
+    STATS["flushes"] += 1
+    ckey = (region.compiler_key, key)
+    runner = _CACHE.get(ckey)
+    if runner is None:
+        info = TraceInfo(key[0], key[1], key[2],
+                         [_ORIGINAL.get((n[0], n[1])) or OPS[n[0]].kernels[n[1]]
+                          for n in key[0]], tr.stacks)
+        thread, _S.thread = _S.thread, None
+        try:
+            runner = region.compiler(info, storages, tr.values)
+        finally:
+            _S.thread = thread
+        STATS["compiles"] += 1
+        if len(_CACHE) > 4096:
+            _CACHE.clear()
+        _CACHE[ckey] = runner
+        if region.on_compile is not None:
+            region.on_compile(info)
+    else:
+        STATS["hits"] += 1
+    thread, _S.thread = _S.thread, None
+    try:
+        results = runner(storages, tr.values)
+    except BaseException as e:
+        for s in storages:
+            if s.__class__ is LazyStorage and s.real is None:
+                s.error = e
+                s.users = []
+        raise
+    finally:
+        _S.thread = thread
+    for slot, real in zip(outputs, results):
+        _settle(storages[slot], real)
+
+
+# ---- the plain compiler: replay the kernel calls ----------------------------------------
+
+def _builder(e):
+    """A function ``(table, values) -> argument`` for the encoded argument ``e``."""
+    tag = e[0]
+    if tag == "t":
+        _, slot, shape, stride, offset, dtype, device = e
+        make = _FACTORY[0]
+        return lambda table, values: make(table[slot], shape, stride, offset, dtype, device,
+                                          [0])
+    if tag == "v":
+        i = e[1]
+        return lambda table, values: values[i]
+    if tag == "c":
+        v = e[1]
+        return lambda table, values: v
+    parts = [_builder(x) for x in e[1]]
+    if tag == "l":
+        return lambda table, values: [p(table, values) for p in parts]
+    return lambda table, values: tuple([p(table, values) for p in parts])
+
+
+def _slots_of(e, out):
+    if e[0] == "t":
+        out.append(e[1])
+    elif e[0] in ("l", "T"):
+        for x in e[1]:
+            _slots_of(x, out)
+    return out
+
+
+def replay(info: TraceInfo, storages=None, values=None):
+    """A runner that calls the recorded kernels in order, freeing each buffer after its
+    last use unless it is an output."""
+    buffers = [(slot, k[1], k[2]) for slot, k in enumerate(info.slot_kinds) if k[0] == "b"]
+    keep = set(info.outputs)
+    last = {}
+    for i, (_, _, args, attrs) in enumerate(info.nodes):
+        slots = []
+        for a in args:
+            _slots_of(a, slots)
+        for _, v in attrs:
+            _slots_of(v, slots)
+        for s in slots:
+            last[s] = i
+    frees = [[] for _ in info.nodes]
+    for slot, _, _ in buffers:
+        if slot not in keep and slot in last:
+            frees[last[slot]].append(slot)
+    steps = []
+    for i, (name, dev, args, attrs) in enumerate(info.nodes):
+        builders = [_builder(a) for a in args]
+        kw = [(k, _builder(v)) for k, v in attrs]
+        steps.append((info.kernels[i], OPS[name], dev, builders, kw, frees[i]))
+    outputs = list(info.outputs)
+
+    def run(storages, values):
+        table = list(storages)
+        for slot, nbytes, device in buffers:
+            alloc = C._ALLOCATORS.get(device._str) or C._allocator(device)
+            try:
+                table[slot] = alloc(nbytes)
+            except MemoryError as e:
+                if isinstance(e, C.OutOfMemoryError):
+                    raise
+                raise C.host_out_of_memory(f"a buffer of a compiled graph on {device}",
+                                           nbytes, e) from None
+        for kernel, o, dev, builders, kw, free in steps:
+            args = [b(table, values) for b in builders]
+            attrs = {k: b(table, values) for k, b in kw}
+            try:
+                kernel(*args, **attrs)
+            except Exception as e:
+                launch_failed(o, dev, e)
+            for slot in free:
+                table[slot] = None
+        return [table[s] for s in outputs]
+
+    return run
+
+
+# ---- regions --------------------------------------------------------------------------
+
+class Region:
+    """The options of one capture: the compiler, its cache key, ``fullgraph``, and the
+    callbacks the frontend's logging uses."""
+
+    def __init__(self, compiler=replay, compiler_key="eager", fullgraph=False,
+                 on_break=None, on_compile=None, stacks=False):
+        self.compiler = compiler
+        self.stacks = stacks        # record each node's user line (for the logs)
+        self.compiler_key = compiler_key
+        self.fullgraph = fullgraph
+        self.on_break = on_break
+        self.on_compile = on_compile
+        self.breaks: list = []
+
+
+def capturing() -> bool:
+    """Whether ops on this thread are being recorded now."""
+    return _S.thread is not None and _S.thread == _ident()
+
+
+class suspended:
+    """``with suspended(reason):`` runs its body eagerly inside a region (after running
+    what is pending: a graph break); recording resumes after it."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        self.thread = None
+
+    def __enter__(self):
+        if _S.thread is not None and _S.thread == _ident():
+            flush(self.reason)
+            self.thread, _S.thread = _S.thread, None
+        return self
+
+    def __exit__(self, *exc):
+        if self.thread is not None:
+            _S.thread = self.thread
+        return False
+
+
+_SAVED: dict = {}
+
+
+#: (id(backend), method name) -> (the method, its wrapper)
+_HOST_WRAPPERS: dict = {}
+#: (the kernel-table generation they were built for, [(op, its table, its recorders)])
+_TABLES = [-1, []]
+_LOADED = [False]
+
+
+def _install():
+    if not _LOADED[0]:
+        ensure_loaded()
+        for t in list(BACKENDS):
+            try:
+                backend_for(t)
+            except Exception:  # a broken plugin is reported where it is used
+                continue
+        _LOADED[0] = True
+    if _TABLES[0] != KERNELS_GENERATION[0]:
+        swaps = []
+        for o in OPS.values():
+            if o.kernels:
+                swaps.append((o, o.kernels, {dev: _recorder(o, dev, k)
+                                             for dev, k in o.kernels.items()}))
+                for dev, k in o.kernels.items():
+                    _ORIGINAL[(o.name, dev)] = k
+        _TABLES[:] = [KERNELS_GENERATION[0], swaps]
+    for o, _, rec in _TABLES[1]:
+        o.kernels = rec
+    _SAVED["backends"] = []
+    for b in BACKENDS.values():
+        saved = {}
+        for meth, label in _HOST_METHODS.items():
+            m = getattr(b, meth, None)
+            if m is not None:
+                saved[meth] = b.__dict__.get(meth)
+                key = (id(b), meth)
+                hit = _HOST_WRAPPERS.get(key)
+                if hit is None or hit[0] != m:
+                    hit = _HOST_WRAPPERS[key] = (m, _host_method(m, label))
+                setattr(b, meth, hit[1])
+        _SAVED["backends"].append((b, saved))
+    _FACTORY[0] = C.new_tensor
+    C.new_tensor = _tracking_factory
+    C.empty = _lazy_empty
+    C.MATERIALIZE[0] = _materialize
+    C.HOST_READ[0] = _host_read
+
+
+def _uninstall():
+    C.empty = _REAL_EMPTY
+    C.new_tensor = _FACTORY[0]
+    C.HOST_READ[0] = None
+    generation = KERNELS_GENERATION[0]
+    for o, table, rec in _TABLES[1]:
+        o.kernels = table
+    if generation != _TABLES[0]:    # a plugin installed kernels inside the region
+        for o, table, rec in _TABLES[1]:
+            for dev, k in rec.items():
+                if getattr(k, "__wrapped__", None) is None:
+                    table[dev] = k
+    for b, saved in _SAVED.pop("backends", ()):
+        for meth, previous in saved.items():
+            if previous is None:
+                b.__dict__.pop(meth, None)
+            else:
+                setattr(b, meth, previous)
+
+
+_LOCK = threading.Lock()
+
+
+class capture:
+    """``with capture(region):`` records this thread's ops; leaving runs what is pending.
+
+    Regions do not nest: an inner one joins the outer (a compiled function called by a
+    compiled function runs inside the caller's graph). One thread captures at a time: a
+    region entered on another thread meanwhile runs eagerly."""
+
+    def __init__(self, region: Region):
+        self.region = region
+        self.outer = False
+
+    def __enter__(self):
+        if _S.thread is not None or not _LOCK.acquire(blocking=False):
+            return self     # inside a region already, or another thread captures: eager
+        self.outer = True
+        try:
+            _install()
+        except BaseException:
+            _LOCK.release()
+            raise
+        _S.region = self.region
+        _S.trace = Trace()
+        _USER_STACKS[0] = self.region.stacks
+        _S.thread = _ident()
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        if not self.outer:
+            return False
+        try:
+            flush()
+        finally:
+            _S.thread = None
+            _S.trace = None
+            _S.region = None
+            try:
+                _uninstall()
+            finally:
+                _LOCK.release()
+        return False

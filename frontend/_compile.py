@@ -1,0 +1,512 @@
+"""``ember.compile``: PyTorch's ``torch.compile`` on ember's lazy capture (docs/compile.md).
+
+A compiled function runs its Python in full on every call, inside a capture region
+(``ember.dispatcher.lazy``): the ops record a trace instead of running, and the trace runs
+compiled when a value is needed (a graph break) and when the function returns. Compiled
+traces are cached by their structure, so a second call with the same structure reuses the
+first one's compiled form.
+
+Compilers ("backends") are PyTorch's: a callable ``(gm, example_inputs) -> callable`` that
+gets the trace as an :class:`ember.fx.GraphModule`, or a name (``"eager"``: the recorded
+kernels one by one; ``"ember"``, also called ``"inductor"``: the default).
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+
+from ember.dispatcher import core as C
+from ember.dispatcher import dtypes as D
+from ember.dispatcher import fusion
+from ember.dispatcher import lazy as L
+from ember.dispatcher.device import to_device
+from ember.dispatcher.schema import OPS
+
+from . import fx
+from .nn.modules.module import Module
+
+__all__ = ["compile", "OptimizedModule", "register_backend", "list_backends",
+           "lookup_backend", "explain", "ExplainOutput", "set_logs", "reset",
+           "to_graph_module"]
+
+_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+#: the options ``options=`` accepts (PyTorch's Inductor takes hundreds; these are the ones
+#: with a meaning for ember's compiler; unknown ones raise as in PyTorch)
+_OPTIONS = ("trace.enabled", "trace.graph_diagram", "epilogue_fusion", "max_autotune",
+            "max_autotune_pointwise", "max_autotune_gemm", "fallback_random",
+            "triton.cudagraphs", "shape_padding", "freezing", "cpp.threads",
+            "cpp.simdlen", "size_asserts")
+
+log = logging.getLogger("ember.compile")
+
+
+# ---- logging (EMBER_LOGS=graph_breaks,recompiles,output_code) -----------------------------
+
+_LOGS: set = set()
+
+
+def set_logs(*, graph_breaks: bool = False, recompiles: bool = False,
+             output_code: bool = False, graph_code: bool = False) -> None:
+    """Turn the compile logs on or off, as ``torch._logging.set_logs``: why a graph broke,
+    why a function compiled again, and the code each compiled graph runs."""
+    _LOGS.clear()
+    for name, on in (("graph_breaks", graph_breaks), ("recompiles", recompiles),
+                     ("output_code", output_code), ("graph_code", graph_code)):
+        if on:
+            _LOGS.add(name)
+    if _LOGS and not log.handlers:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("[ember.compile] %(message)s"))
+        log.addHandler(h)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+
+
+def _logs_from_env() -> None:
+    names = {n.strip().lstrip("+") for n in os.environ.get("EMBER_LOGS", "").split(",")
+             if n.strip()}
+    if names:
+        known = {"graph_breaks", "recompiles", "output_code", "graph_code"}
+        set_logs(**{n: True for n in names & known})
+
+
+_logs_from_env()
+
+
+# ---- backends -------------------------------------------------------------------------
+
+_BACKENDS: dict = {}        # name -> (compiler_fn or None for the built-in replay, tags)
+
+
+def register_backend(compiler_fn=None, name: str | None = None, tags=()):
+    """Register a compiler ``(gm, example_inputs) -> callable`` under ``name`` (default: the
+    function's name); usable as a decorator, as ``torch._dynamo.register_backend``."""
+    if compiler_fn is None:
+        return functools.partial(register_backend, name=name, tags=tags)
+    if not callable(compiler_fn):
+        raise AssertionError(f"A callable function is expected, but {type(compiler_fn)} is "
+                             f"provided.")
+    name = name or compiler_fn.__name__
+    if name in _BACKENDS and _BACKENDS[name][0] is not compiler_fn:
+        raise AssertionError(f"duplicate name: {name}")
+    _BACKENDS[name] = (compiler_fn, tuple(tags))
+    return compiler_fn
+
+
+_BACKENDS["eager"] = (None, ("debug",))
+_BACKENDS["ember"] = (None, ())
+_BACKENDS["inductor"] = (None, ())
+
+
+def list_backends(exclude_tags=("debug", "experimental")) -> list:
+    """The names ``backend=`` takes, sorted; ``exclude_tags=()`` lists the debug ones too."""
+    exclude = set(exclude_tags or ())
+    return sorted(n for n, (_, tags) in _BACKENDS.items() if not exclude & set(tags))
+
+
+def lookup_backend(backend):
+    """``(compiler for the dispatcher's capture, its cache key)`` for a name or callable."""
+    if backend is None:
+        backend = "ember"
+    if isinstance(backend, str):
+        entry = _BACKENDS.get(backend)
+        if entry is None:
+            raise L.InvalidBackend(f"Invalid backend: {backend!r}, see "
+                                   f"`ember._dynamo.list_backends()` for available backends.")
+        fn = entry[0]
+        if fn is None:
+            return (L.replay if backend == "eager" else fusion.compile_trace), backend
+        return _fx_compiler(fn), ("fx", id(fn))
+    if not callable(backend):
+        raise L.InvalidBackend(f"Invalid backend: {backend!r}, see "
+                               f"`ember._dynamo.list_backends()` for available backends.")
+    return _fx_compiler(backend), ("fx", id(backend))
+
+
+# ---- the trace as an ember.fx graph ---------------------------------------------------
+
+class _CompilerOps:
+    """``ember.compiler.ops``: the functions a captured graph's nodes call: one per op of
+    the schema (its kernel, writing its first argument; returns it), ``buffer`` (memory a
+    graph allocates) and ``view`` (a typed, strided view of a buffer or an input)."""
+
+    def __init__(self):
+        self._ops: dict = {}
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        op = self._ops.get(name)
+        if op is None:
+            if name not in OPS:
+                raise AttributeError(f"ember.compiler.ops has no op {name!r}")
+            op = self._ops[name] = _KernelOp(name)
+        return op
+
+    def __dir__(self):
+        return sorted(OPS) + ["buffer", "view"]
+
+
+class _KernelOp:
+    """One op's kernel as a graph node's target: ``op(out, *inputs, **attrs)`` runs the
+    kernel of ``out``'s device and returns ``out``."""
+
+    def __init__(self, name):
+        self.__name__ = self.__qualname__ = name
+        self.__module__ = "ember.compiler.ops"
+        self._op = OPS[name]
+
+    def __call__(self, *args, **attrs):
+        dev = _first_tensor(args).device
+        k = self._op.kernels.get(dev.type)
+        if k is None:
+            raise NotImplementedError(f"{self.__name__}(): no kernel on {dev}")
+        k(*args, **attrs)
+        return args[0]
+
+    def __repr__(self):
+        return f"ember.compiler.ops.{self.__name__}"
+
+
+def _first_tensor(args):
+    for a in args:
+        if isinstance(a, C.TensorBase):
+            return a
+        if isinstance(a, (list, tuple)):
+            t = _first_tensor(a)
+            if t is not None:
+                return t
+    return None
+
+
+def _buffer(nbytes: int, device: str):
+    """``nbytes`` of uninitialised memory on ``device``, as a 1-d uint8 tensor."""
+    return C.empty((nbytes,), D.uint8, to_device(device))
+
+
+def _view(base, dtype: str, shape: tuple, stride: tuple, offset: int):
+    """A view of ``base``'s memory with ``dtype``, ``shape``, ``stride`` and ``offset``
+    (counted in ``dtype``'s elements)."""
+    return C.new_tensor(base._storage, tuple(shape), tuple(stride), offset,
+                        D.to_dtype(dtype), base.device, base._vc)
+
+
+_buffer.__module__ = _view.__module__ = "ember.compiler.ops"
+_buffer.__qualname__, _view.__qualname__ = "buffer", "view"
+OPS_NAMESPACE = _CompilerOps()
+OPS_NAMESPACE.__dict__["buffer"] = _buffer
+OPS_NAMESPACE.__dict__["view"] = _view
+
+
+def _walk(e, fn):
+    tag = e[0]
+    if tag in ("l", "T"):
+        for x in e[1]:
+            _walk(x, fn)
+    else:
+        fn(e)
+
+
+def _input_order(info) -> list:
+    """The encodings of a trace's input views and runtime values, in placeholder order."""
+    seen = set()
+    order = []
+
+    def collect(e):
+        if e[0] == "t":
+            if info.slot_kinds[e[1]][0] == "i" and e not in seen:
+                seen.add(e)
+                order.append(e)
+        elif e[0] == "v" and e not in seen:
+            seen.add(e)
+            order.append(e)
+
+    for _, _, args, attrs in info.nodes:
+        for a in args:
+            _walk(a, collect)
+        for _, v in attrs:
+            _walk(v, collect)
+    return order
+
+
+def _inputs_of(order, storages, values) -> list:
+    out = []
+    for e in order:
+        if e[0] == "t":
+            _, slot, shape, stride, offset, dtype, device = e
+            out.append(C.new_tensor(storages[slot], shape, stride, offset, dtype, device, [0]))
+        else:
+            out.append(values[e[1]])
+    return out
+
+
+def to_graph_module(info, storages=None, values=None):
+    """The trace ``info`` as ``(GraphModule, example_inputs)``: a placeholder per input view
+    and runtime value, a node per kernel call, the live buffers as outputs. Without
+    ``storages`` and ``values`` (the trace's own), the examples are ``None``."""
+    g = fx.Graph()
+    order = _input_order(info)
+    places = {}
+    n_args = 0
+    for e in order:
+        if e[0] == "t":
+            places[e] = g.placeholder(f"arg{n_args}_1")
+            n_args += 1
+        else:
+            places[e] = g.placeholder(f"val{e[1]}")
+    bufs = {}
+    views = {}
+
+    def arg(e):
+        tag = e[0]
+        if tag == "t":
+            _, slot, shape, stride, offset, dtype, device = e
+            if info.slot_kinds[slot][0] == "i":
+                return places[e]
+            v = views.get(e)
+            if v is None:
+                b = bufs.get(slot)
+                if b is None:
+                    nbytes, dev = info.slot_kinds[slot][1:]
+                    b = bufs[slot] = g.call_function(_buffer, (nbytes, str(dev)))
+                v = views[e] = g.call_function(_view, (b, dtype.name, shape, stride, offset))
+            return v
+        if tag == "v":
+            return places[e]
+        if tag == "c":
+            return e[1]
+        items = [arg(x) for x in e[1]]
+        return items if tag == "l" else tuple(items)
+
+    for name, _, args, attrs in info.nodes:
+        g.call_function(getattr(OPS_NAMESPACE, name), tuple(arg(a) for a in args),
+                        {k: arg(v) for k, v in attrs})
+    outs = []
+    for slot in info.outputs:
+        b = bufs.get(slot)
+        if b is None:       # a live buffer no call wrote (ember.empty): memory all the same
+            nbytes, dev = info.slot_kinds[slot][1:]
+            b = bufs[slot] = g.call_function(_buffer, (nbytes, str(dev)))
+        outs.append(b)
+    g.output(tuple(outs))
+    examples = None if storages is None else _inputs_of(order, storages, values)
+    return fx.GraphModule(Module(), g), examples
+
+
+def _fx_compiler(backend_fn):
+    """A dispatcher compiler that hands the trace to ``backend_fn`` as a GraphModule."""
+    def compile_trace(info, storages, values):
+        gm, examples = to_graph_module(info, storages, values)
+        compiled = backend_fn(gm, examples)
+        if not callable(compiled):
+            raise RuntimeError(f"ember.compile: the backend {backend_fn!r} returned "
+                               f"{type(compiled).__name__}, not a callable")
+        order = _input_order(info)
+
+        def run(storages, values):
+            outs = compiled(*_inputs_of(order, storages, values))
+            if not isinstance(outs, (list, tuple)):
+                outs = (outs,)
+            return [o._storage for o in outs]
+        return run
+    return compile_trace
+
+
+# ---- logging the regions --------------------------------------------------------------
+
+def _on_break(reason, where):
+    if "graph_breaks" in _LOGS:
+        log.info("Graph break: %s\n  %s", reason, where)
+
+
+class _Watch:
+    """Per compiled function: how many graphs it compiled (for "why it recompiled")."""
+
+    def __init__(self, name):
+        self.name = name
+        self.compiles = 0
+
+    def on_compile(self, info):
+        self.compiles += 1
+        if "recompiles" in _LOGS and self.compiles > 1:
+            log.info("Recompiling %s: a graph whose structure (shapes, dtypes, devices, "
+                     "aliasing, ops and their constants) matches no compiled one; %d ops, "
+                     "the first made at\n  %s", self.name, len(info.nodes),
+                     info.stacks[0] if info.stacks else "<unknown>")
+        if "output_code" in _LOGS or "graph_code" in _LOGS:
+            gm, _ = to_graph_module(info)
+            log.info("Output code of a graph of %s:\n%s", self.name, gm.code)
+
+
+# ---- ember.compile -----------------------------------------------------------------------
+
+def _region_fn(fn, backend, fullgraph, name):
+    compiler, key = lookup_backend(backend)
+    watch = _Watch(name)
+
+    def compile_graph(info, storages, values):
+        if watch.compiles:
+            stance = _STANCE[0]
+            if stance == "fail_on_recompile":
+                raise RuntimeError(f"Detected recompile when torch.compile stance is "
+                                   f"'fail_on_recompile'. function name: {name}")
+            if stance == "eager_on_recompile":
+                return L.replay(info)
+        return compiler(info, storages, values)
+
+    @functools.wraps(fn)
+    def compiled(*args, **kwargs):
+        if _STANCE[0] == "force_eager" or L.capturing():
+            return fn(*args, **kwargs)
+        region = L.Region(compile_graph, key, fullgraph, _on_break, watch.on_compile,
+                          "recompiles" in _LOGS)
+        with L.capture(region):
+            return fn(*args, **kwargs)
+    compiled._ember_compiled = True
+    compiled._torchdynamo_orig_callable = fn
+    return compiled
+
+
+_STANCE = ["default"]
+
+
+class OptimizedModule(Module):
+    """A module compiled by ``ember.compile``: calls run its original module (``_orig_mod``,
+    whose parameters and attributes it shares) inside a capture region."""
+
+    def __init__(self, mod, compiled_call):
+        super().__init__()
+        self._orig_mod = mod
+        self.__dict__["_compiled_call"] = compiled_call
+
+    def forward(self, *args, **kwargs):
+        return self.__dict__["_compiled_call"](*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",
+            mode=None, options=None, name=None, disable: bool = False,
+            recompile_limit=None, isolate_recompiles: bool = False, shapes_spec=None):
+    """Compile ``model`` (a function or a Module) as ``torch.compile``: its ops are captured
+    lazily on each call and run as compiled graphs, cached by structure.
+
+    Args:
+        model: the function or module (``None``: returns a decorator).
+        fullgraph: a graph break inside raises ``ember._dynamo.exc.Unsupported``, naming
+            the line that broke it.
+        dynamic: accepted; ember's graphs are keyed by their shapes, so a new shape
+            compiles a new graph (see docs/compile.md).
+        backend: ``"inductor"``/``"ember"`` (the default), ``"eager"``, a registered name,
+            or a callable ``(gm, example_inputs) -> callable``.
+        mode, options: PyTorch's, checked as PyTorch checks them.
+        disable: return ``model`` unchanged.
+
+    >>> import ember
+    >>> f = ember.compile(lambda x: (x * 2).exp().sum())
+    >>> round(f(ember.zeros(3)).item(), 4)
+    3.0
+    """
+    if model is None:
+        def deco(m):
+            return compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                           mode=mode, options=options, name=name, disable=disable,
+                           recompile_limit=recompile_limit,
+                           isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
+        return deco
+    if not callable(model):
+        raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if backend in ("inductor", "ember", None):
+        if mode is not None and mode not in _MODES:
+            raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                               f"{', '.join(_MODES)}")
+        for key in options or {}:
+            if key not in _OPTIONS:
+                raise RuntimeError(f"Unexpected optimization option {key}, known options "
+                                   f"are {list(_OPTIONS)}")
+    if shapes_spec is not None:
+        raise NotImplementedError("ember.compile(shapes_spec=...) is not supported: ember "
+                                  "keys graphs by their shapes")
+    if disable:
+        return model
+    lookup_backend(backend)     # an invalid backend raises now, as in PyTorch
+    if isinstance(model, Module):
+        label = name or type(model).__name__
+        return OptimizedModule(model, _region_fn(model.__call__, backend, fullgraph, label))
+    label = name or getattr(model, "__qualname__", repr(model))
+    return _region_fn(model, backend, fullgraph, label)
+
+
+# ---- explain ------------------------------------------------------------------------------
+
+class _BreakReason:
+    __slots__ = ("reason", "user_stack")
+
+    def __init__(self, reason, user_stack):
+        self.reason = reason
+        self.user_stack = user_stack
+
+    def __repr__(self):
+        return f"GraphBreak(reason={self.reason!r})"
+
+
+class ExplainOutput:
+    """What ``explain`` found: the graphs one call ran, the breaks and their reasons."""
+
+    def __init__(self, graphs, break_reasons, op_count):
+        self.graphs = graphs
+        self.graph_count = len(graphs)
+        self.graph_break_count = len(break_reasons)
+        self.break_reasons = break_reasons
+        self.op_count = op_count
+        self.ops_per_graph = [[n.target for n in gm.graph.nodes if n.op == "call_function"
+                               and n.target not in (_buffer, _view)] for gm in graphs]
+
+    def __str__(self):
+        lines = [f"Graph Count: {self.graph_count}",
+                 f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}", "Break Reasons:"]
+        for i, b in enumerate(self.break_reasons, 1):
+            lines.append(f"  Break Reason {i}:\n    Reason: {b.reason}\n    User Stack:\n"
+                         f"      {b.user_stack}")
+        lines.append("Ops per Graph:")
+        for i, ops in enumerate(self.ops_per_graph, 1):
+            lines.append(f"  Ops {i}:")
+            lines += [f"    {getattr(t, '__qualname__', t)}" for t in ops]
+        return "\n".join(lines)
+
+
+def explain(fn, *args, **kwargs):
+    """Run ``fn(*args, **kwargs)`` once under capture and report its graphs and breaks, as
+    ``torch._dynamo.explain``; ``explain(fn)`` alone returns a function taking the
+    arguments."""
+    if not args and not kwargs:
+        return functools.partial(explain, fn)
+    graphs = []
+
+    def keep(gm, examples):
+        graphs.append(gm)
+        return gm
+
+    region = L.Region(_fx_compiler(keep), ("explain", id(keep)), False, None, None)
+    with L.capture(region):
+        fn(*args, **kwargs)
+    L.forget(("explain", id(keep)))
+    reasons = [_BreakReason(r, w) for r, w in region.breaks]
+    ops = sum(len([n for n in gm.graph.nodes if n.op == "call_function"
+                   and n.target not in (_buffer, _view)]) for gm in graphs)
+    return ExplainOutput(graphs, reasons, ops)
+
+
+def reset() -> None:
+    """Forget every compiled graph (``torch._dynamo.reset``)."""
+    L.clear_cache()
