@@ -338,6 +338,77 @@ def _call_slots(info, i) -> list:
     return sl
 
 
+def _built_call(kernel, o, dev, args, attrs):
+    """A recorded call whose tensors are made afresh on each run (devices whose kernels
+    may keep their arguments past the call: asynchronous queues)."""
+    builders = [L._builder(a) for a in args]
+    kw = [(k, L._builder(v)) for k, v in attrs]
+
+    def call(table, values):
+        try:
+            kernel(*[b(table, values) for b in builders],
+                   **{k: b(table, values) for k, b in kw})
+        except Exception as e:
+            launch_failed(o, dev, e)
+    return call
+
+
+def _bound_call(kernel, o, dev, args, attrs):
+    """A recorded call of a host backend (its kernels are done with their arguments when
+    they return): the tensor objects are made once, and each run points them at the
+    run's storages."""
+    binds = []          # (tensor object, slot)
+    values_at = []      # (container, index, value index)
+
+    def make(e, parent, index):
+        tag = e[0]
+        if tag == "t":
+            _, slot, shape, stride, offset, dtype, device = e
+            t = C.TensorBase.__new__(C.TensorBase)
+            t._storage, t.shape, t._stride, t._offset = None, shape, stride, offset
+            t.dtype, t.device, t._vc, t.requires_grad = dtype, device, [0], False
+            t._base, t._view_gen = None, 0
+            binds.append((t, slot))
+            return t
+        if tag == "v":
+            values_at.append((parent, index, e[1]))
+            return None
+        if tag == "c":
+            return e[1]
+        items = []
+        for j, x in enumerate(e[1]):
+            items.append(None)
+            items[j] = make(x, items, j)
+        if tag == "T":      # (a tuple with runtime values inside is rebuilt per run)
+            if any(p is items for p, _, _ in values_at):
+                return items
+            return tuple(items)
+        return items
+
+    arg_list = []
+    for j, a in enumerate(args):
+        arg_list.append(None)
+        arg_list[j] = make(a, arg_list, j)
+    kw = {}
+    for k, v in attrs:
+        kw[k] = make(v, kw, k)
+    if any(p is not arg_list and p is not kw for p, _, _ in values_at):
+        return _built_call(kernel, o, dev, args, attrs)     # values nested in lists: rare
+
+    def call(table, values):
+        for t, slot in binds:
+            t._storage = table[slot]
+        for parent, index, i in values_at:
+            parent[index] = values[i]
+        try:
+            kernel(*arg_list, **kw)
+        except Exception as e:
+            launch_failed(o, dev, e)
+        for t, _ in binds:
+            t._storage = None       # (no run's memory outlives it here)
+    return call
+
+
 def compile_trace(info, storages=None, values=None):
     """The default compiler: fused groups through their device's plugin, the rest as
     recorded. A device whose plugin has no ``compile_elementwise`` runs everything as
@@ -366,14 +437,21 @@ def compile_trace(info, storages=None, values=None):
     for kind, s in runs:
         if kind == "call":
             name, dev, args, attrs = info.nodes[s]
-            calls[s] = (info.kernels[s], OPS[name], dev, [L._builder(a) for a in args],
-                        [(k, L._builder(v)) for k, v in attrs])
+            backend = BACKENDS.get(dev)
+            if backend is not None and backend.host_accessible:
+                calls[s] = _bound_call(info.kernels[s], OPS[name], dev, args, attrs)
+            else:
+                calls[s] = _built_call(info.kernels[s], OPS[name], dev, args, attrs)
     outputs = list(info.outputs)
+    alloc_of = C._ALLOCATORS
 
-    def run(storages, values):
+    def run(storages, values, static=None):
         table = list(storages)
         for slot, nbytes, device in buffers:
-            alloc = C._ALLOCATORS.get(device._str) or C._allocator(device)
+            if static is not None and slot in static:
+                table[slot] = static[slot]
+                continue
+            alloc = alloc_of.get(device._str) or C._allocator(device)
             try:
                 table[slot] = alloc(nbytes)
             except MemoryError as e:
@@ -383,13 +461,7 @@ def compile_trace(info, storages=None, values=None):
                                            nbytes, e) from None
         for kind, s in runs:
             if kind == "call":
-                kernel, o, dev, builders, kw = calls[s]
-                args = [b(table, values) for b in builders]
-                attrs = {k: b(table, values) for k, b in kw}
-                try:
-                    kernel(*args, **attrs)
-                except Exception as e:
-                    launch_failed(o, dev, e)
+                calls[s](table, values)
             else:
                 fn, live, rt, n = s
                 fn([table[slot] for slot, _ in live], [off for _, off in live],

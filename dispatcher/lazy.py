@@ -42,11 +42,12 @@ from . import core as C
 from .core import LazyStorage, TensorBase
 from .ops import launch_failed
 from .plugins import BACKENDS, backend_for, ensure_loaded
+from .random import Generator
 from .schema import KERNELS_GENERATION, OPS
 
 __all__ = ["Trace", "TraceInfo", "Region", "capture", "flush", "capturing", "replay",
            "TorchDynamoException", "Unsupported", "InvalidBackend", "suspended",
-           "clear_cache", "forget", "cache_size", "STATS", "user_line"]
+           "clear_cache", "forget", "cache_size", "STATS", "user_line", "Kept"]
 
 _ident = threading.get_ident
 _getrefcount = sys.getrefcount
@@ -79,14 +80,35 @@ STATS = {"flushes": 0, "compiles": 0, "hits": 0, "breaks": 0}
 
 class Trace:
     """The pending graph of a region: recorded kernel calls on numbered storages."""
-    __slots__ = ("sig", "slots", "storages", "values", "stacks")
+    __slots__ = ("sig", "slots", "storages", "values", "stacks", "takes", "rand")
 
     def __init__(self):
+        self.takes = []      # (generator, n) of random counters taken, not yet used
+        self.rand = []       # (generator, n, seed value index, offset value index)
         self.sig = []        # per node: (op name, device type, args, attrs), encoded
         self.slots = {}      # id(storage) -> slot
         self.storages = []   # slot -> a real storage (an input) or a LazyStorage (a buffer)
         self.values = []     # runtime values: floats and random counters, in call order
         self.stacks = []     # per node: the user's source line that made it (for logs)
+
+
+class Kept:
+    """A trace a ``keep=True`` region ran, with what replaying it needs (``mode=
+    "reduce-overhead"``): its storages (inputs real, outputs the memory they got), runtime
+    values, runner, the random counters it took (generator, count, value indices) and how
+    many counters were taken that no kernel used."""
+    __slots__ = ("key", "storages", "values", "runner", "outputs", "results", "rand",
+                 "stray_takes")
+
+    def __init__(self, key, storages, values, runner, outputs, results, rand, stray_takes):
+        self.key = key
+        self.storages = storages
+        self.values = values
+        self.runner = runner
+        self.outputs = outputs
+        self.results = results
+        self.rand = rand
+        self.stray_takes = stray_takes
 
 
 class TraceInfo:
@@ -178,6 +200,9 @@ def _recorder(o, dev, kernel):
         if dyn:
             enc = tuple([_value(tr, a) if i in dyn else _enc(tr, a)
                          for i, a in enumerate(args)])
+            if tr.takes and len(dyn) == 2:
+                gen, n = tr.takes.pop(0)
+                tr.rand.append((gen, n, enc[dyn[0]][1], enc[dyn[1]][1]))
         else:
             enc = tuple([_enc(tr, a) for a in args])
         kw = tuple([(k, _enc(tr, v)) for k, v in attrs.items()]) if attrs else ()
@@ -195,6 +220,16 @@ def _lazy_empty(shape, dtype, device):
     n, strides = C._GEOMETRY.get(shape) or C._geometry(shape)
     return C.new_tensor(LazyStorage(n * dtype.itemsize, device), shape, strides, 0, dtype,
                         device, [0])
+
+
+_ORIGINAL_TAKE = Generator._take
+
+
+def _take(self, n):
+    res = _ORIGINAL_TAKE(self, n)
+    if _S.thread == _ident():
+        _S.trace.takes.append((self, n))
+    return res
 
 
 _REAL_EMPTY = C.real_empty
@@ -373,6 +408,9 @@ def flush(reason: str | None = None) -> None:
         _S.thread = thread
     for slot, real in zip(outputs, results):
         _settle(storages[slot], real)
+    if region.keep:
+        region.kept.append(Kept(key, storages, tr.values, runner, outputs, results, tr.rand,
+                                len(tr.takes)))
 
 
 # ---- the plain compiler: replay the kernel calls ----------------------------------------
@@ -431,9 +469,12 @@ def replay(info: TraceInfo, storages=None, values=None):
         steps.append((info.kernels[i], OPS[name], dev, builders, kw, frees[i]))
     outputs = list(info.outputs)
 
-    def run(storages, values):
+    def run(storages, values, static=None):
         table = list(storages)
         for slot, nbytes, device in buffers:
+            if static is not None and slot in static:
+                table[slot] = static[slot]
+                continue
             alloc = C._ALLOCATORS.get(device._str) or C._allocator(device)
             try:
                 table[slot] = alloc(nbytes)
@@ -463,7 +504,9 @@ class Region:
     callbacks the frontend's logging uses."""
 
     def __init__(self, compiler=replay, compiler_key="eager", fullgraph=False,
-                 on_break=None, on_compile=None, stacks=False):
+                 on_break=None, on_compile=None, stacks=False, keep=False):
+        self.keep = keep            # keep each trace run (``Kept``) in ``kept``
+        self.kept: list = []
         self.compiler = compiler
         self.stacks = stacks        # record each node's user line (for the logs)
         self.compiler_key = compiler_key
@@ -541,6 +584,7 @@ def _install():
                     hit = _HOST_WRAPPERS[key] = (m, _host_method(m, label))
                 setattr(b, meth, hit[1])
         _SAVED["backends"].append((b, saved))
+    Generator._take = _take
     _FACTORY[0] = C.new_tensor
     C.new_tensor = _tracking_factory
     C.empty = _lazy_empty
@@ -549,6 +593,7 @@ def _install():
 
 
 def _uninstall():
+    Generator._take = _ORIGINAL_TAKE
     C.empty = _REAL_EMPTY
     C.new_tensor = _FACTORY[0]
     C.HOST_READ[0] = None

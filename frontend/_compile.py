@@ -22,6 +22,7 @@ from ember.dispatcher import dtypes as D
 from ember.dispatcher import fusion
 from ember.dispatcher import lazy as L
 from ember.dispatcher.device import to_device
+from ember.dispatcher.grad_mode import MODE
 from ember.dispatcher.schema import OPS
 
 from . import fx
@@ -342,7 +343,7 @@ class _Watch:
 
 # ---- ember.compile -----------------------------------------------------------------------
 
-def _region_fn(fn, backend, fullgraph, name):
+def _region_fn(fn, backend, fullgraph, name, replay=False):
     compiler, key = lookup_backend(backend)
     watch = _Watch(name)
 
@@ -356,10 +357,14 @@ def _region_fn(fn, backend, fullgraph, name):
                 return L.replay(info)
         return compiler(info, storages, values)
 
+    replayer = _Replayer(fn, compile_graph, key, fullgraph, watch) if replay else None
+
     @functools.wraps(fn)
     def compiled(*args, **kwargs):
         if _STANCE[0] == "force_eager" or L.capturing():
             return fn(*args, **kwargs)
+        if replayer is not None:
+            return replayer(*args, **kwargs)
         region = L.Region(compile_graph, key, fullgraph, _on_break, watch.on_compile,
                           "recompiles" in _LOGS)
         with L.capture(region):
@@ -370,6 +375,149 @@ def _region_fn(fn, backend, fullgraph, name):
 
 
 _STANCE = ["default"]
+
+
+# ---- mode="reduce-overhead": replay without running Python --------------------------------
+
+def _flatten(obj, out):
+    """The leaves of nested tuples, lists and dicts, in order."""
+    t = type(obj)
+    if t is tuple or t is list:
+        for x in obj:
+            _flatten(x, out)
+    elif t is dict:
+        for k in obj:
+            _flatten(obj[k], out)
+    else:
+        out.append(obj)
+    return out
+
+
+def _guard_of(leaves):
+    g = []
+    first = {}
+    for i, x in enumerate(leaves):
+        if isinstance(x, C.TensorBase):
+            sid = first.setdefault(id(x._storage), i)
+            g.append(("t", x.shape, x._stride, x._offset, x.dtype, x.device,
+                      x.requires_grad, sid))
+        else:
+            g.append(("v", x))
+    return g
+
+
+class _ReplayPlan:
+    """One captured call, replayed: its kernels on the arguments' memory, everything else
+    (parameters, buffers, optimizer state, outputs) in the memory it had when captured."""
+
+    def __init__(self, kept, guard, grad, arg_slots, result):
+        self.guard = guard
+        self.grad = grad
+        self.arg_slots = arg_slots
+        self.result = result
+        self.kept = kept
+        self.static = {s: r for s, r in zip(kept.outputs, kept.results)} if kept else {}
+        if kept is not None:
+            self.storages = list(kept.storages)
+            for slot, _ in arg_slots:
+                self.storages[slot] = None      # (the captured call's arguments: not kept)
+
+    def matches(self, leaves) -> bool:
+        if MODE.grad != self.grad or len(leaves) != len(self.guard):
+            return False
+        try:
+            return _guard_of(leaves) == self.guard
+        except Exception:   # a value whose == raises or is ambiguous
+            return False
+
+    def replay(self, leaves):
+        k = self.kept
+        if k is not None:
+            storages = list(self.storages)
+            for slot, pos in self.arg_slots:
+                storages[slot] = leaves[pos]._storage
+            values = list(k.values)
+            for gen, n, i_seed, i_off in k.rand:
+                values[i_seed], values[i_off] = gen._take(n)
+            k.runner(storages, values, self.static)
+        return self.result
+
+
+def _plan_of(region, leaves, guard, result):
+    """The replay plan of a call captured by ``region``, or the reason it cannot be one."""
+    if region.breaks:
+        return f"the call broke the graph at {region.breaks[0][0]}"
+    if len(region.kept) > 1:
+        return "the call ran more than one graph"
+    kept = region.kept[0] if region.kept else None
+    if kept is not None and kept.stray_takes:
+        return "the call drew random numbers no kernel used"
+    if kept is not None and len(kept.rand) != sum(1 for n in kept.key[0]
+                                                  if n[0] in ("uniform", "normal")):
+        return "the call's random kernels could not be matched with their generators"
+    outs = {id(r) for r in (kept.results if kept else ())}
+    for x in _flatten(result, []):
+        if isinstance(x, C.TensorBase):
+            if id(x._storage) not in outs:
+                return "it returns a tensor the graph does not make (an argument or a " \
+                       "parameter)"
+            if x.requires_grad:
+                return "it returns a tensor that requires grad (replay does not rebuild " \
+                       "the autograd graph)"
+    arg_slots = []
+    if kept is not None:
+        where = {}
+        for i, x in enumerate(leaves):
+            if isinstance(x, C.TensorBase):
+                where.setdefault(id(x._storage), i)
+        for slot, st in enumerate(kept.storages):
+            pos = where.get(id(st))
+            if pos is not None:
+                arg_slots.append((slot, pos))
+    return _ReplayPlan(kept, guard, MODE.grad, arg_slots, result)
+
+
+class _Replayer:
+    """A function compiled with ``mode="reduce-overhead"`` (see docs/compile.md: the
+    contract). Call 1 runs compiled as in the default mode (a warm-up: optimizer state and
+    caches get made); later calls are captured whole, and calls whose arguments match a
+    captured one (shapes, strides, dtypes, devices, requires_grad, aliasing, every
+    non-tensor argument, grad mode) replay its kernels without running Python (the last 8
+    captures are kept)."""
+
+    def __init__(self, fn, compiler, key, fullgraph, watch):
+        self.fn = fn
+        self.compiler = compiler
+        self.key = key
+        self.fullgraph = fullgraph
+        self.watch = watch
+        self.calls = 0
+        self.plans: list = []      # the most recent first, at most 8
+        self.refused = None
+
+    def __call__(self, *args, **kwargs):
+        leaves = _flatten((args, kwargs), [])
+        for plan in self.plans:
+            if plan.matches(leaves):
+                return plan.replay(leaves)
+        self.calls += 1
+        keep = self.calls >= 2 and self.refused is None
+        region = L.Region(self.compiler, self.key, self.fullgraph, _on_break,
+                          self.watch.on_compile, "recompiles" in _LOGS, keep=keep)
+        guard = _guard_of(leaves) if keep else None
+        with L.capture(region):
+            result = self.fn(*args, **kwargs)
+        if keep:
+            plan = _plan_of(region, leaves, guard, result)
+            if isinstance(plan, str):
+                self.refused = plan
+                if "graph_breaks" in _LOGS or "recompiles" in _LOGS:
+                    log.info("mode='reduce-overhead': %s runs in the default mode: %s",
+                             self.watch.name, plan)
+            else:
+                self.plans.insert(0, plan)
+                del self.plans[8:]
+        return result
 
 
 class OptimizedModule(Module):
@@ -439,11 +587,15 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     if disable:
         return model
     lookup_backend(backend)     # an invalid backend raises now, as in PyTorch
+    # replay without Python (PyTorch: CUDA graphs) with the built-in compilers only
+    replay = mode == "reduce-overhead" and (backend is None or isinstance(backend, str)
+                                            and _BACKENDS[backend][0] is None)
     if isinstance(model, Module):
         label = name or type(model).__name__
-        return OptimizedModule(model, _region_fn(model.__call__, backend, fullgraph, label))
+        return OptimizedModule(model, _region_fn(model.__call__, backend, fullgraph, label,
+                                                 replay))
     label = name or getattr(model, "__qualname__", repr(model))
-    return _region_fn(model, backend, fullgraph, label)
+    return _region_fn(model, backend, fullgraph, label, replay)
 
 
 # ---- explain ------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from .. import dtypes as D
 from .. import ops as O
 from .. import views as V
 from ..grad_mode import MODE, below_autograd
+from ..lazy import capturing
 from ..plugins import BACKENDS, backend_for
 from ..schema import OPS, composite, defop, gradient
 from .conv import dense_conv, depthwise_conv
@@ -162,7 +163,10 @@ def _detached(t):
 
 
 def _host_memory(t) -> bool:
-    """Whether ``t``'s device is host memory (reading it back costs no stall)."""
+    """Whether ``t``'s device is host memory (reading it back costs no stall); not while
+    ember.compile captures, where a read would break the graph."""
+    if capturing():
+        return False
     b = BACKENDS.get(t.device.type)
     return b is None or bool(b.host_accessible) or t.device.type.endswith("cpu")
 
