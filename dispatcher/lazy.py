@@ -70,6 +70,7 @@ class _State:
     thread = None       # the ident of the thread capturing now; None when none is
     trace = None
     region = None
+    created: list = []  # weak references to the region's lazy storages
 
 
 _S = _State()
@@ -218,8 +219,9 @@ def _lazy_empty(shape, dtype, device):
     if _S.thread != _ident():
         return _REAL_EMPTY(shape, dtype, device)
     n, strides = C._GEOMETRY.get(shape) or C._geometry(shape)
-    return C.new_tensor(LazyStorage(n * dtype.itemsize, device), shape, strides, 0, dtype,
-                        device, [0])
+    s = LazyStorage(n * dtype.itemsize, device)
+    _S.created.append(_ref(s))
+    return C.new_tensor(s, shape, strides, 0, dtype, device, [0])
 
 
 _ORIGINAL_TAKE = Generator._take
@@ -638,6 +640,7 @@ class capture:
             raise
         _S.region = self.region
         _S.trace = Trace()
+        _S.created = []
         _USER_STACKS[0] = self.region.stacks
         _S.thread = _ident()
         return self
@@ -647,7 +650,13 @@ class capture:
             return False
         try:
             flush()
+            # storages no kernel wrote (an empty result, ember.empty) get memory too
+            for r in _S.created:
+                st = r()
+                if st is not None and st.real is None and st.error is None:
+                    _realise(st)
         finally:
+            _S.created = []
             _S.thread = None
             _S.trace = None
             _S.region = None

@@ -20,14 +20,16 @@ True
 import argparse
 from importlib.metadata import entry_points
 
-from ._cases import Case, all_cases, forward_cases, grad_cases, inplace_cases, out_cases
+from ._cases import (Case, all_cases, compile_cases, forward_cases, grad_cases, inplace_cases,
+                     out_cases)
 from ._compare import TOLERANCES, assert_close
 from ._make_tensor import assert_allclose, make_tensor
 from ._opdb import OP_DB, OpInfo
 from ._samples import LAYOUTS, Fixed, Idx, Mask, Sample, T
 
 __all__ = ["OP_DB", "OpInfo", "Sample", "T", "Idx", "Mask", "Fixed", "LAYOUTS", "Case",
-           "all_cases", "forward_cases", "grad_cases", "inplace_cases", "out_cases",
+           "all_cases", "compile_cases", "forward_cases", "grad_cases", "inplace_cases",
+           "out_cases",
            "assert_close", "TOLERANCES", "pytest_args", "main", "make_tensor",
            "assert_allclose"]
 

@@ -170,6 +170,15 @@ def forward_cases() -> tuple:
 
 
 @functools.lru_cache(maxsize=None)
+def compile_cases() -> tuple:
+    """The forward cases in their contiguous, transposed, 0-d and empty layouts (the
+    others differ from these only in how the inputs are carved, which capture records as
+    it records any view)."""
+    return tuple(c for c in forward_cases()
+                 if c.layout in ("contiguous", "transposed", "0-d", "empty"))
+
+
+@functools.lru_cache(maxsize=None)
 def grad_cases() -> tuple:
     """float64 in every layout, float32 contiguous: gradients of differentiable ops."""
     cases = []
@@ -237,5 +246,5 @@ def out_cases() -> tuple:
 
 def all_cases() -> dict:
     return {"forward": forward_cases(), "grad": grad_cases(), "inplace": inplace_cases(),
-            "out": out_cases()}
+            "out": out_cases(), "compiled": compile_cases()}
 

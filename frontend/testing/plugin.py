@@ -161,11 +161,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for item in _KIT_TESTS:
         kind = item.originalname if hasattr(item, "originalname") else item.name
         kind = kind.replace("test_", "", 1)
-        key = kind if kind in ("forward", "grad", "inplace", "out") else "device"
+        key = kind if kind in ("forward", "grad", "inplace", "out", "compiled") else "device"
         counts[key] = counts.get(key, 0) + 1
     total = sum(counts.values())
     detail = ", ".join(f"{k} {counts[k]}" for k in ("forward", "grad", "inplace", "out",
-                                                     "device") if k in counts)
+                                                     "compiled", "device") if k in counts)
     device = config.getoption("--ember-device")
     tr = terminalreporter
     tr.write_sep("-", "ember.testing")

@@ -9,6 +9,11 @@
   self (a view in the layout), returns self, and leaves the rest of the base untouched.
 - ``test_out[op-dtype-kind]``: ``out=`` into a fresh, a strided and an empty (resized)
   tensor.
+- ``test_compiled[op-dtype-layout]``: each forward sample inside ``ember.compile``: alone
+  (the recorded kernels replayed: capture, graph breaks and materialisation), and, for
+  contiguous float32 samples, between elementwise neighbours (its floating inputs and
+  outputs multiplied by 1) under the default compiler, which fuses what it can with them
+  (float32 only: each new fused group costs a C++ compile).
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import pytest
 import ember
 from ember.dispatcher import OPS
 
-from ._cases import forward_cases, grad_cases, inplace_cases, out_cases
+from ._cases import compile_cases, forward_cases, grad_cases, inplace_cases, out_cases
 from ._compare import assert_close, flat_tensors, magnitude
 from ._opdb import OP_DB
 from ._samples import build, carve, expected_base_grad, rng_for, _sentinel
@@ -77,6 +82,44 @@ def test_forward(case, ember_device):
         b = build(sample, case.dtype, case.layout, ember_device, rng)
         expected = _call(case, sample, b.ref_args, b.ref_kwargs)
         actual = _call(case, sample, b.dev_args, b.dev_kwargs)
+        _check(case, sample, b, actual, expected, ember_device)
+    _run_samples(case, body)
+
+
+def _times_one(v):
+    if isinstance(v, ember.Tensor) and v.dtype.is_floating_point:
+        return v * 1
+    return v
+
+
+def _times_one_in_place(result):
+    for t in flat_tensors(result):
+        if t.dtype.is_floating_point and 0 not in t.stride() and not t.requires_grad:
+            t.mul_(1)
+    return result
+
+
+@pytest.mark.parametrize("case", _params(compile_cases()))
+def test_compiled(case, ember_device):
+    def body(index, sample):
+        rng = rng_for(case.op, index, case.dtype.name, case.layout)
+        b = build(sample, case.dtype, case.layout, ember_device, rng)
+        expected = _call(case, sample, b.ref_args, b.ref_kwargs)
+
+        def alone(*args, **kwargs):
+            return _call(case, sample, args, kwargs)
+        actual = ember.compile(alone, backend="eager")(*b.dev_args, **b.dev_kwargs)
+        _check(case, sample, b, actual, expected, ember_device)
+        if case.layout != "contiguous" or case.dtype.name != "float32":
+            return      # (each fused group is a C++ compile: float32 stands for the rest)
+
+        def neighbours(*args, **kwargs):
+            args = [_times_one(a) for a in args]
+            return _times_one_in_place(_call(case, sample, args, kwargs))
+        # fresh arguments (and generators: a random op draws what the reference drew)
+        b = build(sample, case.dtype, case.layout, ember_device,
+                  rng_for(case.op, index, case.dtype.name, case.layout))
+        actual = ember.compile(neighbours)(*b.dev_args, **b.dev_kwargs)
         _check(case, sample, b, actual, expected, ember_device)
     _run_samples(case, body)
 

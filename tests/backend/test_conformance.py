@@ -15,7 +15,7 @@ from importlib.metadata import entry_points
 import pytest
 
 from ember.dispatcher import OPS
-from ember.testing import OP_DB, forward_cases, grad_cases, pytest_args
+from ember.testing import OP_DB, compile_cases, forward_cases, grad_cases, pytest_args
 
 
 def _installed(plugin: str) -> bool:
@@ -101,6 +101,7 @@ def test_op_database_covers_every_schema_op():
 
 def test_every_op_has_forward_cases_and_differentiable_ops_gradient_cases():
     assert {c.op for c in forward_cases()} == set(OPS)
+    assert {c.op for c in compile_cases()} == set(OPS)      # each one inside ember.compile
     differentiable = {n for n, o in OPS.items() if o.differentiable}
     assert differentiable <= {c.op for c in grad_cases()}
 
