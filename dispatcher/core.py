@@ -200,12 +200,13 @@ def adopt(t) -> None:
         s.users.append(_weakref(t))
 
 
-def host_storage(t):
+def host_storage(t, write: bool = True):
     """``t``'s storage for reading or writing its bytes on the host (``numpy()``, saving):
-    inside a capture region, the pending graph runs first when it writes or reads them."""
+    inside a capture region, the pending graph runs first when it writes them or, if the
+    host may write them (``write``), when it reads them."""
     hook = HOST_READ[0]
     if hook is not None:
-        hook(t)
+        hook(t, write)
     s = t._storage
     if s.__class__ is LazyStorage:
         return MATERIALIZE[0](s)

@@ -47,7 +47,7 @@ from .schema import KERNELS_GENERATION, OPS
 
 __all__ = ["Trace", "TraceInfo", "Region", "capture", "flush", "capturing", "replay",
            "TorchDynamoException", "Unsupported", "InvalidBackend", "suspended",
-           "clear_cache", "forget", "cache_size", "STATS", "user_line", "Kept"]
+           "clear_cache", "forget", "cache_size", "STATS", "user_line", "Kept", "reading"]
 
 _ident = threading.get_ident
 _getrefcount = sys.getrefcount
@@ -81,9 +81,10 @@ STATS = {"flushes": 0, "compiles": 0, "hits": 0, "breaks": 0}
 
 class Trace:
     """The pending graph of a region: recorded kernel calls on numbered storages."""
-    __slots__ = ("sig", "slots", "storages", "values", "stacks", "takes", "rand")
+    __slots__ = ("sig", "slots", "storages", "values", "stacks", "takes", "rand", "written")
 
     def __init__(self):
+        self.written = set()  # the slots recorded calls may write
         self.takes = []      # (generator, n) of random counters taken, not yet used
         self.rand = []       # (generator, n, seed value index, offset value index)
         self.sig = []        # per node: (op name, device type, args, attrs), encoded
@@ -190,9 +191,19 @@ def _dynamic_positions(o) -> tuple:
     return tuple(i for i, n in enumerate(names) if n in ("seed", "offset"))
 
 
+def _all_slots(encs, into):
+    for e in encs:
+        if e[0] == "t":
+            into.add(e[1])
+        elif e[0] in ("l", "T"):
+            _all_slots(e[1], into)
+
+
 def _recorder(o, dev, kernel):
     name = o.name
     dyn = _dynamic_positions(o)
+    # elementwise ops and reductions write their first argument and nothing else
+    out_only = o.kind in ("elementwise", "reduction") and o.kernel.startswith("(out,")
 
     def record(*args, **attrs):
         if _S.thread != _ident():
@@ -208,6 +219,11 @@ def _recorder(o, dev, kernel):
             enc = tuple([_enc(tr, a) for a in args])
         kw = tuple([(k, _enc(tr, v)) for k, v in attrs.items()]) if attrs else ()
         tr.sig.append((name, dev, enc, kw))
+        if out_only and enc and enc[0][0] == "t":
+            tr.written.add(enc[0][1])
+        else:                   # a kernel that may write any tensor it gets
+            _all_slots(enc, tr.written)
+            _all_slots([v for _, v in kw], tr.written)
         if _USER_STACKS[0]:
             tr.stacks.append(user_line())
 
@@ -268,9 +284,12 @@ def _settle(s, real):
     s.users = []
 
 
-def _for_host(storage, what):
+def _for_host(storage, what, write=True):
     """The real storage behind ``storage``, after running the pending graph when it
-    touches that memory (a graph break: ``what`` names the read)."""
+    touches that memory (a graph break: ``what`` names the read, unless the frontend
+    named it more precisely with ``reading``)."""
+    if _READING[0] is not None:
+        what, _READING[0] = _READING[0], None
     tr = _S.trace
     if storage.__class__ is LazyStorage:
         if storage.real is None:
@@ -281,7 +300,8 @@ def _for_host(storage, what):
             else:       # nothing recorded touches it: its memory can exist now
                 _realise(storage)
         return storage.real
-    if id(storage) in tr.slots:
+    slot = tr.slots.get(id(storage))
+    if slot is not None and (write or slot in tr.written):
         flush(what)
     return storage
 
@@ -297,16 +317,16 @@ def _materialize(s):
                        "thread before the region computed it")
 
 
-def _host_read(t):
+def _host_read(t, write=True):
     if _S.thread == _ident():
         _for_host(t._storage, "a read of a tensor's memory on the host (numpy(), "
-                              "data_ptr(), saving or sharing)")
+                              "data_ptr(), saving or sharing)", write)
 
 
-def _host_method(meth, label):
+def _host_method(meth, label, write):
     def wrapped(storage, *args, **kwargs):
         if _S.thread == _ident():
-            storage = _for_host(storage, label)
+            storage = _for_host(storage, label, write)
         elif storage.__class__ is LazyStorage:
             storage = _materialize(storage)
         return meth(storage, *args, **kwargs)
@@ -314,12 +334,13 @@ def _host_method(meth, label):
     return wrapped
 
 
+#: method -> (what a graph break it causes is called, whether it writes the memory)
 _HOST_METHODS = {
-    "copy_to_host": "a copy of a tensor to the host (item(), tolist(), bool(), printing, a "
-                    "move to another device)",
-    "copy_from_host": "a write of host data into a tensor",
-    "share_storage": "moving a tensor into shared memory",
-    "is_shared": "asking whether a tensor is in shared memory",
+    "copy_to_host": ("a copy of a tensor to the host (item(), tolist(), bool(), printing, "
+                     "a move to another device)", False),
+    "copy_from_host": ("a write of host data into a tensor", True),
+    "share_storage": ("moving a tensor into shared memory", True),
+    "is_shared": ("asking whether a tensor is in shared memory", False),
 }
 
 
@@ -341,6 +362,16 @@ def forget(compiler_key) -> None:
 
 def cache_size() -> int:
     return len(_CACHE)
+
+
+_READING = [None]
+
+
+def reading(what: str) -> None:
+    """Name the host read about to happen on this thread (``Tensor.item()``, a branch on a
+    tensor): a graph break it causes is reported under that name."""
+    if _S.thread == _ident() and _READING[0] is None:
+        _READING[0] = what
 
 
 def flush(reason: str | None = None) -> None:
@@ -576,14 +607,14 @@ def _install():
     _SAVED["backends"] = []
     for b in BACKENDS.values():
         saved = {}
-        for meth, label in _HOST_METHODS.items():
+        for meth, (label, write) in _HOST_METHODS.items():
             m = getattr(b, meth, None)
             if m is not None:
                 saved[meth] = b.__dict__.get(meth)
                 key = (id(b), meth)
                 hit = _HOST_WRAPPERS.get(key)
                 if hit is None or hit[0] != m:
-                    hit = _HOST_WRAPPERS[key] = (m, _host_method(m, label))
+                    hit = _HOST_WRAPPERS[key] = (m, _host_method(m, label, write))
                 setattr(b, meth, hit[1])
         _SAVED["backends"].append((b, saved))
     Generator._take = _take
@@ -657,6 +688,7 @@ class capture:
                     _realise(st)
         finally:
             _S.created = []
+            _READING[0] = None
             _S.thread = None
             _S.trace = None
             _S.region = None

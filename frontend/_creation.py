@@ -492,8 +492,10 @@ def from_numpy(arr):
     return C.new_tensor(storage, tuple(arr.shape), strides, 0, dt, to_device("cpu"), [0])
 
 
-def numpy_of(t, force=False):
-    """``t``'s data as a NumPy array sharing memory (CPU tensors)."""
+def numpy_of(t, force=False, readonly=False):
+    """``t``'s data as a NumPy array sharing memory (CPU tensors); ``readonly``: the
+    caller only reads it (inside ember.compile, a pending graph that reads ``t`` need not
+    run first)."""
     if t.device.type != "cpu":
         if not force:
             raise TypeError(f"can't convert {t.device} device type tensor to numpy. Use "
@@ -501,7 +503,7 @@ def numpy_of(t, force=False):
         with below_autograd():
             t = O.to(t, "cpu")
     npdt = t.dtype.to_numpy()
-    base = np.frombuffer(C.host_storage(t), dtype=np.uint8)
+    base = np.frombuffer(C.host_storage(t, not readonly), dtype=np.uint8)
     item = t.dtype.itemsize
     n = C.numel(t.shape)
     if n == 0:

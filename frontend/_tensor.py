@@ -20,6 +20,7 @@ from ember.dispatcher.defs.elementwise import POW_SPECIAL
 from ember.dispatcher.defs.linalg import mm as _mm
 from ember.dispatcher.device import device as Device, to_device
 from ember.dispatcher.grad_mode import MODE
+from ember.dispatcher.lazy import reading as _reading
 from ember.dispatcher.plugins import backend_for
 
 from . import _creation as K
@@ -307,20 +308,24 @@ class Tensor(TensorBase):
 
     # ---- conversions -----------------------------------------------------------------
     def item(self):
+        _reading("Tensor.item()")
         return O.item(self)
 
     def tolist(self):
+        _reading("Tensor.tolist()")
         if self.dtype is D.bfloat16:
-            return K.numpy_of(O.to(self, "cpu", D.float32)).tolist()
-        return K.numpy_of(self, force=True).tolist()
+            return K.numpy_of(O.to(self, "cpu", D.float32), readonly=True).tolist()
+        return K.numpy_of(self, force=True, readonly=True).tolist()
 
     def numpy(self, *, force=False):
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        _reading("Tensor.numpy()")
         return K.numpy_of(self, force=force)
 
     def __array__(self, dtype=None, copy=None):
+        _reading("a conversion to a NumPy array (__array__)")
         a = K.numpy_of(self, force=True)
         return a.astype(dtype) if dtype is not None else a
 
@@ -338,9 +343,12 @@ class Tensor(TensorBase):
         if n != 1:
             raise RuntimeError(f"Boolean value of Tensor with {'more than one' if n else 'no'} "
                                "values is ambiguous")
+        _reading("a data-dependent branch: bool() of a tensor (if t:, while t:, assert t, "
+                 "and/or)")
         return bool(self.item())
 
     def __float__(self):
+        _reading("float() of a tensor")
         return float(self.item())
 
     def __int__(self):
@@ -356,7 +364,8 @@ class Tensor(TensorBase):
         return complex(self.item())
 
     def __repr__(self):
-        return tensor_repr(self, K.numpy_of)
+        _reading("printing a tensor (repr/str)")
+        return tensor_repr(self, _read_only_numpy)
 
     __str__ = __repr__
 
@@ -862,6 +871,10 @@ class Size(tuple):
 
     def __repr__(self):
         return f"ember.Size({list(self)})"
+
+
+def _read_only_numpy(t, force=False):
+    return K.numpy_of(t, force=force, readonly=True)
 
 
 def _make(storage, shape, stride, offset, dtype, device, vc):

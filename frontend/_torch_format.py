@@ -333,7 +333,7 @@ def _storage_bytes(t) -> tuple:
     """``(storage id, bytes, storage offset, strides, owner)`` of ``t``'s storage: CPU tensors save
     their whole storage (views share it); others save a contiguous host copy of their own."""
     if t.device.type == "cpu":
-        storage = C.host_storage(t)
+        storage = C.host_storage(t, False)      # (saving reads the bytes)
         data = np.frombuffer(storage, dtype=np.uint8)
         return id(storage), data, t._offset, tuple(t._stride), storage
     host = t.detach().contiguous().cpu()

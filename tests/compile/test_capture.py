@@ -484,3 +484,37 @@ def test_saving_inside_a_region(tmp_path):
         return y
     ember.compile(f)(ember.arange(3.0))
     same(ember.load(tmp_path / "y.pt")["y"], ember.arange(3.0) * 3)
+
+
+@pytest.mark.parametrize("read, reason", [
+    (lambda y: bool(y.sum() > 0), "data-dependent branch"),
+    (lambda y: y.sum().item(), "Tensor.item()"),
+    (lambda y: y.tolist(), "Tensor.tolist()"),
+    (lambda y: y.numpy(), "Tensor.numpy()"),
+    (lambda y: repr(y), "printing a tensor"),
+    (lambda y: float(y.sum()), "float() of a tensor"),
+])
+def test_explain_names_each_break(read, reason):
+    def f(x):
+        y = x * 2
+        read(y)
+        return y + 1
+    out = ember.compiler.explain(f, ember.ones(3))
+    assert out.graph_count == 2 and out.graph_break_count == 1
+    assert reason in out.break_reasons[0].reason
+    assert "lambda y:" in out.break_reasons[0].user_stack    # the innermost user frame
+
+
+def test_reads_break_the_graph_only_after_pending_writes():
+    def f(x, z):
+        x.sum().item()          # the sum is pending: a break
+        y = x * 2
+        x.tolist()              # the pending graph reads x but does not write it: no break
+        z.add_(1)
+        z.tolist()              # z has a pending write: a break
+        return y.exp()
+    z = ember.zeros(2)
+    out = ember.compiler.explain(f, ember.ones(3), z)
+    assert out.graph_break_count == 2
+    assert [b.reason for b in out.break_reasons] == ["Tensor.item()", "Tensor.tolist()"]
+    same(z, ember.ones(2))
