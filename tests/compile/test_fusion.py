@@ -213,3 +213,39 @@ def test_training_step_with_fused_optimizer_math():
         same(cstep(m1, o1), step(m2, o2))
     for p1, p2 in zip(m1.parameters(), m2.parameters()):
         same(p1, p2)
+
+
+def _opencl():
+    try:
+        ember.ones(1).to("opencl")
+        return True
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_opencl_groups_are_one_kernel_with_eager_bits(dtype):
+    import ember_opencl.fusion as OF
+    dt = getattr(ember, dtype)
+    x = ember.randn(3001).to(dt).to("opencl")
+    before = OF.STATS["groups"]
+    got = ember.compile(gelu_tanh)(x)
+    fused = OF.STATS["groups"] - before
+    # float16 computes in float: values kept in registers would skip the rounding to half
+    # each op does, so its groups run op by op
+    assert fused == (0 if dtype == "float16" else 1)
+    same(got.cpu(), gelu_tanh(x).cpu())
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+def test_opencl_runtime_attributes_and_in_place_inputs():
+    def f(a, b, v):
+        a.mul_(2)
+        return ember.addcmul(a, b, a, value=v).sigmoid() * b
+    b = ember.randn(500).to("opencl")
+    for v in (0.5, -3.0):
+        a1 = ember.randn(500).to("opencl")
+        a2 = a1.clone()
+        same(ember.compile(f)(a1, b, v).cpu(), f(a2, b, v).cpu())
+        same(a1.cpu(), a2.cpu())

@@ -13,6 +13,7 @@ from ember.dispatcher.core import host_out_of_memory
 
 from . import __version__
 from . import _runtime as rt
+from . import fusion
 from ._memory import is_out_of_memory
 
 
@@ -39,6 +40,10 @@ class OpenCLBackend(Backend):
 
     def device_count(self) -> int:
         return rt.device_count()
+
+    def compile_elementwise(self, group):
+        """ember.compile's fused groups as OpenCL C kernels (``ember_opencl.fusion``)."""
+        return fusion.compile_elementwise(group)
 
     def device_name(self, index: int) -> str:
         d = rt.device(index)
