@@ -12,7 +12,7 @@ import numpy as np
 
 from ember.dispatcher import Backend, hookimpl
 
-from . import __version__
+from . import __version__, compiler
 from .kernels import KERNELS
 from .memory import make_allocator
 
@@ -33,6 +33,11 @@ class ExampleBackend(Backend):
 
     def __init__(self):
         self._allocators = {}
+
+    # -- ember.compile (optional) ----------------------------------------------------------
+    def compile_elementwise(self, group):
+        """Run one fused group of elementwise calls as one step (``compiler.py``)."""
+        return compiler.compile_elementwise(group)
 
     # -- devices -----------------------------------------------------------------------
     def device_count(self) -> int:

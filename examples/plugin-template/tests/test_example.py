@@ -120,3 +120,18 @@ def test_conformance_kit():
                         "-p", "no:cacheprovider"], capture_output=True, text=True)
     assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
     assert "cases generated for device 'example'" in r.stdout
+
+
+def test_compile_runs_fused_groups_through_the_plugin_compiler():
+    from ember_example import compiler
+
+    def f(a, b):
+        return (a * b + a).exp().sqrt() - b
+
+    a = ember.rand(100).to("example")
+    b = ember.rand(100).to("example")
+    before = compiler.STATS["groups"]
+    got = ember.compile(f)(a, b)
+    assert compiler.STATS["groups"] == before + 1
+    np.testing.assert_array_equal(got.cpu().numpy(), f(a, b).cpu().numpy())
+    np.testing.assert_allclose(got.cpu().numpy(), f(a.cpu(), b.cpu()).numpy(), rtol=1e-6)
