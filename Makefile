@@ -67,6 +67,7 @@ bench: $(CPU_STAMP)
 	$(PY) bench/bench_ops.py
 	$(PY) bench/bench_training.py
 	$(PY) bench/bench_models.py
+	$(PY) bench/bench_compile.py
 	$(PY) bench/bench_multiprocessing.py
 	$(PY) bench/bench_ddp.py
 	$(PY) bench/bench_opencl.py
