@@ -63,6 +63,10 @@ def set_logs(*, graph_breaks: bool = False, recompiles: bool = False,
         log.addHandler(h)
         log.setLevel(logging.INFO)
         log.propagate = False
+    # device plugins log the source of the kernels they generate here (a child logger:
+    # silent unless output_code is on)
+    logging.getLogger("ember.compile.output_code").setLevel(
+        logging.INFO if output_code else logging.WARNING)
 
 
 def _logs_from_env() -> None:

@@ -249,3 +249,26 @@ def test_opencl_runtime_attributes_and_in_place_inputs():
         a2 = a1.clone()
         same(ember.compile(f)(a1, b, v).cpu(), f(a2, b, v).cpu())
         same(a1.cpu(), a2.cpu())
+
+
+def test_output_code_log_shows_the_generated_kernel():
+    import logging
+
+    import ember_cpu.fusion as F
+    F._LOADED.clear()
+    seen = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+    keep = Keep()
+    logger = logging.getLogger("ember.compile.output_code")
+    logger.addHandler(keep)
+    ember._logging.set_logs(output_code=True)
+    try:
+        ember.compile(lambda t: (t * 5).cos() - t)(ember.randn(17))
+    finally:
+        ember._logging.set_logs()
+        logger.removeHandler(keep)
+    text = "\n".join(seen)
+    assert "generated kernel of a fused group" in text and "gen::cos_op" in text

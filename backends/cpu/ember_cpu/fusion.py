@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
@@ -30,6 +31,9 @@ from ember.dispatcher import get_include
 from ember.dispatcher.codegen.cxx import functor_name, render_functors
 
 from . import _C
+
+#: ember.compile's output_code log (EMBER_LOGS=output_code turns it on)
+_CODE_LOG = logging.getLogger("ember.compile.output_code")
 
 __all__ = ["compile_elementwise", "render_group", "cache_dir", "STATS"]
 
@@ -210,6 +214,8 @@ def compile_elementwise(group):
                           RuntimeWarning)
             return None
         src = render_group(group)
+        _CODE_LOG.info("generated kernel of a fused group (%d ops):\n%s", len(group.nodes),
+                       src)
         lib = ctypes.CDLL(_build(src, cxx))
         STATS["loaded"] += 1
         entry = lib.ember_fused

@@ -11,6 +11,7 @@ groups run op by op.
 from __future__ import annotations
 
 import hashlib
+import logging
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from ember.dispatcher.codegen.opencl import render_fused
 from . import _runtime as rt
 from ._source import CTYPES
 from .ops._common import elementwise_local
+
+#: ember.compile's output_code log (EMBER_LOGS=output_code turns it on)
+_CODE_LOG = logging.getLogger("ember.compile.output_code")
 
 __all__ = ["compile_elementwise", "STATS"]
 
@@ -44,6 +48,8 @@ def compile_elementwise(group):
     hit = _FAMILIES.get(key)
     if hit is None:
         body = render_fused(group)
+        _CODE_LOG.info("generated kernel of a fused group (%d ops):\n%s", len(group.nodes),
+                       body)
         dtype = group.operands[0].dtype.name
         # (one program per body and dtype: the same text instantiates for either float)
         family = "fused_" + hashlib.sha256(f"{dtype}\n{body}".encode()).hexdigest()[:16]
