@@ -57,12 +57,13 @@ def set_logs(*, graph_breaks: bool = False, recompiles: bool = False,
                      ("output_code", output_code), ("graph_code", graph_code)):
         if on:
             _LOGS.add(name)
-    if _LOGS and not log.handlers:
+    if _LOGS and not any(getattr(h, "_ember", False) for h in log.handlers):
         h = logging.StreamHandler(sys.stderr)
         h.setFormatter(logging.Formatter("[ember.compile] %(message)s"))
+        h._ember = True
         log.addHandler(h)
-        log.setLevel(logging.INFO)
         log.propagate = False
+    log.setLevel(logging.INFO if _LOGS else logging.WARNING)
     # device plugins log the source of the kernels they generate here (a child logger:
     # silent unless output_code is on)
     logging.getLogger("ember.compile.output_code").setLevel(
@@ -326,20 +327,77 @@ def _on_break(reason, where):
         log.info("Graph break: %s\n  %s", reason, where)
 
 
+_FIELDS = ("storage", "shape", "stride", "offset", "dtype", "device")
+
+
+def _describe(e) -> str:
+    if e[0] == "t":
+        return (f"a {e[5].name} tensor of shape {list(e[2])}, stride {list(e[3])}, offset "
+                f"{e[4]} on {e[6]}")
+    if e[0] == "v":
+        return "a runtime value"
+    if e[0] == "c":
+        return repr(e[1])
+    return f"a {'list' if e[0] == 'l' else 'tuple'} of {len(e[1])}"
+
+
+def _arg_change(old, new):
+    """How one encoded argument changed, in words (None: it did not)."""
+    if old == new:
+        return None
+    if old[0] == new[0] == "t":
+        what = [f"{f} {old[i + 1]!r} -> {new[i + 1]!r}" for i, f in enumerate(_FIELDS)
+                if old[i + 1] != new[i + 1] and f != "storage"]
+        if not what:
+            return "it is another tensor's memory than before (aliasing changed)"
+        return ", ".join(what)
+    if old[0] == new[0] and old[0] in ("l", "T") and len(old[1]) == len(new[1]):
+        for j, (a, b) in enumerate(zip(old[1], new[1])):
+            c = _arg_change(a, b)
+            if c:
+                return f"item {j}: {c}"
+    return f"{_describe(old)} -> {_describe(new)}"
+
+
+def why_recompiled(old, new) -> str:
+    """The first difference between two traces' structures, in words."""
+    for k, (a, b) in enumerate(zip(old.nodes, new.nodes)):
+        if a == b:
+            continue
+        if a[0] != b[0] or a[1] != b[1]:
+            return f"call {k} is {b[0]} on {b[1]} where it was {a[0]} on {a[1]}"
+        for j, (x, y) in enumerate(zip(a[2], b[2])):
+            c = _arg_change(x, y)
+            if c:
+                return f"call {k} ({b[0]}), argument {j}: {c}"
+        for (ka, x), (kb, y) in zip(a[3], b[3]):
+            c = _arg_change(x, y) if ka == kb else f"{ka} -> {kb}"
+            if c:
+                return f"call {k} ({b[0]}), {kb}=: {c}"
+        return f"call {k} ({b[0]}) takes other arguments"
+    if len(old.nodes) != len(new.nodes):
+        return f"{len(new.nodes)} calls where there were {len(old.nodes)}"
+    if old.slot_kinds != new.slot_kinds:
+        return "the buffers it allocates differ in size"
+    return "other buffers outlive the graph"
+
+
 class _Watch:
-    """Per compiled function: how many graphs it compiled (for "why it recompiled")."""
+    """Per compiled function: how many graphs it compiled, and the last one's structure
+    (for "why it recompiled")."""
 
     def __init__(self, name):
         self.name = name
         self.compiles = 0
+        self.last = None
 
     def on_compile(self, info):
         self.compiles += 1
-        if "recompiles" in _LOGS and self.compiles > 1:
-            log.info("Recompiling %s: a graph whose structure (shapes, dtypes, devices, "
-                     "aliasing, ops and their constants) matches no compiled one; %d ops, "
-                     "the first made at\n  %s", self.name, len(info.nodes),
+        if "recompiles" in _LOGS and self.last is not None:
+            log.info("Recompiling %s: %s (first call made at\n  %s)", self.name,
+                     why_recompiled(self.last, info),
                      info.stacks[0] if info.stacks else "<unknown>")
+        self.last = info
         if "output_code" in _LOGS or "graph_code" in _LOGS:
             gm, _ = to_graph_module(info)
             log.info("Output code of a graph of %s:\n%s", self.name, gm.code)
