@@ -404,8 +404,9 @@ def _bound_call(kernel, o, dev, args, attrs):
             kernel(*arg_list, **kw)
         except Exception as e:
             launch_failed(o, dev, e)
-        for t, _ in binds:
-            t._storage = None       # (no run's memory outlives it here)
+        finally:
+            for t, _ in binds:
+                t._storage = None   # (no run's memory outlives it here)
     return call
 
 
