@@ -432,8 +432,34 @@ def compile_trace(info, storages=None, values=None):
                 STATS["kernel_calls"] += 1
                 runs.append(("call", i))
                 need.update(_call_slots(info, i))
-    buffers = [(slot, k[1], k[2]) for slot, k in enumerate(info.slot_kinds)
-               if k[0] == "b" and slot in need]
+    # each buffer gets memory just before the step that first touches it and gives it
+    # back after the last one (outputs excepted): the allocator hands the same warm
+    # blocks to later steps, as in eager mode
+    keep = set(info.outputs)
+    first: dict = {}
+    last: dict = {}
+    for i, (kind, s) in enumerate(runs):
+        if kind == "call":
+            touched = _call_slots(info, s)
+        else:
+            touched = [slot for slot, _ in s[1]]
+        for slot in touched:
+            if info.slot_kinds[slot][0] == "b" and slot in need:
+                first.setdefault(slot, i)
+                last[slot] = i
+    allocs = [[] for _ in runs]
+    frees = [[] for _ in runs]
+    early = []          # outputs no step touches (ember.empty inside the region)
+    for slot in sorted(need):
+        k = info.slot_kinds[slot]
+        if k[0] != "b":
+            continue
+        if slot in first:
+            allocs[first[slot]].append((slot, k[1], k[2]))
+            if slot not in keep:
+                frees[last[slot]].append(slot)
+        else:
+            early.append((slot, k[1], k[2]))
     calls = {}
     for kind, s in runs:
         if kind == "call":
@@ -446,9 +472,10 @@ def compile_trace(info, storages=None, values=None):
     outputs = list(info.outputs)
     alloc_of = C._ALLOCATORS
 
-    def run(storages, values, static=None):
-        table = list(storages)
-        for slot, nbytes, device in buffers:
+    steps = list(zip(runs, allocs, frees))
+
+    def give(table, todo, static):
+        for slot, nbytes, device in todo:
             if static is not None and slot in static:
                 table[slot] = static[slot]
                 continue
@@ -460,13 +487,22 @@ def compile_trace(info, storages=None, values=None):
                     raise
                 raise C.host_out_of_memory(f"a buffer of a compiled graph on {device}",
                                            nbytes, e) from None
-        for kind, s in runs:
+
+    def run(storages, values, static=None):
+        table = list(storages)
+        if early:
+            give(table, early, static)
+        for (kind, s), todo, done in steps:
+            if todo:
+                give(table, todo, static)
             if kind == "call":
                 calls[s](table, values)
             else:
                 fn, live, rt, n = s
                 fn([table[slot] for slot, _ in live], [off for _, off in live],
                    [values[i] for i in rt], n)
+            for slot in done:
+                table[slot] = None
         return [table[s] for s in outputs]
 
     return run
