@@ -505,4 +505,5 @@ def compile_trace(info, storages=None, values=None):
                 table[slot] = None
         return [table[s] for s in outputs]
 
+    run.groups = sum(1 for kind, _ in runs if kind == "group")   # kernels it fused
     return run

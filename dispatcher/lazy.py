@@ -428,6 +428,7 @@ def flush(reason: str | None = None) -> None:
             region.on_compile(info)
     else:
         STATS["hits"] += 1
+    region.runners.append(runner)
     thread, _S.thread = _S.thread, None
     try:
         results = runner(storages, tr.values)
@@ -540,6 +541,7 @@ class Region:
                  on_break=None, on_compile=None, stacks=False, keep=False):
         self.keep = keep            # keep each trace run (``Kept``) in ``kept``
         self.kept: list = []
+        self.runners: list = []     # the runner of each trace run
         self.compiler = compiler
         self.stacks = stacks        # record each node's user line (for the logs)
         self.compiler_key = compiler_key

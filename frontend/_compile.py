@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import weakref
 import os
 import sys
 
@@ -327,6 +328,9 @@ def _on_break(reason, where):
         log.info("Graph break: %s\n  %s", reason, where)
 
 
+#: calls after which a compiled function whose graphs fused nothing runs eagerly
+EAGER_AFTER = 3
+
 _FIELDS = ("storage", "shape", "stride", "offset", "dtype", "device")
 
 
@@ -382,14 +386,34 @@ def why_recompiled(old, new) -> str:
     return "other buffers outlive the graph"
 
 
+_WATCHES = weakref.WeakSet()
+
+
 class _Watch:
     """Per compiled function: how many graphs it compiled, and the last one's structure
     (for "why it recompiled")."""
 
     def __init__(self, name):
+        _WATCHES.add(self)
         self.name = name
         self.compiles = 0
         self.last = None
+        self.calls = 0
+        self.fused = False
+        self.eager = False      # (see observe)
+
+    def observe(self, region) -> None:
+        """After a call: whether its graphs fused anything. A function none of whose first
+        ``EAGER_AFTER`` calls ran a fused kernel runs eagerly from then on (the same
+        results: capture only ever runs eager mode's kernels, and here no faster)."""
+        self.calls += 1
+        if any(getattr(r, "groups", 0) for r in region.runners):
+            self.fused = True
+        if not self.fused and self.calls >= EAGER_AFTER:
+            self.eager = True
+            if "recompiles" in _LOGS or "graph_breaks" in _LOGS:
+                log.info("%s runs eagerly from now on: its graphs fuse no kernels, so "
+                         "capturing them only costs time", self.name)
 
     def on_compile(self, info):
         self.compiles += 1
@@ -420,6 +444,9 @@ def _region_fn(fn, backend, fullgraph, name, replay=False):
         return compiler(info, storages, values)
 
     replayer = _Replayer(fn, compile_graph, key, fullgraph, watch) if replay else None
+    # the default compiler: a function whose graphs fuse nothing gains nothing from
+    # capture, which costs Python time; after its first calls it runs eagerly
+    adaptive = key in ("ember", "inductor") and not fullgraph
 
     @functools.wraps(fn)
     def compiled(*args, **kwargs):
@@ -427,10 +454,15 @@ def _region_fn(fn, backend, fullgraph, name, replay=False):
             return fn(*args, **kwargs)
         if replayer is not None:
             return replayer(*args, **kwargs)
+        if watch.eager:
+            return fn(*args, **kwargs)
         region = L.Region(compile_graph, key, fullgraph, _on_break, watch.on_compile,
                           "recompiles" in _LOGS)
         with L.capture(region):
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+        if adaptive:
+            watch.observe(region)
+        return result
     compiled._ember_compiled = True
     compiled._torchdynamo_orig_callable = fn
     return compiled
@@ -722,5 +754,8 @@ def explain(fn, *args, **kwargs):
 
 
 def reset() -> None:
-    """Forget every compiled graph (``torch._dynamo.reset``)."""
+    """Forget every compiled graph and what compiled functions learnt about themselves
+    (``torch._dynamo.reset``)."""
     L.clear_cache()
+    for w in list(_WATCHES):
+        w.calls, w.fused, w.eager, w.last = 0, False, False, None

@@ -545,3 +545,23 @@ def test_recompiles_log_says_what_changed():
     assert "shape (4,) -> (5,)" in seen[0]
     assert "dtype ember.float32 -> ember.float64" in seen[1]
     assert "aliasing changed" in seen[2]
+
+
+def test_functions_whose_graphs_fuse_nothing_run_eagerly_after_three_calls():
+    from ember.dispatcher import fusion
+
+    relu = ember.compile(lambda t: t.relu())            # one kernel: nothing to fuse
+    chain = ember.compile(lambda t: (t * 2).sin())       # a fused group
+    x = ember.randn(50)
+    flushes = []
+    for _ in range(5):
+        before = stats()
+        same(relu(x), x.relu())
+        same(chain(x), (x * 2).sin())
+        flushes.append(delta(before)["flushes"])
+    assert flushes == [2, 2, 2, 1, 1]       # relu's calls stop capturing after three
+    ember.compiler.reset()
+    before = stats()
+    relu(x)
+    assert delta(before)["flushes"] == 1    # reset forgets it
+    assert fusion.STATS["groups"] > 0
