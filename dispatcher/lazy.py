@@ -410,7 +410,11 @@ def flush(reason: str | None = None) -> None:
     key = (tuple(tr.sig), tuple(kinds), tuple(outputs))
     STATS["flushes"] += 1
     ckey = (region.compiler_key, key)
-    runner = _CACHE.get(ckey)
+    try:
+        runner = _CACHE.get(ckey)
+    except TypeError:   # a kernel argument that cannot be hashed: compiled, not cached
+        ckey = None
+        runner = None
     if runner is None:
         info = TraceInfo(key[0], key[1], key[2],
                          [_ORIGINAL.get((n[0], n[1])) or OPS[n[0]].kernels[n[1]]
@@ -423,7 +427,8 @@ def flush(reason: str | None = None) -> None:
         STATS["compiles"] += 1
         if len(_CACHE) > 4096:
             _CACHE.clear()
-        _CACHE[ckey] = runner
+        if ckey is not None:
+            _CACHE[ckey] = runner
         if region.on_compile is not None:
             region.on_compile(info)
     else:

@@ -565,3 +565,29 @@ def test_functions_whose_graphs_fuse_nothing_run_eagerly_after_three_calls():
     relu(x)
     assert delta(before)["flushes"] == 1    # reset forgets it
     assert fusion.STATS["groups"] > 0
+
+
+def test_a_kernel_argument_that_cannot_be_hashed_is_compiled_uncached():
+    from ember.dispatcher.schema import KERNELS_GENERATION, OPS
+    calls = []
+    o = OPS["exp"]
+    real = o.kernels["cpu"]
+
+    def exp_with_options(out, x, options=None):     # a plugin kernel taking a dict
+        calls.append(options)
+        real(out, x)
+
+    def f(x):
+        out = ember.empty_like(x)
+        o.kernels["cpu"](out, x, options={"fast": False})
+        return out
+    x = ember.randn(4)
+    want = x.exp()
+    o.kernels["cpu"] = exp_with_options
+    KERNELS_GENERATION[0] += 1          # (the capture rebuilds its recorders)
+    try:
+        same(ember.compile(f, backend="eager")(x), want)
+    finally:
+        o.kernels["cpu"] = real
+        KERNELS_GENERATION[0] += 1
+    assert calls == [{"fast": False}]
