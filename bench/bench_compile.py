@@ -28,6 +28,8 @@ import time
 
 import numpy as np
 
+import bench_models  # (this folder: the models both benchmarks train)
+
 
 def gelu_tanh(lib):
     def f(x):
@@ -90,35 +92,8 @@ def _digits(lib):
     return DigitsCNN()
 
 
-def _lstm(lib, vocab=2000, hidden=128):
-    nn = lib.nn
-
-    class LM(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.emb = nn.Embedding(vocab, hidden)
-            self.rnn = nn.LSTM(hidden, hidden, 1)
-            self.out = nn.Linear(hidden, vocab)
-
-        def forward(self, x):
-            y, _ = self.rnn(self.emb(x))
-            return self.out(y)
-    return LM()
-
-
-def _transformer(lib, d=128):
-    nn = lib.nn
-
-    class Encoder(nn.Module):
-        def __init__(self):
-            super().__init__()
-            layer = nn.TransformerEncoderLayer(d, 4, 4 * d, dropout=0.0, batch_first=True)
-            self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-            self.head = nn.Linear(d, 10)
-
-        def forward(self, x):
-            return self.head(self.enc(x).mean(dim=1))
-    return Encoder()
+def _lstm(lib):
+    return bench_models.lstm_lm(lib, vocab=2000, hidden=128, layers=1)
 
 
 def _training(make_model, data, loss_of):
@@ -156,7 +131,7 @@ WORKLOADS = {
         r.standard_normal((64, 1, 8, 8)).astype(np.float32), r.integers(0, 10, 64)], _ce),
     "lstm_lm": _training(_lstm, lambda r: [r.integers(0, 2000, (32, 16)),
                                            r.integers(0, 2000, (32, 16))], _ce),
-    "transformer": _training(_transformer, lambda r: [
+    "transformer": _training(bench_models.transformer, lambda r: [
         r.standard_normal((16, 32, 128)).astype(np.float32), r.integers(0, 10, 16)], _ce),
 }
 

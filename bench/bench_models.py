@@ -128,14 +128,14 @@ def gnmt(lib, vocab=1000, hidden=256):
     return GNMT()
 
 
-def lstm_lm(lib, vocab=10000, hidden=256):
+def lstm_lm(lib, vocab=10000, hidden=256, layers=2):
     nn = lib.nn
 
     class LM(nn.Module):
         def __init__(self):
             super().__init__()
             self.emb = nn.Embedding(vocab, hidden)
-            self.rnn = nn.LSTM(hidden, hidden, 2)
+            self.rnn = nn.LSTM(hidden, hidden, layers)
             self.out = nn.Linear(hidden, vocab)
 
         def forward(self, x):

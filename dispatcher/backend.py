@@ -41,7 +41,7 @@ class Backend:
     #: an ``ember.dispatcher.fusion.FusedGroup`` (consecutive elementwise calls, as functor
     #: applications on operands) and returns a callable ``(storages, byte_offsets, values,
     #: n)`` that runs them over ``n`` elements as one kernel, or None to leave them to the
-    #: kernels one by one. The cpu plugin generates C++ (``ember_cpu.fusion``).
+    #: kernels one by one (docs/plugins.md).
     compile_elementwise = None
 
     def is_initialized(self) -> bool:

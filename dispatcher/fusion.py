@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from . import core as C
 from . import lazy as L
-from .ops import launch_failed
 from .plugins import BACKENDS
 from .schema import OPS
 
@@ -248,15 +247,6 @@ def _single_write(enc) -> bool:
     return C.numel(shape) > 1 and not any(stride)
 
 
-def _slots(e, out):
-    if e[0] == "t":
-        out.append(e[1])
-    elif e[0] in ("l", "T"):
-        for x in e[1]:
-            _slots(x, out)
-    return out
-
-
 def plan(info):
     """The trace's steps: ``("call", index)`` for a kernel call run as recorded, and
     ``("group", FusedGroup)``; groups of one call are left as calls."""
@@ -305,13 +295,8 @@ def _decide_stores(info, steps):
     """Keep a group's store only where the value is read outside the group, is an output,
     or is an input's memory; loads of values the group made are registers."""
     access: dict = {}       # slot -> node indices touching it
-    for i, (_, _, args, attrs) in enumerate(info.nodes):
-        sl = []
-        for a in args:
-            _slots(a, sl)
-        for _, v in attrs:
-            _slots(v, sl)
-        for s in sl:
+    for i, node in enumerate(info.nodes):
+        for s in L.node_slots(node):
             access.setdefault(s, set()).add(i)
     outputs = set(info.outputs)
     for kind, g in steps:
@@ -328,94 +313,11 @@ def _decide_stores(info, steps):
                 op.store = None
 
 
-def _call_slots(info, i) -> list:
-    _, _, args, attrs = info.nodes[i]
-    sl = []
-    for a in args:
-        _slots(a, sl)
-    for _, v in attrs:
-        _slots(v, sl)
-    return sl
-
-
-def _built_call(kernel, o, dev, args, attrs):
-    """A recorded call whose tensors are made afresh on each run (devices whose kernels
-    may keep their arguments past the call: asynchronous queues)."""
-    builders = [L._builder(a) for a in args]
-    kw = [(k, L._builder(v)) for k, v in attrs]
-
-    def call(table, values):
-        try:
-            kernel(*[b(table, values) for b in builders],
-                   **{k: b(table, values) for k, b in kw})
-        except Exception as e:
-            launch_failed(o, dev, e)
-    return call
-
-
-def _bound_call(kernel, o, dev, args, attrs):
-    """A recorded call of a host backend (its kernels are done with their arguments when
-    they return): the tensor objects are made once, and each run points them at the
-    run's storages."""
-    binds = []          # (tensor object, slot)
-    values_at = []      # (container, index, value index)
-
-    def make(e, parent, index):
-        tag = e[0]
-        if tag == "t":
-            _, slot, shape, stride, offset, dtype, device = e
-            t = C.TensorBase.__new__(C.TensorBase)
-            t._storage, t.shape, t._stride, t._offset = None, shape, stride, offset
-            t.dtype, t.device, t._vc, t.requires_grad = dtype, device, [0], False
-            t._base, t._view_gen = None, 0
-            binds.append((t, slot))
-            return t
-        if tag == "v":
-            values_at.append((parent, index, e[1]))
-            return None
-        if tag == "c":
-            return e[1]
-        items = []
-        for j, x in enumerate(e[1]):
-            items.append(None)
-            items[j] = make(x, items, j)
-        if tag == "T":      # (a tuple with runtime values inside is rebuilt per run)
-            if any(p is items for p, _, _ in values_at):
-                return items
-            return tuple(items)
-        return items
-
-    arg_list = []
-    for j, a in enumerate(args):
-        arg_list.append(None)
-        arg_list[j] = make(a, arg_list, j)
-    kw = {}
-    for k, v in attrs:
-        kw[k] = make(v, kw, k)
-    if any(p is not arg_list and p is not kw for p, _, _ in values_at):
-        return _built_call(kernel, o, dev, args, attrs)     # values nested in lists: rare
-
-    def call(table, values):
-        for t, slot in binds:
-            t._storage = table[slot]
-        for parent, index, i in values_at:
-            parent[index] = values[i]
-        try:
-            kernel(*arg_list, **kw)
-        except Exception as e:
-            launch_failed(o, dev, e)
-        finally:
-            for t, _ in binds:
-                t._storage = None   # (no run's memory outlives it here)
-    return call
-
-
 def compile_trace(info, storages=None, values=None):
     """The default compiler: fused groups through their device's plugin, the rest as
-    recorded. A device whose plugin has no ``compile_elementwise`` runs everything as
-    recorded."""
-    runs = []
-    need = set(info.outputs)    # the buffer slots that need memory
+    recorded (``lazy.runner``). A device whose plugin has no ``compile_elementwise``
+    runs everything as recorded."""
+    steps = []
     for kind, s in plan(info):
         fn = None
         if kind == "group":
@@ -424,86 +326,12 @@ def compile_trace(info, storages=None, values=None):
         if fn is not None:
             STATS["groups"] += 1
             STATS["fused_calls"] += len(s.calls)
-            live = [(op.slot, op.offset * op.dtype.itemsize) for op in s.operands]
-            runs.append(("group", (fn, live, s.runtime_values, s.n)))
-            need.update(op.slot for op in s.operands if op.load or op.store is not None)
+            # (operands the kernel neither loads nor stores need no memory)
+            live = [(op.slot, op.offset * op.dtype.itemsize) if op.load or op.store is not None
+                    else (None, 0) for op in s.operands]
+            steps.append(("fused", (fn, live, s.runtime_values, s.n)))
         else:
             for i in (s.calls if kind == "group" else (s,)):
                 STATS["kernel_calls"] += 1
-                runs.append(("call", i))
-                need.update(_call_slots(info, i))
-    # each buffer gets memory just before the step that first touches it and gives it
-    # back after the last one (outputs excepted): the allocator hands the same warm
-    # blocks to later steps, as in eager mode
-    keep = set(info.outputs)
-    first: dict = {}
-    last: dict = {}
-    for i, (kind, s) in enumerate(runs):
-        if kind == "call":
-            touched = _call_slots(info, s)
-        else:
-            touched = [slot for slot, _ in s[1]]
-        for slot in touched:
-            if info.slot_kinds[slot][0] == "b" and slot in need:
-                first.setdefault(slot, i)
-                last[slot] = i
-    allocs = [[] for _ in runs]
-    frees = [[] for _ in runs]
-    early = []          # outputs no step touches (ember.empty inside the region)
-    for slot in sorted(need):
-        k = info.slot_kinds[slot]
-        if k[0] != "b":
-            continue
-        if slot in first:
-            allocs[first[slot]].append((slot, k[1], k[2]))
-            if slot not in keep:
-                frees[last[slot]].append(slot)
-        else:
-            early.append((slot, k[1], k[2]))
-    calls = {}
-    for kind, s in runs:
-        if kind == "call":
-            name, dev, args, attrs = info.nodes[s]
-            backend = BACKENDS.get(dev)
-            if backend is not None and backend.host_accessible:
-                calls[s] = _bound_call(info.kernels[s], OPS[name], dev, args, attrs)
-            else:
-                calls[s] = _built_call(info.kernels[s], OPS[name], dev, args, attrs)
-    outputs = list(info.outputs)
-    alloc_of = C._ALLOCATORS
-
-    steps = list(zip(runs, allocs, frees))
-
-    def give(table, todo, static):
-        for slot, nbytes, device in todo:
-            if static is not None and slot in static:
-                table[slot] = static[slot]
-                continue
-            alloc = alloc_of.get(device._str) or C._allocator(device)
-            try:
-                table[slot] = alloc(nbytes)
-            except MemoryError as e:
-                if isinstance(e, C.OutOfMemoryError):
-                    raise
-                raise C.host_out_of_memory(f"a buffer of a compiled graph on {device}",
-                                           nbytes, e) from None
-
-    def run(storages, values, static=None):
-        table = list(storages)
-        if early:
-            give(table, early, static)
-        for (kind, s), todo, done in steps:
-            if todo:
-                give(table, todo, static)
-            if kind == "call":
-                calls[s](table, values)
-            else:
-                fn, live, rt, n = s
-                fn([table[slot] for slot, _ in live], [off for _, off in live],
-                   [values[i] for i in rt], n)
-            for slot in done:
-                table[slot] = None
-        return [table[s] for s in outputs]
-
-    run.groups = sum(1 for kind, _ in runs if kind == "group")   # kernels it fused
-    return run
+                steps.append(("call", i))
+    return L.runner(info, steps)

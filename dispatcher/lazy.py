@@ -47,7 +47,8 @@ from .schema import KERNELS_GENERATION, OPS
 
 __all__ = ["Trace", "TraceInfo", "Region", "capture", "flush", "capturing", "replay",
            "TorchDynamoException", "Unsupported", "InvalidBackend", "suspended",
-           "clear_cache", "forget", "cache_size", "STATS", "user_line", "Kept", "reading"]
+           "clear_cache", "forget", "cache_size", "STATS", "user_line", "Kept", "reading",
+           "runner", "leaves", "node_slots", "allocate"]
 
 _ident = threading.get_ident
 _getrefcount = sys.getrefcount
@@ -191,14 +192,6 @@ def _dynamic_positions(o) -> tuple:
     return tuple(i for i, n in enumerate(names) if n in ("seed", "offset"))
 
 
-def _all_slots(encs, into):
-    for e in encs:
-        if e[0] == "t":
-            into.add(e[1])
-        elif e[0] in ("l", "T"):
-            _all_slots(e[1], into)
-
-
 def _recorder(o, dev, kernel):
     name = o.name
     dyn = _dynamic_positions(o)
@@ -222,8 +215,7 @@ def _recorder(o, dev, kernel):
         if out_only and enc and enc[0][0] == "t":
             tr.written.add(enc[0][1])
         else:                   # a kernel that may write any tensor it gets
-            _all_slots(enc, tr.written)
-            _all_slots([v for _, v in kw], tr.written)
+            tr.written.update(node_slots((name, dev, enc, kw)))
         if _USER_STACKS[0]:
             tr.stacks.append(user_line())
 
@@ -370,7 +362,7 @@ _READING = [None]
 def reading(what: str) -> None:
     """Name the host read about to happen on this thread (``Tensor.item()``, a branch on a
     tensor): a graph break it causes is reported under that name."""
-    if _S.thread == _ident() and _READING[0] is None:
+    if _S.thread is not None and _S.thread == _ident() and _READING[0] is None:
         _READING[0] = what
 
 
@@ -452,7 +444,39 @@ def flush(reason: str | None = None) -> None:
                                 len(tr.takes)))
 
 
-# ---- the plain compiler: replay the kernel calls ----------------------------------------
+# ---- running a trace: the runner every compiler shares --------------------------------
+
+def leaves(e):
+    """The leaf encodings of an encoded argument (lists and tuples walked), in order."""
+    if e[0] in ("l", "T"):
+        for x in e[1]:
+            yield from leaves(x)
+    else:
+        yield e
+
+
+def node_slots(node) -> list:
+    """The storage slots a recorded call's tensor arguments view."""
+    _, _, args, attrs = node
+    out = []
+    for a in args:
+        out += [x[1] for x in leaves(a) if x[0] == "t"]
+    for _, v in attrs:
+        out += [x[1] for x in leaves(v) if x[0] == "t"]
+    return out
+
+
+def allocate(nbytes: int, device):
+    """Real memory for a buffer of a compiled graph (its device's allocator)."""
+    alloc = C._ALLOCATORS.get(device._str) or C._allocator(device)
+    try:
+        return alloc(nbytes)
+    except MemoryError as e:
+        if isinstance(e, C.OutOfMemoryError):
+            raise
+        raise C.host_out_of_memory(f"a buffer of a compiled graph on {device}", nbytes,
+                                   e) from None
+
 
 def _builder(e):
     """A function ``(table, values) -> argument`` for the encoded argument ``e``."""
@@ -474,66 +498,150 @@ def _builder(e):
     return lambda table, values: tuple([p(table, values) for p in parts])
 
 
-def _slots_of(e, out):
-    if e[0] == "t":
-        out.append(e[1])
-    elif e[0] in ("l", "T"):
-        for x in e[1]:
-            _slots_of(x, out)
-    return out
+def _built_call(kernel, o, dev, args, attrs):
+    """A recorded call whose tensors are made afresh on each run (devices whose kernels
+    may keep their arguments past the call: asynchronous queues)."""
+    builders = [_builder(a) for a in args]
+    kw = [(k, _builder(v)) for k, v in attrs]
+
+    def call(table, values):
+        try:
+            kernel(*[b(table, values) for b in builders],
+                   **{k: b(table, values) for k, b in kw})
+        except Exception as e:
+            launch_failed(o, dev, e)
+    return call
 
 
-def replay(info: TraceInfo, storages=None, values=None):
-    """A runner that calls the recorded kernels in order, freeing each buffer after its
-    last use unless it is an output."""
-    buffers = [(slot, k[1], k[2]) for slot, k in enumerate(info.slot_kinds) if k[0] == "b"]
+def _bound_call(kernel, o, dev, args, attrs):
+    """A recorded call of a host backend (its kernels are done with their arguments when
+    they return): the tensor objects are made once, and each run points them at the
+    run's storages."""
+    binds = []          # (tensor object, slot)
+    values_at = []      # (container, index, value index)
+
+    def make(e, parent, index):
+        tag = e[0]
+        if tag == "t":
+            _, slot, shape, stride, offset, dtype, device = e
+            t = TensorBase.__new__(TensorBase)
+            t._storage, t.shape, t._stride, t._offset = None, shape, stride, offset
+            t.dtype, t.device, t._vc, t.requires_grad = dtype, device, [0], False
+            t._base, t._view_gen = None, 0
+            binds.append((t, slot))
+            return t
+        if tag == "v":
+            values_at.append((parent, index, e[1]))
+            return None
+        if tag == "c":
+            return e[1]
+        items = []
+        for j, x in enumerate(e[1]):
+            items.append(None)
+            items[j] = make(x, items, j)
+        if tag == "T" and not any(p is items for p, _, _ in values_at):
+            return tuple(items)     # (a tuple with runtime values inside stays a list)
+        return items
+
+    arg_list = []
+    for j, a in enumerate(args):
+        arg_list.append(None)
+        arg_list[j] = make(a, arg_list, j)
+    kw = {}
+    for k, v in attrs:
+        kw[k] = make(v, kw, k)
+    if any(p is not arg_list and p is not kw for p, _, _ in values_at):
+        return _built_call(kernel, o, dev, args, attrs)     # values nested in lists: rare
+
+    def call(table, values):
+        for t, slot in binds:
+            t._storage = table[slot]
+        for parent, index, i in values_at:
+            parent[index] = values[i]
+        try:
+            kernel(*arg_list, **kw)
+        except Exception as e:
+            launch_failed(o, dev, e)
+        finally:
+            for t, _ in binds:
+                t._storage = None   # (no run's memory outlives it here)
+    return call
+
+
+def runner(info: TraceInfo, steps: list):
+    """``run(storages, values, static=None) -> output storages`` for ``steps``, each
+    ``("call", node index)`` (the recorded kernel call) or ``("fused", (fn, operands,
+    value indices, n))`` (a plugin's fused kernel: ``fn(storages, byte offsets, values,
+    n)`` over ``operands``, ``[(slot, byte offset)]``, slot None for one it does not
+    touch). Each buffer gets memory just
+    before the step that first touches it (``static``'s storage for its slot, if given)
+    and gives it back after the last one, outputs excepted: the allocator hands the same
+    warm blocks to later steps, as in eager mode. ``run.groups`` counts fused steps."""
     keep = set(info.outputs)
-    last = {}
-    for i, (_, _, args, attrs) in enumerate(info.nodes):
-        slots = []
-        for a in args:
-            _slots_of(a, slots)
-        for _, v in attrs:
-            _slots_of(v, slots)
-        for s in slots:
-            last[s] = i
-    frees = [[] for _ in info.nodes]
-    for slot, _, _ in buffers:
-        if slot not in keep and slot in last:
-            frees[last[slot]].append(slot)
-    steps = []
-    for i, (name, dev, args, attrs) in enumerate(info.nodes):
-        builders = [_builder(a) for a in args]
-        kw = [(k, _builder(v)) for k, v in attrs]
-        steps.append((info.kernels[i], OPS[name], dev, builders, kw, frees[i]))
+    first: dict = {}
+    last: dict = {}
+    for i, (kind, s) in enumerate(steps):
+        touched = (node_slots(info.nodes[s]) if kind == "call"
+                   else [x for x, _ in s[1] if x is not None])
+        for slot in touched:
+            if info.slot_kinds[slot][0] == "b":
+                first.setdefault(slot, i)
+                last[slot] = i
+    allocs = [[] for _ in steps]
+    frees = [[] for _ in steps]
+    early = []          # outputs no step touches (ember.empty inside the region)
+    for slot in sorted(set(first) | keep):
+        nbytes, device = info.slot_kinds[slot][1:]
+        if slot in first:
+            allocs[first[slot]].append((slot, nbytes, device))
+            if slot not in keep:
+                frees[last[slot]].append(slot)
+        else:
+            early.append((slot, nbytes, device))
+    work = []
+    for (kind, s), todo, done in zip(steps, allocs, frees):
+        if kind == "call":
+            name, dev, args, attrs = info.nodes[s]
+            backend = BACKENDS.get(dev)
+            make = _bound_call if backend is not None and backend.host_accessible else \
+                _built_call
+            work.append((make(info.kernels[s], OPS[name], dev, args, attrs), None, todo,
+                         done))
+        else:
+            work.append((None, s, todo, done))
     outputs = list(info.outputs)
+
+    def give(table, todo, static):
+        for slot, nbytes, device in todo:
+            if static is not None and slot in static:
+                table[slot] = static[slot]
+            else:
+                table[slot] = allocate(nbytes, device)
 
     def run(storages, values, static=None):
         table = list(storages)
-        for slot, nbytes, device in buffers:
-            if static is not None and slot in static:
-                table[slot] = static[slot]
-                continue
-            alloc = C._ALLOCATORS.get(device._str) or C._allocator(device)
-            try:
-                table[slot] = alloc(nbytes)
-            except MemoryError as e:
-                if isinstance(e, C.OutOfMemoryError):
-                    raise
-                raise C.host_out_of_memory(f"a buffer of a compiled graph on {device}",
-                                           nbytes, e) from None
-        for kernel, o, dev, builders, kw, free in steps:
-            args = [b(table, values) for b in builders]
-            attrs = {k: b(table, values) for k, b in kw}
-            try:
-                kernel(*args, **attrs)
-            except Exception as e:
-                launch_failed(o, dev, e)
-            for slot in free:
+        if early:
+            give(table, early, static)
+        for call, fused, todo, done in work:
+            if todo:
+                give(table, todo, static)
+            if call is not None:
+                call(table, values)
+            else:
+                fn, live, rt, n = fused
+                fn([None if slot is None else table[slot] for slot, _ in live],
+                   [off for _, off in live], [values[i] for i in rt], n)
+            for slot in done:
                 table[slot] = None
         return [table[s] for s in outputs]
 
+    run.groups = sum(1 for kind, _ in steps if kind == "fused")
     return run
+
+
+def replay(info: TraceInfo, storages=None, values=None):
+    """The plain compiler: the recorded kernel calls, one after another."""
+    return runner(info, [("call", i) for i in range(len(info.nodes))])
 
 
 # ---- regions --------------------------------------------------------------------------

@@ -207,35 +207,14 @@ OPS_NAMESPACE.__dict__["buffer"] = _buffer
 OPS_NAMESPACE.__dict__["view"] = _view
 
 
-def _walk(e, fn):
-    tag = e[0]
-    if tag in ("l", "T"):
-        for x in e[1]:
-            _walk(x, fn)
-    else:
-        fn(e)
-
-
 def _input_order(info) -> list:
     """The encodings of a trace's input views and runtime values, in placeholder order."""
-    seen = set()
-    order = []
-
-    def collect(e):
-        if e[0] == "t":
-            if info.slot_kinds[e[1]][0] == "i" and e not in seen:
-                seen.add(e)
-                order.append(e)
-        elif e[0] == "v" and e not in seen:
-            seen.add(e)
-            order.append(e)
-
+    order = {}
     for _, _, args, attrs in info.nodes:
-        for a in args:
-            _walk(a, collect)
-        for _, v in attrs:
-            _walk(v, collect)
-    return order
+        for e in (x for a in (*args, *(v for _, v in attrs)) for x in L.leaves(a)):
+            if (e[0] == "t" and info.slot_kinds[e[1]][0] == "i") or e[0] == "v":
+                order.setdefault(e)
+    return list(order)
 
 
 def _inputs_of(order, storages, values) -> list:
@@ -429,8 +408,8 @@ class _Watch:
 
 # ---- ember.compile -----------------------------------------------------------------------
 
-def _region_fn(fn, backend, fullgraph, name, replay=False):
-    compiler, key = lookup_backend(backend)
+def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
+    compiler, key = compiled_by
     watch = _Watch(name)
 
     def compile_graph(info, storages, values):
@@ -680,16 +659,16 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
                                   "keys graphs by their shapes")
     if disable:
         return model
-    lookup_backend(backend)     # an invalid backend raises now, as in PyTorch
+    compiled_by = lookup_backend(backend)   # an invalid backend raises now, as in PyTorch
     # replay without Python (PyTorch: CUDA graphs) with the built-in compilers only
     replay = mode == "reduce-overhead" and (backend is None or isinstance(backend, str)
                                             and _BACKENDS[backend][0] is None)
     if isinstance(model, Module):
         label = name or type(model).__name__
-        return OptimizedModule(model, _region_fn(model.__call__, backend, fullgraph, label,
-                                                 replay))
+        return OptimizedModule(model, _region_fn(model.__call__, compiled_by, fullgraph,
+                                                 label, replay))
     label = name or getattr(model, "__qualname__", repr(model))
-    return _region_fn(model, backend, fullgraph, label, replay)
+    return _region_fn(model, compiled_by, fullgraph, label, replay)
 
 
 # ---- explain ------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from .index import index, index_add, index_select, masked_fill, tril
 from .linalg import matmul
 from .reduction import any_
 
-__all__ = ["convolution", "conv_output_size", "avg_pool", "adaptive_avg_pool",
+__all__ = ["check_by_reading", "convolution", "conv_output_size", "avg_pool", "adaptive_avg_pool",
            "adaptive_max_pool", "pool_output_size", "batch_norm", "layer_norm",
            "layer_norm_backward", "group_norm", "embedding", "nll_loss", "cross_entropy",
            "scaled_dot_product_attention", "dropout_mask", "relu", "hardtanh"]
@@ -162,11 +162,16 @@ def _detached(t):
     return C.view_of(t, t.shape, t._stride, t._offset)
 
 
+def check_by_reading(op: str, device) -> bool:
+    """Whether ``op`` should read index values back now to raise PyTorch's error for one
+    out of range: not while ember.compile captures and ``op`` runs as its composite on
+    ``device`` (the read would break the graph; the bounds-checked gather the composite
+    reaches raises IndexError when the graph runs)."""
+    return not capturing() or device.type in OPS[op].kernels
+
+
 def _host_memory(t) -> bool:
-    """Whether ``t``'s device is host memory (reading it back costs no stall); not while
-    ember.compile captures, where a read would break the graph."""
-    if capturing():
-        return False
+    """Whether ``t``'s device is host memory (reading it back costs no stall)."""
     b = BACKENDS.get(t.device.type)
     return b is None or bool(b.host_accessible) or t.device.type.endswith("cpu")
 
@@ -880,7 +885,7 @@ def _nll_loss(self, target, weight, reduction, ignore_index):
     bad = E("bitwise_and", valid, E("bitwise_or", E("lt", t, 0), E("ge", t, c)))
     # host memory: PyTorch's IndexError now; an asynchronous device reports the bad index
     # from its gather kernel instead of stalling every step on a host read
-    if _host_memory(t) and O.item(any_(bad)):
+    if _host_memory(t) and check_by_reading("nll_loss", t.device) and O.item(any_(bad)):
         first = V.select(V.reshape(index(t, bad), -1), 0, 0)
         raise IndexError(f"Target {int(O.item(first))} is out of bounds.")
     safe = O.where(valid, t, 0)

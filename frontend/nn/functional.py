@@ -24,8 +24,6 @@ from ember import Tensor
 from ember.dispatcher import ops as _ops
 from ember.dispatcher.defs import linalg as _linalg
 from ember.dispatcher.defs import nn as _nn
-from ember.dispatcher.lazy import capturing as _capturing
-from ember.dispatcher.schema import OPS as _OPS
 
 from .. import _sparse_tensor
 from .modules.utils import _no_grad, _ntuple, _pair
@@ -1416,11 +1414,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
             assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
             padding_idx = num + padding_idx
     flat = input.reshape(-1)
-    # (inside ember.compile the check would break the graph: it is left to the gather of
-    # embedding's composite, which raises IndexError when the graph runs, unless the device
-    # has an embedding kernel of its own)
-    if flat.numel() and not (_capturing() and weight.device.type not in
-                             _OPS["embedding"].kernels) and bool(
+    if flat.numel() and _nn.check_by_reading("embedding", weight.device) and bool(
             ((flat < 0) | (flat >= num)).any()):
         raise IndexError("index out of range in self")
     if max_norm is not None:

@@ -18,6 +18,7 @@ compiling. Without a compiler, groups are left to the kernels as recorded.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import logging
 import os
@@ -69,6 +70,7 @@ def _compiler() -> str | None:
     return shutil.which(cxx) or shutil.which("g++")
 
 
+@functools.lru_cache(maxsize=None)
 def _machine() -> str:
     """The CPU's feature flags (``-march=native`` code is only for such a machine)."""
     try:
@@ -81,7 +83,9 @@ def _machine() -> str:
     return os.uname().machine
 
 
-_MACHINE = _machine()
+@functools.lru_cache(maxsize=None)
+def _compiler_version(cxx: str) -> str:
+    return subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
 
 
 def _scalar(ref) -> str:
@@ -165,8 +169,8 @@ def render_group(group) -> str:
 def _build(src: str, cxx: str) -> str:
     """The path of the library compiled from ``src`` (compiled now unless cached)."""
     flags = _FLAGS + [f"-I{get_include()}"]
-    version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
-    h = hashlib.sha256("\0".join([src, " ".join(flags), version, _MACHINE]).encode())
+    h = hashlib.sha256("\0".join([src, " ".join(flags), _compiler_version(cxx),
+                                  _machine()]).encode())
     name = h.hexdigest()[:32]
     folder = cache_dir()
     lib = os.path.join(folder, f"fused_{name}.so")
