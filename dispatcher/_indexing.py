@@ -15,6 +15,7 @@ from . import core as C
 from . import dtypes as D
 from . import ops as O
 from . import views as V
+from .lazy import capturing
 from .plugins import backend_for
 
 __all__ = ["index", "index_put_"]
@@ -136,11 +137,19 @@ def _linear_offsets(v, adv_dims):
     idx_shape = C.broadcast_shapes(*[t.shape for _, t in adv_dims])
     dims = [d for d, _ in adv_dims]
     off = None
+    # while ember.compile captures, reading the bounds back would break the graph: an
+    # index out of range gets an offset past the storage instead, which the gather rejects
+    # (IndexError) when the graph runs
+    outside = None
     for d, t in adv_dims:
         size = v.shape[d]
         if t.device != dev:
             t = O.to(t, dev)
-        if C.numel(t.shape):
+        if C.numel(t.shape) and capturing():
+            bad = E("bitwise_or", E("ge", t, size), E("lt", t, -size))
+            outside = bad if outside is None else E("bitwise_or", outside, bad)
+            t = O.where(E("lt", t, 0), E("add", t, size), t)
+        elif C.numel(t.shape):
             lo = int(O.item(O.reduce("min", t)))
             hi = int(O.item(O.reduce("max", t)))
             bad = hi if hi >= size else (lo if lo < -size else None)
@@ -151,6 +160,8 @@ def _linear_offsets(v, adv_dims):
                 t = O.where(E("lt", t, 0), E("add", t, size), t)
         term = E("mul", t, v._stride[d])
         off = term if off is None else E("add", off, term)
+    if outside is not None:
+        off = O.where(outside, v._storage.nbytes // v.dtype.itemsize, off)
     rest = [i for i in range(len(v.shape)) if i not in dims]
     adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
     if adjacent:

@@ -33,6 +33,7 @@ from . import distributions, linalg, sparse, special
 from ._device_ns import cuda, opencl
 from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
 from . import _dynamo, _logging
+from . import onnx
 from ._compile import compile  # noqa: A001  (torch.compile's name)
 from .serialization import save, load
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,

@@ -22,6 +22,9 @@ LAZY = {
     ("ember.testing.plugin", "ember"), ("ember.testing.plugin", "ember.dispatcher"),
     # pytest is the kit's runner, an optional dependency (ember[testing])
     ("ember.testing", "pytest"),
+    # optional dependencies of ONNX export (ember[onnx]): onnx takes 0.6 s to import, so
+    # `import ember` does not pay it; onnxruntime only runs an exported program
+    ("ember.onnx", "onnx"), ("ember.onnx", "onnxruntime"),
 }
 
 
