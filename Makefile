@@ -35,7 +35,7 @@ $(CPU_STAMP): $(VENV_STAMP) $(CPU_SRC)
 # the CUDA backend compiles with nvcc when it is found (no GPU needed to build); without
 # nvcc the plugin installs, loads and reports "not built"
 $(CUDA_STAMP): $(VENV_STAMP) $(CUDA_SRC)
-	$(PIP) install --quiet --no-build-isolation -e backends/cuda
+	$(PIP) install --quiet --no-build-isolation -e "backends/cuda[nvrtc]"
 	touch $@
 
 # the plugin template (examples/plugin-template): a NumPy reference backend, device "example"

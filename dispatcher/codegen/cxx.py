@@ -18,7 +18,8 @@ from __future__ import annotations
 from .. import expr as X
 from ..schema import CHECK_MESSAGES, KIND_MASKS, OPS, elementwise_ops, table_hash
 
-__all__ = ["render_header", "render_functors", "functor_name", "check_extension"]
+__all__ = ["render_header", "render_functors", "functor_name", "check_extension",
+           "render_fused_prelude", "render_fused_loop", "FUSED_CTYPES"]
 
 _KIND_TEST = {
     "float": "em::kind_v<T> == em::kFloatKind",
@@ -288,3 +289,83 @@ def check_extension(plugin: str, kernel_names, ops_table_hash: str, helpers=()) 
     stray = sorted(n for n in names if n not in OPS and n not in helpers)
     if stray:
         raise RuntimeError(f"{plugin}: kernels registered for unknown ops: {', '.join(stray)}")
+
+
+# ---- fused groups (ember.compile): the loop shared by the cpu and cuda generators -------
+
+#: the C++ type of each dtype's elements in generated code (ember/dtype.h)
+FUSED_CTYPES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t",
+                "int32": "int32_t", "int64": "int64_t", "float16": "Half",
+                "bfloat16": "BFloat16", "float32": "float", "float64": "double"}
+
+
+def _fused_scalar(ref) -> str:
+    kind, v = ref
+    if kind == "runtime":
+        return f"scalar_of(s[{v}])"
+    if isinstance(v, bool) or isinstance(v, int):
+        return f"em::Scalar{{true, INT64_C({int(v)}), {float(v)!r}}}"
+    return f"scalar_of({v!r})"
+
+
+def render_fused_prelude(group) -> list:
+    """The includes, the functors ``group`` applies and ``scalar_of`` (a runtime value as
+    an ``em::Scalar``): the top of a fused group's source."""
+    uses = {(nd.op, nd.mode) for nd in group.nodes}
+    return ["#include <cstdint>", "#include <cmath>", "#include <ember/dtype.h>",
+            "#include <ember/scalar_ops.h>", "", render_functors(uses),
+            "using namespace ember;", "namespace {",
+            "EMBER_HD inline em::Scalar scalar_of(double v) {",
+            "  return em::Scalar{false, std::isfinite(v) ? (int64_t)v : 0, v};", "}"]
+
+
+def render_fused_loop(group, pointer) -> tuple[list, list]:
+    """A fused group's kernel as C++ lines: the setup (typed operand pointers ``p<k>``
+    from the ``void*`` expression ``pointer(k)``, loop-invariant loads, functor instances;
+    ``s`` names the runtime values, doubles) and the body for element ``i`` (each operand
+    loaded once, the functors applied with values in registers, the kept stores)."""
+    runtime = group.runtime_values
+    slot_of_runtime = {v: i for i, v in enumerate(runtime)}
+    # no stored operand shares a storage with another one: the pointers do not alias
+    slots = [op.slot for op in group.operands if op.load or op.store is not None]
+    restrict = all(slots.count(op.slot) == 1 for op in group.operands
+                   if op.store is not None)
+    qual = " __restrict__" if restrict else ""
+    setup = []
+    for k, op in enumerate(group.operands):
+        if not op.load and op.store is None:
+            continue
+        ct = FUSED_CTYPES[op.dtype.name]
+        if ct == "bool":
+            ct = "uint8_t"
+        const = "const " if op.store is None else ""
+        setup.append(f"  {const}{ct}*{qual} p{k} = ({const}{ct}*){pointer(k)};")
+        if op.single and op.load:
+            load = f"(p{k}[0] != 0)" if op.dtype.name == "bool" else f"p{k}[0]"
+            vt = "bool" if op.dtype.name == "bool" else ct
+            setup.append(f"  const {vt} x{k} = {load};")
+    for k, nd in enumerate(group.nodes):
+        fname = functor_name(nd.op, nd.mode)
+        inits = ", ".join(_fused_scalar(("runtime", slot_of_runtime[r[1]])
+                                        if r[0] == "runtime" else r) for _, r in nd.attrs)
+        setup.append(f"  const gen::{fname} f{k}{{{inits}}};")
+    body = []
+    for k, nd in enumerate(group.nodes):
+        args = []
+        for ref in nd.inputs:
+            if ref[0] == "value":
+                args.append(f"v{ref[1]}")
+                continue
+            op = group.operands[ref[1]]
+            if op.single:
+                args.append(f"x{ref[1]}")
+            elif op.dtype.name == "bool":
+                args.append(f"(p{ref[1]}[i] != 0)")
+            else:
+                args.append(f"p{ref[1]}[i]")
+        vt = FUSED_CTYPES[nd.out_dtype.name]
+        body.append(f"    const {vt} v{nd.value} = f{k}({', '.join(args)});")
+    for k, op in enumerate(group.operands):
+        if op.store is not None:
+            body.append(f"    p{k}[{'0' if op.single else 'i'}] = v{op.store};")
+    return setup, body

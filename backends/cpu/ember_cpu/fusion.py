@@ -29,7 +29,8 @@ import threading
 import warnings
 
 from ember.dispatcher import get_include
-from ember.dispatcher.codegen.cxx import functor_name, render_functors
+from ember.dispatcher.codegen import cache_dir
+from ember.dispatcher.codegen.cxx import render_fused_loop, render_fused_prelude
 
 from . import _C
 
@@ -41,9 +42,6 @@ __all__ = ["compile_elementwise", "render_group", "cache_dir", "STATS"]
 #: libraries compiled and loaded (tests read it)
 STATS = {"compiled": 0, "loaded": 0, "hits": 0}
 
-_CTYPES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t",
-           "int32": "int32_t", "int64": "int64_t", "float16": "Half",
-           "bfloat16": "BFloat16", "float32": "float", "float64": "double"}
 #: the backend's own flags (CMakeLists.txt): the same arithmetic, no contraction into FMAs
 _FLAGS = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
           "-march=native", "-mprefer-vector-width=512", "-std=c++17", "-shared", "-fPIC", "-w"]
@@ -52,17 +50,6 @@ _GRAIN = 32768
 _LOCK = threading.Lock()
 _LOADED: dict = {}          # group key -> callable
 _NO_COMPILER = [False]
-
-
-def cache_dir() -> str:
-    """Where compiled libraries are kept: ``$EMBER_COMPILE_CACHE``, else
-    ``$XDG_CACHE_HOME/ember/compile`` (``~/.cache/ember/compile``)."""
-    path = os.environ.get("EMBER_COMPILE_CACHE")
-    if not path:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                 ".cache")
-        path = os.path.join(base, "ember", "compile")
-    return path
 
 
 def _compiler() -> str | None:
@@ -88,82 +75,23 @@ def _compiler_version(cxx: str) -> str:
     return subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
 
 
-def _scalar(ref) -> str:
-    kind, v = ref
-    if kind == "runtime":
-        return f"scalar_of(s[{v}])"
-    if isinstance(v, bool) or isinstance(v, int):
-        return f"em::Scalar{{true, INT64_C({int(v)}), {float(v)!r}}}"
-    return f"scalar_of({v!r})"
-
-
 def render_group(group) -> str:
     """The C++ source of ``group``'s kernel: ``extern "C" ember_fused(par, p, s, n)``."""
-    runtime = group.runtime_values
-    slot_of_runtime = {v: i for i, v in enumerate(runtime)}
-    uses = {(nd.op, nd.mode) for nd in group.nodes}
-    lines = ["#include <cstdint>", "#include <cmath>", "#include <ember/dtype.h>",
-             "#include <ember/scalar_ops.h>", "", render_functors(uses),
-             "using namespace ember;", "namespace {",
-             "inline em::Scalar scalar_of(double v) {",
-             "  return em::Scalar{false, std::isfinite(v) ? (int64_t)v : 0, v};", "}",
-             "struct Ctx { void* const* p; const double* s; };",
-             "void body(void* ctx, int64_t b, int64_t e) {",
-             "  const Ctx* c = (const Ctx*)ctx;", "  const double* s = c->s;", "  (void)s;"]
-    # no stored operand shares a storage with another one: the pointers do not alias
-    slots = [op.slot for op in group.operands if op.load or op.store is not None]
-    restrict = all(slots.count(op.slot) == 1 for op in group.operands
-                   if op.store is not None)
-    qual = " __restrict__" if restrict else ""
-    for i, op in enumerate(group.operands):
-        if not op.load and op.store is None:
-            continue
-        ct = _CTYPES[op.dtype.name]
-        if ct == "bool":
-            ct = "uint8_t"
-        const = "const " if op.store is None else ""
-        lines.append(f"  {const}{ct}*{qual} p{i} = ({const}{ct}*)c->p[{i}];")
-        if op.single and op.load:
-            load = f"(p{i}[0] != 0)" if op.dtype.name == "bool" else f"p{i}[0]"
-            vt = "bool" if op.dtype.name == "bool" else ct
-            lines.append(f"  const {vt} x{i} = {load};")
-    for k, nd in enumerate(group.nodes):
-        fname = functor_name(nd.op, nd.mode)
-        if nd.attrs:
-            inits = ", ".join(_scalar(("runtime", slot_of_runtime[r[1]]) if r[0] == "runtime"
-                                      else r) for _, r in nd.attrs)
-            lines.append(f"  const gen::{fname} f{k}{{{inits}}};")
-        else:
-            lines.append(f"  const gen::{fname} f{k}{{}};")
-    lines.append("  for (int64_t i = b; i < e; ++i) {")
-    for k, nd in enumerate(group.nodes):
-        args = []
-        for ref in nd.inputs:
-            if ref[0] == "value":
-                args.append(f"v{ref[1]}")
-            else:
-                op = group.operands[ref[1]]
-                if op.single:
-                    args.append(f"x{ref[1]}")
-                elif op.dtype.name == "bool":
-                    args.append(f"(p{ref[1]}[i] != 0)")
-                else:
-                    args.append(f"p{ref[1]}[i]")
-        vt = _CTYPES[nd.out_dtype.name]
-        lines.append(f"    const {vt} v{nd.value} = f{k}({', '.join(args)});")
-    for i, op in enumerate(group.operands):
-        if op.store is not None:
-            idx = "0" if op.single else "i"
-            lines.append(f"    p{i}[{idx}] = v{op.store};")
-    lines += ["  }", "}", "}  // namespace", "",
-              'extern "C" void ember_fused(void (*par)(int64_t, int64_t, int64_t, '
-              'void (*)(void*, int64_t, int64_t), void*), void* const* p, const double* s, '
-              'int64_t n) {',
-              "  Ctx c{p, s};",
-              f"  if (par) par(0, n, {_GRAIN}, body, &c);",
-              "  else body(&c, 0, n);",
-              "}", ""]
-    return "\n".join(lines)
+    setup, body = render_fused_loop(group, lambda k: f"c->p[{k}]")
+    return "\n".join(
+        render_fused_prelude(group) +
+        ["struct Ctx { void* const* p; const double* s; };",
+         "void body(void* ctx, int64_t b, int64_t e) {",
+         "  const Ctx* c = (const Ctx*)ctx;", "  const double* s = c->s;", "  (void)s;"] +
+        setup + ["  for (int64_t i = b; i < e; ++i) {"] + body +
+        ["  }", "}", "}  // namespace", "",
+         'extern "C" void ember_fused(void (*par)(int64_t, int64_t, int64_t, '
+         'void (*)(void*, int64_t, int64_t), void*), void* const* p, const double* s, '
+         'int64_t n) {',
+         "  Ctx c{p, s};",
+         f"  if (par) par(0, n, {_GRAIN}, body, &c);",
+         "  else body(&c, 0, n);",
+         "}", ""])
 
 
 def _build(src: str, cxx: str) -> str:

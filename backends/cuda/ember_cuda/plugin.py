@@ -16,7 +16,7 @@ from ember.dispatcher.codegen.cxx import check_extension
 from ember.dispatcher.schema import OPS, PRIMITIVES
 
 from . import __version__
-from . import _api
+from . import _api, fusion
 from ._ext import _C, require, unavailable_reason
 
 
@@ -75,6 +75,12 @@ class CUDABackend(Backend):
             self.kernels = {n: getattr(_C, n) for n in _C.KERNELS if n in OPS}
             if _C.device_count() > 0:
                 load_cublas()
+
+    def compile_elementwise(self, group):
+        """ember.compile's fused groups as CUDA C++ built by NVRTC (``ember_cuda.fusion``)."""
+        if _C is None:
+            return None
+        return fusion.compile_elementwise(group, _C.current_stream)
 
     def device_count(self) -> int:
         try:
