@@ -43,6 +43,11 @@ class Backend:
     #: n)`` that runs them over ``n`` elements as one kernel, or None to leave them to the
     #: kernels one by one (docs/plugins.md).
     compile_elementwise = None
+    #: whether ``compile_elementwise`` takes groups with a two-level layout
+    #: (``FusedGroup.inner`` set: broadcast rows and columns, outer-strided operands; see
+    #: ``ember.dispatcher.fusion``); without it, groups only hold contiguous and
+    #: single-element operands
+    fuses_broadcasts: bool = False
 
     def is_initialized(self) -> bool:
         """Whether the device driver has started in this process (default: yes once the

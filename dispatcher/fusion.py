@@ -12,7 +12,14 @@ A call joins a group when:
   body's inputs positionally, and only the body's attributes by keyword;
 - every tensor it touches has the group's element count and is either contiguous or a
   single element (every stride 0): element ``i`` of each is then element ``i`` of the
-  computation, whatever the shapes;
+  computation, whatever the shapes; or, on devices whose plugin says so
+  (``Backend.fuses_broadcasts``), the group has a *two-level layout*: its ``n`` elements
+  are ``outer`` rows of ``inner`` (``FusedGroup.inner``), and each tensor is contiguous
+  (``flat``), one element (``single``), one value per row (``row``: a broadcast along
+  the last dims, read at ``o * outer_stride``), one row for all rows (``col``: a
+  broadcast along the first dims, read at ``j``) or a row per row at any outer stride
+  (``strided``: read or written at ``o * outer_stride + j``) — what a bias add, a
+  normalisation's per-row statistics and a slice of a larger buffer are;
 - its dtypes are those of the body's functor: inputs declared ``T`` and the output (unless
   the body returns bool) have one dtype, inputs declared ``bool`` are bool;
 - it reads and writes each storage through the same view as the rest of the group does
@@ -59,15 +66,20 @@ def _functor(o, mode):
 
 class Operand:
     """A tensor a group reads or writes: a view of storage ``slot``."""
-    __slots__ = ("slot", "dtype", "offset", "single", "enc", "load", "store")
+    __slots__ = ("slot", "dtype", "offset", "single", "enc", "load", "store", "kind",
+                 "outer_stride")
 
-    def __init__(self, enc):
+    def __init__(self, enc, kind="flat", outer_stride=0):
         _, slot, shape, stride, offset, dtype, _ = enc
         self.enc = enc
         self.slot = slot
         self.dtype = dtype
         self.offset = offset            # in elements of dtype
         self.single = not any(stride) if stride else True
+        #: how element (o, j) of the group's layout addresses it: flat, single, row, col,
+        #: strided (see the module docstring); flat and single only in a flat group
+        self.kind = "single" if self.single else kind
+        self.outer_stride = outer_stride    # elements between rows (row, strided)
         self.load = False               # the group reads it from memory
         self.store = None               # the value id the group writes into it, if any
 
@@ -92,6 +104,8 @@ class FusedGroup:
     def __init__(self, n, device):
         self.n = n
         self.device = device            # device type
+        #: the row length of a two-level layout (``n // inner`` rows), or None: flat
+        self.inner = None
         self.operands: list = []
         self.nodes: list = []
         self.calls: list = []           # the trace's node indices it stands for
@@ -100,11 +114,11 @@ class FusedGroup:
         self._written_view: dict = {}   # slot -> the enc the group writes it through
         self._read_views: dict = {}     # slot -> set of encs read
 
-    def operand(self, enc) -> int:
+    def operand(self, enc, kind="flat", outer_stride=0) -> int:
         i = self._by_enc.get(enc)
         if i is None:
             i = self._by_enc[enc] = len(self.operands)
-            self.operands.append(Operand(enc))
+            self.operands.append(Operand(enc, kind, outer_stride))
         return i
 
     @property
@@ -120,10 +134,17 @@ class FusedGroup:
     def key(self) -> tuple:
         """What the generated code depends on (its cache key): not ``n``, which the code
         takes at run time."""
-        ops = tuple((o.dtype.name, o.single, o.load, o.store) for o in self.operands)
+        ops = tuple((o.dtype.name, o.single, o.load, o.store, o.kind) for o in self.operands)
         nodes = tuple((nd.op, nd.mode, nd.inputs, tuple(nd.attrs), nd.dtype.name,
                        nd.out_dtype.name, nd.value) for nd in self.nodes)
-        return (self.device, ops, nodes)
+        return (self.device, self.inner is not None, ops, nodes)
+
+    def layout(self) -> list:
+        """The run-time numbers of a two-level layout: ``[inner, outer stride of each
+        operand]`` (0 for operands without one); ``[n]`` for a flat group."""
+        if self.inner is None:
+            return [self.n] + [0] * len(self.operands)
+        return [self.inner] + [o.outer_stride for o in self.operands]
 
 
 def _contiguous_or_single(enc) -> bool:
@@ -141,6 +162,42 @@ def _contiguous_or_single(enc) -> bool:
 
 def _numel(enc) -> int:
     return C.numel(enc[2])
+
+
+def _blocks(enc) -> list:
+    """The view as (size, stride) blocks, outermost first: dims of size 1 dropped and
+    adjacent dims merged where the outer one steps over the inner one exactly."""
+    _, _, shape, stride, _, _, _ = enc
+    out = []
+    for n, s in zip(shape, stride):
+        if n == 1:
+            continue
+        if out and out[-1][1] == s * n:
+            out[-1] = (out[-1][0] * n, s)
+        elif out and out[-1][1] == 0 and s == 0:
+            out[-1] = (out[-1][0] * n, 0)
+        else:
+            out.append((n, s))
+    return out
+
+
+def _place(group, enc):
+    """How the view ``enc`` (of the group's element count) is addressed in ``group``'s
+    layout: ``(kind, outer stride, inner it needs or None)``, or None when it fits no
+    two-level layout (or not the group's)."""
+    if _contiguous_or_single(enc):
+        return ("flat", 0, None)
+    b = _blocks(enc)
+    if len(b) == 1 and b[0][1] == 0:
+        return ("single", 0, None)
+    if len(b) != 2 or b[1][1] not in (0, 1):
+        return None
+    (rows, os), (inner, is_) = b
+    if group.inner is not None and group.inner != inner:
+        return None
+    if is_ == 0:
+        return ("row", os, inner)
+    return ("col", 0, inner) if os == 0 else ("strided", os, inner)
 
 
 def _fusible(o, args, attrs):
@@ -171,9 +228,22 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     n = _numel(out)
     if n == 0 or group.n != n or group.device != dev:
         return False
+    places = {}
+    two_level = getattr(BACKENDS.get(dev), "fuses_broadcasts", False)
+    inner = group.inner
     for a in args:
-        if _numel(a) != n or not _contiguous_or_single(a):
+        if _numel(a) != n:
             return False
+        if _contiguous_or_single(a):
+            continue
+        if not two_level:
+            return False
+        p = _place(group, a)
+        if p is None or (inner is not None and p[2] is not None and p[2] != inner):
+            return False
+        if p[2] is not None:
+            inner = p[2]
+        places[a] = p
     in_kinds, returns_bool = fn
     t_dtype = None
     for a, kind in zip(ins, in_kinds):
@@ -194,7 +264,7 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
         return False
     if o.checks and not t_dtype.is_floating_point:
         return False
-    if _single_write(out):
+    if _single_write(out) or places.get(out, ("flat",))[0] in ("row", "col"):
         return False
     # the views: a storage is read and written through one view in the group
     for a in ins:
@@ -220,9 +290,11 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
             node_attrs.append((k, ("runtime", v[1])))
         else:
             return False
+    if inner is not None and group.inner is None:
+        group.inner = inner
     refs = []
     for a in ins:
-        i = group.operand(a)
+        i = group.operand(a, *places.get(a, ("flat", 0, None))[:2])
         vid = group._current.get(i)
         if vid is None:
             group.operands[i].load = True
@@ -234,7 +306,7 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     values_ids[0] += 1
     group.nodes.append(FusedNode(name, mode, tuple(refs), node_attrs, t_dtype, out_dtype,
                                  value))
-    oi = group.operand(out)
+    oi = group.operand(out, *places.get(out, ("flat", 0, None))[:2])
     group._current[oi] = value
     group._written_view[out[1]] = out
     group.operands[oi].store = value

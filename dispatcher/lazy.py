@@ -651,7 +651,10 @@ class Region:
     callbacks the frontend's logging uses."""
 
     def __init__(self, compiler=replay, compiler_key="eager", fullgraph=False,
-                 on_break=None, on_compile=None, stacks=False, keep=False):
+                 on_break=None, on_compile=None, stacks=False, keep=False, backward=None):
+        #: makes the region the backward pass of autograd nodes recorded here is captured
+        #: in (the engine enters a fresh one per pass), or None: their backward runs eagerly
+        self.backward = backward
         self.keep = keep            # keep each trace run (``Kept``) in ``kept``
         self.kept: list = []
         self.runners: list = []     # the runner of each trace run
@@ -667,6 +670,14 @@ class Region:
 def capturing() -> bool:
     """Whether ops on this thread are being recorded now."""
     return _S.thread is not None and _S.thread == _ident()
+
+
+def backward_region():
+    """What makes the region the backward of an autograd node recorded now is captured in
+    (``Region.backward`` of the capturing region), or None."""
+    if _S.thread is not None and _S.thread == _ident():
+        return _S.region.backward
+    return None
 
 
 class suspended:

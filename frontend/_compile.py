@@ -423,6 +423,12 @@ def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
         return compiler(info, storages, values)
 
     replayer = _Replayer(fn, compile_graph, key, fullgraph, watch) if replay else None
+    backward_key = (key, "backward")
+
+    def backward_region():
+        # the backward pass of what a call recorded: captured and compiled by the same
+        # compiler (a graph per structure, as forward graphs), never under fullgraph
+        return L.Region(compiler, backward_key, False, _on_break, None, "recompiles" in _LOGS)
     # the default compiler: a function whose graphs fuse nothing gains nothing from
     # capture, which costs Python time; after its first calls it runs eagerly
     adaptive = key in ("ember", "inductor") and not fullgraph
@@ -436,7 +442,7 @@ def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
         if watch.eager:
             return fn(*args, **kwargs)
         region = L.Region(compile_graph, key, fullgraph, _on_break, watch.on_compile,
-                          "recompiles" in _LOGS)
+                          "recompiles" in _LOGS, backward=backward_region)
         with L.capture(region):
             result = fn(*args, **kwargs)
         if adaptive:

@@ -319,11 +319,13 @@ def render_fused_prelude(group) -> list:
             "  return em::Scalar{false, std::isfinite(v) ? (int64_t)v : 0, v};", "}"]
 
 
-def render_fused_loop(group, pointer) -> tuple[list, list]:
+def render_fused_loop(group, pointer) -> tuple[list, list, list]:
     """A fused group's kernel as C++ lines: the setup (typed operand pointers ``p<k>``
     from the ``void*`` expression ``pointer(k)``, loop-invariant loads, functor instances;
-    ``s`` names the runtime values, doubles) and the body for element ``i`` (each operand
-    loaded once, the functors applied with values in registers, the kept stores)."""
+    ``s`` names the runtime values, doubles), the lines that start row ``o`` of a
+    two-level layout (``d[1 + k]``: operand ``k``'s outer stride; empty for a flat group)
+    and the body for element ``i`` = (``o``, ``j``): each operand loaded once, the functors
+    applied with values in registers, the kept stores."""
     runtime = group.runtime_values
     slot_of_runtime = {v: i for i, v in enumerate(runtime)}
     # no stored operand shares a storage with another one: the pointers do not alias
@@ -331,7 +333,7 @@ def render_fused_loop(group, pointer) -> tuple[list, list]:
     restrict = all(slots.count(op.slot) == 1 for op in group.operands
                    if op.store is not None)
     qual = " __restrict__" if restrict else ""
-    setup = []
+    setup, row = [], []
     for k, op in enumerate(group.operands):
         if not op.load and op.store is None:
             continue
@@ -340,15 +342,25 @@ def render_fused_loop(group, pointer) -> tuple[list, list]:
             ct = "uint8_t"
         const = "const " if op.store is None else ""
         setup.append(f"  {const}{ct}*{qual} p{k} = ({const}{ct}*){pointer(k)};")
-        if op.single and op.load:
+        vt = "bool" if op.dtype.name == "bool" else ct
+        if op.kind == "single" and op.load:
             load = f"(p{k}[0] != 0)" if op.dtype.name == "bool" else f"p{k}[0]"
-            vt = "bool" if op.dtype.name == "bool" else ct
             setup.append(f"  const {vt} x{k} = {load};")
+        elif op.kind == "row" and op.load:
+            load = f"p{k}[o * d[{1 + k}]]"
+            row.append(f"    const {vt} x{k} = {load}{' != 0' if vt == 'bool' else ''};")
+        elif op.kind == "strided":
+            row.append(f"    {const}{ct}*{qual} q{k} = p{k} + o * d[{1 + k}];")
     for k, nd in enumerate(group.nodes):
         fname = functor_name(nd.op, nd.mode)
         inits = ", ".join(_fused_scalar(("runtime", slot_of_runtime[r[1]])
                                         if r[0] == "runtime" else r) for _, r in nd.attrs)
         setup.append(f"  const gen::{fname} f{k}{{{inits}}};")
+
+    def element(k):
+        op = group.operands[k]
+        return {"flat": f"p{k}[i]", "col": f"p{k}[j]", "strided": f"q{k}[j]"}[op.kind]
+
     body = []
     for k, nd in enumerate(group.nodes):
         args = []
@@ -357,15 +369,16 @@ def render_fused_loop(group, pointer) -> tuple[list, list]:
                 args.append(f"v{ref[1]}")
                 continue
             op = group.operands[ref[1]]
-            if op.single:
+            if op.kind in ("single", "row"):
                 args.append(f"x{ref[1]}")
             elif op.dtype.name == "bool":
-                args.append(f"(p{ref[1]}[i] != 0)")
+                args.append(f"({element(ref[1])} != 0)")
             else:
-                args.append(f"p{ref[1]}[i]")
+                args.append(element(ref[1]))
         vt = FUSED_CTYPES[nd.out_dtype.name]
         body.append(f"    const {vt} v{nd.value} = f{k}({', '.join(args)});")
     for k, op in enumerate(group.operands):
         if op.store is not None:
-            body.append(f"    p{k}[{'0' if op.single else 'i'}] = v{op.store};")
-    return setup, body
+            target = "p{}[0]".format(k) if op.kind == "single" else element(k)
+            body.append(f"    {target} = v{op.store};")
+    return setup, row, body

@@ -34,6 +34,7 @@ from .reduction import any_
 __all__ = ["check_by_reading", "convolution", "conv_output_size", "avg_pool", "adaptive_avg_pool",
            "adaptive_max_pool", "pool_output_size", "batch_norm", "layer_norm",
            "layer_norm_backward", "group_norm", "embedding", "nll_loss", "cross_entropy",
+           "cross_entropy_indices",
            "scaled_dot_product_attention", "dropout_mask", "relu", "hardtanh"]
 
 E = O.elementwise
@@ -852,6 +853,17 @@ defop("cross_entropy", "loss",
       "probabilities", promotion="none", inputs=("self", "target", "weight"))
 
 
+# cross_entropy with class indices and no label smoothing: one autograd node whose gradient
+# is (softmax - one_hot) * the per-row scale, two passes over the logits, instead of the
+# backward of log_softmax and of nll_loss's gather (zeros, a scatter, exp, a row sum, a
+# product and a difference: six)
+defop("cross_entropy_indices", "loss",
+      "cross_entropy_indices(Tensor self, Tensor target, Tensor? weight=None, "
+      "str reduction='mean', int ignore_index=-100) -> Tensor",
+      "(composite only)", promotion="none", inputs=("self", "target", "weight"),
+      variants=())
+
+
 def _nll_shape(input, target, reduction) -> tuple:
     if reduction != "none":
         return ()
@@ -923,6 +935,9 @@ def cross_entropy(input, target, weight=None, reduction="mean", ignore_index=-10
 def _cross_entropy(self, target, weight, reduction, ignore_index, label_smoothing):
     nd = len(self.shape)
     cdim = 0 if nd == 1 else 1
+    if tuple(target.shape) != tuple(self.shape) and label_smoothing <= 0 and (
+            weight is None or not weight.requires_grad):
+        return cross_entropy_indices(self, target, weight, reduction, ignore_index)
     logp = O.softmax_op("log_softmax", self, cdim)
     c = self.shape[cdim]
     wshape = [1] * nd
@@ -940,8 +955,6 @@ def _cross_entropy(self, target, weight, reduction, ignore_index, label_smoothin
             return O.reduce("sum", loss)
         return _true_div(O.reduce("sum", loss), C.numel(self.shape) / c)
     nll = nll_loss(logp, target, weight, reduction, ignore_index)
-    if label_smoothing <= 0:
-        return nll
     t = O.to(target, None, D.int64)
     ignore = E("eq", t, ignore_index)
     smooth = E("mul", logp, V.reshape(weight, wshape)) if weight is not None else logp
@@ -958,6 +971,45 @@ def _cross_entropy(self, target, weight, reduction, ignore_index, label_smoothin
     else:
         ret = _true_div(O.reduce("sum", smooth), O.reduce("sum", E("logical_not", ignore)))
     return E("add", E("mul", nll, 1 - label_smoothing), E("mul", ret, label_smoothing / c))
+
+
+def cross_entropy_indices(input, target, weight=None, reduction="mean", ignore_index=-100):
+    """``cross_entropy`` of class indices without label smoothing, as one autograd node
+    (``weight``, if any, is not differentiated)."""
+    return O.composite_op("cross_entropy_indices", (input, target, weight),
+                          {"reduction": reduction, "ignore_index": ignore_index},
+                          [(_nll_shape(input, target, reduction), input.dtype)],
+                          input.device)
+
+
+@composite("cross_entropy_indices")
+def _cross_entropy_indices(self, target, weight, reduction, ignore_index):
+    cdim = 0 if len(self.shape) == 1 else 1
+    return nll_loss(O.softmax_op("log_softmax", self, cdim), target, weight, reduction,
+                    ignore_index)
+
+
+@gradient("cross_entropy_indices")
+def _(g, self, target, weight=None, reduction="mean", ignore_index=-100):
+    nd = len(self.shape)
+    cdim = 0 if nd == 1 else 1
+    t = O.to(target, None, D.int64)
+    if nd == 1 and len(t.shape) == 1:
+        t = V.reshape(t, ())
+    valid = E("ne", t, ignore_index)
+    safe = O.where(valid, t, 0)
+    w = O.to(valid, None, self.dtype)
+    if weight is not None:
+        picked = V.reshape(index_select(weight, 0, V.reshape(safe, -1)), safe.shape)
+        w = E("mul", w, O.to(picked, None, self.dtype))
+    # d loss / d logit[i, j] = scale_i (softmax[i, j] - [j == t_i])
+    scale = E("mul", g, w)
+    if reduction == "mean":
+        scale = _true_div(scale, O.reduce("sum", w))
+    scale = V.unsqueeze(scale, cdim)
+    d = E("mul", O.softmax_op("softmax", self, cdim), scale)
+    d = O.scatter(d, cdim, V.unsqueeze(safe, cdim), E("neg", scale), reduce="add")
+    return d, None, None
 
 
 # ---- attention ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from weakref import ref as _weakref
 from ember.dispatcher import core as C
 from ember.dispatcher.core import TensorBase
 from ember.dispatcher import grad_mode
+from ember.dispatcher import lazy as L
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher.views import ViewGrad
@@ -215,9 +216,11 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 class Node:
     """One recorded op (``tensor.grad_fn``). ``next_functions`` are its input edges."""
     __slots__ = ("_next", "_vjp", "_saved", "_ctx", "_freed", "_pre_hooks",
-                 "_hooks", "_shapes", "__weakref__")
+                 "_hooks", "_shapes", "_region", "__weakref__")
 
     def __init__(self, vjp, next_functions, saved, ctx, shapes):
+        # recorded inside an ember.compile region: its backward is captured too
+        self._region = L.backward_region()
         self._vjp = vjp
         self._next = next_functions
         self._saved = saved
@@ -383,9 +386,16 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
     prev_mode = MODE.grad
     MODE.grad = bool(create_graph)
     anomaly = ANOMALY.enabled
+    captured_backward = None
     try:
         while ready:
             node = ready.popleft()
+            if captured_backward is None and type(node) is not AccumulateGrad and \
+                    node._region is not None and not L.capturing():
+                # the backward of an ember.compile region: from here on, the rest of this
+                # backward pass is recorded and compiled (as a forward region is)
+                captured_backward = L.capture(node._region())
+                captured_backward.__enter__()
             grad = buffers.pop(id(node), None)
             if type(grad) is _Owned:  # (_settled, inline)
                 grad = grad.t
@@ -446,6 +456,8 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
                         _skip(nxt, deps, buffers, ready, queued)
     finally:
         MODE.grad = prev_mode
+        if captured_backward is not None:
+            captured_backward.__exit__(None, None, None)
     if capture:
         out = []
         for i, t in enumerate(inputs):

@@ -205,6 +205,12 @@ RECIPES = {
                                           ignore_index=2),
                                F.nll_loss(x[:, :, 0], ember.tensor([1, 3]), reduction="none")),
                  [X(2, 4, 2), X(4, low=0.5, high=2.0)]),
+    "cross_entropy_indices": (
+        lambda x, y: (NN.cross_entropy_indices(x, ember.tensor([1, 0, 3]), ignore_index=0),
+                      NN.cross_entropy_indices(y, ember.tensor([[0, 3], [2, 1]]),
+                                               ember.tensor([0.5, 1.0, 2.0, 1.5]),
+                                               reduction="none")),
+        [X(3, 4), X(2, 4, 2)]),
     "cross_entropy": (lambda x, w, p: (F.cross_entropy(x, ember.tensor([1, 0, 3]), w,
                                                        ignore_index=0, label_smoothing=0.1),
                                        F.cross_entropy(x, p, reduction="none",

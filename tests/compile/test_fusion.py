@@ -149,11 +149,73 @@ def test_views_of_other_elements_end_the_group():
     same(ember.compile(f)(x), f(x.clone()))
 
 
-def test_broadcast_and_strided_operands_are_left_to_kernels():
-    def f(x, bias):
-        return (x + bias).relu() * x.t().t()
-    x, bias = ember.randn(8, 16), ember.randn(16)
-    same(ember.compile(f)(x, bias), f(x, bias))
+def groups_in(fn, *args):
+    d = {}
+    region = lazy.Region(lambda i, s, v: _keep(d, i) or lazy.replay(i), ("spy", id(d)))
+    with lazy.capture(region):
+        out = fn(*args)
+    del out
+    lazy.forget(("spy", id(d)))
+    return [g for k, g in fusion.plan(d["info"]) if k == "group"]
+
+
+def test_broadcasts_rows_columns_and_slices_fuse_on_cpu():
+    def f(x, bias, big):
+        # bias: one row for all rows (col); the mean: a value per row (row); big[:, 2:10]:
+        # a row per row at another outer stride (strided)
+        return ((x + bias).sigmoid() * (x - x.mean(-1, keepdim=True)) + big[:, 2:10]).tanh()
+    x, bias, big = ember.randn(33, 8), ember.randn(8), ember.randn(33, 12)
+    groups = groups_in(f, x, bias, big)
+    assert [(g.inner, len(g.calls)) for g in groups] == [(8, 2), (8, 4)]
+    g = groups[1]
+    assert {op.kind for op in g.operands if op.load} == {"flat", "row", "strided"}
+    assert {op.kind for op in groups[0].operands if op.load} == {"flat", "col"}
+    got, d = fused_counts(lambda: ember.compile(f)(x, bias, big))
+    assert d["groups"] == 2 and d["fused_calls"] == 6
+    same(got, f(x, bias, big))
+
+
+@pytest.mark.parametrize("rows", [1, 3, 64, 1000])
+def test_one_library_serves_every_row_count_and_length(rows):
+    def f(x, s, b):
+        return (x * s + b).sigmoid() - b
+    for inner in (1, 7, 129):
+        x, s, b = ember.randn(rows, inner), ember.randn(rows, 1), ember.randn(inner)
+        same(ember.compile(f)(x, s, b), f(x, s, b))
+
+
+def test_writes_into_a_slice_of_a_larger_buffer_fuse():
+    def f(buf, x):
+        view = buf[:, 1:5]
+        view.mul_(2).add_(x.exp())
+        return buf
+    b1, x = ember.randn(9, 6), ember.randn(9, 4)
+    b2 = b1.clone()
+    (g,) = groups_in(f, b1.clone(), x)
+    assert any(op.kind == "strided" and op.store is not None for op in g.operands)
+    same(ember.compile(f)(b1, x), f(b2, x))
+
+
+def test_layouts_that_need_three_levels_or_other_strides_are_left_to_kernels():
+    def f(x, y):
+        return (x + y).exp() * 2
+    x = ember.randn(4, 5, 6)
+    y3 = ember.randn(4, 1, 6).expand(4, 5, 6)       # broadcast in the middle: 3 levels
+    # (the add runs its kernel; exp and mul, contiguous, fuse)
+    assert [(g.inner, len(g.calls)) for g in groups_in(f, x, y3)] == [(None, 2)]
+    same(ember.compile(f)(x, y3), f(x, y3))
+    yt = ember.randn(6, 5).t()                       # inner stride 6
+    x2 = ember.randn(5, 6)
+    assert [(g.inner, len(g.calls)) for g in groups_in(f, x2, yt)] == [(None, 2)]
+    same(ember.compile(f)(x2, yt), f(x2, yt))
+
+
+def test_devices_without_broadcast_fusion_keep_flat_groups(monkeypatch):
+    cpu = backend_for("cpu")
+    monkeypatch.setattr(type(cpu), "fuses_broadcasts", False)
+    x, b = ember.randn(8, 16), ember.randn(16)
+    groups = groups_in(lambda x, b: ((x * 2).exp() + b).relu(), x, b)
+    assert [g.inner for g in groups] == [None] and len(groups[0].calls) == 2
 
 
 def test_the_disk_cache_is_reused(tmp_path, monkeypatch):

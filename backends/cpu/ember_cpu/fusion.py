@@ -48,7 +48,7 @@ _FLAGS = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
 _GRAIN = 32768
 
 _LOCK = threading.Lock()
-_LOADED: dict = {}          # group key -> callable
+_LOADED: dict = {}          # group key -> (the loaded entry point, its library)
 _NO_COMPILER = [False]
 
 
@@ -76,19 +76,31 @@ def _compiler_version(cxx: str) -> str:
 
 
 def render_group(group) -> str:
-    """The C++ source of ``group``'s kernel: ``extern "C" ember_fused(par, p, s, n)``."""
-    setup, body = render_fused_loop(group, lambda k: f"c->p[{k}]")
+    """The C++ source of ``group``'s kernel: ``extern "C" ember_fused(par, p, s, d, n)``
+    (``d``: the layout, ``FusedGroup.layout()``)."""
+    setup, row, body = render_fused_loop(group, lambda k: f"c->p[{k}]")
+    if group.inner is None:
+        loop = ["  for (int64_t i = b; i < e; ++i) {"] + body + ["  }"]
+    else:   # rows of inner elements; [b, e) may start and end inside a row
+        loop = ["  const int64_t inner = d[0];",
+                "  int64_t o = b / inner, j = b - o * inner;",
+                "  for (int64_t at = b; at < e; ++o) {",
+                "    const int64_t jend = (e - at) < (inner - j) ? j + (e - at) : inner;",
+                "    const int64_t base = at - j;"] + row + [
+                "    for (; j < jend; ++j) {", "    const int64_t i = base + j;", "    (void)i;"
+                ] + body + ["    }", "    at = base + jend;", "    j = 0;", "  }"]
     return "\n".join(
         render_fused_prelude(group) +
-        ["struct Ctx { void* const* p; const double* s; };",
+        ["struct Ctx { void* const* p; const double* s; const int64_t* d; };",
          "void body(void* ctx, int64_t b, int64_t e) {",
-         "  const Ctx* c = (const Ctx*)ctx;", "  const double* s = c->s;", "  (void)s;"] +
-        setup + ["  for (int64_t i = b; i < e; ++i) {"] + body +
-        ["  }", "}", "}  // namespace", "",
+         "  const Ctx* c = (const Ctx*)ctx;", "  const double* s = c->s;", "  (void)s;",
+         "  const int64_t* d = c->d;", "  (void)d;"] +
+        setup + loop +
+        ["}", "}  // namespace", "",
          'extern "C" void ember_fused(void (*par)(int64_t, int64_t, int64_t, '
          'void (*)(void*, int64_t, int64_t), void*), void* const* p, const double* s, '
-         'int64_t n) {',
-         "  Ctx c{p, s};",
+         'const int64_t* d, int64_t n) {',
+         "  Ctx c{p, s, d};",
          f"  if (par) par(0, n, {_GRAIN}, body, &c);",
          "  else body(&c, 0, n);",
          "}", ""])
@@ -133,9 +145,9 @@ def compile_elementwise(group):
     there (the planner then runs the kernels as recorded)."""
     key = group.key()
     with _LOCK:
-        fn = _LOADED.get(key)
-        if fn is not None:
-            return fn
+        hit = _LOADED.get(key)
+        if hit is not None:
+            return _runner(group, *hit)
         if _NO_COMPILER[0]:
             return None
         cxx = _compiler()
@@ -152,19 +164,27 @@ def compile_elementwise(group):
         STATS["loaded"] += 1
         entry = lib.ember_fused
         entry.restype = None
-        entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-        par = _parallel()
-        k = len(group.operands)
-        ptr_array = ctypes.c_void_p * k
-        nvals = len(group.runtime_values)
-        val_array = ctypes.c_double * max(nvals, 1)
-        used = [op.load or op.store is not None for op in group.operands]
+        entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                          ctypes.c_void_p, ctypes.c_int64]
+        _LOADED[key] = (entry, lib)
+    return _runner(group, *_LOADED[key])
 
-        def run(storages, offsets, values, n, _lib=lib):
-            ptrs = ptr_array(*[s.data_ptr + off if u else 0
-                               for s, off, u in zip(storages, offsets, used)])
-            vals = val_array(*values) if nvals else val_array()
-            entry(par, ptrs, vals, n)
 
-        _LOADED[key] = run
-        return run
+def _runner(group, entry, lib):
+    """The call of a loaded kernel for ``group`` (its layout's numbers are this group's:
+    groups of one key share the library, not the sizes)."""
+    par = _parallel()
+    k = len(group.operands)
+    ptr_array = ctypes.c_void_p * k
+    nvals = len(group.runtime_values)
+    val_array = ctypes.c_double * max(nvals, 1)
+    layout = (ctypes.c_int64 * (k + 1))(*group.layout())
+    used = [op.load or op.store is not None for op in group.operands]
+
+    def run(storages, offsets, values, n, _lib=lib, _layout=layout):
+        ptrs = ptr_array(*[s.data_ptr + off if u else 0
+                           for s, off, u in zip(storages, offsets, used)])
+        vals = val_array(*values) if nvals else val_array()
+        entry(par, ptrs, vals, _layout, n)
+    return run
+

@@ -81,6 +81,9 @@ class CPUBackend(Backend):
     def device_count(self) -> int:
         return 1
 
+    #: fused groups may hold broadcast and outer-strided operands (ember.dispatcher.fusion)
+    fuses_broadcasts = True
+
     def compile_elementwise(self, group):
         """ember.compile's fused groups as generated C++ (``ember_cpu.fusion``)."""
         return fusion.compile_elementwise(group)

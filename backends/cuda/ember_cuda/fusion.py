@@ -67,20 +67,25 @@ _OPTIONS = ["-std=c++17", "-default-device", "--fmad=false", "-diag-suppress=161
 
 def render_group(group) -> str:
     """The CUDA C++ source of ``group``'s kernel: ``extern "C" __global__
-    ember_fused(Args a, int64_t n)``, ``Args`` holding the operand pointers and the
-    runtime values."""
-    setup, body = render_fused_loop(group, lambda k: f"a.p[{k}]")
+    ember_fused(Args a, int64_t n)``, ``Args`` holding the operand pointers, the runtime
+    values and the layout (``FusedGroup.layout()``)."""
+    setup, row, body = render_fused_loop(group, lambda k: f"a.p[{k}]")
     k = max(len(group.operands), 1)
     m = max(len(group.runtime_values), 1)
+    if group.inner is None:
+        index = []
+    else:
+        index = ["    const int64_t o = i / d[0], j = i - o * d[0];", "    (void)j;"] + row
     return "\n".join(
         render_fused_prelude(group) +
         ["}  // namespace", "",
-         f"struct Args {{ void* p[{k}]; double s[{m}]; }};", "",
+         f"struct Args {{ void* p[{k}]; double s[{m}]; int64_t d[{k + 1}]; }};", "",
          'extern "C" __global__ void ember_fused(const Args a, const int64_t n) {',
-         "  const double* s = a.s;", "  (void)s;"] + setup +
+         "  const double* s = a.s;", "  (void)s;", "  const int64_t* d = a.d;", "  (void)d;"]
+        + setup +
         ["  const int64_t step = (int64_t)blockDim.x * gridDim.x;",
          "  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
-         "i += step) {"] + body + ["  }", "}", ""])
+         "i += step) {"] + index + body + ["  }", "}", ""])
 
 
 # ---- finding NVRTC and the headers --------------------------------------------------------
@@ -283,7 +288,10 @@ def compile_elementwise(group, current_stream):
     m = max(len(group.runtime_values), 1)
 
     class Args(ctypes.Structure):
-        _fields_ = [("p", ctypes.c_void_p * k), ("s", ctypes.c_double * m)]
+        _fields_ = [("p", ctypes.c_void_p * k), ("s", ctypes.c_double * m),
+                    ("d", ctypes.c_int64 * (k + 1))]
+
+    layout = group.layout()
 
     used = [op.load or op.store is not None for op in group.operands]
     nvals = len(group.runtime_values)
@@ -308,6 +316,8 @@ def compile_elementwise(group, current_stream):
             args.p[i] = s.data_ptr + off if u else None
         for i, v in enumerate(values[:nvals]):
             args.s[i] = v
+        for i, v in enumerate(layout):
+            args.d[i] = v
         count = ctypes.c_int64(n)
         params = (ctypes.c_void_p * 2)(ctypes.addressof(args), ctypes.addressof(count))
         grid = min((n + _BLOCK - 1) // _BLOCK, _MAX_GRID)

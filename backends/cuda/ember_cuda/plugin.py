@@ -76,6 +76,9 @@ class CUDABackend(Backend):
             if _C.device_count() > 0:
                 load_cublas()
 
+    #: fused groups may hold broadcast and outer-strided operands (ember.dispatcher.fusion)
+    fuses_broadcasts = True
+
     def compile_elementwise(self, group):
         """ember.compile's fused groups as CUDA C++ built by NVRTC (``ember_cuda.fusion``)."""
         if _C is None:

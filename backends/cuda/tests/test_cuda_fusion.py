@@ -57,6 +57,10 @@ CASES = {
         lambda: (ember.randn(64), ember.tensor(1.5))),
     "float64_precise_functions": (lambda x: x.expm1().log1p() + x.erf(),
                                   lambda: (ember.rand(64, dtype=ember.float64),)),
+    "broadcast_rows_columns_and_slices": (
+        lambda x, b, big: ((x + b).relu() * (x - x.mean(-1, keepdim=True)) + big[:, 2:10]
+                           ).tanh(),
+        lambda: (ember.randn(8, 8), ember.randn(8), ember.randn(8, 12))),
 }
 
 
@@ -74,9 +78,9 @@ def test_generated_kernels_compile_with_nvrtc(name, arch, tmp_path, monkeypatch)
         ptx = CF.compile_ptx(src, arch).decode()
         assert re.search(r"\.entry ember_fused\(", ptx), ptx[:500]
         assert f".target sm_{arch[-2:]}" in ptx
-        # one parameter block (the operand pointers and runtime values), then n
+        # one parameter block (operand pointers, runtime values, layout), then n
         k, m = len(g.operands), max(len(g.runtime_values), 1)
-        assert f".param .align 8 .b8 ember_fused_param_0[{8 * (k + m)}]" in ptx
+        assert f".param .align 8 .b8 ember_fused_param_0[{8 * (2 * k + m + 1)}]" in ptx
         assert ".param .u64 ember_fused_param_1" in ptx
         # the kernel loads its inputs and stores its kept results in global memory
         assert "ld.global" in ptx and "st.global" in ptx

@@ -212,16 +212,19 @@ class RNNBase(Module):
         return input, is_batched                       # input is (L, N, H_in) now
 
     # ---- the layer loop -----------------------------------------------------------------
-    def _direction(self, gi_all, h0, c0, weights, offsets, sizes, reverse):
+    def _direction(self, gi_all, h0, c0, weights, offsets, sizes, reverse, biased=False):
         """One direction of one layer over all steps.
 
         ``gi_all`` is the input projection of every step; step ``t`` uses rows
         ``offsets[t]:offsets[t] + sizes[t]`` of it when packed (``offsets`` not None), else
         ``gi_all[t]``. Packed batches shrink over time (sequences sorted by length), so the
         forward pass sets a finished sequence's final state aside, and the reverse pass
-        brings a sequence in (from ``h0``/``c0``) at its last valid step.
+        brings a sequence in (from ``h0``/``c0``) at its last valid step. ``biased``: the
+        projection already holds ``bias_hh`` too.
         """
         w_hh, b_hh, w_hr = weights["weight_hh"], weights.get("bias_hh"), weights.get("weight_hr")
+        if biased:
+            b_hh = None
         steps = len(sizes)
         if (self.mode == "LSTM" and offsets is None and w_hr is None and steps
                 and gi_all.is_floating_point() and h0.dtype is gi_all.dtype
@@ -287,10 +290,15 @@ class RNNBase(Module):
             for d in range(dirs):
                 names = self._all_weights[layer * dirs + d]
                 p = {n.split("_l")[0]: getattr(self, n) for n in names}
-                gi_all = _linear(x, p["weight_ih"], p.get("bias_ih"))  # one matmul per layer
+                b_ih, b_hh = p.get("bias_ih"), p.get("bias_hh")
+                # an LSTM over whole sequences: both biases in the projection's one GEMM
+                biased = (self.mode == "LSTM" and offsets is None and b_ih is not None
+                          and b_hh is not None)
+                gi_all = F.linear(x, p["weight_ih"], b_ih + b_hh) if biased else \
+                    _linear(x, p["weight_ih"], b_ih)        # one matmul per layer
                 k = layer * dirs + d
                 out, h, c = self._direction(gi_all, h0[k], c0[k] if c0 is not None else None,
-                                            p, offsets, sizes, reverse=d == 1)
+                                            p, offsets, sizes, reverse=d == 1, biased=biased)
                 outs.append(out)
                 h_n.append(h)
                 if c is not None:
