@@ -71,6 +71,7 @@ bench: $(CPU_STAMP)
 	$(PY) bench/bench_multiprocessing.py
 	$(PY) bench/bench_ddp.py
 	$(PY) bench/bench_opencl.py
+	$(PY) bench/bench_memory.py
 
 docs: $(VENV_STAMP)
 	$(PIP) install --quiet mkdocs

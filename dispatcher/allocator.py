@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import time
 from bisect import bisect_left
 from collections import OrderedDict, deque
 
@@ -286,6 +287,10 @@ class CachingAllocator:
         self._s_requested = st["requested_bytes"]
         self._s_split = st["inactive_split"]
         self._s_split_bytes = st["inactive_split_bytes"]
+        self._fraction = 1.0
+        self._limit = None          # bytes this process may reserve (set_memory_fraction)
+        self._history = None        # deque of trace entries while recording (record_history)
+        self._context = None        # () -> dict merged into each entry (frames, phase)
 
     def __repr__(self):
         return (f"CachingAllocator({self._memory.name}, allocated="
@@ -326,6 +331,8 @@ class CachingAllocator:
                     block = self._alloc_segment(size, small, stream, nbytes)
                 try:
                     self._allocate(block, size, nbytes)
+                    if self._history is not None:
+                        self._trace("alloc", block._seg.base + block.offset, block.size, stream)
                 except BaseException:
                     # (a MemoryError of Python itself, under a hard memory limit): the
                     # block goes back to its pool, the allocator stays consistent
@@ -413,6 +420,8 @@ class CachingAllocator:
             handle = self._device_alloc(alloc_size)
             if handle is None:
                 self._counters["num_ooms"] += 1
+                if self._history is not None:
+                    self._trace("oom", 0, alloc_size)
                 err = OutOfMemoryError(self._oom_message(alloc_size))
                 err.nbytes, err.alloc_size, err.device = nbytes, alloc_size, self._memory.name
                 raise err
@@ -431,10 +440,16 @@ class CachingAllocator:
         return block
 
     def _device_alloc(self, nbytes: int):
+        if self._limit is not None and \
+                self._stats["reserved_bytes"][0][0] + nbytes > self._limit:
+            return None
         try:
-            return self._memory.alloc(nbytes)
+            handle = self._memory.alloc(nbytes)
         except MemoryError:
             return None
+        if handle is not None and self._history is not None:
+            self._trace("segment_alloc", self._next_base, nbytes)
+        return handle
 
     def _oom_message(self, alloc_size: int) -> str:
         name = self._memory.name
@@ -448,12 +463,75 @@ class CachingAllocator:
         reserved = self._stats["reserved_bytes"][0][0]
         why = getattr(self._memory, "last_error", None)
         why = f"{why} " if why else ""
+        if self._limit is not None:
+            why += (f"This process may reserve {format_size(self._limit)} "
+                    f"(set_per_process_memory_fraction({self._fraction:g})). ")
+        # training: most of a step's memory is activations saved for the backward pass
+        hint = (" If this is a training step, the activations saved for the backward pass "
+                "can move to host memory (ember.utils.offload) or be recomputed "
+                "(ember.utils.checkpoint) instead of staying on the device.")
         return (f"Out of memory on {name}. Tried to allocate {format_size(alloc_size)}. "
                 f"{why}{capacity}Of the allocated memory {format_size(allocated)} is allocated by "
                 f"ember, and {format_size(reserved - allocated)} is reserved by ember but "
                 "unallocated. If reserved but unallocated memory is large, the cache is "
                 "fragmented: free tensors you no longer need, or allocate the largest "
-                "buffers first.")
+                f"buffers first.{hint}")
+
+    # -- a per-process limit ------------------------------------------------------------
+
+    def set_memory_fraction(self, fraction: float) -> None:
+        """Let this process reserve at most ``fraction`` of the device's total memory
+        (``torch.cuda.set_per_process_memory_fraction``): a request beyond it frees the
+        cache and then raises :class:`OutOfMemoryError`, as a full device does. 1.0 (the
+        default) is no limit beyond the device's own."""
+        if not isinstance(fraction, float):
+            raise TypeError("Invalid type for fraction argument, must be `float`")
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+        _, total = self._memory.mem_get_info()
+        with self._guard:
+            self._fraction = fraction
+            self._limit = None if fraction == 1.0 else int(total * fraction)
+
+    def get_memory_fraction(self) -> float:
+        return self._fraction
+
+    # -- history ------------------------------------------------------------------------
+
+    def record_history(self, enabled: bool, max_entries: int = 1 << 62,
+                       context=None) -> None:
+        """Start (or, with ``enabled`` False, stop) keeping a trace of allocator events:
+        ``alloc``, ``free_requested``, ``free_completed``, ``segment_alloc``,
+        ``segment_free`` and ``oom``, each a dict with ``action``, ``addr``, ``size``,
+        ``stream``, ``time_us`` and what ``context()`` returns (the frontend's stack frames
+        and autograd phase); the newest ``max_entries`` are kept. Starting again clears
+        the trace."""
+        with self._guard:
+            if not enabled:
+                self._history = None
+                self._context = None
+                return
+            self._history = deque(maxlen=max(1, int(max_entries)))
+            self._context = context
+
+    def _trace(self, action: str, addr: int, size: int, stream=None) -> None:
+        entry = {"action": action, "addr": addr, "size": size,
+                 "stream": 0 if stream is None else id(stream),
+                 "time_us": time.perf_counter_ns() // 1000}
+        if self._context is not None:
+            try:
+                entry.update(self._context())
+            except Exception:   # a context that fails must not fail the allocation
+                pass
+        self._history.append(entry)
+
+    def snapshot(self) -> dict:
+        """``{"segments": memory_snapshot(), "device_traces": [trace]}`` (the layout of
+        ``torch.cuda.memory._snapshot()``; the trace is empty unless recording)."""
+        segments = self.memory_snapshot()
+        with self._guard:
+            trace = list(self._history) if self._history is not None else []
+        return {"segments": segments, "device_traces": [trace]}
 
     # -- freeing ------------------------------------------------------------------------
 
@@ -491,6 +569,8 @@ class CachingAllocator:
         if not block.allocated or block._seg not in self._segments:
             raise RuntimeError(f"{block!r} is not allocated by this allocator (freed twice?)")
         block.allocated = False
+        if self._history is not None:
+            self._trace("free_requested", block._seg.base + block.offset, block.size)
         pool = _SMALL if block.small else _LARGE
         _dec(self._s_allocation, pool, 1)
         _dec(self._s_allocated, pool, block.size)
@@ -514,6 +594,8 @@ class CachingAllocator:
         """Return an inactive block to its pool, merging it with free neighbours."""
         pool = _SMALL if block.small else _LARGE
         size = block.size
+        if self._history is not None:
+            self._trace("free_completed", block._seg.base + block.offset, size)
         requested = block.requested
         net_blocks = net_bytes = 0
         prev = block.prev
@@ -626,6 +708,8 @@ class CachingAllocator:
             _dec(self._stats["segment"], pool, 1)
             _dec(self._stats["reserved_bytes"], pool, seg.size)
             seg.head = None
+            if self._history is not None:
+                self._trace("segment_free", seg.base, seg.size)
             self._memory.free(seg.handle)
 
     # -- statistics ---------------------------------------------------------------------

@@ -22,6 +22,10 @@ written for a GPU run on CPU-only machines:
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import sys
+import traceback
 import warnings
 
 from ember.dispatcher import dtypes as D
@@ -30,6 +34,7 @@ from ember.dispatcher.random import default_generator
 
 from . import amp as _amp
 from ._creation import tensor as _tensor
+from .autograd._engine import IN_BACKWARD, RUNNING_NODE
 
 __all__ = ["DeviceNamespace", "DeviceUnavailableError", "pinning_api", "cuda", "opencl"]
 
@@ -91,11 +96,81 @@ _NEEDS_DEVICE = ("synchronize", "get_device_name", "get_device_capability",
                  "get_device_properties", "current_device", "set_device", "mem_get_info",
                  "current_stream", "default_stream", "set_stream", "stream", "Stream",
                  "Event", "init", "ipc_collect", "memory_snapshot", "record_stream",
+                 "_record_memory_history", "_snapshot",
                  "set_per_process_memory_fraction", "get_per_process_memory_fraction",
                  "can_device_access_peer", "utilization", "temperature", "power_draw",
                  "clock_rate", "memory_usage", "caching_allocator_alloc",
                  "caching_allocator_delete", "set_sync_debug_mode", "get_sync_debug_mode",
                  "list_gpu_processes", "device_memory_used")
+
+
+#: where ember's own code lives: the frontend, the dispatcher and backend plugins
+#: (``ember_<name>`` packages)
+_EMBER_DIRS = (os.path.dirname(os.path.abspath(__file__)),
+               os.path.dirname(os.path.abspath(D.__file__)))
+
+
+def _is_ember(filename: str) -> bool:
+    return filename.startswith(_EMBER_DIRS) or f"{os.sep}ember_" in filename
+
+
+def _history_context(stacks: bool):
+    """What each allocator event of the memory history records: the Python frames that
+    led to it (user code, and the ember function it called, innermost last; ember's own
+    internals left out) and the autograd phase."""
+    def context():
+        entry = {"phase": "backward" if IN_BACKWARD[0] else "forward"}
+        node = RUNNING_NODE[0]
+        if node is not None and IN_BACKWARD[0]:
+            entry["node"] = type(node).__name__
+        if stacks:
+            frames = []
+            for f in traceback.extract_stack(limit=48)[:-3]:
+                inside = _is_ember(f.filename)
+                if inside and frames and frames[-1]["ember"]:
+                    continue        # the first ember frame below user code names the op
+                frames.append({"filename": f.filename, "line": f.lineno, "name": f.name,
+                               "ember": inside})
+            entry["frames"] = frames[-12:]
+        return entry
+    return context
+
+
+class _MemoryNamespace:
+    """``ember.<device type>.memory``: the memory functions, with PyTorch's private
+    history API (``_record_memory_history``, ``_snapshot``, ``_dump_snapshot``)."""
+
+    def __init__(self, ns):
+        self._ns = ns
+
+    def _record_memory_history(self, enabled="all", context="all", stacks="all",
+                               max_entries: int = sys.maxsize, device=None,
+                               clear_history: bool = False) -> None:
+        """Record every allocation and free of ``device``'s caching allocator, with the
+        Python stack and the autograd phase (``enabled=None`` stops). View it with
+        ``_dump_snapshot`` and ``python -m ember.utils.memory_viz``."""
+        if enabled not in (None, False, True, "state", "all"):
+            raise ValueError(f"enabled must be None, 'state' or 'all', got {enabled!r}")
+        on = enabled not in (None, False)
+        self._ns.__getattr__("_record_memory_history")(
+            on, max_entries, _history_context(stacks == "all") if on else None,
+            device=device)
+
+    def _snapshot(self, device=None) -> dict:
+        """``{"segments": [...], "device_traces": [[event, ...]]}``."""
+        return self._ns.__getattr__("_snapshot")(device)
+
+    def _dump_snapshot(self, filename: str = "dump_snapshot.json") -> None:
+        """Write ``_snapshot()`` as JSON (PyTorch pickles it; JSON loads without running
+        code), the input of ``python -m ember.utils.memory_viz``."""
+        snap = self._snapshot()
+        tmp = f"{filename}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(snap, f, default=repr)
+        os.replace(tmp, filename)
+
+    def __getattr__(self, name):
+        return getattr(self._ns, name)
 
 
 class DeviceNamespace:
@@ -105,6 +180,7 @@ class DeviceNamespace:
     def __init__(self, device_type: str):
         self._type = device_type
         self.amp = _AmpNamespace(device_type)
+        self.memory = _MemoryNamespace(self)
         self._current = 0
 
     def _backend(self):

@@ -284,17 +284,48 @@ def _rows(t, groups):
     return V.reshape(flat, (groups, o // groups, -1))
 
 
-@composite("dense_conv")
-def _(input, weight, kernel, dilation, padding, stride, sizes, groups):
+#: the column matrices of the composites below are built for at most this many bytes at
+#: a time (the batch in chunks): a convolution's workspace stays near its activations'
+#: size instead of k-times it, which is what lets activation offloading lower the peak
+COLUMN_BYTES = 4 << 20
+
+
+def _chunks(n: int, per_sample: int) -> list:
+    """``[(start, length)]`` splitting a batch of ``n`` so each chunk's columns fit
+    ``COLUMN_BYTES`` (one chunk when the whole batch does)."""
+    per = max(1, COLUMN_BYTES // max(per_sample, 1))
+    if per >= n:
+        return [(0, n)]
+    return [(b, min(per, n - b)) for b in range(0, n, per)]
+
+
+def _column_bytes(c, kernel, blocks, itemsize) -> int:
+    return c * math.prod(kernel) * math.prod(blocks) * itemsize
+
+
+def _dense_conv(input, weight, kernel, dilation, padding, stride, sizes, groups):
     n, o = input.shape[0], weight.shape[0]
     cols = _columns(input, kernel, dilation, padding, stride, sizes, groups)
     w = V.reshape(weight, (groups, o // groups, -1))
     out = V.reshape(matmul(w, cols), (o, n) + tuple(sizes))
-    return O.contiguous(V.transpose(out, 0, 1))
+    return V.transpose(out, 0, 1)
 
 
-@composite("dense_conv_input")
-def _(grad, weight, kernel, dilation, padding, stride, sizes, groups):
+@composite("dense_conv")
+def _(input, weight, kernel, dilation, padding, stride, sizes, groups):
+    n = input.shape[0]
+    parts = _chunks(n, _column_bytes(input.shape[1], kernel, sizes, input.dtype.itemsize))
+    if len(parts) == 1:
+        return O.contiguous(_dense_conv(input, weight, kernel, dilation, padding, stride,
+                                        sizes, groups))
+    out = C.empty((n, weight.shape[0]) + tuple(sizes), input.dtype, input.device)
+    for b, m in parts:
+        O.copy_(V.narrow(out, 0, b, m), _dense_conv(V.narrow(input, 0, b, m), weight, kernel,
+                                                    dilation, padding, stride, sizes, groups))
+    return out
+
+
+def _dense_conv_input(grad, weight, kernel, dilation, padding, stride, sizes, groups):
     n, blocks, nd = grad.shape[0], tuple(grad.shape[2:]), len(kernel)
     w = V.reshape(weight, (groups, weight.shape[0] // groups, -1))
     cols = matmul(V.transpose(w, 1, 2), _rows(grad, groups))     # (G, C/G * K, N * L)
@@ -304,10 +335,36 @@ def _(grad, weight, kernel, dilation, padding, stride, sizes, groups):
     return O.col2im(cols, tuple(sizes), kernel, dilation, padding, stride)
 
 
+@composite("dense_conv_input")
+def _(grad, weight, kernel, dilation, padding, stride, sizes, groups):
+    n, c = grad.shape[0], weight.shape[1] * groups
+    parts = _chunks(n, _column_bytes(c, kernel, grad.shape[2:], grad.dtype.itemsize))
+    if len(parts) == 1:
+        return _dense_conv_input(grad, weight, kernel, dilation, padding, stride, sizes,
+                                 groups)
+    out = C.empty((n, c) + tuple(sizes), grad.dtype, grad.device)
+    for b, m in parts:
+        O.copy_(V.narrow(out, 0, b, m),
+                _dense_conv_input(V.narrow(grad, 0, b, m), weight, kernel, dilation, padding,
+                                  stride, sizes, groups))
+    return out
+
+
+def _dense_conv_weight(grad, input, kernel, dilation, padding, stride, groups):
+    cols = _columns(input, kernel, dilation, padding, stride, tuple(grad.shape[2:]), groups)
+    return matmul(_rows(grad, groups), V.transpose(cols, 1, 2))      # (G, O/G, C/G * K)
+
+
 @composite("dense_conv_weight")
 def _(grad, input, kernel, dilation, padding, stride, sizes, groups):
-    cols = _columns(input, kernel, dilation, padding, stride, tuple(grad.shape[2:]), groups)
-    dw = matmul(_rows(grad, groups), V.transpose(cols, 1, 2))      # (G, O/G, C/G * K)
+    n = grad.shape[0]
+    parts = _chunks(n, _column_bytes(input.shape[1], kernel, grad.shape[2:],
+                                     input.dtype.itemsize))
+    dw = None
+    for b, m in parts:
+        part = _dense_conv_weight(V.narrow(grad, 0, b, m), V.narrow(input, 0, b, m), kernel,
+                                  dilation, padding, stride, groups)
+        dw = part if dw is None else O.elementwise("add", dw, part)
     return V.reshape(dw, (grad.shape[1], input.shape[1] // groups) + tuple(kernel))
 
 

@@ -433,8 +433,10 @@ def _(grad, self, min_val, max_val):
 
 
 @gradient("relu")
-def _(g, self):
-    return (threshold_backward(g, self, 0.0),)
+def _(g, result):
+    # the output, as PyTorch's ReluBackward0 saves (result > 0 exactly where the input
+    # is): the next layer's input, so the input of relu can be freed
+    return (threshold_backward(g, result, 0.0),)
 
 
 @gradient("hardtanh")

@@ -154,7 +154,7 @@ class SavedTensor:
     hook gives the tensor back in backward.
     """
     __slots__ = ("data", "version", "is_output", "requires_grad", "grad_fn", "packed",
-                 "unpack_hook")
+                 "unpack_hook", "vc")
 
     def __init__(self, t, is_output=False):
         self.version = t._vc[0]
@@ -173,33 +173,54 @@ class SavedTensor:
                 self.packed = pack(self.data)
             finally:
                 SAVED_HOOKS.stack = stack
+            # the version counter stays: in-place changes after saving are still caught; and
+            # the tensor's place in the graph, for what unpack_hook gives back
+            self.vc = t._vc
+            if not is_output:
+                self.grad_fn = t.grad_fn
             self.data = None
         else:
             self.unpack_hook = None
 
     def unpack(self, node):
         if self.unpack_hook is not None:
+            if self.vc[0] != self.version:
+                self._stale(node, self.vc[0])
             d = self.unpack_hook(self.packed)
             if not isinstance(d, TensorBase):
                 raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor "
                                 f"but got result of type {type(d).__name__}")
+            if self.requires_grad and not self.is_output and not d.requires_grad:
+                # a fresh tensor (a copy back from host memory, a recomputation) stands
+                # for the saved one: it requires grad, in the saved tensor's place
+                d = C.view_of(d, d.shape, d._stride, d._offset)
+                d.requires_grad = True
+                d.grad_fn = self.grad_fn
         else:
             d = self.data
             if d._vc[0] != self.version:
-                role = "output 0 of " if self.is_output else "an input of "
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified "
-                    f"by an inplace operation: [{_type_str(d)} {list(d.shape)}], which is "
-                    f"{role}{node.name()}"
-                    f", is at version {d._vc[0]}; expected version {self.version} instead. "
-                    "Hint: the operation that modified it ran after the forward pass saved "
-                    "it; use an out-of-place op, or .clone() the tensor before modifying it.")
+                self._stale(node, d._vc[0], d)
         if self.is_output and self.requires_grad and MODE.grad:
             alias = C.view_of(d, d.shape, d._stride, d._offset)
             alias.requires_grad = True
             alias.grad_fn = node
             return alias
         return d
+
+
+def _stale_error(saved, node, now, d=None):
+    role = "output 0 of " if saved.is_output else "an input of "
+    what = f"[{_type_str(d)} {list(d.shape)}], which" if d is not None else "a saved tensor " \
+        "(packed by a saved_tensors_hooks pack hook), which"
+    raise RuntimeError(
+        "one of the variables needed for gradient computation has been modified "
+        f"by an inplace operation: {what} is {role}{node.name()}"
+        f", is at version {now}; expected version {saved.version} instead. "
+        "Hint: the operation that modified it ran after the forward pass saved "
+        "it; use an out-of-place op, or .clone() the tensor before modifying it.")
+
+
+SavedTensor._stale = _stale_error
 
 
 def _type_str(t) -> str:
@@ -339,9 +360,25 @@ def _edge(t):
     return None
 
 
+#: how many backward passes are running on any thread, and the node whose backward runs
+#: now (the memory history's "phase" and "node")
+IN_BACKWARD = [0]
+RUNNING_NODE = [None]
+
+
 def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=False,
                  allow_unused=False):
     """The engine. ``capture``: return gradients for ``inputs`` instead of accumulating."""
+    IN_BACKWARD[0] += 1
+    try:
+        return _run_backward(roots, grads, retain_graph, create_graph, inputs, capture,
+                             allow_unused)
+    finally:
+        IN_BACKWARD[0] -= 1
+        RUNNING_NODE[0] = None
+
+
+def _run_backward(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused):
     starts = []
     for t, g in zip(roots, grads):
         e = _edge(t)
@@ -412,6 +449,7 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
                 elif capture_ids is None:
                     _accumulate_leaf(v, grad, create_graph, handed)
                 continue
+            RUNNING_NODE[0] = node
             if node._pre_hooks:
                 for h in node._pre_hooks:
                     r = h(grad)

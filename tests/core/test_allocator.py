@@ -702,7 +702,7 @@ def test_allocator_imports_neither_frontend_nor_backends():
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0, "the allocator needs no other ember module"
             modules.add(node.module)
-    assert modules <= {"__future__", "operator", "threading", "bisect", "collections"}
+    assert modules <= {"__future__", "operator", "threading", "time", "bisect", "collections"}
 
 
 # -- a property test -------------------------------------------------------------------

@@ -288,3 +288,21 @@ def pinned_buffer(nbytes: int):
             raise
         raise host_out_of_memory("page-locked (pinned) host memory (cudaHostAlloc)",
                                  int(nbytes), e) from None
+
+
+def _no_history(what):
+    raise NotImplementedError(
+        f"ember.cuda: {what} is not implemented yet: the cuda backend's caching allocator is "
+        f"C++ and keeps no per-process limit or event trace (the opencl backend's does)")
+
+
+def set_per_process_memory_fraction(fraction, device=None) -> None:
+    _no_history("set_per_process_memory_fraction")
+
+
+def _record_memory_history(enabled=True, max_entries=1 << 62, context=None, device=None):
+    _no_history("memory._record_memory_history")
+
+
+def _snapshot(device=None) -> dict:
+    _no_history("memory._snapshot")

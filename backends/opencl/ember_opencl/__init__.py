@@ -11,7 +11,10 @@ __version__ = "0.1.0"
 
 __all__ = ["is_available", "device_count", "get_device_name", "synchronize", "memory_stats",
            "memory_allocated", "memory_reserved", "max_memory_allocated",
-           "reset_peak_memory_stats", "empty_cache", "memory_summary"]
+           "reset_peak_memory_stats", "empty_cache", "memory_summary", "mem_get_info",
+           "set_per_process_memory_fraction", "get_per_process_memory_fraction",
+           "memory_snapshot", "_record_memory_history", "_snapshot", "offload_copy_out",
+           "offload_copy_in", "offload_ready"]
 
 
 def _dev(device):
@@ -84,3 +87,64 @@ def empty_cache(device=None) -> None:
 
 def memory_summary(device=None, abbreviated: bool = False) -> str:
     return _dev(device).allocator_().memory_summary(abbreviated)
+
+
+def mem_get_info(device=None) -> tuple:
+    """``(free, total)`` bytes of the device's global memory, as this process sees it (the
+    per-process limit applied; OpenCL reports no other process's use)."""
+    alloc = _dev(device).allocator_()
+    free, total = alloc.memory.mem_get_info()
+    frac = alloc.get_memory_fraction()
+    if frac < 1.0:
+        limit = int(total * frac)
+        free = max(0, min(free, limit - alloc.memory_reserved()))
+        total = limit
+    return free, total
+
+
+def set_per_process_memory_fraction(fraction, device=None) -> None:
+    """Let this process reserve at most ``fraction`` of the device's memory (beyond it,
+    ``ember.OutOfMemoryError``): makes out-of-memory reproducible where device memory is
+    host memory (PoCL)."""
+    _dev(device).allocator_().set_memory_fraction(fraction)
+
+
+def get_per_process_memory_fraction(device=None) -> float:
+    return _dev(device).allocator_().get_memory_fraction()
+
+
+def memory_snapshot(device=None) -> list:
+    """The allocator's segments and blocks (``torch.cuda.memory_snapshot()``'s layout)."""
+    return _dev(device).allocator_().memory_snapshot()
+
+
+def _record_memory_history(enabled=True, max_entries: int = 1 << 62, context=None,
+                           device=None) -> None:
+    """Start or stop the allocator's event trace (``context()`` adds frames and phase)."""
+    _dev(device).allocator_().record_history(bool(enabled), max_entries, context)
+
+
+def _snapshot(device=None) -> dict:
+    """Segments and the event trace (``torch.cuda.memory._snapshot()``'s layout)."""
+    return _dev(device).allocator_().snapshot()
+
+
+def offload_copy_out(storage, byte_offset: int, nbytes: int):
+    """Start an asynchronous copy of device memory to the host on the device's transfer
+    queue (``ember.utils.offload``); returns a handle with ``done()`` and ``wait()``."""
+    from ._transfer import copy_out
+    return copy_out(storage, byte_offset, nbytes)
+
+
+def offload_copy_in(handle, storage, byte_offset: int = 0):
+    """Start copying an offloaded handle's bytes back into ``storage``; returns an event
+    for ``offload_ready``."""
+    from ._transfer import copy_in
+    return copy_in(handle, storage, byte_offset)
+
+
+def offload_ready(event, storage) -> None:
+    """Kernels enqueued on ``storage``'s device from now on wait for ``event`` (on the
+    device: the host does not wait)."""
+    from ._transfer import ready
+    ready(event, storage)

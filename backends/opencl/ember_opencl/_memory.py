@@ -94,6 +94,17 @@ class OpenCLMemory(DeviceMemory):
     def mem_get_info(self) -> tuple[int, int]:
         return self._total - self._held, self._total
 
+    # streams: the device's queues (the transfer queue of offloading, ``_transfer.py``); a
+    # block a transfer reads is held until a marker enqueued after the transfer completes
+    def record_event(self, stream):
+        return cl.enqueue_marker(stream)
+
+    def event_done(self, event) -> bool:
+        return event.command_execution_status == cl.command_execution_status.COMPLETE
+
+    def event_synchronize(self, event) -> None:
+        event.wait()
+
 
 def make_allocator(device, ctx) -> CachingAllocator:
     return CachingAllocator(OpenCLMemory(device, ctx))

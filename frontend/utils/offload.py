@@ -1,0 +1,251 @@
+"""``ember.utils.offload``: train models whose activations exceed device memory (vDNN).
+
+Around the forward pass::
+
+    with ember.utils.offload.offload(model, policy="conv"):
+        loss = loss_fn(model(x), y)
+    loss.backward()
+
+the activations the chosen layers save for backward are copied to host memory as they
+are made, on the device's transfer queue, while the compute queue runs the next layers,
+and their device memory is reused once the copy has completed (the caching allocator's
+``record_stream`` rule). In backward, a saved activation is copied back when its layer
+needs it, and the one before it (in forward order) is *prefetched* at the same time, so
+that its copy overlaps the current layer's backward, as vDNN does.
+
+Policies (``policy=``):
+
+- ``"conv"`` (vDNN's): what convolution layers save (their inputs, the largest
+  activations of a CNN);
+- ``"all"``: what any layer of the model saves;
+- ``"auto"``: as ``"all"``, but only once the device's allocated memory passes
+  ``auto_fraction`` of what the process may use (``mem_get_info``'s total, which
+  ``set_per_process_memory_fraction`` limits): small steps run without copies;
+- a tuple of kinds (``"conv"``, ``"linear"``, ``"attention"``, ``"norm"``) or module
+  classes.
+
+What is moved is a storage: every saved view of it (a ReLU's output that is the next
+convolution's input) is released on the device together, and the whole storage comes
+back when the first of them is needed; the device copy is dropped after the last.
+Parameters are never offloaded, nor storages below ``min_bytes``. The device's plugin
+must offer asynchronous host copies on a second queue (``offload_copy_out``,
+``offload_copy_in``, ``offload_ready`` in its device API: the opencl backend has them);
+on other devices ``offload`` raises a RuntimeError that says so. In-place changes of an
+offloaded tensor after the forward pass are still reported (the saved version is kept).
+"""
+from __future__ import annotations
+
+import weakref
+
+from ember.dispatcher import core as C
+from ember.dispatcher import dtypes as D
+from ember.dispatcher.allocator import DeviceStorage
+from ember.dispatcher.plugins import BACKENDS
+
+from ..autograd.graph import saved_tensors_hooks
+from ..nn.modules.activation import MultiheadAttention
+from ..nn.modules.conv import _ConvNd
+from ..nn.modules.linear import Linear
+from ..nn.modules.module import Module
+from ..nn.modules.normalization import GroupNorm, LayerNorm
+from ..nn.modules.batchnorm import _BatchNorm
+
+__all__ = ["offload", "POLICIES", "STATS"]
+
+POLICIES = ("conv", "all", "auto")
+#: layer kinds a policy may name
+KINDS = {"conv": (_ConvNd,), "linear": (Linear,), "attention": (MultiheadAttention,),
+         "norm": (_BatchNorm, LayerNorm, GroupNorm)}
+#: bytes copied each way, and tensors offloaded (tests and the benchmark read them)
+STATS = {"offloaded": 0, "bytes_out": 0, "bytes_in": 0, "prefetched": 0}
+
+
+class _Shared:
+    """One storage's bytes, offloaded: the host copy, and the device copy while it is
+    back (``ready``) for the nodes that still need it (``left`` of ``users``)."""
+    __slots__ = ("copy", "nbytes", "device", "index", "ready", "event", "users", "left")
+
+    def __init__(self, copy, nbytes, device, index):
+        self.copy = copy
+        self.nbytes = nbytes
+        self.device = device
+        self.index = index
+        self.ready = None
+        self.event = None       # the copy back's event, until the compute queue waits for it
+        self.users = 0
+        self.left = None
+
+
+class _Saved:
+    """What one node saved: the tensor itself (kept on the device), or its view of an
+    offloaded storage (``shared``)."""
+    __slots__ = ("tensor", "shared", "shape", "stride", "offset", "dtype")
+
+    def __init__(self, t):
+        self.tensor = t
+        self.shared = None
+        self.shape, self.stride, self.offset, self.dtype = \
+            tuple(t.shape), t._stride, t._offset, t.dtype
+
+    def attach(self, shared: _Shared) -> None:
+        self.shared = shared
+        self.tensor = None      # the device memory is no longer held by this node
+        shared.users += 1
+
+
+class offload:
+    """Context manager offloading the activations ``model``'s layers save in its forward
+    pass to host memory (see the module docstring)."""
+
+    def __init__(self, model: Module, policy="conv", *, prefetch: bool = True,
+                 min_bytes: int = 1 << 16, auto_fraction: float = 0.5):
+        if not isinstance(model, Module):
+            raise TypeError(f"offload(): model must be an ember.nn.Module, got "
+                            f"{type(model).__name__}")
+        if isinstance(policy, str):
+            if policy not in POLICIES:
+                raise ValueError(f"offload(): policy must be one of {POLICIES} or a tuple of "
+                                 f"layer kinds {tuple(KINDS)} or classes, got {policy!r}")
+            layers = KINDS["conv"] if policy == "conv" else None
+        else:
+            layers = []
+            for p in policy:
+                if isinstance(p, str):
+                    if p not in KINDS:
+                        raise ValueError(f"offload(): unknown layer kind {p!r} (kinds: "
+                                         f"{', '.join(KINDS)})")
+                    layers += KINDS[p]
+                elif isinstance(p, type) and issubclass(p, Module):
+                    layers.append(p)
+                else:
+                    raise TypeError(f"offload(): a policy entry must be a kind or a Module "
+                                    f"class, got {p!r}")
+            layers = tuple(layers)
+        self.model = model
+        self.policy = policy
+        self.layers = layers
+        self.prefetch = prefetch
+        self.min_bytes = int(min_bytes)
+        self.auto_fraction = float(auto_fraction)
+        self._depth = 0
+        self._handles: list = []
+        self._order: list = []
+        #: storage -> the _Saved kept on the device that view it, or its _Shared once
+        #: offloaded (during one forward pass)
+        self._by_storage = weakref.WeakKeyDictionary()
+        self._hooks = saved_tensors_hooks(self._pack, self._unpack)
+        self._api = None
+        self._device = None
+
+    # ---- the context --------------------------------------------------------------------
+    def __enter__(self):
+        dev = next((p.device for p in self.model.parameters()), None)
+        if dev is None:
+            raise RuntimeError("offload(): the model has no parameters, so no device to "
+                               "offload from")
+        backend = BACKENDS.get(dev.type)
+        api = getattr(backend, "device_api", None)
+        if dev.type == "cpu" or backend is None or getattr(backend, "host_accessible", False):
+            raise RuntimeError(f"offload(): the model is on {dev}, whose memory is host "
+                               f"memory already; offloading moves activations from a "
+                               f"device's memory to the host's")
+        if not all(hasattr(api, f) for f in ("offload_copy_out", "offload_copy_in",
+                                             "offload_ready")):
+            raise RuntimeError(f"offload(): the {dev.type!r} plugin offers no asynchronous "
+                               f"host copies on a second queue (offload_copy_out, "
+                               f"offload_copy_in, offload_ready in its device API), which "
+                               f"offloading needs")
+        self._api, self._device = api, dev
+        self._order = []
+        chosen = [self.model] if self.layers is None else \
+            [m for m in self.model.modules() if isinstance(m, self.layers)]
+        for m in chosen:
+            self._handles.append(m.register_forward_pre_hook(self._enter_layer))
+            self._handles.append(m.register_forward_hook(self._leave_layer))
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._hooks.__exit__(*exc)
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        self._depth = 0
+        self._by_storage = weakref.WeakKeyDictionary()
+        return False
+
+    def _enter_layer(self, module, args):
+        self._depth += 1
+
+    def _leave_layer(self, module, args, output):
+        self._depth -= 1
+
+    # ---- pack / unpack ----------------------------------------------------------------
+    def _wanted(self, t, nbytes) -> bool:
+        if self._depth <= 0 or nbytes < self.min_bytes:
+            return False
+        if self.policy == "auto":
+            free, total = self._api.mem_get_info(self._device.index or 0)
+            used = self._api.memory_allocated(self._device.index or 0)
+            return used > self.auto_fraction * total
+        return True
+
+    def _pack(self, t):
+        if t.device != self._device or (t.grad_fn is None and t.requires_grad):
+            return t            # another device's tensor, or a parameter: kept as it is
+        st = t._storage
+        if not isinstance(st, DeviceStorage):
+            return t
+        saved = _Saved(t)
+        entry = self._by_storage.get(st)
+        if isinstance(entry, _Shared):     # its storage went to the host already
+            saved.attach(entry)
+            return saved
+        if not self._wanted(t, st.nbytes):
+            # kept on the device for now; moved with the storage if a chosen layer saves it
+            self._by_storage.setdefault(st, []).append(saved)
+            return saved
+        copy = self._api.offload_copy_out(st, 0, st.nbytes)
+        shared = _Shared(copy, st.nbytes, t.device, len(self._order))
+        self._order.append(shared)
+        STATS["offloaded"] += 1
+        STATS["bytes_out"] += st.nbytes
+        for other in entry or ():
+            other.attach(shared)
+        saved.attach(shared)
+        self._by_storage[st] = shared
+        return saved
+
+    def _upload(self, shared: _Shared):
+        t = C.empty((shared.nbytes,), D.uint8, shared.device)
+        shared.event = self._api.offload_copy_in(shared.copy, t._storage, 0)
+        STATS["bytes_in"] += shared.nbytes
+        return t
+
+    def _unpack(self, saved):
+        if not isinstance(saved, _Saved):
+            return saved
+        if saved.tensor is not None:
+            return saved.tensor
+        sh = saved.shared
+        if sh.ready is None:
+            sh.ready = self._upload(sh)
+        raw = sh.ready
+        if sh.event is not None:    # the kernels enqueued from now on read it
+            self._api.offload_ready(sh.event, raw._storage)
+            sh.event = None
+        if sh.left is None:
+            sh.left = sh.users
+        sh.left -= 1
+        if sh.left <= 0:        # its last user: the device copy goes with this tensor
+            sh.ready, sh.left = None, sh.users
+        t = C.new_tensor(raw._storage, saved.shape, saved.stride, saved.offset, saved.dtype,
+                         sh.device, [0])
+        if self.prefetch and sh.index > 0:
+            prev = self._order[sh.index - 1]
+            if prev.ready is None:
+                # the storage saved before this one is needed next in backward: its copy
+                # overlaps this layer's backward
+                prev.ready = self._upload(prev)
+                STATS["prefetched"] += 1
+        return t
