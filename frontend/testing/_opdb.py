@@ -684,20 +684,19 @@ def _weight(c):
     return T(c, low=0.5, high=2.0)
 
 
-_add(OpInfo("nll_loss", F.nll_loss, [
+# (input, class indices, weight, reduction, ignore_index): nll_loss of log-probabilities,
+# cross_entropy_indices of logits
+_CLASS_INDEX_SAMPLES = [
     S(T(4, 5), Idx(4, high=5)),
     S(T(4, 5), Idx(4, high=5), _weight(5), reduction="sum"),
     S(T(4, 5), Idx(4, high=5), ignore_index=2, reduction="none"),
     S(T(2, 4, 3), Idx(2, 3, high=4), _weight(4), ignore_index=0),
     S(T(5), Idx(high=5)),
-], zero_d=False, empty=False, dtypes=_FLOATS))
-_add(OpInfo("cross_entropy_indices", NN.cross_entropy_indices, [
-    S(T(4, 5), Idx(4, high=5)),
-    S(T(4, 5), Idx(4, high=5), _weight(5), reduction="sum"),
-    S(T(4, 5), Idx(4, high=5), ignore_index=2, reduction="none"),
-    S(T(2, 4, 3), Idx(2, 3, high=4), _weight(4), ignore_index=0),
-    S(T(5), Idx(high=5)),
-], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+]
+_add(OpInfo("nll_loss", F.nll_loss, _CLASS_INDEX_SAMPLES, zero_d=False, empty=False,
+            dtypes=_FLOATS))
+_add(OpInfo("cross_entropy_indices", NN.cross_entropy_indices, _CLASS_INDEX_SAMPLES,
+            zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
 _add(OpInfo("cross_entropy", F.cross_entropy, [
     S(T(4, 5), Idx(4, high=5)),
     S(T(4, 5), Idx(4, high=5), _weight(5), label_smoothing=0.1, ignore_index=1),

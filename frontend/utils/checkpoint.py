@@ -220,19 +220,27 @@ class CheckpointFunction(Function):
 
 # ---- the non-reentrant variant ------------------------------------------------------------
 class _Frame:
-    """One checkpointed call: how to recompute it and what the recomputation saved."""
+    """One checkpointed call: how to recompute it and what the recomputation saved.
+
+    The recomputed tensors are kept detached (their own graph is not needed: unpacking
+    puts each in the saved tensor's place) and each is dropped once unpacked, so device
+    memory falls as backward goes through the call; a second backward (``retain_graph``)
+    recomputes again."""
 
     def __init__(self, recompute):
         self.recompute = recompute
         self.count = 0
         self.storage = None
+        self.left = 0
 
     def unpack(self, idx):
         if self.storage is None:
             saved = []
 
             def pack(t):
-                saved.append(t)
+                # (detached: a recomputed tensor's graph would hold this list, and the list
+                # the tensor, a cycle only the garbage collector frees)
+                saved.append(t.detach())
                 return len(saved) - 1
 
             def unpack(i):
@@ -246,7 +254,16 @@ class _Frame:
                     f"forward: {self.count}\nNumber of tensors saved during recomputation: "
                     f"{len(saved)}")
             self.storage = saved
-        return self.storage[idx]
+            self.left = len(saved)
+        t = self.storage[idx]
+        if t is None:       # unpacked twice in one pass: recompute it
+            self.storage = None
+            return self.unpack(idx)
+        self.storage[idx] = None
+        self.left -= 1
+        if self.left == 0:
+            self.storage = None
+        return t
 
 
 def _checkpoint_without_reentrant(fn, preserve_rng_state, context_fn, args, kwargs):
