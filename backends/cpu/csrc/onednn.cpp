@@ -573,6 +573,20 @@ bool onednn_matmul(int64_t B, int64_t n, int64_t k, int64_t m, const float* a, c
   return true;
 }
 
+std::shared_ptr<const void> onednn_matmul_plan(int64_t n, int64_t k, int64_t m, const int64_t* sa,
+                                               const int64_t* sb, const int64_t* sc) {
+  if (!g_enabled || n * k * m == 0 || n * k > INT_MAX || k * m > INT_MAX || n * m > INT_MAX) return nullptr;
+  const int64_t da[2] = {n, k}, db[2] = {k, m}, dc[2] = {n, m};
+  std::vector<int64_t> key{3, 2, n, k, m, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1], -1};
+  PlanPtr p = plan_for(key, [&] { return make_matmul_plan(da, sa, db, sb, dc, sc, 2); });
+  if (!p->ok) return nullptr;
+  return std::static_pointer_cast<const void>(p);
+}
+
+void onednn_matmul_here(const std::shared_ptr<const void>& plan, const float* a, const float* b, float* c) {
+  run_plan(*static_cast<const Plan*>(plan.get()), (char*)a, (char*)b, (char*)c);
+}
+
 void load_onednn(const std::string& path) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_loaded) return;

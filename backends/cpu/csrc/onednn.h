@@ -2,6 +2,8 @@
 // loaded (onednn.cpp).
 #pragma once
 
+#include <memory>
+
 #include <string>
 
 #include <ember/ops.h>
@@ -29,6 +31,15 @@ bool onednn_conv(ConvPass pass, const Tensor& out, const Tensor& a, const Tensor
 bool onednn_matmul(int64_t B, int64_t n, int64_t k, int64_t m, const float* a, const int64_t* sa, const float* b,
                    const int64_t* sb, float* c, const int64_t* sc, const float* bias = nullptr,
                    int64_t bias_stride = 0);
+
+// A 2-d float32 product C (n, m) = A (n, k) @ B (k, m) with these (row, column) strides,
+// planned once (outside a parallel region) and run by onednn_matmul_here on the calling
+// thread: a task of ember's pool that splits the work itself (the recurrent layers' steps,
+// whose rows each task then finishes). Null when oneDNN is off or has no fast
+// implementation for the geometry.
+std::shared_ptr<const void> onednn_matmul_plan(int64_t n, int64_t k, int64_t m, const int64_t* sa,
+                                               const int64_t* sb, const int64_t* sc);
+void onednn_matmul_here(const std::shared_ptr<const void>& plan, const float* a, const float* b, float* c);
 
 void load_onednn(const std::string& path);
 bool onednn_loaded();

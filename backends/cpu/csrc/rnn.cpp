@@ -18,6 +18,7 @@
 
 #include "blas.h"
 #include "ember.h"
+#include "onednn.h"
 #include "vecmath.h"
 #include "work.h"
 
@@ -173,31 +174,85 @@ void tanh_row(W* o, const W* a, int64_t n) {
 // rows of (B, H) per parallel task: about kGrain / 32 transcendental-heavy elements each
 inline int64_t row_grain(int64_t H) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(1, 32 * H)); }
 
+// The batch's rows in one part per thread, each part's product planned once for oneDNN
+// (float32): a step then runs as one pool dispatch whose tasks multiply their rows and
+// finish them (the pointwise part), instead of a parallel GEMM and a parallel loop.
+struct RowParts {
+  int64_t rows = 0, parts = 0;
+  std::shared_ptr<const void> head, tail;  // the plans of a full part and of the last one
+  bool ok() const { return head && tail; }
+};
+
+// plans of (rows x k) @ (k x m) products, B's strides sb, C's row stride ldc
+inline RowParts plan_row_parts(int64_t B, int64_t k, int64_t m, int64_t lda, const int64_t* sb, int64_t ldc) {
+  RowParts rp;
+  // small products run faster through gemm_pool's path (a few rows: OpenBLAS)
+  if (B * k * m < (int64_t{1} << 20) || B < 2 * std::min<int64_t>(get_num_threads(), 4)) return rp;
+  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), B));
+  rp.rows = (B + nt - 1) / nt;
+  rp.parts = (B + rp.rows - 1) / rp.rows;
+  const int64_t last = B - (rp.parts - 1) * rp.rows;
+  const int64_t sa[2] = {lda, 1}, sc[2] = {ldc, 1};
+  rp.head = onednn_matmul_plan(rp.rows, k, m, sa, sb, sc);
+  rp.tail = last == rp.rows ? rp.head : onednn_matmul_plan(last, k, m, sa, sb, sc);
+  return rp;
+}
+
+template <class F>
+void run_row_parts(const RowParts& rp, int64_t B, F&& part) {
+  parallel_for(0, rp.parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t b0 = p * rp.rows, b1 = std::min(B, b0 + rp.rows);
+      part(b0, b1, p == rp.parts - 1 ? rp.tail : rp.head);
+    }
+  });
+}
+
+template <class W>
+void lstm_forward_rows(W* gates, const W* x, const W* cp, W* ho, W* co, int64_t b0, int64_t b1, int64_t H) {
+  const int64_t G = 4 * H;
+  std::vector<W> tc((size_t)H);
+  for (int64_t b = b0; b < b1; ++b) {
+    W* a = gates + b * G;
+    const W* xb = x + b * G;
+    for (int64_t k = 0; k < G; ++k) a[k] += xb[k];
+    activate_gates(a, H);
+    for (int64_t j = 0; j < H; ++j) co[b * H + j] = tc[(size_t)j] = a[H + j] * cp[b * H + j] + a[j] * a[2 * H + j];
+    tanh_row(tc.data(), tc.data(), H);
+    for (int64_t j = 0; j < H; ++j) ho[b * H + j] = a[3 * H + j] * tc[(size_t)j];
+  }
+}
+
 template <class W>
 void lstm_layer_forward(const LayerGeom& g, const Tensor& out, const Tensor& gi, const Tensor& w,
                         const Tensor& h0, const Tensor& c0) {
   const int64_t T = g.T, B = g.B, H = g.H, G = 4 * H, BH = B * H;
   Work<W> po(out, false), pg(gi, true), pw(w, true), ph(h0, true), pc(c0, true);
   std::vector<W> gates((size_t)(B * G));
+  RowParts rp;
+  if constexpr (std::is_same_v<W, float>) {
+    const int64_t sb[2] = {1, H};  // w_hh^T: (H, 4H) read from w_hh (4H, H)
+    rp = plan_row_parts(B, H, G, H, sb, G);
+  }
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = g.step(s), tp = g.prev(t);
     const W* hp = s == 0 ? ph.p : po.p + tp * BH;
     const W* cp = s == 0 ? pc.p : po.p + (T + tp) * BH;
-    gemm_pool<W>(false, true, B, G, H, hp, H, pw.p, H, gates.data(), G);
     const W* x = pg.p + t * B * G;
     W* ho = po.p + t * BH;
     W* co = po.p + (T + t) * BH;
-    parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
-      std::vector<W> tc((size_t)H);
-      for (int64_t b = b0; b < b1; ++b) {
-        W* a = gates.data() + b * G;
-        const W* xb = x + b * G;
-        for (int64_t k = 0; k < G; ++k) a[k] += xb[k];
-        activate_gates(a, H);
-        for (int64_t j = 0; j < H; ++j) co[b * H + j] = tc[(size_t)j] = a[H + j] * cp[b * H + j] + a[j] * a[2 * H + j];
-        tanh_row(tc.data(), tc.data(), H);
-        for (int64_t j = 0; j < H; ++j) ho[b * H + j] = a[3 * H + j] * tc[(size_t)j];
+    if constexpr (std::is_same_v<W, float>) {
+      if (rp.ok()) {
+        run_row_parts(rp, B, [&](int64_t b0, int64_t b1, const std::shared_ptr<const void>& plan) {
+          onednn_matmul_here(plan, hp + b0 * H, pw.p, gates.data() + b0 * G);
+          lstm_forward_rows(gates.data(), x, cp, ho, co, b0, b1, H);
+        });
+        continue;
       }
+    }
+    gemm_pool<W>(false, true, B, G, H, hp, H, pw.p, H, gates.data(), G);
+    parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+      lstm_forward_rows(gates.data(), x, cp, ho, co, b0, b1, H);
     });
   }
   po.store();
@@ -220,6 +275,11 @@ void lstm_layer_backward(const LayerGeom& g, const Tensor& dgi, const Tensor& dw
   // step then overwrites with its gate gradients
   gemm_pool<W>(false, true, T * B, G, H, hprev.data(), H, pw.p, H, qgi.p, G);
   std::vector<W> dh((size_t)BH, W(0)), dc((size_t)BH, W(0));
+  RowParts rp;
+  if constexpr (std::is_same_v<W, float>) {
+    const int64_t sb[2] = {H, 1};  // w_hh (4H, H)
+    rp = plan_row_parts(B, G, H, G, sb, H);
+  }
   for (int64_t s = T - 1; s >= 0; --s) {
     const int64_t t = g.step(s);
     const W* cp = s == 0 ? pc.p : po.p + (T + g.prev(t)) * BH;
@@ -228,7 +288,7 @@ void lstm_layer_backward(const LayerGeom& g, const Tensor& dgi, const Tensor& dw
     const W* gc = pgr.p + (T + t) * BH;
     const W* x = pg.p + t * B * G;
     W* d = qgi.p + t * B * G;
-    parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+    auto rows = [&](int64_t b0, int64_t b1) {
       std::vector<W> tcs((size_t)H);
       for (int64_t b = b0; b < b1; ++b) {
         W* db = d + b * G;
@@ -248,7 +308,19 @@ void lstm_layer_backward(const LayerGeom& g, const Tensor& dgi, const Tensor& dw
           dc[(size_t)e] = dct * f;
         }
       }
-    });
+    };
+    if constexpr (std::is_same_v<W, float>) {
+      if (rp.ok()) {
+        // each part's rows of the gate gradients, then their rows of d @ w_hh (the next
+        // step's hidden-state gradient): rows depend on no other rows within a step
+        run_row_parts(rp, B, [&](int64_t b0, int64_t b1, const std::shared_ptr<const void>& plan) {
+          rows(b0, b1);
+          onednn_matmul_here(plan, d + b0 * G, pw.p, dh.data() + b0 * H);
+        });
+        continue;
+      }
+    }
+    parallel_for(0, B, row_grain(H), rows);
     gemm_pool<W>(false, false, B, H, G, d, G, pw.p, H, dh.data(), H);
   }
   gemm_pool<W>(true, false, G, H, T * B, qgi.p, G, hprev.data(), H, qw.p, H);
