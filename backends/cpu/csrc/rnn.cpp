@@ -208,15 +208,21 @@ void run_row_parts(const RowParts& rp, int64_t B, F&& part) {
   });
 }
 
+// one row's gates: the recurrent product ``a`` (4H) plus the input projection ``xb``,
+// activated (sigmoid i, f, o; tanh g)
+template <class W>
+inline void gates_of(W* a, const W* xb, int64_t H) {
+  for (int64_t k = 0; k < 4 * H; ++k) a[k] += xb[k];
+  activate_gates(a, H);
+}
+
 template <class W>
 void lstm_forward_rows(W* gates, const W* x, const W* cp, W* ho, W* co, int64_t b0, int64_t b1, int64_t H) {
   const int64_t G = 4 * H;
   std::vector<W> tc((size_t)H);
   for (int64_t b = b0; b < b1; ++b) {
     W* a = gates + b * G;
-    const W* xb = x + b * G;
-    for (int64_t k = 0; k < G; ++k) a[k] += xb[k];
-    activate_gates(a, H);
+    gates_of(a, x + b * G, H);
     for (int64_t j = 0; j < H; ++j) co[b * H + j] = tc[(size_t)j] = a[H + j] * cp[b * H + j] + a[j] * a[2 * H + j];
     tanh_row(tc.data(), tc.data(), H);
     for (int64_t j = 0; j < H; ++j) ho[b * H + j] = a[3 * H + j] * tc[(size_t)j];
@@ -292,9 +298,7 @@ void lstm_layer_backward(const LayerGeom& g, const Tensor& dgi, const Tensor& dw
       std::vector<W> tcs((size_t)H);
       for (int64_t b = b0; b < b1; ++b) {
         W* db = d + b * G;
-        const W* xb = x + b * G;
-        for (int64_t k = 0; k < G; ++k) db[k] += xb[k];
-        activate_gates(db, H);
+        gates_of(db, x + b * G, H);
         tanh_row(tcs.data(), cn + b * H, H);
         for (int64_t j = 0; j < H; ++j) {
           const int64_t e = b * H + j;
