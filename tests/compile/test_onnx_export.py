@@ -262,3 +262,9 @@ def test_float16_model_exports_with_half_arithmetic_in_float():
     want = (torch.nn.functional.gelu(t * 3) - t.exp()).numpy()
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32),
                                rtol=2e-3, atol=2e-3)
+
+
+def test_models_name_ember_and_its_version():
+    prog = ember.onnx.export(lambda x: x + 1, (ember.ones(2),))
+    assert prog.model_proto.producer_name == "ember"
+    assert prog.model_proto.producer_version == ember.__version__
