@@ -28,6 +28,8 @@ from ._ops_misc import *  # noqa: F401,F403
 from ._ops_nn import *  # noqa: F401,F403
 from ._ops_sparse import *  # noqa: F401,F403
 from ._ops_compat import *  # noqa: F401,F403
+__version__ = "0.1.0"     # (before the submodules, which read it)
+
 from . import autograd, backends, nn, optim, utils
 from . import distributions, linalg, sparse, special
 from ._device_ns import cuda, opencl
@@ -39,7 +41,6 @@ from .serialization import save, load
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,
                        is_grad_enabled, is_inference_mode_enabled)
 
-__version__ = "0.1.0"
 
 float = float32
 double = float64

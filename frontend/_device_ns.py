@@ -152,13 +152,13 @@ class _MemoryNamespace:
         if enabled not in (None, False, True, "state", "all"):
             raise ValueError(f"enabled must be None, 'state' or 'all', got {enabled!r}")
         on = enabled not in (None, False)
-        self._ns.__getattr__("_record_memory_history")(
+        getattr(self._ns, "_record_memory_history")(
             on, max_entries, _history_context(stacks == "all") if on else None,
             device=device)
 
     def _snapshot(self, device=None) -> dict:
         """``{"segments": [...], "device_traces": [[event, ...]]}``."""
-        return self._ns.__getattr__("_snapshot")(device)
+        return getattr(self._ns, "_snapshot")(device)
 
     def _dump_snapshot(self, filename: str = "dump_snapshot.json") -> None:
         """Write ``_snapshot()`` as JSON (PyTorch pickles it; JSON loads without running

@@ -303,6 +303,19 @@ def _column_bytes(c, kernel, blocks, itemsize) -> int:
     return c * math.prod(kernel) * math.prod(blocks) * itemsize
 
 
+def _by_batch(fn, first, per_sample, shape, *args):
+    """``fn(first, *args)`` (a result in ``first``'s batch), run on chunks of the batch
+    whose columns take ``per_sample`` bytes each, into one result of ``shape``."""
+    n = first.shape[0]
+    parts = _chunks(n, per_sample)
+    if len(parts) == 1:
+        return O.contiguous(fn(first, *args))
+    out = C.empty(tuple(shape), first.dtype, first.device)
+    for b, m in parts:
+        O.copy_(V.narrow(out, 0, b, m), fn(V.narrow(first, 0, b, m), *args))
+    return out
+
+
 def _dense_conv(input, weight, kernel, dilation, padding, stride, sizes, groups):
     n, o = input.shape[0], weight.shape[0]
     cols = _columns(input, kernel, dilation, padding, stride, sizes, groups)
@@ -313,16 +326,10 @@ def _dense_conv(input, weight, kernel, dilation, padding, stride, sizes, groups)
 
 @composite("dense_conv")
 def _(input, weight, kernel, dilation, padding, stride, sizes, groups):
-    n = input.shape[0]
-    parts = _chunks(n, _column_bytes(input.shape[1], kernel, sizes, input.dtype.itemsize))
-    if len(parts) == 1:
-        return O.contiguous(_dense_conv(input, weight, kernel, dilation, padding, stride,
-                                        sizes, groups))
-    out = C.empty((n, weight.shape[0]) + tuple(sizes), input.dtype, input.device)
-    for b, m in parts:
-        O.copy_(V.narrow(out, 0, b, m), _dense_conv(V.narrow(input, 0, b, m), weight, kernel,
-                                                    dilation, padding, stride, sizes, groups))
-    return out
+    return _by_batch(_dense_conv, input,
+                     _column_bytes(input.shape[1], kernel, sizes, input.dtype.itemsize),
+                     (input.shape[0], weight.shape[0]) + tuple(sizes),
+                     weight, kernel, dilation, padding, stride, sizes, groups)
 
 
 def _dense_conv_input(grad, weight, kernel, dilation, padding, stride, sizes, groups):
@@ -337,17 +344,11 @@ def _dense_conv_input(grad, weight, kernel, dilation, padding, stride, sizes, gr
 
 @composite("dense_conv_input")
 def _(grad, weight, kernel, dilation, padding, stride, sizes, groups):
-    n, c = grad.shape[0], weight.shape[1] * groups
-    parts = _chunks(n, _column_bytes(c, kernel, grad.shape[2:], grad.dtype.itemsize))
-    if len(parts) == 1:
-        return _dense_conv_input(grad, weight, kernel, dilation, padding, stride, sizes,
-                                 groups)
-    out = C.empty((n, c) + tuple(sizes), grad.dtype, grad.device)
-    for b, m in parts:
-        O.copy_(V.narrow(out, 0, b, m),
-                _dense_conv_input(V.narrow(grad, 0, b, m), weight, kernel, dilation, padding,
-                                  stride, sizes, groups))
-    return out
+    c = weight.shape[1] * groups
+    return _by_batch(_dense_conv_input, grad,
+                     _column_bytes(c, kernel, grad.shape[2:], grad.dtype.itemsize),
+                     (grad.shape[0], c) + tuple(sizes),
+                     weight, kernel, dilation, padding, stride, sizes, groups)
 
 
 def _dense_conv_weight(grad, input, kernel, dilation, padding, stride, groups):

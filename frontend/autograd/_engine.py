@@ -207,20 +207,16 @@ class SavedTensor:
             return alias
         return d
 
-
-def _stale_error(saved, node, now, d=None):
-    role = "output 0 of " if saved.is_output else "an input of "
-    what = f"[{_type_str(d)} {list(d.shape)}], which" if d is not None else "a saved tensor " \
-        "(packed by a saved_tensors_hooks pack hook), which"
-    raise RuntimeError(
-        "one of the variables needed for gradient computation has been modified "
-        f"by an inplace operation: {what} is {role}{node.name()}"
-        f", is at version {now}; expected version {saved.version} instead. "
-        "Hint: the operation that modified it ran after the forward pass saved "
-        "it; use an out-of-place op, or .clone() the tensor before modifying it.")
-
-
-SavedTensor._stale = _stale_error
+    def _stale(self, node, now, d=None):
+        role = "output 0 of " if self.is_output else "an input of "
+        what = f"[{_type_str(d)} {list(d.shape)}], which" if d is not None else \
+            "a saved tensor (packed by a saved_tensors_hooks pack hook), which"
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified "
+            f"by an inplace operation: {what} is {role}{node.name()}"
+            f", is at version {now}; expected version {self.version} instead. "
+            "Hint: the operation that modified it ran after the forward pass saved "
+            "it; use an out-of-place op, or .clone() the tensor before modifying it.")
 
 
 def _type_str(t) -> str:

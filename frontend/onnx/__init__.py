@@ -21,7 +21,9 @@ from ember.dispatcher import core as C
 from ember.dispatcher import lazy as L
 
 
+from .. import __version__
 from .._creation import tensor
+from .._torch_c import tree_leaves, tree_map_only
 from ..autograd._engine import no_grad
 from ..nn.modules.module import Module
 from ._graph import Builder, Translator
@@ -33,8 +35,6 @@ __all__ = ["export", "ONNXProgram", "is_in_onnx_export", "OnnxExporterError",
 DEFAULT_OPSET = 18
 _MIN_OPSET = 17
 _EXPORTING = [False]
-#: written into each model's producer_version (ember's version)
-PRODUCER_VERSION = "0.1.0"
 
 
 class OnnxExporterError(RuntimeError):
@@ -70,7 +70,7 @@ class ONNXProgram:
         if self._session is None:
             self._session = onnxruntime.InferenceSession(
                 self.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
-        flat = _tensors((args, kwargs), [])
+        flat = _tensors((args, kwargs))
         names = [i.name for i in self._session.get_inputs()]
         if len(flat) != len(names):
             raise ValueError(f"ONNXProgram: the graph takes {len(names)} tensor inputs, got "
@@ -94,28 +94,9 @@ def _onnx():
     return onnx
 
 
-def _tensors(obj, out):
+def _tensors(obj) -> list:
     """The tensors in nested tuples, lists and dicts, in order."""
-    if isinstance(obj, C.TensorBase):
-        out.append(obj)
-    elif isinstance(obj, (tuple, list)):
-        for x in obj:
-            _tensors(x, out)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            _tensors(x, out)
-    return out
-
-
-def _replace(obj, fresh):
-    """``obj`` with each tensor replaced by the next of ``fresh`` (an iterator)."""
-    if isinstance(obj, C.TensorBase):
-        return next(fresh)
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(_replace(x, fresh) for x in obj)
-    if isinstance(obj, dict):
-        return {k: _replace(v, fresh) for k, v in obj.items()}
-    return obj
+    return [x for x in tree_leaves(obj) if isinstance(x, C.TensorBase)]
 
 
 def _input_names(model, n, given):
@@ -172,15 +153,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         >>> model = ember.nn.Linear(4, 2)
         >>> prog = ember.onnx.export(model, (ember.randn(3, 4),), "linear.onnx")  # doctest: +SKIP
     """
+    given = locals()
     onnx = _onnx()
-    given = {"dynamic_shapes": dynamic_shapes, "dynamic_axes": dynamic_axes,
-             "custom_translation_table": custom_translation_table,
-             "export_params": export_params,
-             "keep_initializers_as_inputs": keep_initializers_as_inputs,
-             "custom_opsets": custom_opsets,
-             "export_modules_as_functions": export_modules_as_functions, "verify": verify,
-             "report": report, "profile": profile,
-             "dump_exported_program": dump_exported_program}
     for k, default in _UNSUPPORTED.items():
         if given[k] != default:
             raise NotImplementedError(
@@ -200,9 +174,11 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     kwargs = dict(kwargs or {})
     if args and isinstance(args[-1], dict) and not kwargs:
         args, kwargs = args[:-1], dict(args[-1])
-    flat = _tensors((args, kwargs), [])
+    flat = _tensors((args, kwargs))
     fresh = [t.detach().contiguous().clone() for t in flat]
-    call_args, call_kwargs = _replace((args, kwargs), iter(fresh))
+    copies = iter(fresh)
+    call_args, call_kwargs = tree_map_only(C.TensorBase, lambda t: next(copies),
+                                           (args, kwargs))
     names = _input_names(model, len(fresh), input_names)
 
     restore = None
@@ -245,7 +221,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         nodes, slot_kinds, storages, values = (), (), [], []
     tr = Translator(nodes, slot_kinds, storages, values, inputs, params, b)
     tr.run()
-    outs = _tensors(result, [])
+    outs = _tensors(result)
     if not outs:
         raise OnnxExporterError("ember.onnx.export: the model returns no tensor")
     onames = list(output_names or [])
@@ -300,7 +276,7 @@ def _model_proto(b: Builder, opset: int):
         [helper.make_tensor_value_info(n, elem(d), list(s)) for n, d, s in b.outputs],
         inits)
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="ember", producer_version=PRODUCER_VERSION)
+                              producer_name="ember", producer_version=__version__)
     proto.ir_version = 10
     onnx.checker.check_model(proto)
     return proto

@@ -296,10 +296,6 @@ def _np(dtype):
     return dtype.to_numpy()
 
 
-def _out(tr, e, name, shape):
-    tr.write(e, name, shape)
-
-
 def _cast(tr, name, src, dst):
     if src is dst:
         return name
@@ -360,7 +356,7 @@ def _conv(tr, op, args, attrs):
     tr.write(out, y, tuple(out[2]))
 
 
-def _pool_attrs(tr, x_shape, kernel, stride, padding, dilation, blocks):
+def _pool_attrs(x_shape, kernel, stride, padding, dilation, blocks):
     """ONNX pooling attributes giving ``blocks`` output positions (ceil_mode when the
     floor formula gives fewer)."""
     ceil = 0
@@ -381,7 +377,7 @@ def _max_pool(tr, op, args, attrs):
     kernel = list(tr.value(attrs["kernel"]))
     dilation = list(tr.value(attrs["dilation"]))
     xn, xs = tr.read(x)
-    at = _pool_attrs(tr, xs, kernel, list(tr.value(attrs["stride"])),
+    at = _pool_attrs(xs, kernel, list(tr.value(attrs["stride"])),
                      list(tr.value(attrs["padding"])), dilation,
                      list(tr.value(attrs["blocks"])))
     at["dilations"] = dilation
@@ -407,7 +403,7 @@ def _avg_pool(tr, op, args, attrs):
     padding = list(tr.value(attrs["padding"]))
     if len(padding) == 1:
         padding = padding * len(kernel)
-    at = _pool_attrs(tr, xs, kernel, stride, padding, [1] * len(kernel), out[2][2:])
+    at = _pool_attrs(xs, kernel, stride, padding, [1] * len(kernel), out[2][2:])
     at["count_include_pad"] = int(bool(tr.value(attrs["count_include_pad"])))
     tr.write(out, tr.b.node("AveragePool", [xn], at), tuple(out[2]))
 
@@ -451,7 +447,7 @@ def _layer_norm(tr, op, args, attrs):
     out, x, w, b = args
     shape = list(tr.value(attrs["normalized_shape"]))
     xn, _ = tr.read(x)
-    inputs = [xn, _ones_or(tr, w, 1, x[5], 1) if w[0] != "t" else tr.read(w)[0]]
+    inputs = [xn, _ones_or(tr, w, 1, x[5], 1)]
     if b[0] == "t":
         inputs.append(tr.read(b)[0])
     y = tr.b.node("LayerNormalization", inputs, {

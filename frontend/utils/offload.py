@@ -181,7 +181,7 @@ class offload:
         self._depth -= 1
 
     # ---- pack / unpack ----------------------------------------------------------------
-    def _wanted(self, t, nbytes) -> bool:
+    def _wanted(self, nbytes) -> bool:
         if self._depth <= 0 or nbytes < self.min_bytes:
             return False
         if self.policy == "auto":
@@ -201,7 +201,7 @@ class offload:
         if isinstance(entry, _Shared):     # its storage went to the host already
             saved.attach(entry)
             return saved
-        if not self._wanted(t, st.nbytes):
+        if not self._wanted(st.nbytes):
             # kept on the device for now; moved with the storage if a chosen layer saves it
             self._by_storage.setdefault(st, []).append(saved)
             return saved

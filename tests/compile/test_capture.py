@@ -520,27 +520,14 @@ def test_reads_break_the_graph_only_after_pending_writes():
     same(z, ember.ones(2))
 
 
-def test_recompiles_log_says_what_changed():
-    import logging
-    seen = []
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            seen.append(record.getMessage())
-    keep = Keep()
-    logger = logging.getLogger("ember.compile")
-    logger.addHandler(keep)
-    ember._logging.set_logs(recompiles=True)
-    try:
+def test_recompiles_log_says_what_changed(ember_logs):
+    with ember_logs("ember.compile", recompiles=True) as seen:
         f = ember.compile(lambda x, y: (x * 3).sin() + y)
         f(ember.randn(4), ember.randn(4))
         f(ember.randn(5), ember.randn(5))
         f(ember.randn(5, dtype=ember.float64), ember.randn(5, dtype=ember.float64))
         a = ember.randn(5, dtype=ember.float64)
         f(a, a)
-    finally:
-        ember._logging.set_logs()
-        logger.removeHandler(keep)
     assert len(seen) == 3
     assert "shape (4,) -> (5,)" in seen[0]
     assert "dtype ember.float32 -> ember.float64" in seen[1]

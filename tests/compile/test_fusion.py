@@ -313,24 +313,10 @@ def test_opencl_runtime_attributes_and_in_place_inputs():
         same(a1.cpu(), a2.cpu())
 
 
-def test_output_code_log_shows_the_generated_kernel():
-    import logging
-
+def test_output_code_log_shows_the_generated_kernel(ember_logs):
     import ember_cpu.fusion as F
     F._LOADED.clear()
-    seen = []
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            seen.append(record.getMessage())
-    keep = Keep()
-    logger = logging.getLogger("ember.compile.output_code")
-    logger.addHandler(keep)
-    ember._logging.set_logs(output_code=True)
-    try:
+    with ember_logs("ember.compile.output_code", output_code=True) as seen:
         ember.compile(lambda t: (t * 5).cos() - t)(ember.randn(17))
-    finally:
-        ember._logging.set_logs()
-        logger.removeHandler(keep)
     text = "\n".join(seen)
     assert "generated kernel of a fused group" in text and "gen::cos_op" in text

@@ -27,7 +27,6 @@ import ctypes
 import functools
 import glob
 import hashlib
-import importlib.util
 import logging
 import os
 import threading
@@ -36,6 +35,8 @@ import warnings
 from ember.dispatcher import get_include
 from ember.dispatcher.codegen import cache_dir
 from ember.dispatcher.codegen.cxx import render_fused_loop, render_fused_prelude
+
+from ._find import library_candidates, toolkits, wheel_roots
 
 #: ember.compile's output_code log (EMBER_LOGS=output_code turns it on)
 _CODE_LOG = logging.getLogger("ember.compile.output_code")
@@ -90,42 +91,26 @@ def render_group(group) -> str:
 
 # ---- finding NVRTC and the headers --------------------------------------------------------
 
-def _wheel_roots() -> list:
-    spec = importlib.util.find_spec("nvidia")
-    return list(spec.submodule_search_locations or []) if spec else []
-
-
-def _toolkits() -> list:
-    return [h for h in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
-                        "/usr/local/cuda") if h]
-
-
 def nvrtc_candidates() -> list:
     """Where libnvrtc may be: the nvidia-cuda-nvrtc wheel first, then the toolkit's."""
-    paths = []
-    for root in _wheel_roots():
-        paths += sorted(glob.glob(os.path.join(root, "**", "libnvrtc.so*"), recursive=True),
-                        reverse=True)
-    for home in _toolkits():
-        paths += sorted(glob.glob(os.path.join(home, "lib64", "libnvrtc.so*")), reverse=True)
-    paths += ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"]
-    return [p for p in paths if "builtins" not in p and ".alt." not in p]
+    return library_candidates("libnvrtc", skip=("builtins", ".alt."))
 
 
-def include_dirs() -> list:
+@functools.lru_cache(maxsize=None)
+def include_dirs() -> tuple:
     """ember's headers, then the CUDA headers NVRTC needs (``cuda_fp16.h``, libcu++):
     from the toolkit, or from nvidia wheels that ship them."""
     dirs = [get_include()]
-    for home in _toolkits():
+    for home in toolkits():
         for d in (os.path.join(home, "include", "cccl"), os.path.join(home, "include")):
             if os.path.isdir(d):
                 dirs.append(d)
-    for root in _wheel_roots():
+    for root in wheel_roots():
         for d in sorted(glob.glob(os.path.join(root, "**", "include"), recursive=True)):
             if os.path.exists(os.path.join(d, "cuda_fp16.h")) or \
                     os.path.isdir(os.path.join(d, "cuda", "std")):
                 dirs.append(d)
-    return dirs
+    return tuple(dirs)
 
 
 class _NVRTC:

@@ -7,9 +7,6 @@ RuntimeError saying why.
 """
 from __future__ import annotations
 
-import glob
-import importlib.util
-import os
 
 from ember.dispatcher import Backend, hookimpl
 from ember.dispatcher.codegen.cxx import check_extension
@@ -17,6 +14,7 @@ from ember.dispatcher.schema import OPS, PRIMITIVES
 
 from . import __version__
 from . import _api, fusion
+from ._find import library_candidates
 from ._ext import _C, require, unavailable_reason
 
 
@@ -30,16 +28,7 @@ def _unavailable_kernel(name):
 
 def cublas_candidates() -> list[str]:
     """Where libcublas may be: the nvidia-cublas wheel first, then the system's."""
-    paths = []
-    spec = importlib.util.find_spec("nvidia")
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        paths += sorted(glob.glob(os.path.join(root, "**", "libcublas.so*"), recursive=True),
-                        reverse=True)
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home:
-            paths += sorted(glob.glob(os.path.join(home, "lib64", "libcublas.so*")), reverse=True)
-    paths += ["libcublas.so.13", "libcublas.so.12", "libcublas.so"]
-    return [p for p in paths if "libcublasLt" not in p]
+    return library_candidates("libcublas", skip=("libcublasLt",))
 
 
 def load_cublas() -> str:
