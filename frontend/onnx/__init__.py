@@ -99,19 +99,29 @@ def _tensors(obj) -> list:
     return [x for x in tree_leaves(obj) if isinstance(x, C.TensorBase)]
 
 
-def _input_names(model, n, given):
-    names = list(given or [])
-    if len(names) < n:
-        try:
-            params = [p.name for p in inspect.signature(
-                model.forward if isinstance(model, Module) else model).parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        except (TypeError, ValueError):
-            params = []
-        for i in range(len(names), n):
-            names.append(params[i] if i < len(params) and params[i] not in names
-                         else f"input_{i}")
-    return names[:n]
+def _input_names(model, args, kwargs, given) -> list:
+    """A graph input name per tensor of the call: the forward's parameter name (keyword
+    arguments: their key), with ``_<i>`` for tensors inside a nested argument; names in
+    ``given`` replace the first ones."""
+    try:
+        params = [p.name for p in inspect.signature(
+            model.forward if isinstance(model, Module) else model).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for base, value in [(params[i] if i < len(params) else f"input_{i}", a)
+                        for i, a in enumerate(args)] + list(kwargs.items()):
+        n = len(_tensors(value))
+        names += [base] if isinstance(value, C.TensorBase) else \
+            [f"{base}_{j}" for j in range(n)]
+    names[:len(given or ())] = list(given or ())[:len(names)]
+    seen = set()
+    for i, n in enumerate(names):       # (a name used twice gets its position)
+        if n in seen:
+            names[i] = f"input_{i}"
+        seen.add(names[i])
+    return names
 
 
 _UNSUPPORTED = {"dynamic_shapes": None, "dynamic_axes": None, "custom_translation_table": None,
@@ -179,7 +189,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     copies = iter(fresh)
     call_args, call_kwargs = tree_map_only(C.TensorBase, lambda t: next(copies),
                                            (args, kwargs))
-    names = _input_names(model, len(fresh), input_names)
+    names = _input_names(model, args, kwargs, input_names)
 
     restore = None
     if isinstance(model, Module) and training == TrainingMode.EVAL and model.training:

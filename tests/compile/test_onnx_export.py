@@ -268,3 +268,14 @@ def test_models_name_ember_and_its_version():
     prog = ember.onnx.export(lambda x: x + 1, (ember.ones(2),))
     assert prog.model_proto.producer_name == "ember"
     assert prog.model_proto.producer_version == ember.__version__
+
+
+def test_input_names_follow_parameters_and_keywords():
+    class M(enn.Module):
+        def forward(self, x, pair, *, scale=1.0, y=None):
+            return x * scale + pair[0] - pair[1] + y
+    t = ember.randn(3)
+    prog = ember.onnx.export(M(), (t, (t, t), {"y": t}))
+    assert [i.name for i in prog.model_proto.graph.input] == ["x", "pair_0", "pair_1", "y"]
+    np.testing.assert_allclose(prog(t, t, t, t)[0].numpy(), (t + t - t + t).numpy(),
+                               rtol=1e-6)
