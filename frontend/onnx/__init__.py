@@ -11,6 +11,7 @@ is valid for the shapes of the example inputs. Needs the ``onnx`` package
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
 import os
@@ -26,10 +27,18 @@ from .._creation import tensor
 from .._torch_c import tree_leaves, tree_map_only
 from ..autograd._engine import no_grad
 from ..nn.modules.module import Module
+from . import errors
 from ._graph import Builder, Translator
+from .errors import OnnxExporterError
 
 __all__ = ["export", "ONNXProgram", "is_in_onnx_export", "OnnxExporterError",
-           "TrainingMode", "DEFAULT_OPSET"]
+           "TrainingMode", "DEFAULT_OPSET", "select_model_mode_for_export",
+           "register_custom_op_symbolic", "unregister_custom_op_symbolic", "errors",
+           "producer_name", "producer_version"]
+
+#: what exported models say made them
+producer_name = "ember"
+producer_version = __version__
 
 #: the opset an export uses unless ``opset_version`` says otherwise
 DEFAULT_OPSET = 18
@@ -37,15 +46,38 @@ _MIN_OPSET = 17
 _EXPORTING = [False]
 
 
-class OnnxExporterError(RuntimeError):
-    """Raised when a model cannot be captured for export."""
-
-
 class TrainingMode(enum.IntEnum):
     """The mode a model is exported in (PyTorch's ``torch.onnx.TrainingMode``)."""
     EVAL = 0
     PRESERVE = 1
     TRAINING = 2
+
+
+@contextlib.contextmanager
+def select_model_mode_for_export(model, mode):
+    """Put ``model`` in ``mode`` (a :class:`TrainingMode`) for the block and back to its
+    mode after (``PRESERVE`` changes nothing)."""
+    if not isinstance(mode, TrainingMode):
+        raise TypeError(f"'mode' should be a torch.onnx.TrainingMode enum, but got "
+                        f"'{type(mode)}'.")
+    originally_training = model.training
+    if mode != TrainingMode.PRESERVE:
+        model.train(mode == TrainingMode.TRAINING)
+    try:
+        yield
+    finally:
+        if mode != TrainingMode.PRESERVE:
+            model.train(originally_training)
+
+
+def register_custom_op_symbolic(symbolic_name, symbolic_fn, opset_version):
+    raise NotImplementedError(
+        "ember.onnx.register_custom_op_symbolic: ember exports from its own capture, not "
+        "from TorchScript symbolics; kernels are translated by ember.onnx._graph.TRANSLATORS")
+
+
+def unregister_custom_op_symbolic(symbolic_name, opset_version):
+    register_custom_op_symbolic(symbolic_name, None, opset_version)
 
 
 def is_in_onnx_export() -> bool:
@@ -191,14 +223,12 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
                                            (args, kwargs))
     names = _input_names(model, args, kwargs, input_names)
 
-    restore = None
-    if isinstance(model, Module) and training == TrainingMode.EVAL and model.training:
-        restore = True
-        model.eval()
+    mode = select_model_mode_for_export(model, TrainingMode(training)) \
+        if isinstance(model, Module) else contextlib.nullcontext()
     region = L.Region(keep=True, fullgraph=True)
     _EXPORTING[0] = True
     try:
-        with no_grad(), L.capture(region) as cap:
+        with mode, no_grad(), L.capture(region) as cap:
             if not cap.outer:
                 raise OnnxExporterError(
                     "ember.onnx.export cannot run inside an ember.compile region (or while "
@@ -208,8 +238,6 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         raise OnnxExporterError(f"ember.onnx.export: {e}") from None
     finally:
         _EXPORTING[0] = False
-        if restore:
-            model.train()
 
     b = Builder()
     for n, t in zip(names, fresh):
@@ -286,7 +314,7 @@ def _model_proto(b: Builder, opset: int):
         [helper.make_tensor_value_info(n, elem(d), list(s)) for n, d, s in b.outputs],
         inits)
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="ember", producer_version=__version__)
+                              producer_name=producer_name, producer_version=producer_version)
     proto.ir_version = 10
     onnx.checker.check_model(proto)
     return proto

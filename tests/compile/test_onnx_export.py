@@ -279,3 +279,20 @@ def test_input_names_follow_parameters_and_keywords():
     assert [i.name for i in prog.model_proto.graph.input] == ["x", "pair_0", "pair_1", "y"]
     np.testing.assert_allclose(prog(t, t, t, t)[0].numpy(), (t + t - t + t).numpy(),
                                rtol=1e-6)
+
+
+def test_the_rest_of_torch_onnx_names():
+    m = enn.Sequential(enn.Linear(2, 2), enn.Dropout())
+    with ember.onnx.select_model_mode_for_export(m, ember.onnx.TrainingMode.EVAL):
+        assert not m.training and not m[1].training
+    assert m.training
+    with ember.onnx.select_model_mode_for_export(m, ember.onnx.TrainingMode.PRESERVE):
+        assert m.training
+    with pytest.raises(TypeError, match="TrainingMode"):
+        with ember.onnx.select_model_mode_for_export(m, "eval"):
+            pass
+    assert ember.onnx.errors.OnnxExporterError is ember.onnx.OnnxExporterError
+    assert (ember.onnx.producer_name, ember.onnx.producer_version) == ("ember",
+                                                                       ember.__version__)
+    with pytest.raises(NotImplementedError, match="TorchScript"):
+        ember.onnx.register_custom_op_symbolic("::foo", lambda g: None, 17)
