@@ -20,6 +20,7 @@ plugin offers offload copies (``scripts/gpu_check.sh``).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -43,6 +44,9 @@ def vgg(depth: int, width: int = 64):
 
 def run(args, limit=None, use_offload=False):
     ns = getattr(ember, args.device)
+    # what an earlier run's OutOfMemoryError kept alive (its traceback's cycles) goes now,
+    # not when the collector next runs: it would count in this run's memory
+    gc.collect()
     ember.manual_seed(0)
     model = vgg(args.depth).to(args.device)
     opt = ember.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)

@@ -117,8 +117,9 @@ def _(g, self_shape, result1):
     """Scatter-add the gradient to the input positions the indices name."""
     n, c = self_shape[0], self_shape[1]
     base = O.zeros((n, c, math.prod(self_shape[2:])), g.dtype, g.device)
-    flat = O.scatter(base, 2, V.reshape(result1, (n, c, -1)), V.reshape(g, (n, c, -1)),
-                     reduce="add")
+    # in place into the fresh zeros: one buffer the input's size, not two
+    flat = O.scatter_(base, 2, V.reshape(result1, (n, c, -1)), V.reshape(g, (n, c, -1)),
+                      reduce="add")
     return (V.reshape(flat, self_shape),)
 
 

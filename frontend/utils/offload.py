@@ -133,7 +133,7 @@ class offload:
         #: storage -> the _Saved kept on the device that view it, or its _Shared once
         #: offloaded (during one forward pass)
         self._by_storage = weakref.WeakKeyDictionary()
-        self._hooks = saved_tensors_hooks(self._pack, self._unpack)
+        self._hooks = None      # (held only inside the context: it refers back to self)
         self._api = None
         self._device = None
 
@@ -162,11 +162,16 @@ class offload:
         for m in chosen:
             self._handles.append(m.register_forward_pre_hook(self._enter_layer))
             self._handles.append(m.register_forward_hook(self._leave_layer))
+        self._hooks = saved_tensors_hooks(self._pack, self._unpack)
         self._hooks.__enter__()
         return self
 
     def __exit__(self, *exc):
         self._hooks.__exit__(*exc)
+        # the graph keeps the unpack hook (and so this object) while it needs it; a
+        # reference from here back to the hooks would be a cycle, keeping the host and
+        # device copies alive until the garbage collector runs
+        self._hooks = None
         for h in self._handles:
             h.remove()
         self._handles = []

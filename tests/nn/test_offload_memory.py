@@ -226,6 +226,32 @@ def test_offload_keeps_in_place_errors():
         out.sum().backward()
 
 
+@opencl
+def test_offload_frees_memory_by_reference_counting():
+    """Once a step's model, activations and copies go out of scope, the device memory is
+    freed at once, without the garbage collector (as PyTorch frees it)."""
+    import gc
+
+    def step():
+        m = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(128 * 8 * 8, 10)).to("opencl")
+        x = ember.randn(2, 3, 32, 32, device="opencl")
+        with OF.offload(m, policy="conv"):
+            loss = m(x).sum()
+        loss.backward()
+
+    step()      # (what the kernels cache on the device on their first call stays)
+    gc.collect()
+    start = ember.opencl.memory_allocated()
+    gc.disable()
+    try:
+        step()
+        assert ember.opencl.memory_allocated() == start
+    finally:
+        gc.enable()
+
+
 def test_offload_arguments_and_devices():
     m = vgg()
     with pytest.raises(ValueError, match="policy must be one of"):
