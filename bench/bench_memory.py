@@ -14,8 +14,8 @@ What it measures, in one run:
    serially), to show the overlap: offload time < compute time + copy time.
 
 Usage: ``python bench/bench_memory.py [--device opencl] [--depth 6] [--batch 16]
-[--json out.json]``; ``make bench`` runs it. The same script runs on cuda once the cuda
-plugin offers offload copies (``scripts/gpu_check.sh``).
+[--json out.json]``; ``make bench`` runs it. ``scripts/gpu_check.sh`` runs it on cuda
+(``--device cuda``), vDNN's own setting.
 """
 from __future__ import annotations
 

@@ -6,8 +6,8 @@
 # Builds ember + ember-cpu + ember-cuda (pip --no-build-isolation --no-deps), runs the
 # conformance kit on cuda, trains the MLP and the CNN on cuda checking parity with CPU,
 # counts cudaMalloc/cudaFree over 50 steps (allocator stats), checks that a step never
-# blocks the host, runs ember.compile's NVRTC-built fused kernels against eager, and
-# benchmarks side by side with PyTorch CUDA. Results go to
+# blocks the host, runs ember.compile's NVRTC-built fused kernels against eager,
+# benchmarks side by side with PyTorch CUDA, and runs the activation-offload benchmark. Results go to
 # RESULTS_DIR (summary.md, results.json, logs). Budget: under 8 minutes.
 set -uo pipefail
 
@@ -283,6 +283,18 @@ sys.exit(0 if ok else 1)
 PYEOF
 CHK_RC=${PIPESTATUS[0]}
 [ $CHK_RC -eq 0 ] || STATUS=1
+
+# ---- 5. activation offload (vDNN's setting: a GPU and PCIe/NVLink copies), at most 2 min --
+# It must print: N (activations), that the run without offload fails under the limit
+# parameters + N/4 and the one with offload trains to identical losses, the peak with
+# offload as a fraction of the peak without (target <= 20 %), and the step times (offload
+# vs none vs the copies alone: the overlap).
+log "activation offload: bench/bench_memory.py --device cuda"
+timeout 120 "$PY" bench/bench_memory.py --device cuda --depth 16 --batch 256 --steps 4 \
+    --json "$OUT/memory.json" > "$OUT/memory.log" 2>&1
+MEM_RC=$?
+while IFS= read -r line; do log "  $line"; done < <(grep -v Warning "$OUT/memory.log" | tail -6)
+[ $MEM_RC -eq 0 ] || { log "offload benchmark failed (rc=$MEM_RC, memory.log)"; STATUS=1; }
 
 {
   echo "# ember CUDA backend: gpu_check ($(date -u +%Y-%m-%dT%H:%M:%SZ))"

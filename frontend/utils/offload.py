@@ -29,8 +29,9 @@ convolution's input) is released on the device together, and the whole storage c
 back when the first of them is needed; the device copy is dropped after the last.
 Parameters are never offloaded, nor storages below ``min_bytes``. The device's plugin
 must offer asynchronous host copies on a second queue (``offload_copy_out``,
-``offload_copy_in``, ``offload_ready`` in its device API: the opencl backend has them);
-on other devices ``offload`` raises a RuntimeError that says so. In-place changes of an
+``offload_copy_in``, ``offload_ready`` in its device API:
+the opencl and cuda backends have them); on other devices ``offload`` raises a RuntimeError
+that says so. In-place changes of an
 offloaded tensor after the forward pass are still reported (the saved version is kept).
 """
 from __future__ import annotations
@@ -39,7 +40,6 @@ import weakref
 
 from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
-from ember.dispatcher.allocator import DeviceStorage
 from ember.dispatcher.plugins import BACKENDS
 
 from ..autograd.graph import saved_tensors_hooks
@@ -199,7 +199,7 @@ class offload:
         if t.device != self._device or (t.grad_fn is None and t.requires_grad):
             return t            # another device's tensor, or a parameter: kept as it is
         st = t._storage
-        if not isinstance(st, DeviceStorage):
+        if not hasattr(st, "record_stream"):    # (not memory of a stream-ordered device)
             return t
         saved = _Saved(t)
         entry = self._by_storage.get(st)

@@ -141,7 +141,7 @@ void CachingAllocator::remove_free(Block* b) {
 
 Block* CachingAllocator::alloc_segment(size_t size, bool small, StreamId stream, size_t nbytes) {
   const size_t alloc_size = segment_size(size);
-  void* handle = dev_->alloc(alloc_size);
+  void* handle = device_alloc(alloc_size);
   if (!handle) {
     // Out of device memory: wait for blocks held by other streams' events (one may fit
     // now), return every fully free segment, and try once more.
@@ -149,7 +149,7 @@ Block* CachingAllocator::alloc_segment(size_t size, bool small, StreamId stream,
     synchronize_and_free_events();
     if (Block* b = take_free_block(size, small, stream)) return b;
     release_free_segments();
-    handle = dev_->alloc(alloc_size);
+    handle = device_alloc(alloc_size);
     if (!handle) {
       counters_[kNumOoms] += 1;
       throw OutOfMemory(oom_message(alloc_size), nbytes, alloc_size, dev_->name());
@@ -166,6 +166,17 @@ Block* CachingAllocator::alloc_segment(size_t size, bool small, StreamId stream,
   return b;
 }
 
+void* CachingAllocator::device_alloc(size_t n) {
+  if (limit_ >= 0 && stats_[kReservedBytes].v[0][0] + (int64_t)n > limit_) return nullptr;
+  return dev_->alloc(n);
+}
+
+void CachingAllocator::set_limit(int64_t bytes, double fraction) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  limit_ = bytes;
+  fraction_ = fraction;
+}
+
 std::string CachingAllocator::oom_message(size_t alloc_size) {
   const std::string name = dev_->name();
   size_t free_b = 0, total_b = 0;
@@ -177,12 +188,21 @@ std::string CachingAllocator::oom_message(size_t alloc_size) {
     capacity = name + " does not report its capacity. ";
   const int64_t allocated = stats_[kAllocatedBytes].v[0][0];
   const int64_t reserved = stats_[kReservedBytes].v[0][0];
-  return "Out of memory on " + name + ". Tried to allocate " + format_size(alloc_size) + ". " +
+  std::string why;
+  if (limit_ >= 0) {
+    char frac[32];
+    std::snprintf(frac, sizeof frac, "%g", fraction_);
+    why = "This process may reserve " + format_size((size_t)limit_) +
+          " (set_per_process_memory_fraction(" + frac + ")). ";
+  }
+  return "Out of memory on " + name + ". Tried to allocate " + format_size(alloc_size) + ". " + why +
          capacity + "Of the allocated memory " + format_size((size_t)allocated) +
          " is allocated by ember, and " + format_size((size_t)(reserved - allocated)) +
          " is reserved by ember but unallocated. If reserved but unallocated memory is large, "
          "the cache is fragmented: free tensors you no longer need, or allocate the largest "
-         "buffers first.";
+         "buffers first. If this is a training step, the activations saved for the backward pass "
+         "can move to host memory (ember.utils.offload) or be recomputed "
+         "(ember.utils.checkpoint) instead of staying on the device.";
 }
 
 // -- freeing ---------------------------------------------------------------------------

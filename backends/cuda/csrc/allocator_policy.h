@@ -139,6 +139,10 @@ class CachingAllocator {
   int64_t counter(CounterName c);
   void reset_peak_memory_stats();
   void reset_accumulated_memory_stats();
+  // the most this process may reserve (set_per_process_memory_fraction); -1: no limit but
+  // the device's own. A request beyond it frees the cache, then raises OutOfMemory.
+  void set_limit(int64_t bytes, double fraction);
+  int64_t limit() const { return limit_; }
 
  private:
   using Key = std::pair<size_t, uint64_t>;  // (size, address)
@@ -150,6 +154,7 @@ class CachingAllocator {
   void insert_free(Block* b);
   void remove_free(Block* b);
   Block* alloc_segment(size_t size, bool small, StreamId stream, size_t nbytes);
+  void* device_alloc(size_t n);
   std::string oom_message(size_t alloc_size);
   void free_locked(Block* b);
   void free_block(Block* b);
@@ -168,6 +173,8 @@ class CachingAllocator {
   std::map<uint64_t, Segment*> segments_;  // by base
   std::set<const Block*> live_;            // allocated or awaiting events (double-free check)
   uint64_t next_base_ = 0;
+  int64_t limit_ = -1;
+  double fraction_ = 1.0;
   StatArray stats_[kNumStats];
   int64_t counters_[kNumCounters] = {};
 };

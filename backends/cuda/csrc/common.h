@@ -57,6 +57,7 @@ struct StorageObject {
   int64_t nbytes;
   int device;
   ember_cuda::Block* block;
+  PyObject* weakrefs;  // (ember.utils.offload keys its bookkeeping by storage, weakly)
 };
 extern PyTypeObject StorageType;
 bool init_runtime(PyObject* module);

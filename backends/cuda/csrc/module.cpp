@@ -151,6 +151,30 @@ PYBIND11_MODULE(_C, m) {
                                            current_stream(d->device)),
                        "copy_device");
         }));
+  m.def("copy_async", ([](py::object storage, size_t offset, PinnedBuffer& host, size_t nbytes,
+                          bool to_host, uintptr_t stream) {
+          // (activation offloading) device <-> page-locked host bytes on the given stream; the
+          // caller keeps both alive and orders the streams with events
+          StorageObject* s = as_storage(storage);
+          if (nbytes > host.nbytes || offset + nbytes > (size_t)s->nbytes)
+            throw py::value_error("copy_async: " + std::to_string(nbytes) + " bytes at offset " +
+                                  std::to_string(offset) + " do not fit a storage of " +
+                                  std::to_string(s->nbytes) + " bytes and a host buffer of " +
+                                  std::to_string(host.nbytes));
+          if (!nbytes) return;
+          set_device(s->device);
+          if (to_host)
+            check_cuda(cudaMemcpyAsync(host.ptr, s->data + offset, nbytes, cudaMemcpyDeviceToHost,
+                                       (cudaStream_t)stream),
+                       "copy_async");
+          else
+            check_cuda(cudaMemcpyAsync(s->data + offset, host.ptr, nbytes, cudaMemcpyHostToDevice,
+                                       (cudaStream_t)stream),
+                       "copy_async");
+        }),
+        py::arg("storage"), py::arg("offset"), py::arg("host"), py::arg("nbytes"), py::arg("to_host"),
+        py::arg("stream"),
+        "Queue a copy of nbytes between storage (at byte offset) and a PinnedBuffer on a stream.");
   py::class_<PinnedBuffer>(m, "PinnedBuffer", py::buffer_protocol())
       .def(py::init(([](size_t n) { return new PinnedBuffer(n); })))
       .def_readonly("nbytes", &PinnedBuffer::nbytes)
@@ -169,6 +193,8 @@ PYBIND11_MODULE(_C, m) {
         }));
   m.def("empty_cache", ([](int i) { allocator(i).empty_cache(); }));
   m.def("reset_peak_memory_stats", ([](int i) { allocator(i).reset_peak_memory_stats(); }));
+  m.def("set_memory_limit", ([](int i, int64_t bytes, double fraction) { allocator(i).set_limit(bytes, fraction); }),
+        "The most device i's caching allocator may reserve (-1: no limit).");
   m.def("reset_accumulated_memory_stats", ([](int i) { allocator(i).reset_accumulated_memory_stats(); }));
   m.def("mem_get_info", ([](int i) {
           set_device(i);

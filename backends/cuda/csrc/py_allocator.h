@@ -155,6 +155,8 @@ void bind_allocator(py::module_& m) {
       .def("memory_reserved", [](PyCachingAllocator& s) { return s.a->memory_reserved(); })
       .def("max_memory_reserved", [](PyCachingAllocator& s) { return s.a->max_memory_reserved(); })
       .def("reset_peak_memory_stats", [](PyCachingAllocator& s) { s.a->reset_peak_memory_stats(); })
+      .def("set_limit", [](PyCachingAllocator& s, int64_t bytes, double fraction) { s.a->set_limit(bytes, fraction); },
+           py::arg("bytes"), py::arg("fraction"))
       .def("reset_accumulated_memory_stats",
            [](PyCachingAllocator& s) { s.a->reset_accumulated_memory_stats(); });
 }

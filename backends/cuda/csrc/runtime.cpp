@@ -197,6 +197,7 @@ namespace {
 
 void storage_dealloc(PyObject* self) {
   StorageObject* s = (StorageObject*)self;
+  if (s->weakrefs) PyObject_ClearWeakRefs(self);
   if (s->block) {
     try {
       allocator(s->device).free(s->block);
@@ -278,6 +279,7 @@ static PyObject* storage_alloc(PyObject* self, PyObject* arg) {
   s->nbytes = nbytes;
   s->device = dev;
   s->block = nullptr;
+  s->weakrefs = nullptr;
   try {
     CachingAllocator& a = allocator(dev);
     s->block = a.malloc((size_t)nbytes, (StreamId)current_stream(dev));
@@ -309,6 +311,7 @@ PyObject* make_allocator_fn(int index) {
 bool init_runtime(PyObject* module) {
   StorageType.tp_name = "ember_cuda._C.Storage";
   StorageType.tp_basicsize = sizeof(StorageObject);
+  StorageType.tp_weaklistoffset = offsetof(StorageObject, weakrefs);
   StorageType.tp_flags = Py_TPFLAGS_DEFAULT;
   StorageType.tp_doc = "Device memory of one tensor storage (a block of the caching allocator).";
   StorageType.tp_dealloc = storage_dealloc;

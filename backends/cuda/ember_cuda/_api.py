@@ -26,7 +26,8 @@ __all__ = ["is_available", "device_count", "current_device", "synchronize", "Str
            "memory_reserved", "max_memory_reserved", "memory_summary", "memory_snapshot",
            "empty_cache", "reset_peak_memory_stats", "reset_accumulated_memory_stats",
            "mem_get_info", "pinned_buffer", "host_sync_count", "get_device_name",
-           "is_built"]
+           "is_built", "set_per_process_memory_fraction",
+           "get_per_process_memory_fraction", "offload_copy_out", "offload_copy_in", "offload_ready"]
 
 
 def is_built() -> bool:
@@ -293,11 +294,28 @@ def pinned_buffer(nbytes: int):
 def _no_history(what):
     raise NotImplementedError(
         f"ember.cuda: {what} is not implemented yet: the cuda backend's caching allocator is "
-        f"C++ and keeps no per-process limit or event trace (the opencl backend's does)")
+        f"C++ and keeps no event trace (the opencl backend's does)")
 
 
 def set_per_process_memory_fraction(fraction, device=None) -> None:
-    _no_history("set_per_process_memory_fraction")
+    """Let this process reserve at most ``fraction`` of the device's total memory
+    (``torch.cuda.set_per_process_memory_fraction``): a request beyond it frees the cache,
+    then raises ``ember.OutOfMemoryError``, as a full device does."""
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    i = _index(device)
+    total = require(i).mem_get_info(i)[1]
+    _C.set_memory_limit(i, -1 if fraction == 1.0 else int(total * fraction), fraction)
+    _fractions[i] = fraction
+
+
+def get_per_process_memory_fraction(device=None) -> float:
+    return _fractions.get(_index(device), 1.0)
+
+
+_fractions: dict = {}
 
 
 def _record_memory_history(enabled=True, max_entries=1 << 62, context=None, device=None):
@@ -306,3 +324,27 @@ def _record_memory_history(enabled=True, max_entries=1 << 62, context=None, devi
 
 def _snapshot(device=None) -> dict:
     _no_history("memory._snapshot")
+
+
+# ---- activation offloading (ember.utils.offload) --------------------------------------------
+
+def offload_copy_out(storage, byte_offset: int, nbytes: int):
+    """Start an asynchronous copy of device memory to pinned host memory on the device's
+    transfer stream (``ember.utils.offload``); returns a handle with ``done()`` and
+    ``wait()``."""
+    from ._transfer import copy_out
+    return copy_out(storage, byte_offset, nbytes)
+
+
+def offload_copy_in(handle, storage, byte_offset: int = 0):
+    """Start copying an offloaded handle's bytes back into ``storage``; returns an event
+    for ``offload_ready``."""
+    from ._transfer import copy_in
+    return copy_in(handle, storage, byte_offset)
+
+
+def offload_ready(event, storage) -> None:
+    """Kernels queued on ``storage``'s device from now on wait for ``event`` (on the device:
+    the host does not wait)."""
+    from ._transfer import ready
+    ready(event, storage)

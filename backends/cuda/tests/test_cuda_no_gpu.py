@@ -65,13 +65,27 @@ def test_allocator_error_names_the_reason():
 
 def test_streams_and_memory_api_raise_clearly():
     for call in (ember_cuda.Stream, ember_cuda.current_stream, ember_cuda.memory_stats,
-                 ember_cuda.synchronize, lambda: ember_cuda.pinned_buffer(64)):
+                 ember_cuda.synchronize, lambda: ember_cuda.pinned_buffer(64),
+                 lambda: ember_cuda.set_per_process_memory_fraction(0.5)):
         with pytest.raises(RuntimeError, match="is not available"):
             call()
     e = ember_cuda.Event(enable_timing=True)      # created lazily: fine without a GPU
     assert e.query() is True
     with pytest.raises(RuntimeError, match="recorded"):
         e.elapsed_time(ember_cuda.Event(enable_timing=True))
+
+
+def test_offload_finds_the_copies_it_needs():
+    """ember.utils.offload's device check passes for cuda (it has the transfer-stream
+    copies); without a GPU the model cannot be moved there, which says why."""
+    from ember.utils.offload import offload
+    api = backend_for("cuda").device_api
+    assert all(callable(getattr(api, f)) for f in ("offload_copy_out", "offload_copy_in",
+                                                     "offload_ready"))
+    with pytest.raises(TypeError, match="must be `float`"):
+        ember_cuda.set_per_process_memory_fraction(1)
+    with pytest.raises(RuntimeError, match="cuda:0: invalid device ordinal"):
+        offload(ember.nn.Linear(2, 2).to("cuda"))
 
 
 def test_cpu_keeps_working_next_to_the_cuda_plugin():

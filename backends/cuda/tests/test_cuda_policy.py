@@ -447,6 +447,25 @@ def test_same_program_same_statistics_as_the_python_policy(alloc):
     assert alloc.memory_stats() == py.memory_stats()
 
 
+def test_memory_limit_as_the_python_policy(alloc, dev):
+    """set_per_process_memory_fraction's limit: a segment beyond it frees the cache and
+    retries, then raises OutOfMemoryError naming the limit, as the Python policy does."""
+    py = PyCachingAllocator(_PyFake())
+    _, total = py._memory.mem_get_info()
+    py.set_memory_fraction(0.25)
+    alloc.set_limit(int(total * 0.25), 0.25)
+    for a in (alloc, py):
+        big = a.malloc(int(total * 0.15))
+        a.free(big)                       # cached: freed for the next request
+        keep = a.malloc(int(total * 0.2))
+        with pytest.raises(OutOfMemoryError, match=r"set_per_process_memory_fraction\(0.25\)"):
+            a.malloc(int(total * 0.1))
+        a.free(keep)
+    assert alloc.memory_stats() == py.memory_stats()
+    alloc.set_limit(-1, 1.0)
+    alloc.free(alloc.malloc(int(total * 0.5)))
+
+
 def test_peaks_and_resets(alloc):
     a = alloc.malloc(3 * MiB)
     alloc.free(a)
