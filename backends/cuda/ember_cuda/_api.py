@@ -27,7 +27,8 @@ __all__ = ["is_available", "device_count", "current_device", "synchronize", "Str
            "empty_cache", "reset_peak_memory_stats", "reset_accumulated_memory_stats",
            "mem_get_info", "pinned_buffer", "host_sync_count", "get_device_name",
            "is_built", "set_per_process_memory_fraction",
-           "get_per_process_memory_fraction", "offload_copy_out", "offload_copy_in", "offload_ready"]
+           "get_per_process_memory_fraction", "offload_copy_out", "offload_copy_in",
+           "offload_ready"]
 
 
 def is_built() -> bool:
