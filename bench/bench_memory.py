@@ -13,7 +13,7 @@ What it measures, in one run:
 4. Step times: no offload; offload; and the copies alone (the same bytes out and back,
    serially), to show the overlap: offload time < compute time + copy time.
 
-Usage: ``python bench/bench_memory.py [--device opencl] [--depth 6] [--batch 16]
+Usage: ``python bench/bench_memory.py [--device opencl] [--depth 16] [--batch 32]
 [--json out.json]``; ``make bench`` runs it. ``scripts/gpu_check.sh`` runs it on cuda
 (``--device cuda``), vDNN's own setting.
 """
@@ -104,7 +104,7 @@ def copies_alone(args, nbytes_out, steps=3):
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--device", default="opencl")
-    p.add_argument("--depth", type=int, default=4, help="conv layers per stage")
+    p.add_argument("--depth", type=int, default=16, help="conv layers per stage")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--json")
