@@ -18,9 +18,17 @@ Policies (``policy=``):
 - ``"conv"`` (vDNN's): what convolution layers save (their inputs, the largest
   activations of a CNN);
 - ``"all"``: what any layer of the model saves;
-- ``"auto"``: as ``"all"``, but only once the device's allocated memory passes
-  ``auto_fraction`` of what the process may use (``mem_get_info``'s total, which
-  ``set_per_process_memory_fraction`` limits): small steps run without copies;
+- ``"auto"`` (vDNN's dynamic policy): the first step it sees for a model is a *profiling*
+  step that offloads what every layer of the kinds below saves, timing each layer (with
+  device synchronisations) and counting the bytes it saved. From those it projects the
+  step's peak without offloading (what is allocated after the forward pass, plus what was
+  moved, plus three times the largest layer's share for the backward pass's working set)
+  and compares it with ``auto_fraction`` of what the process may use (``mem_get_info``'s
+  total, which ``set_per_process_memory_fraction`` limits). If it fits, later steps move
+  nothing; otherwise they offload the layers whose copies hide best first (most compute
+  time per byte moved), until the projection fits. The plan is kept per model
+  (:func:`plan`); :func:`forget` makes the next step profile again (after a change of
+  batch size, say);
 - a tuple of kinds (``"conv"``, ``"linear"``, ``"attention"``, ``"norm"``) or module
   classes.
 
@@ -36,6 +44,7 @@ offloaded tensor after the forward pass are still reported (the saved version is
 """
 from __future__ import annotations
 
+import time
 import weakref
 
 from ember.dispatcher import core as C
@@ -50,7 +59,7 @@ from ..nn.modules.module import Module
 from ..nn.modules.normalization import GroupNorm, LayerNorm
 from ..nn.modules.batchnorm import _BatchNorm
 
-__all__ = ["offload", "POLICIES", "STATS"]
+__all__ = ["offload", "POLICIES", "STATS", "plan", "forget"]
 
 POLICIES = ("conv", "all", "auto")
 #: layer kinds a policy may name
@@ -58,6 +67,46 @@ KINDS = {"conv": (_ConvNd,), "linear": (Linear,), "attention": (MultiheadAttenti
          "norm": (_BatchNorm, LayerNorm, GroupNorm)}
 #: bytes copied each way, and tensors offloaded (tests and the benchmark read them)
 STATS = {"offloaded": 0, "bytes_out": 0, "bytes_in": 0, "prefetched": 0}
+#: model -> the auto policy's plan for it (made by its profiling step)
+_PLANS = weakref.WeakKeyDictionary()
+
+
+class Plan:
+    """What the ``auto`` policy decided for a model: ``layers`` (module, bytes its saved
+    activations take, seconds its forward pass took), in the order they ran;
+    ``projected`` (the step's projected peak without offloading, bytes), ``limit``
+    (``auto_fraction`` of what the process may use) and ``chosen`` (the modules whose
+    activations later steps offload; empty when the projection fits)."""
+    __slots__ = ("layers", "projected", "limit", "chosen")
+
+    def __init__(self, layers, projected, limit, chosen):
+        self.layers, self.projected, self.limit, self.chosen = layers, projected, limit, chosen
+
+    def __repr__(self):
+        return (f"Plan(projected={self.projected}, limit={self.limit}, "
+                f"chosen={len(self.chosen)} of {len(self.layers)} layers)")
+
+
+def plan(model) -> "Plan | None":
+    """The ``auto`` policy's plan for ``model`` (None before its profiling step)."""
+    return _PLANS.get(model)
+
+
+def forget(model) -> None:
+    """Drop ``model``'s ``auto`` plan: the next offloaded step profiles again."""
+    _PLANS.pop(model, None)
+
+
+def _choose(layers, projected, limit):
+    """The modules to offload, best hidden copies first, until the projection fits."""
+    chosen, excess = [], projected - limit
+    order = sorted((m for m in layers if m[1] > 0), key=lambda m: -m[2] / m[1])
+    for module, nbytes, _ in order:
+        if excess <= 0:
+            break
+        chosen.append(module)
+        excess -= nbytes
+    return chosen
 
 
 class _Shared:
@@ -98,7 +147,7 @@ class offload:
     pass to host memory (see the module docstring)."""
 
     def __init__(self, model: Module, policy="conv", *, prefetch: bool = True,
-                 min_bytes: int = 1 << 16, auto_fraction: float = 0.5):
+                 min_bytes: int = 1 << 16, auto_fraction: float = 0.9):
         if not isinstance(model, Module):
             raise TypeError(f"offload(): model must be an ember.nn.Module, got "
                             f"{type(model).__name__}")
@@ -106,7 +155,8 @@ class offload:
             if policy not in POLICIES:
                 raise ValueError(f"offload(): policy must be one of {POLICIES} or a tuple of "
                                  f"layer kinds {tuple(KINDS)} or classes, got {policy!r}")
-            layers = KINDS["conv"] if policy == "conv" else None
+            layers = {"conv": KINDS["conv"], "all": None,
+                      "auto": tuple(c for k in KINDS.values() for c in k)}[policy]
         else:
             layers = []
             for p in policy:
@@ -159,6 +209,14 @@ class offload:
         self._order = []
         chosen = [self.model] if self.layers is None else \
             [m for m in self.model.modules() if isinstance(m, self.layers)]
+        self._profile = None
+        if self.policy == "auto":
+            made = _PLANS.get(self.model)
+            if made is None:    # the profiling step: every layer, timed
+                self._profile = {"stack": [], "layers": {}, "start":
+                                 self._api.memory_allocated(dev.index or 0)}
+            else:
+                chosen = made.chosen
         for m in chosen:
             self._handles.append(m.register_forward_pre_hook(self._enter_layer))
             self._handles.append(m.register_forward_hook(self._leave_layer))
@@ -168,6 +226,8 @@ class offload:
 
     def __exit__(self, *exc):
         self._hooks.__exit__(*exc)
+        if self._profile is not None and exc[0] is None:
+            self._make_plan()
         # the graph keeps the unpack hook (and so this object) while it needs it; a
         # reference from here back to the hooks would be a cycle, keeping the host and
         # device copies alive until the garbage collector runs
@@ -181,19 +241,36 @@ class offload:
 
     def _enter_layer(self, module, args):
         self._depth += 1
+        prof = self._profile
+        if prof is not None:
+            self._api.synchronize(self._device.index or 0)
+            prof["stack"].append((module, time.perf_counter()))
+            prof["layers"].setdefault(module, [0, 0.0])
 
     def _leave_layer(self, module, args, output):
         self._depth -= 1
+        prof = self._profile
+        if prof is not None:
+            self._api.synchronize(self._device.index or 0)
+            m, t0 = prof["stack"].pop()
+            prof["layers"][m][1] += time.perf_counter() - t0
+            if prof["stack"]:   # (an outer layer's time is its own, not its children's)
+                outer = prof["layers"][prof["stack"][-1][0]]
+                outer[1] -= time.perf_counter() - t0
+
+    def _make_plan(self) -> None:
+        prof, i = self._profile, self._device.index or 0
+        layers = [(m, nbytes, t) for m, (nbytes, t) in prof["layers"].items()]
+        moved = sum(n for _, n, _ in layers)
+        largest = max((n for _, n, _ in layers), default=0)
+        projected = self._api.memory_allocated(i) + moved + 3 * largest
+        limit = int(self.auto_fraction * self._api.mem_get_info(i)[1])
+        chosen = _choose(layers, projected, limit) if projected > limit else []
+        _PLANS[self.model] = Plan(layers, projected, limit, chosen)
 
     # ---- pack / unpack ----------------------------------------------------------------
     def _wanted(self, nbytes) -> bool:
-        if self._depth <= 0 or nbytes < self.min_bytes:
-            return False
-        if self.policy == "auto":
-            free, total = self._api.mem_get_info(self._device.index or 0)
-            used = self._api.memory_allocated(self._device.index or 0)
-            return used > self.auto_fraction * total
-        return True
+        return self._depth > 0 and nbytes >= self.min_bytes
 
     def _pack(self, t):
         if t.device != self._device or (t.grad_fn is None and t.requires_grad):
@@ -213,6 +290,8 @@ class offload:
         copy = self._api.offload_copy_out(st, 0, st.nbytes)
         shared = _Shared(copy, st.nbytes, t.device, len(self._order))
         self._order.append(shared)
+        if self._profile is not None and self._profile["stack"]:
+            self._profile["layers"][self._profile["stack"][-1][0]][0] += st.nbytes
         STATS["offloaded"] += 1
         STATS["bytes_out"] += st.nbytes
         for other in entry or ():

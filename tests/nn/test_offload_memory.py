@@ -215,6 +215,50 @@ def test_offloaded_training_is_bit_identical(policy, prefetch):
 
 
 @opencl
+def test_auto_policy_plans_from_a_profiling_step(no_limit):
+    """auto: the first step profiles (moves every layer's activations, times each layer);
+    without a limit the plan then moves nothing; under a limit between what the step keeps
+    and its projected peak it moves some layers, not all, and training is unchanged."""
+    base_losses, base_params, _ = _train(None, steps=4)
+    ember.manual_seed(0)
+    m = vgg().to("opencl")
+    opt = ember.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    rng = np.random.default_rng(0)
+    x = ember.tensor(rng.standard_normal((8, 3, 16, 16)).astype(np.float32)).to("opencl")
+    y = ember.tensor(rng.integers(0, 5, 8)).to("opencl")
+    losses, moved = [], []
+    for step in range(4):
+        if step == 2:       # a limit the plan made without one does not know of: re-plan
+            made = OF.plan(m)
+            moved_all = sum(n for _, n, _ in made.layers)
+            total = ember.opencl.mem_get_info()[1]
+            ember.opencl.set_per_process_memory_fraction(
+                (made.projected - moved_all / 3) / 0.9 / total)
+            OF.forget(m)
+        before = OF.STATS["bytes_out"]
+        opt.zero_grad()
+        with OF.offload(m, policy="auto", min_bytes=0):
+            loss = nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        moved.append(OF.STATS["bytes_out"] - before)
+        if step == 0:
+            made = OF.plan(m)
+            kinds = [type(mod).__name__ for mod, _, _ in made.layers]
+            assert kinds == ["Conv2d"] * 6 + ["Linear"]
+            assert all(n > 0 and t > 0 for _, n, t in made.layers[1:])
+            assert made.chosen == [] and made.projected < made.limit
+    assert losses == base_losses
+    for a, b in zip([p.detach().cpu().numpy() for p in m.parameters()], base_params):
+        np.testing.assert_array_equal(a, b)
+    assert moved[0] == moved[2] > 0 and moved[1] == 0    # profiling steps; nothing
+    made = OF.plan(m)
+    assert 0 < len(made.chosen) < len(made.layers) and made.projected > made.limit
+    assert 0 < moved[3] < moved[2]
+
+
+@opencl
 def test_offload_keeps_in_place_errors():
     m = vgg().to("opencl")
     x = ember.randn(2, 3, 16, 16, device="opencl")
