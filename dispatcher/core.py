@@ -162,8 +162,10 @@ class LazyStorage:
     gives each live lazy storage a real one (``real``), and the tensors using it
     (``users``, weak references) are pointed at that. Any attribute a real storage has and
     this one lacks (``data_ptr``, a backend's handle) runs the pending graph first, so
-    nothing reads bytes that do not exist."""
-    __slots__ = ("nbytes", "device", "users", "real", "error", "__weakref__")
+    nothing reads bytes that do not exist. ``recipe``: set when the graph that made these
+    bytes left them out because only autograd saved them and they are cheap to recompute
+    (``lazy.Recipe``): they are recomputed where the backward pass reads them."""
+    __slots__ = ("nbytes", "device", "users", "real", "error", "recipe", "__weakref__")
     readonly = False
 
     def __init__(self, nbytes: int, device):
@@ -172,6 +174,7 @@ class LazyStorage:
         self.users = []
         self.real = None
         self.error = None
+        self.recipe = None
 
     def __getattr__(self, name):
         return getattr(MATERIALIZE[0](self), name)

@@ -48,7 +48,7 @@ from .schema import KERNELS_GENERATION, OPS
 __all__ = ["Trace", "TraceInfo", "Region", "capture", "flush", "capturing", "replay",
            "TorchDynamoException", "Unsupported", "InvalidBackend", "suspended",
            "clear_cache", "forget", "cache_size", "STATS", "user_line", "Kept", "reading",
-           "runner", "leaves", "node_slots", "allocate"]
+           "runner", "leaves", "node_slots", "allocate", "Recipe", "saving", "resolve"]
 
 _ident = threading.get_ident
 _getrefcount = sys.getrefcount
@@ -77,14 +77,18 @@ class _State:
 _S = _State()
 
 #: counters tests and the logs read: traces run, compiled, and cache hits
-STATS = {"flushes": 0, "compiles": 0, "hits": 0, "breaks": 0}
+STATS = {"flushes": 0, "compiles": 0, "hits": 0, "breaks": 0, "recomputable": 0,
+         "recomputed": 0}
 
 
 class Trace:
     """The pending graph of a region: recorded kernel calls on numbered storages."""
-    __slots__ = ("sig", "slots", "storages", "values", "stacks", "takes", "rand", "written")
+    __slots__ = ("sig", "slots", "storages", "values", "stacks", "takes", "rand", "written",
+                 "saved", "vcs")
 
     def __init__(self):
+        self.saved = []      # the autograd SavedTensors made while recording (recompute)
+        self.vcs = {}        # slot -> the version counter of the first tensor seen on it
         self.written = set()  # the slots recorded calls may write
         self.takes = []      # (generator, n) of random counters taken, not yet used
         self.rand = []       # (generator, n, seed value index, offset value index)
@@ -143,10 +147,15 @@ def _enc(tr, a):
             s = s.real
         slot = tr.slots.get(id(s))
         if slot is None:
-            if s.__class__ is LazyStorage and s.error is not None:
-                _failed(s)
-            slot = tr.slots[id(s)] = len(tr.storages)
-            tr.storages.append(s)
+            if s.__class__ is LazyStorage:
+                if s.error is not None:
+                    _failed(s)
+                if s.recipe is not None:
+                    slot = _inline(tr, s)
+            if slot is None:
+                slot = tr.slots[id(s)] = len(tr.storages)
+                tr.storages.append(s)
+                tr.vcs[slot] = a._vc
         return ("t", slot, a.shape, a._stride, a._offset, a.dtype, a.device)
     t = a.__class__
     if t is float:
@@ -262,7 +271,11 @@ def _failed(s):
 
 
 def _realise(s):
-    """Give the lazy storage ``s``, which no recorded call touches, real memory now."""
+    """Give the lazy storage ``s``, which no recorded call touches, real memory now (its
+    bytes recomputed, when it has a recipe)."""
+    if s.recipe is not None:
+        _recompute_now(s)
+        return
     alloc = C._ALLOCATORS.get(s.device._str) or C._allocator(s.device)
     _settle(s, alloc(s.nbytes))
 
@@ -305,6 +318,9 @@ def _materialize(s):
         _failed(s)
     if _S.thread == _ident():
         return _for_host(s, "a read of a tensor's memory")
+    if s.recipe is not None:
+        _recompute_now(s)
+        return s.real
     raise RuntimeError("a tensor made inside an ember.compile region was used on another "
                        "thread before the region computed it")
 
@@ -399,6 +415,12 @@ def flush(reason: str | None = None) -> None:
             kinds.append(("i",))
         slot += 1
     del s
+    recipes = None
+    if region.backward is not None and not region.keep and tr.saved and outputs:
+        recipes = _plan_recompute(tr, kinds, outputs)
+        if recipes:
+            outputs = [o for o in outputs if o not in recipes]
+    tr.saved = []
     key = (tuple(tr.sig), tuple(kinds), tuple(outputs))
     STATS["flushes"] += 1
     ckey = (region.compiler_key, key)
@@ -439,9 +461,235 @@ def flush(reason: str | None = None) -> None:
         _S.thread = thread
     for slot, real in zip(outputs, results):
         _settle(storages[slot], real)
+    if recipes:
+        for slot, recipe in recipes.items():
+            storages[slot].recipe = recipe
+            STATS["recomputable"] += 1
     if region.keep:
         region.kept.append(Kept(key, storages, tr.values, runner, outputs, results, tr.rand,
                                 len(tr.takes)))
+
+
+# ---- recomputing instead of saving -------------------------------------------------------
+#
+# A buffer of a training graph that only autograd's saved tensors hold, made by elementwise
+# calls from the graph's inputs and the buffers it keeps anyway, is left out of the graph
+# (not written to memory): its storage keeps a Recipe, and the backward pass recomputes it
+# where it reads it: inside a captured backward the recipe's calls are recorded into that
+# graph (fused with the gradient computation that reads them), elsewhere they run then.
+
+_MAX_RECIPE = 64        # calls a recipe may take
+
+
+class Recipe:
+    """How to recompute a buffer a graph left out: ``nodes`` (its recorded calls, in
+    order; the last one writes the buffer, slot ``slot``), ``leaves`` (slot -> the storage
+    read: an input of that graph or a buffer it kept), ``temps`` (slot -> (nbytes, device)
+    of buffers made on the way), ``values`` (the graph's runtime values) and ``versions``
+    (slot -> (version counter, version) of the leaves' tensors when recorded: an in-place
+    change since then is an error, as for a saved tensor)."""
+    __slots__ = ("nodes", "slot", "leaves", "temps", "values", "versions")
+
+    def __init__(self, nodes, slot, leaves, temps, values, versions):
+        self.nodes, self.slot, self.leaves, self.temps = nodes, slot, leaves, temps
+        self.values, self.versions = values, versions
+
+
+def saving(st) -> None:
+    """Note an autograd saved tensor made on this thread now (the engine calls it)."""
+    if _S.thread == _ident():
+        _S.trace.saved.append(st)
+
+
+def resolve(t) -> None:
+    """Before a saved tensor is used outside a region: recompute its bytes if its graph
+    left them out."""
+    s = t._storage
+    if s.__class__ is LazyStorage and s.real is None and s.recipe is not None and \
+            _S.thread != _ident():
+        _recompute_now(s)
+
+
+def _writes(node) -> tuple:
+    name, _, enc, _ = node
+    o = OPS[name]
+    if o.kind in ("elementwise", "reduction") and o.kernel.startswith("(out,") and enc \
+            and enc[0][0] == "t":
+        return (enc[0][1],)
+    return tuple(node_slots(node))
+
+
+def _whole(e, nbytes) -> bool:
+    """Whether the encoded tensor ``e`` is its storage, every byte, in order."""
+    _, _, shape, stride, offset, dtype, _ = e
+    n = C.numel(shape)
+    return offset == 0 and n * dtype.itemsize == nbytes and \
+        (n <= 1 or tuple(stride) == C.contiguous_strides(shape))
+
+
+def _saved_only(s, counts) -> bool:
+    """Whether the tensors autograd saved are all that hold the storage ``s``."""
+    holders = [t for t in [r() for r in s.users] if t is not None and t._storage is s]
+    # s: the trace's list, this frame and the call; each holder's _storage. A holder: the
+    # list, the loop below and the call; each saved tensor
+    if not holders or _getrefcount(s) != 3 + len(holders):
+        return False
+    for h in holders:
+        if _getrefcount(h) != 3 + counts.get(id(h), 0):
+            return False
+    return True
+
+
+def _recipe_for(c, tr, kinds, kept, writers):
+    storages = tr.storages
+    nodes, temps, leaves = set(), {}, {}
+    todo, seen = [c], set()
+    while todo:
+        slot = todo.pop()
+        if slot in seen:
+            continue
+        seen.add(slot)
+        ws = writers.get(slot)
+        if ws is None or len(ws) != 1:
+            return None
+        i = ws[0]
+        node = tr.sig[i]
+        o = OPS[node[0]]
+        if o.kind != "elementwise" or not o.kernel.startswith("(out,") or \
+                _dynamic_positions(o):
+            return None
+        out = node[2][0] if node[2] else None
+        if out is None or out[0] != "t" or out[1] != slot or \
+                not _whole(out, storages[slot].nbytes):
+            return None
+        nodes.add(i)
+        if len(nodes) > _MAX_RECIPE:
+            return None
+        if slot != c:
+            temps[slot] = (storages[slot].nbytes, storages[slot].device)
+        for u in node_slots(node)[1:]:
+            if u == slot:
+                return None
+            if u in leaves or u in seen:
+                continue
+            if kinds[u][0] == "i" or u in kept:
+                # read as they are when the graph ends: nothing may write them after this
+                if any(w > i for w in writers.get(u, ())):
+                    return None
+                leaves[u] = storages[u]
+            else:
+                todo.append(u)
+    versions = {u: (tr.vcs[u], tr.vcs[u][0]) for u in leaves if u in tr.vcs}
+    return Recipe([tr.sig[i] for i in sorted(nodes)], c, leaves, temps, tr.values, versions)
+
+
+def _plan_recompute(tr, kinds, outputs) -> dict:
+    """``{output slot: Recipe}`` for the outputs the graph may leave out."""
+    counts: dict = {}
+    for st in tr.saved:
+        d = st.data
+        if d is not None:
+            counts[id(d)] = counts.get(id(d), 0) + 1
+    d = st = None       # (a loop variable left holding a tensor would count as a holder)
+    if not counts:
+        return {}
+    storages = tr.storages
+    cands = [slot for slot in outputs if _saved_only(storages[slot], counts)]
+    if not cands:
+        return {}
+    writers: dict = {}
+    for i, node in enumerate(tr.sig):
+        for w in _writes(node):
+            writers.setdefault(w, []).append(i)
+    kept = set(outputs) - set(cands)
+    while True:
+        recipes, failed = {}, []
+        for c in cands:
+            if c not in kept:
+                r = _recipe_for(c, tr, kinds, kept, writers)
+                if r is None:
+                    failed.append(c)
+                else:
+                    recipes[c] = r
+        if not failed:
+            return recipes
+        kept.update(failed)     # kept after all: the others may read it instead
+
+
+def _remap(e, local, rec_values, tr, vmap):
+    tag = e[0]
+    if tag == "t":
+        return ("t", local[e[1]]) + tuple(e[2:])
+    if tag == "v":
+        i = vmap.get(e[1])
+        if i is None:
+            tr.values.append(rec_values[e[1]])
+            i = vmap[e[1]] = len(tr.values) - 1
+        return ("v", i)
+    if tag == "c":
+        return e
+    return (tag, tuple([_remap(x, local, rec_values, tr, vmap) for x in e[1]]))
+
+
+def _inline(tr, s) -> int:
+    """Record ``s``'s recipe into the trace ``tr``; returns ``s``'s slot there."""
+    rec = s.recipe
+    for vc, version in rec.versions.values():
+        if vc[0] != version:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by "
+                f"an inplace operation: a tensor an ember.compile graph reads to recompute a "
+                f"value for the backward pass is at version {vc[0]}; expected version "
+                f"{version} instead.")
+    local = {}
+    for u, st in rec.leaves.items():
+        if st.__class__ is LazyStorage:
+            if st.real is not None:
+                st = st.real
+            elif st.error is not None:
+                _failed(st)
+            elif st.recipe is not None and id(st) not in tr.slots:
+                local[u] = _inline(tr, st)
+                continue
+        slot = tr.slots.get(id(st))
+        if slot is None:
+            slot = tr.slots[id(st)] = len(tr.storages)
+            tr.storages.append(st)
+            if u in rec.versions:
+                tr.vcs[slot] = rec.versions[u][0]
+        local[u] = slot
+    for u, (nbytes, device) in rec.temps.items():
+        local[u] = len(tr.storages)
+        tr.storages.append(LazyStorage(nbytes, device))
+    slot = local[rec.slot] = tr.slots[id(s)] = len(tr.storages)
+    tr.storages.append(s)
+    vmap: dict = {}
+    for name, dev, enc, kw in rec.nodes:
+        enc = tuple([_remap(a, local, rec.values, tr, vmap) for a in enc])
+        kw = tuple([(k, _remap(v, local, rec.values, tr, vmap)) for k, v in kw])
+        tr.sig.append((name, dev, enc, kw))
+        tr.written.add(enc[0][1])
+        if _USER_STACKS[0]:
+            tr.stacks.append("(recomputed for the backward pass)")
+    STATS["recomputed"] += 1
+    return slot
+
+
+def _recompute_now(s) -> None:
+    """Run ``s``'s recipe now (outside a region) and give ``s`` the bytes."""
+    tr = Trace()
+    thread, _S.thread = _S.thread, None
+    try:
+        slot = _inline(tr, s)
+        kinds = tuple([("b", x.nbytes, x.device) if x.__class__ is LazyStorage else ("i",)
+                       for x in tr.storages])
+        info = TraceInfo(tuple(tr.sig), kinds, (slot,),
+                         [_ORIGINAL.get((n[0], n[1])) or OPS[n[0]].kernels[n[1]]
+                          for n in tr.sig], tr.stacks)
+        real = replay(info)(tr.storages, tr.values)[0]
+    finally:
+        _S.thread = thread
+    _settle(s, real)
 
 
 # ---- running a trace: the runner every compiler shares --------------------------------
@@ -810,7 +1058,8 @@ class capture:
             # storages no kernel wrote (an empty result, ember.empty) get memory too
             for r in _S.created:
                 st = r()
-                if st is not None and st.real is None and st.error is None:
+                if st is not None and st.real is None and st.error is None and \
+                        st.recipe is None:
                     _realise(st)
         finally:
             _S.created = []

@@ -18,7 +18,7 @@ from collections import deque
 from weakref import ref as _weakref
 
 from ember.dispatcher import core as C
-from ember.dispatcher.core import TensorBase
+from ember.dispatcher.core import LazyStorage, TensorBase
 from ember.dispatcher import grad_mode
 from ember.dispatcher import lazy as L
 from ember.dispatcher import ops as O
@@ -181,6 +181,8 @@ class SavedTensor:
             self.data = None
         else:
             self.unpack_hook = None
+            if L._S.thread is not None:     # (in a compiled region: may be recomputed)
+                L.saving(self)
 
     def unpack(self, node):
         if self.unpack_hook is not None:
@@ -200,6 +202,8 @@ class SavedTensor:
             d = self.data
             if d._vc[0] != self.version:
                 self._stale(node, d._vc[0], d)
+            if d._storage.__class__ is LazyStorage:     # left out by a compiled graph
+                L.resolve(d)
         if self.is_output and self.requires_grad and MODE.grad:
             alias = C.view_of(d, d.shape, d._stride, d._offset)
             alias.requires_grad = True
