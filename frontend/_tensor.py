@@ -331,12 +331,19 @@ class Tensor(TensorBase):
 
     def __dlpack__(self, stream=None, **kwargs):
         if self.device.type != "cpu":
-            raise BufferError(f"__dlpack__: only CPU tensors export DLPack for now (tensor is "
-                              f"on {self.device})")
+            raise BufferError(f"__dlpack__: a tensor on {self.device} cannot be shared through "
+                              f"DLPack yet (only cpu tensors export it); copy it with "
+                              f".cpu() first")
         return K.numpy_of(self).__dlpack__(**kwargs)
 
+    #: DLPack's device type codes (dlpack.h's DLDeviceType); a third party's device is
+    #: kDLExtDev
+    _DLPACK_DEVICES = {"cpu": 1, "cuda": 2, "opencl": 4}
+
     def __dlpack_device__(self):
-        return (1, 0)
+        """``(device type, index)`` in DLPack's codes: cpu 1, cuda 2, opencl 4, any
+        other device 12 (kDLExtDev)."""
+        return (self._DLPACK_DEVICES.get(self.device.type, 12), self.device.index or 0)
 
     def __bool__(self):
         n = self.numel()

@@ -18,6 +18,7 @@ allocator's statistics. See ``docs/plugins.md``.
 True
 """
 import argparse
+import sys
 from importlib.metadata import entry_points
 
 from ._cases import (Case, all_cases, compile_cases, forward_cases, grad_cases, inplace_cases,
@@ -53,7 +54,13 @@ def _plugin_registered() -> bool:
 def main(argv=None) -> int:
     """``python -m ember.testing DEVICE [--xfail FILE] [pytest options]``."""
     # pytest is the kit's runner, an optional dependency (ember[testing]): imported only here
-    import pytest  # noqa: PLC0415
+    try:
+        import pytest  # noqa: PLC0415
+    except ModuleNotFoundError:
+        print("python -m ember.testing: the conformance kit runs on pytest, which is not "
+              "installed: pip install 'ember[testing]' (or pip install pytest)",
+              file=sys.stderr)
+        return 2
     p = argparse.ArgumentParser(prog="python -m ember.testing",
                                 description="Run ember's conformance kit on a device.")
     p.add_argument("device", nargs="?", default="cpu", help="device to test (default: cpu)")

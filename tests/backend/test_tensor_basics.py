@@ -168,3 +168,26 @@ def test_pin_memory_without_an_accelerator_is_torchs_error():
 def test_record_stream_needs_a_backend_with_streams():
     with pytest.raises(RuntimeError, match="'cpu' backend has no streams"):
         ember.ones(3).record_stream(None)
+
+
+def test_dlpack_device_names_the_device_and_export_says_what_to_do():
+    """``__dlpack_device__`` gives DLPack's code of the tensor's own device (PyTorch: cuda
+    tensors say (2, i)); a device tensor that cannot be exported says so, and how."""
+    assert ember.ones(2).__dlpack_device__() == torch.ones(2).__dlpack_device__() == (1, 0)
+    if ember.opencl.is_available():
+        t = ember.ones(2, device="opencl")
+        assert t.__dlpack_device__() == (4, 0)          # kDLOpenCL
+        with pytest.raises(BufferError, match=r"opencl:0 .*\.cpu\(\) first"):
+            t.__dlpack__()
+
+
+def test_conformance_kit_without_pytest_says_how_to_install_it():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['pytest'] = None\n"
+            "import ember.testing\n"
+            "sys.exit(ember.testing.main(['cpu']))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "pip install 'ember[testing]'" in r.stderr and "Traceback" not in r.stderr

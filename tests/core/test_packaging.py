@@ -1,0 +1,47 @@
+"""The distributions' metadata: one version for every first-party distribution, each
+backend pinning ember to it, a BSD-3-Clause LICENSE file in each, and ``py.typed`` (PEP
+561) shipped with the ember package."""
+import os
+import re
+
+import pytest
+
+import ember
+
+tomllib = pytest.importorskip("tomllib")     # (Python 3.11+; the files are the same on 3.10)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DISTS = {"ember": ".", "ember-cpu": "backends/cpu", "ember-cuda": "backends/cuda",
+         "ember-opencl": "backends/opencl", "ember-example": "examples/plugin-template"}
+
+
+def _project(folder):
+    with open(os.path.join(ROOT, folder, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)["project"]
+
+
+@pytest.mark.parametrize("name,folder", DISTS.items())
+def test_every_distribution_has_the_license_it_declares(name, folder):
+    proj = _project(folder)
+    assert proj["name"] == name
+    assert proj["license"] == {"text": "BSD-3-Clause"}
+    with open(os.path.join(ROOT, folder, "LICENSE")) as f:
+        text = f.read()
+    assert text.startswith("BSD 3-Clause License") and "Redistributions" in text
+
+
+def test_first_party_backends_pin_the_ember_they_were_released_with():
+    version = _project(".")["version"]
+    assert ember.__version__ == version
+    for name in ("ember-cpu", "ember-cuda", "ember-opencl"):
+        proj = _project(DISTS[name])
+        assert proj["version"] == version, name
+        pins = [d for d in proj["dependencies"] if re.match(r"ember\b(?!-)", d)]
+        assert pins == [f"ember=={version}"], (name, proj["dependencies"])
+
+
+def test_the_package_is_typed():
+    assert os.path.exists(os.path.join(os.path.dirname(ember.__file__), "py.typed"))
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        data = tomllib.load(f)["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in data["ember"]
