@@ -36,8 +36,10 @@ __all__ = ["ACTIVE", "STATE", "LOWER", "FP32", "PROMOTE", "DEFAULT_DTYPES", "pol
 #: number of autocast regions currently entered, over all threads (the cheap hot-path test)
 ACTIVE = [0]
 
-#: each device type's default lower-precision dtype (PyTorch's)
-DEFAULT_DTYPES = {"cpu": D.bfloat16}
+#: each device type's default lower-precision dtype (PyTorch's; opencl, which PyTorch lacks,
+#: takes the CPU's: its devices are mostly CPUs and integrated GPUs, whose float16 has no
+#: float32-like range)
+DEFAULT_DTYPES = {"cpu": D.bfloat16, "opencl": D.bfloat16}
 
 #: the lower-precision dtypes an autocast region may use, per device type (others: any
 #: of float16 and bfloat16)

@@ -7,6 +7,9 @@ import re
 __all__ = ["device", "to_device"]
 
 _CACHE: dict = {}
+#: ``(enter(device), exit())``, installed by the frontend: ``with ember.device(...)`` makes
+#: the device the default of creation functions on this thread until the block ends
+CONTEXT = [None]
 
 
 #: a device type: lower-case ASCII letters, digits and underscores
@@ -112,6 +115,19 @@ class device:
 
     def __reduce__(self):
         return (device, (self.type, self.index))
+
+    def __enter__(self):
+        """``with ember.device("opencl"):``: tensors created in the block without a
+        ``device`` go to this one (``torch.device`` as a context manager)."""
+        if CONTEXT[0] is None:
+            raise RuntimeError("ember.device as a context manager needs the ember frontend "
+                               "(import ember)")
+        CONTEXT[0][0](self)
+        return self
+
+    def __exit__(self, *exc):
+        CONTEXT[0][1]()
+        return False
 
 
 def to_device(d) -> device:

@@ -32,7 +32,8 @@ __version__ = "0.1.0"     # (before the submodules, which read it)
 
 from . import autograd, backends, nn, optim, utils
 from . import distributions, linalg, sparse, special
-from ._device_ns import cuda, opencl
+from ._device_ns import cuda, opencl, DeviceNamespace as _DeviceNamespace
+from ember.dispatcher.plugins import BACKENDS as _BACKENDS, ensure_loaded as _ensure_loaded
 from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
 from . import _dynamo, _logging
 from . import onnx
@@ -55,3 +56,14 @@ def result_type(tensor1, tensor2):
     return _result_type(tensor1, tensor2)
 
 
+
+
+def __getattr__(name):
+    """``ember.<device type>`` for any installed backend plugin (``ember.myaccel.
+    memory_stats()``), made on first use, as ``ember.opencl`` and ``ember.cuda`` are."""
+    if not name.startswith("_"):
+        _ensure_loaded()
+        if name in _BACKENDS:
+            ns = globals()[name] = _DeviceNamespace(name)
+            return ns
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from ember.dispatcher.device import to_device
+from ember.dispatcher.device import CONTEXT, to_device
 
 __all__ = ["get_default_device", "set_default_device", "default_device_or"]
 
@@ -15,6 +15,7 @@ class _Defaults(threading.local):
 
     def __init__(self):
         self.device = None
+        self.saved = []     # the defaults ``with ember.device(...)`` blocks replaced
 
 
 _STATE = _Defaults()
@@ -35,3 +36,15 @@ def default_device_or(device):
     if device is not None:
         return device
     return _STATE.device
+
+
+def _enter(d) -> None:
+    _STATE.saved.append(_STATE.device)
+    _STATE.device = to_device(d)
+
+
+def _exit() -> None:
+    _STATE.device = _STATE.saved.pop() if _STATE.saved else None
+
+
+CONTEXT[0] = (_enter, _exit)

@@ -360,9 +360,10 @@ class GradScaler:
                     dev = g.device
                     if dev not in found:
                         found[dev] = O.to(found_inf, dev, copy=True)
-                    # inf/NaN anywhere: the whole step is skipped (the values are then unused)
-                    if not bool(g.isfinite().all()):
-                        found[dev].fill_(1.0)
+                    # inf/NaN anywhere: the whole step is skipped (the values are then
+                    # unused). Kept on the device: the host reads found_inf once per step
+                    # (step()/update()), not once per parameter
+                    found[dev] = found[dev].maximum(g.isfinite().all().logical_not())
                     g.mul_(O.to(inv_scale, dev))
         return found
 

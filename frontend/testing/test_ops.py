@@ -17,6 +17,8 @@
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import ember
@@ -32,26 +34,34 @@ def _params(cases):
     return [pytest.param(c, id=c.id) for c in cases]
 
 
-def _context(case, index, sample):
+def _context(case, index, sample, device=None):
+    """Where a failure happened, for plugin authors: the public op and the call (the op's
+    name where the sample's function is a lambda), and a one-line reproduction."""
     args = ", ".join(repr(a) for a in sample.args)
     kw = ", ".join(f"{k}={v!r}" for k, v in sample.kwargs.items())
     fn = sample.fn or case.info.fn
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
-    return (f"{case.kind} {case.op} ({case.dtype.name}, {case.layout}), sample {index}: "
+    if "<lambda>" in name or "<locals>" in name:
+        name = case.op
+    text = (f"{case.kind} {case.op} ({case.dtype.name}, {case.layout}), sample {index}: "
             f"{name}({', '.join(x for x in (args, kw) if x)})")
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].rsplit(" ", 1)[0]
+    if test and device is not None:
+        text += f'\nreproduce: python -m ember.testing {device} -k "{test}"'
+    return text
 
 
-def _run_samples(case, body):
+def _run_samples(case, body, device=None):
     for index, sample in case.samples:
         try:
             body(index, sample)
         except AssertionError as e:
-            raise AssertionError(f"{_context(case, index, sample)}\n{e}") from None
+            raise AssertionError(f"{_context(case, index, sample, device)}\n{e}") from None
         except Exception as e:
             if hasattr(e, "add_note"):
-                e.add_note(_context(case, index, sample))
+                e.add_note(_context(case, index, sample, device))
                 raise
-            raise RuntimeError(f"{_context(case, index, sample)}: {e!r}") from e
+            raise RuntimeError(f"{_context(case, index, sample, device)}: {e!r}") from e
 
 
 def _call(case, sample, args, kwargs):
@@ -83,7 +93,7 @@ def test_forward(case, ember_device):
         expected = _call(case, sample, b.ref_args, b.ref_kwargs)
         actual = _call(case, sample, b.dev_args, b.dev_kwargs)
         _check(case, sample, b, actual, expected, ember_device)
-    _run_samples(case, body)
+    _run_samples(case, body, ember_device)
 
 
 def _times_one(v):
@@ -121,7 +131,7 @@ def test_compiled(case, ember_device):
                   rng_for(case.op, index, case.dtype.name, case.layout))
         actual = ember.compile(neighbours)(*b.dev_args, **b.dev_kwargs)
         _check(case, sample, b, actual, expected, ember_device)
-    _run_samples(case, body)
+    _run_samples(case, body, ember_device)
 
 
 @pytest.mark.parametrize("case", _params(grad_cases()))
@@ -159,7 +169,7 @@ def test_grad(case, ember_device):
             assert_close(got_base, expected_base_grad(ref.grad, arg.spec, arg.layout),
                          device=ember_device, scale=case.info.scale * 4,
                          what=f"{name} (base tensor)", magnitude=_mag(b))
-    _run_samples(case, body)
+    _run_samples(case, body, ember_device)
 
 
 @pytest.mark.parametrize("case", _params(inplace_cases()))
@@ -181,7 +191,7 @@ def test_inplace(case, ember_device):
         carve(want, self_arg.spec, self_arg.layout, tuple(expected.shape)).copy_(expected)
         assert_close(self_arg.base, want, device=ember_device, scale=info.scale,
                      what="base tensor of self", magnitude=mag)
-    _run_samples(case, body)
+    _run_samples(case, body, ember_device)
 
 
 @pytest.mark.parametrize("case", _params(out_cases()))
@@ -212,7 +222,7 @@ def test_out(case, ember_device):
             want[tuple(slice(1, 2 * n, 2) for n in shape)] = expected
             assert_close(base, want, device=ember_device, what="base tensor of out",
                          magnitude=mag)
-    _run_samples(case, body)
+    _run_samples(case, body, ember_device)
 
 
 def test_every_schema_op_has_an_entry():

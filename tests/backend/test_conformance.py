@@ -126,3 +126,20 @@ def test_plugin_guide_lists_every_primitive_with_its_kernel():
     assert set(rows) == set(PRIMITIVES)
     for name, kernel in rows.items():
         assert kernel == OPS[name].kernel.split("#")[0].strip(), name
+
+
+def test_failure_messages_name_the_public_op_and_how_to_reproduce(monkeypatch):
+    """A plugin author reads the op's public name (not ``<lambda>``) and a command that
+    runs that one test again."""
+    from ember.testing.test_ops import _context
+    case, index, sample = next(
+        (c, i, smp) for c in forward_cases() for i, smp in c.samples
+        if (smp.fn or c.info.fn).__name__ == "<lambda>" and c.layout == "contiguous")
+    monkeypatch.setenv("PYTEST_CURRENT_TEST",
+                       f"ember/testing/test_ops.py::test_forward[{case.id}] (call)")
+    text = _context(case, index, sample, "mydevice")
+    assert "<lambda>" not in text
+    assert re.search(rf"forward {re.escape(case.op)} \(\w+, contiguous\), sample \d+: "
+                     rf"{re.escape(case.op)}\(", text), text
+    assert text.endswith(f'reproduce: python -m ember.testing mydevice -k '
+                         f'"test_forward[{case.id}]"')

@@ -45,3 +45,26 @@ def test_the_package_is_typed():
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         data = tomllib.load(f)["tool"]["setuptools"]["package-data"]
     assert "py.typed" in data["ember"]
+
+
+def test_the_wheel_lists_every_package():
+    """An editable install finds any package; a wheel has only those listed."""
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        setup = tomllib.load(f)["tool"]["setuptools"]
+    listed = set(setup["packages"])
+    found = set()
+    for name, folder in setup["package-dir"].items():
+        base = os.path.join(ROOT, folder)
+        for dirpath, _, files in os.walk(base):
+            if "__init__.py" in files:
+                rel = os.path.relpath(dirpath, base)
+                found.add(name if rel == "." else name + "." + rel.replace(os.sep, "."))
+    assert found - listed == set(), f"packages missing from pyproject.toml: {found - listed}"
+
+
+def test_extras_for_plugin_authors_and_the_other_backends():
+    extras = _project(".")["optional-dependencies"]
+    assert extras["testing"] == ["pytest>=7"]
+    version = _project(".")["version"]
+    assert extras["opencl"] == [f"ember-opencl=={version}"]
+    assert extras["cuda"] == [f"ember-cuda=={version}"]

@@ -116,6 +116,7 @@ def test_grad_scaler_default_device_cuda_disables_without_gpu():
 
 # ---- autocast state --------------------------------------------------------------------
 def test_autocast_state_matches_torch():
+    assert ember.get_autocast_dtype("opencl") == ember.bfloat16     # (as cpu: the issue)
     for mod, T in ((ember, ember), (torch, torch)):
         assert mod.is_autocast_enabled("cpu") is False
         assert mod.get_autocast_dtype("cpu") == T.bfloat16
@@ -241,3 +242,23 @@ def test_autocast_runs_ops_in_torchs_dtypes_end_to_end():
         (y.float().sum() + z.float().sum()).backward()
         results.append([str(t.dtype).split(".")[-1] for t in (y, z, c, p, s, x.grad)])
     assert results[0] == results[1]
+
+
+def test_unscale_reads_nothing_on_the_host_per_parameter(monkeypatch):
+    """The inf/NaN check stays on the device: no value comes to the host while unscaling,
+    one per device when step() decides (PyTorch: _amp_foreach_non_finite_check_and_unscale_
+    writes found_inf on the device)."""
+    model = ember.nn.Sequential(*[ember.nn.Linear(4, 4) for _ in range(5)])
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    scaler = ember.amp.GradScaler("cpu")
+    scaler.scale(model(ember.randn(2, 4)).sum()).backward()
+    reads = []
+    for name in ("item", "__bool__", "tolist", "numpy"):
+        orig = getattr(ember.Tensor, name)
+        monkeypatch.setattr(ember.Tensor, name,
+                            lambda self, *a, _o=orig, _n=name, **k: (reads.append(_n),
+                                                                     _o(self, *a, **k))[1])
+    scaler.unscale_(opt)
+    assert reads == []
+    scaler.step(opt)
+    assert len(reads) == 1
