@@ -2,6 +2,7 @@
 
     make demo                                   # or: python examples/train_digits.py
     python examples/train_digits.py --device opencl --epochs 20
+    python examples/train_digits.py --epochs 1 --profile trace.json   # ember.profiler
 
 Prints a progress bar per epoch, then test accuracy, throughput and time; saves a
 checkpoint, reloads it into a fresh model and checks the predictions are identical.
@@ -64,6 +65,23 @@ def evaluate(model, x, y, device, batch_size=256):
     return pred, float((pred == y).float().mean().item())
 
 
+def report_profile(prof, path, marks):
+    """Print the profiler's table, the recorded steps' measured time against the table's
+    total, and write the trace."""
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+    recorded = [t for action, t in marks
+                if action is ember.profiler.ProfilerAction.RECORD_AND_SAVE]
+    first = next(i for i, (action, _) in enumerate(marks)
+                 if action is ember.profiler.ProfilerAction.RECORD)
+    measured = (recorded[-1] - marks[first - 1][1]) * 1e6       # microseconds
+    total = prof.key_averages().self_cpu_time_total
+    print(f"profiled {prof.step_num - first} steps: measured {measured / 1e3:.1f} ms, the "
+          f"table's self times add up to {total / 1e3:.1f} ms "
+          f"({abs(total - measured) / measured:.1%} apart)")
+    prof.export_chrome_trace(path)
+    print(f"trace written to {path} (open it in https://ui.perfetto.dev)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu", help="cpu, opencl, cuda, ... (any backend)")
@@ -71,6 +89,9 @@ def main(argv=None):
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", metavar="TRACE.json",
+                    help="profile training steps 3-12 (ember.profiler): print the op table "
+                         "and write a Chrome/Perfetto trace")
     args = ap.parse_args(argv)
 
     ember.manual_seed(args.seed)
@@ -87,6 +108,15 @@ def main(argv=None):
     print(f"ember {ember.__version__} on {device}: {len(train)} training and {len(yte)} test "
           f"digits, {sum(p.numel() for p in model.parameters())} parameters")
 
+    prof = None
+    if args.profile:
+        # steps 1-2 wait, 3 warms up, 4-13 are recorded (PyTorch's schedule)
+        prof = ember.profiler.profile(
+            schedule=ember.profiler.schedule(wait=1, warmup=1, active=10, repeat=1),
+            on_trace_ready=lambda p: report_profile(p, args.profile, marks))
+        prof.start()
+        marks = []      # the time of each step() call: the recorded steps' wall time
+
     start = time.perf_counter()
     seen = 0
     for epoch in range(1, args.epochs + 1):
@@ -102,10 +132,15 @@ def main(argv=None):
             seen += len(yb)
             total += loss.item() * len(yb)
             bar.set_postfix(loss=f"{loss.item():.4f}")
+            if prof is not None:
+                marks.append((prof.current_action, time.perf_counter()))
+                prof.step()
         _, acc = evaluate(model, xte_t, yte_t, device)
         tqdm.write(f"epoch {epoch:2d}: train loss {total / len(train):.4f}, "
                    f"test accuracy {acc:.2%}")
     elapsed = time.perf_counter() - start
+    if prof is not None:
+        prof.stop()
 
     pred, acc = evaluate(model, xte_t, yte_t, device)
     print(f"test accuracy {acc:.2%} after {args.epochs} epochs in {elapsed:.1f} s "

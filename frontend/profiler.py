@@ -354,6 +354,7 @@ class profile:
         self._t0 = None
         self._events: list = []
         self._step_ranges: list = []
+        self._step_ev = None        # the open "ProfilerStep#N" range (after a step() call)
 
     # recording on and off
     def _start_session(self):
@@ -377,7 +378,13 @@ class profile:
             self._start_session()
         return self
 
+    def _close_step(self):
+        if self._step_ev is not None:
+            P.range_pop(self._step_ev)
+            self._step_ev = None
+
     def stop(self):
+        self._close_step()
         if self._session is not None:
             if self.current_action is ProfilerAction.WARMUP:
                 P.stop(self._session)
@@ -395,7 +402,10 @@ class profile:
         return False
 
     def step(self):
-        """Advance the schedule by one step."""
+        """Advance the schedule by one step. Each recorded step is a range named
+        ``ProfilerStep#N`` (as PyTorch's): its self time is what ran outside ops and
+        ``record_function`` ranges, so the table's self times add up to the steps' time."""
+        self._close_step()
         prev = self.current_action
         self.step_num += 1
         self.current_action = self.schedule(self.step_num)
@@ -415,6 +425,7 @@ class profile:
                 self._session.events.clear()
         if self.current_action in recording + (ProfilerAction.WARMUP,):
             self._start_session()
+            self._step_ev = P.range_push(f"ProfilerStep#{self.step_num}")
 
     # results
     def events(self) -> EventList:
