@@ -140,11 +140,20 @@ PROMOTE = {
 
 _ELIGIBLE = (D.float32, D.float16, D.bfloat16)
 
+#: entries of PyTorch's CPU float32 list that its autocast does not apply to the public
+#: function (the call reaches another overload, e.g. torch.linalg.det -> _linalg_det):
+#: measured with torch 2.13, a bfloat16 input reaches the op as it is (PyTorch raises for
+#: most; matrix_exp computes in bfloat16), and ember does the same
+NOT_APPLIED = {"cpu": frozenset({"linalg_det", "linalg_lu", "linalg_lu_factor",
+                                 "linalg_lu_solve", "linalg_slogdet", "linalg_matrix_exp"})}
+
 
 def policy(name: str, device_type: str = "cpu") -> str | None:
     """``"lower"``, ``"fp32"``, ``"promote"`` or None for the op (or entry) ``name`` on
     ``device_type``."""
     key = "cpu" if device_type == "cpu" else "default"
+    if name in NOT_APPLIED.get(key, ()):
+        return None
     if name in LOWER[key]:
         return "lower"
     if name in FP32[key]:

@@ -37,6 +37,8 @@ from ember.dispatcher.plugins import BACKENDS as _BACKENDS, ensure_loaded as _en
 from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
 from . import _dynamo, _logging
 from . import onnx
+from . import _autocast_entries
+import sys as _sys
 from ._compile import compile  # noqa: A001  (torch.compile's name)
 from .serialization import save, load
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,
@@ -56,6 +58,10 @@ def result_type(tensor1, tensor2):
     return _result_type(tensor1, tensor2)
 
 
+
+
+# the public functions on PyTorch's autocast lists cast their inputs at entry
+_autocast_entries.install(_sys.modules[__name__], nn.functional, linalg, Tensor)
 
 
 def __getattr__(name):

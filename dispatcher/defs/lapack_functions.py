@@ -362,6 +362,9 @@ def ormqr(A, tau, Cm, left=True, transpose=False):
     if (m if left else n) != A.shape[-2]:
         raise RuntimeError(f"{name}: other.shape[{-2 if left else -1}] must be equal to "
                            "input.shape[-2]")
+    if tau.shape[-1] != min(m if left else n, A.shape[-1]):
+        raise RuntimeError(f"{name}: tau.shape[-1] must be equal to min(other.shape"
+                           f"[{-2 if left else -1}], input.shape[-1])")
     X = _empty((Bn, m, n), A.dtype, A.device)
     if Bn:
         k = tau.shape[-1]
