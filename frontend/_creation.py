@@ -16,6 +16,7 @@ from ember.dispatcher.device import to_device
 from ember.dispatcher.plugins import backend_for
 from ember.dispatcher.random import default_generator
 
+from . import _dlpack
 from ._defaults import default_device_or
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full",
@@ -468,10 +469,17 @@ def scalar_tensor(s, *, dtype=None, device=None):
 
 
 def from_numpy(arr):
-    """A CPU tensor sharing ``arr``'s memory (zero copy, O(1))."""
+    """A CPU tensor sharing ``arr``'s memory (zero copy, O(1)); an ``ml_dtypes.bfloat16``
+    array gives a bfloat16 tensor."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
-    dt = D.from_numpy_dtype(arr.dtype)
+    if arr.dtype.name == "bfloat16":    # ml_dtypes' (NumPy has none)
+        return _wrap_numpy(arr.view(np.uint16), D.bfloat16)
+    return _wrap_numpy(arr, D.from_numpy_dtype(arr.dtype))
+
+
+def _wrap_numpy(arr, dt):
+    """A CPU tensor of dtype ``dt`` over ``arr``'s memory (of the same item size)."""
     item = arr.itemsize
     if any(s < 0 for s in arr.strides):
         raise ValueError("At least one stride in the given numpy array is negative, and tensors "
@@ -502,7 +510,7 @@ def numpy_of(t, force=False, readonly=False):
                             "Tensor.cpu() to copy the tensor to host memory first.")
         with below_autograd():
             t = O.to(t, "cpu")
-    npdt = t.dtype.to_numpy()
+    npdt = _ml_bfloat16() if t.dtype is D.bfloat16 else t.dtype.to_numpy()
     base = np.frombuffer(C.host_storage(t, not readonly), dtype=np.uint8)
     item = t.dtype.itemsize
     n = C.numel(t.shape)
@@ -516,9 +524,22 @@ def numpy_of(t, force=False, readonly=False):
         writeable=not getattr(t._storage, "readonly", False))
 
 
+def _ml_bfloat16():
+    """``ml_dtypes.bfloat16``: what ``.numpy()`` of a bfloat16 tensor gives (NumPy has no
+    bfloat16; ml_dtypes, imported on first use, is the registry's standard one)."""
+    try:
+        import ml_dtypes  # noqa: PLC0415
+    except ModuleNotFoundError:
+        raise TypeError("Got unsupported ScalarType BFloat16: NumPy has no bfloat16 dtype "
+                        "(pip install ml_dtypes for one, or call .float() first)") from None
+    return ml_dtypes.bfloat16
+
+
 def from_dlpack(ext):
-    """A tensor sharing memory with any object implementing ``__dlpack__`` (CPU)."""
+    """A tensor sharing memory with any object implementing ``__dlpack__``, or a DLPack
+    capsule (CPU memory; bfloat16 included, which NumPy's DLPack lacks)."""
     if isinstance(ext, TensorBase):
         return ext
-    arr = np.from_dlpack(ext)
-    return from_numpy(arr)
+    capsule = ext if type(ext).__name__ == "PyCapsule" else ext.__dlpack__()
+    arr, dt, _ = _dlpack.import_capsule(capsule)
+    return _wrap_numpy(arr, dt)

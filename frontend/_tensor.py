@@ -24,6 +24,7 @@ from ember.dispatcher.lazy import reading as _reading
 from ember.dispatcher.plugins import backend_for
 
 from . import _creation as K
+from . import _dlpack
 from . import _device_ns
 from . import _functions as F
 from . import (_ops_compat, _ops_linalg, _ops_misc, _ops_nn, _ops_reduce, _ops_shape,
@@ -334,6 +335,9 @@ class Tensor(TensorBase):
             raise BufferError(f"__dlpack__: a tensor on {self.device} cannot be shared through "
                               f"DLPack yet (only cpu tensors export it); copy it with "
                               f".cpu() first")
+        if self.dtype is D.bfloat16:    # (NumPy's DLPack has no bfloat16: ember's capsule)
+            return _dlpack.export_capsule(self, np.frombuffer(C.host_storage(self, True),
+                                                              dtype=np.uint8))
         return K.numpy_of(self).__dlpack__(**kwargs)
 
     #: DLPack's device type codes (dlpack.h's DLDeviceType); a third party's device is

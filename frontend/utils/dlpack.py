@@ -27,26 +27,9 @@ class DLDeviceType(enum.IntEnum):
     kDLMAIA = 17
 
 
-class _Capsule:
-    """A bare DLPack capsule seen through the ``__dlpack__`` protocol. ember exports CPU
-    memory only (``Tensor.__dlpack__``), and so do the capsules it reads here."""
-    __slots__ = ("capsule",)
-
-    def __init__(self, capsule):
-        self.capsule = capsule
-
-    def __dlpack__(self, **kwargs):
-        return self.capsule
-
-    def __dlpack_device__(self):
-        return (int(DLDeviceType.kDLCPU), 0)
-
-
 def from_dlpack(ext):
     """A tensor sharing memory with ``ext``: an object with ``__dlpack__`` or a DLPack
     capsule (PyTorch's legacy form; a capsule can be consumed once)."""
-    if type(ext).__name__ == "PyCapsule":
-        ext = _Capsule(ext)
     return _from_dlpack(ext)
 
 

@@ -65,8 +65,9 @@ def test_numpy_of_views_and_dtypes():
         t = ember.tensor(a)
         np.testing.assert_array_equal(t.t().numpy(), a.T)
         np.testing.assert_array_equal(t[1:, ::3].numpy(), a[1:, ::3])
-    with pytest.raises(TypeError, match="BFloat16"):
-        ember.ones(2, dtype=ember.bfloat16).numpy()
+    # NumPy has no bfloat16: ml_dtypes' (PyTorch raises; issue 18 asked for this)
+    b = ember.tensor([1.5, -2.0]).bfloat16().numpy()
+    assert b.dtype.name == "bfloat16" and b.astype(np.float32).tolist() == [1.5, -2.0]
 
 
 def test_dlpack_roundtrip():

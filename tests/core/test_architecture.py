@@ -25,6 +25,8 @@ LAZY = {
     # optional dependencies of ONNX export (ember[onnx]): onnx takes 0.6 s to import, so
     # `import ember` does not pay it; onnxruntime only runs an exported program
     ("ember.onnx", "onnx"), ("ember.onnx", "onnxruntime"),
+    # ml_dtypes gives .numpy() of a bfloat16 tensor its dtype: only that call needs it
+    ("ember._creation", "ml_dtypes"),
 }
 
 
