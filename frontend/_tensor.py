@@ -344,6 +344,28 @@ class Tensor(TensorBase):
     #: kDLExtDev
     _DLPACK_DEVICES = {"cpu": 1, "cuda": 2, "opencl": 4}
 
+    @property
+    def __cuda_array_interface__(self):
+        """Numba's / CuPy's CUDA Array Interface (version 2, as PyTorch's) for a cuda
+        tensor: its device address, shape, byte strides and NumPy type string."""
+        if self.device.type != "cuda":
+            raise AttributeError(f"Can't get __cuda_array_interface__ on non-CUDA tensor "
+                                 f"type: {self.type()} If CUDA data is required use "
+                                 f"tensor.cuda() to copy tensor to device memory.")
+        if self.requires_grad:
+            raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires "
+                               "grad. If gradients aren't required, use var.detach() to get "
+                               "Variable that doesn't require grad.")
+        if self.dtype is D.bfloat16:
+            raise TypeError("Got unsupported ScalarType BFloat16: the CUDA Array Interface "
+                            "has no bfloat16 type string")
+        item = self.dtype.itemsize
+        contiguous = self._stride == C.contiguous_strides(self.shape)
+        ptr = self._storage.data_ptr + self._offset * item if self.numel() else 0
+        return {"typestr": self.dtype.to_numpy().str, "shape": tuple(self.shape),
+                "strides": None if contiguous else tuple(s * item for s in self._stride),
+                "data": (ptr, False), "version": 2}
+
     def __dlpack_device__(self):
         """``(device type, index)`` in DLPack's codes: cpu 1, cuda 2, opencl 4, any
         other device 12 (kDLExtDev)."""

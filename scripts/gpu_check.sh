@@ -254,6 +254,15 @@ ok &= fused_ok
 print(f"GELU-tanh 4M float32: ember eager {te:.0f} us, ember.compile {tc:.0f} us "
       f"(x{te / tc:.2f}), torch eager {tt:.0f} us")
 
+# __cuda_array_interface__ (numba, CuPy): the same description as PyTorch's
+ce = ember.ones(3, 4, device="cuda")[:, ::2]
+ct = torch.ones(3, 4, device="cuda")[:, ::2]
+ai, at = ce.__cuda_array_interface__, ct.__cuda_array_interface__
+cai_ok = all(ai[k] == at[k] for k in ("typestr", "shape", "strides")) and ai["data"][0] != 0
+res["cuda_array_interface"] = bool(cai_ok)
+ok &= cai_ok
+print(f"__cuda_array_interface__ as PyTorch's: {cai_ok} ({ai})")
+
 n = 4096
 ge = ember.randn(n, n, device="cuda"); he = ember.randn(n, n, device="cuda")
 gt = torch.randn(n, n, device="cuda"); ht = torch.randn(n, n, device="cuda")

@@ -192,3 +192,12 @@ def test_conformance_kit_without_pytest_says_how_to_install_it():
                        timeout=120)
     assert r.returncode == 2, r.stderr
     assert "pip install 'ember[testing]'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cuda_array_interface_is_cuda_only_as_torch():
+    """numba and CuPy test for the attribute: a CPU tensor has none, with PyTorch's
+    message (the cuda description is checked against PyTorch's by gpu_check.sh)."""
+    for t in (ember.ones(2), torch.ones(2)):
+        assert not hasattr(t, "__cuda_array_interface__")
+    with pytest.raises(AttributeError, match="non-CUDA tensor type: ember.FloatTensor"):
+        ember.ones(2).__cuda_array_interface__
