@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -81,8 +82,35 @@ def _check(case, sample, built, actual, expected, device):
             assert a.device == ember.dispatcher.to_device(device), \
                 f"result on {a.device}, expected on {device}"
     else:
-        assert_close(actual, expected, device=device, scale=case.info.scale,
-                     magnitude=_mag(built))
+        try:
+            assert_close(actual, expected, device=device, scale=case.info.scale,
+                         magnitude=_mag(built))
+        except AssertionError as e:
+            outs = flat_tensors(expected)
+            shape = tuple(outs[0].shape) if len(outs) == 1 else None
+            raise AssertionError(f"{e}{_inputs_at(str(e), built, shape)}") from None
+
+
+def _inputs_at(message, built, shape):
+    """The inputs' values at the first mismatch (where an input broadcasts to the result:
+    elementwise ops), for the failure message."""
+    m = re.search(r"first at \(([\d, ]*)\)", message)
+    if m is None or shape is None:
+        return ""
+    idx = tuple(int(i) for i in m[1].split(",") if i.strip())
+    parts = []
+    for k, a in enumerate(built.ref_args):
+        if not isinstance(a, ember.Tensor):
+            continue
+        off = len(shape) - a.dim()
+        if len(idx) != len(shape) or off < 0 or any(n not in (1, shape[off + j])
+                                                    for j, n in enumerate(a.shape)):
+            parts.append(f"arg {k}: {tuple(a.shape)} {str(a.dtype)[6:]}")
+            continue
+        at = tuple(0 if n == 1 else idx[off + j] for j, n in enumerate(a.shape))
+        parts.append(f"arg {k}{list(at)} = {a[at].item()!r}" if at else
+                     f"arg {k} = {a.item()!r}")
+    return ("\ninputs there: " + ", ".join(parts)) if parts else ""
 
 
 @pytest.mark.parametrize("case", _params(forward_cases()))

@@ -143,3 +143,17 @@ def test_failure_messages_name_the_public_op_and_how_to_reproduce(monkeypatch):
                      rf"{re.escape(case.op)}\(", text), text
     assert text.endswith(f'reproduce: python -m ember.testing mydevice -k '
                          f'"test_forward[{case.id}]"')
+
+
+def test_failure_messages_show_the_inputs_at_the_first_mismatch():
+    import ember
+    from ember.testing.test_ops import _inputs_at
+
+    class Built:
+        ref_args = (ember.tensor([[1.0, 2.0], [3.0, 4.0]]), ember.tensor([10.0, 20.0]), 3,
+                    ember.tensor(5.0), ember.ones(3, 3))
+    msg = "out: 1 of 4 values differ (float32, exact); first at (1, 0): 5.0 != expected 6.0"
+    assert _inputs_at(msg, Built, (2, 2)) == (
+        "\ninputs there: arg 0[1, 0] = 3.0, arg 1[0] = 10.0, arg 3 = 5.0, "
+        "arg 4: (3, 3) float32")
+    assert _inputs_at("no index here", Built, (2, 2)) == ""
