@@ -171,8 +171,79 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.write_sep("-", "ember.testing")
     selected = "" if len(_SELECTED) == total else f" ({len(_SELECTED)} selected)"
     tr.write_line(f"{total} cases generated for device {device!r}{selected}: {detail}")
+    _failures_by_primitive(tr, device)
     xf = config._ember_xfail
     if xf is not None:
         stale = [t for t, _, _ in xf.entries if t not in xf.used]
         tr.write_line(f"expected failures from {xf.path}: {len(xf.used)} matched"
                       + (f"; {len(stale)} match no test: {', '.join(stale)}" if stale else ""))
+
+
+def _kernels_of(case, device):
+    """``(kernels, failed_in)``: the kernels a case's first sample runs on ``device`` (in
+    order, each once; traced with the profiler's kernel wrappers, the inputs built before)
+    and the one running when it raised (None if it did not raise in a kernel)."""
+    from ember.dispatcher import profiling as P
+    from ._samples import build, rng_for
+    index, sample = case.samples[0]
+    try:
+        b = build(sample, case.dtype, case.layout, device,
+                  rng_for(case.op, index, case.dtype.name, case.layout))
+    except Exception:
+        return [], None
+    fn = sample.fn or case.info.fn
+    session = P.start()
+    raised = False
+    try:
+        fn(*b.dev_args, **b.dev_kwargs)
+    except Exception:   # (the failure being explained; the kernels before it still count)
+        raised = True
+    finally:
+        events = P.stop(session)
+    ops = sorted((e for e in events if e.kind == "op"), key=lambda e: e.start_ns)
+    names = []
+    for e in ops:
+        if e.name not in names:
+            names.append(e.name)
+    # a kernel that raised is the last one started
+    failed_in = ops[-1].name if raised and ops and ops[-1].end_ns is not None and \
+        ops[-1].end_ns >= max(e.end_ns or 0 for e in ops) else None
+    return names, failed_in
+
+
+def _failures_by_primitive(tr, device) -> None:
+    """Failed cases grouped by the kernels (primitives, or a backend's native kernels)
+    their op runs on the device. A broken primitive shows as one line naming every op it
+    breaks: the kernels the cases raised in come first, then those most ops share."""
+    reports = tr.stats.get("failed", [])
+    if not reports:
+        return
+    by_id = {it.nodeid: it for it in _KIT_TESTS}
+    ops: dict = {}          # op -> [case, failures]
+    for r in reports:
+        item = by_id.get(r.nodeid)
+        case = getattr(getattr(item, "callspec", None), "params", {}).get("case")
+        if case is None:
+            continue
+        hit = ops.setdefault(case.op, [case, 0])
+        hit[1] += 1
+    if not ops:
+        return
+    groups: dict = {}       # kernel -> {op: failures}
+    raised_in: dict = {}    # kernel -> ops that raised in it
+    for op, (case, n) in ops.items():
+        kernels, failed_in = _kernels_of(case, device)
+        for k in kernels or ["(no kernel ran)"]:
+            groups.setdefault(k, {})[op] = n
+        if failed_in is not None:
+            raised_in.setdefault(failed_in, set()).add(op)
+    tr.write_line("failures by the kernel their op runs (raised in first, then the most "
+                  "shared):")
+    ranked = sorted(groups.items(), key=lambda kv: (-len(raised_in.get(kv[0], ())),
+                                                    -len(kv[1]), kv[0]))
+    for kernel, failing in ranked[:15]:
+        names = ", ".join(sorted(failing))
+        where = f"raised in it for {len(raised_in[kernel])}, " if kernel in raised_in else ""
+        tr.write_line(f"  {kernel}: {len(failing)} failing ops ({where}"
+                      f"{sum(failing.values())} cases): "
+                      f"{names if len(names) < 150 else names[:147] + '...'}")

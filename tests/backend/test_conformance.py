@@ -157,3 +157,26 @@ def test_failure_messages_show_the_inputs_at_the_first_mismatch():
         "\ninputs there: arg 0[1, 0] = 3.0, arg 1[0] = 10.0, arg 3 = 5.0, "
         "arg 4: (3, 3) float32")
     assert _inputs_at("no index here", Built, (2, 2)) == ""
+
+
+def test_failures_are_grouped_by_the_kernel_they_depend_on(tmp_path):
+    """A broken primitive on a plugin's device: the summary names it first, with every
+    op it breaks (ops composed of it included)."""
+    (tmp_path / "break_exp.py").write_text(
+        "from ember.dispatcher import OPS, backend_for\n"
+        "backend_for('example')\n"
+        "def broken(*a, **kw):\n"
+        "    raise RuntimeError('exp is broken')\n"
+        "OPS['exp'].kernels['example'] = broken\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "break_exp", "--pyargs",
+                        "ember.testing", "--ember-device=example", "-q", "-p",
+                        "no:cacheprovider", "-k", "test_forward and float32-contiguous and "
+                        "(exp or sigmoid or softmax or tanh)"], capture_output=True,
+                       text=True, timeout=600, env=env, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout[-2000:]
+    lines = r.stdout.split("failures by the kernel their op runs")[1].splitlines()
+    first = lines[1].strip()
+    assert first.startswith("exp: ") and "raised in it for" in first, r.stdout[-2000:]
+    for op in ("softmax", "sigmoid", "tanh", "log_softmax"):
+        assert op in first
