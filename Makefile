@@ -7,6 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 VENV_STAMP := $(VENV)/.ember-venv
 CPU_STAMP  := $(VENV)/.ember-cpu-built
+DEPS_STAMP := $(VENV)/.ember-deps
 # the op definitions: the cpu and cuda elementwise kernels are generated from them at build time
 OPS_SRC    := $(wildcard dispatcher/defs/*.py dispatcher/codegen/*.py) dispatcher/schema.py dispatcher/expr.py
 CPU_SRC    := $(wildcard backends/cpu/csrc/*.cpp backends/cpu/csrc/*.h dispatcher/include/ember/*) $(OPS_SRC) \
@@ -18,18 +19,27 @@ CUDA_SRC   := $(wildcard backends/cuda/csrc/* dispatcher/include/ember/*) $(OPS_
 
 .PHONY: demo test bench docs build clean conformance fuzz
 
-$(VENV_STAMP): pyproject.toml backends/opencl/pyproject.toml
+# ember depends on ember-cpu (pip install ember gives a working library) and ember-cpu on
+# ember: ember goes in first without its dependencies, the CPU backend is built against it,
+# then ember's dependencies and extras install (ember-cpu is there by then)
+$(VENV_STAMP): pyproject.toml
 	test -x $(PY) || $(PY_SYS) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	# build tools for the editable native backend (built without isolation for speed)
-	$(PIP) install --quiet "scikit-build-core>=0.10" "pybind11>=2.12" ninja numpy
-	$(PIP) install --quiet -e ".[test,demo]"
-	# the OpenCL backend (pure Python + OpenCL C; PoCL gives a CPU OpenCL device from pip)
-	$(PIP) install --quiet -e backends/opencl
+	# build tools for the editable native backend (built without isolation for speed), and
+	# what importing ember needs while the backend builds
+	$(PIP) install --quiet "scikit-build-core>=0.10" "pybind11>=2.12" ninja numpy pluggy \
+		safetensors "ml_dtypes>=0.5"
+	$(PIP) install --quiet --no-deps -e .
 	touch $@
 
 $(CPU_STAMP): $(VENV_STAMP) $(CPU_SRC)
 	$(PIP) install --quiet --no-build-isolation -e "backends/cpu[onednn]"
+	touch $@
+
+$(DEPS_STAMP): $(CPU_STAMP) pyproject.toml backends/opencl/pyproject.toml
+	$(PIP) install --quiet -e ".[test,demo]"
+	# the OpenCL backend (pure Python + OpenCL C; PoCL gives a CPU OpenCL device from pip)
+	$(PIP) install --quiet -e backends/opencl
 	touch $@
 
 # the CUDA backend compiles with nvcc when it is found (no GPU needed to build); without
@@ -43,27 +53,27 @@ $(EXAMPLE_STAMP): $(VENV_STAMP) examples/plugin-template/pyproject.toml
 	$(PIP) install --quiet --no-deps --no-build-isolation -e examples/plugin-template
 	touch $@
 
-build: $(CPU_STAMP) $(CUDA_STAMP) $(EXAMPLE_STAMP)
+build: $(DEPS_STAMP) $(CUDA_STAMP) $(EXAMPLE_STAMP)
 
-demo: $(CPU_STAMP)
+demo: $(DEPS_STAMP)
 	$(PY) examples/train_digits.py
 
-test: $(CPU_STAMP) $(CUDA_STAMP) $(EXAMPLE_STAMP)
+test: $(DEPS_STAMP) $(CUDA_STAMP) $(EXAMPLE_STAMP)
 	$(PY) -m pytest
 
 # the backend conformance kit on the CPU backend and the template device
-conformance: $(CPU_STAMP) $(EXAMPLE_STAMP)
+conformance: $(DEPS_STAMP) $(EXAMPLE_STAMP)
 	$(PY) -m ember.testing cpu
 	$(PY) -m ember.testing example
 
 # the op fuzz suite, long: every op against PyTorch on cpu and opencl, a random seed
 FUZZ_SEED ?= $(shell date +%s)
 FUZZ_EXAMPLES ?= 100
-fuzz: $(CPU_STAMP)
+fuzz: $(DEPS_STAMP)
 	$(PY) tests/fuzz/opfuzz.py --drive --device cpu --seed $(FUZZ_SEED) --examples $(FUZZ_EXAMPLES) --log fuzz-cpu.jsonl
 	$(PY) tests/fuzz/opfuzz.py --drive --device opencl --seed $(FUZZ_SEED) --examples $(FUZZ_EXAMPLES) --log fuzz-opencl.jsonl
 
-bench: $(CPU_STAMP)
+bench: $(DEPS_STAMP)
 	$(PY) bench/bench_ops.py
 	$(PY) bench/bench_training.py
 	$(PY) bench/bench_models.py
@@ -73,7 +83,7 @@ bench: $(CPU_STAMP)
 	$(PY) bench/bench_opencl.py
 	$(PY) bench/bench_memory.py
 
-docs: $(VENV_STAMP)
+docs: $(DEPS_STAMP)
 	$(PIP) install --quiet mkdocs
 	$(VENV)/bin/mkdocs build --strict
 

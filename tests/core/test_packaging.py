@@ -33,6 +33,8 @@ def test_every_distribution_has_the_license_it_declares(name, folder):
 def test_first_party_backends_pin_the_ember_they_were_released_with():
     version = _project(".")["version"]
     assert ember.__version__ == version
+    # and ember pins its CPU backend: pip install ember gives a library with a device
+    assert f"ember-cpu=={version}" in _project(".")["dependencies"]
     for name in ("ember-cpu", "ember-cuda", "ember-opencl"):
         proj = _project(DISTS[name])
         assert proj["version"] == version, name
