@@ -17,7 +17,7 @@ CUDA_STAMP := $(VENV)/.ember-cuda-built
 CUDA_SRC   := $(wildcard backends/cuda/csrc/* dispatcher/include/ember/*) $(OPS_SRC) backends/cuda/CMakeLists.txt \
               backends/cuda/pyproject.toml
 
-.PHONY: demo test bench docs build clean conformance fuzz
+.PHONY: demo test bench docs build clean conformance fuzz wheels
 
 # ember depends on ember-cpu (pip install ember gives a working library) and ember-cpu on
 # ember: ember goes in first without its dependencies, the CPU backend is built against it,
@@ -87,5 +87,12 @@ docs: $(DEPS_STAMP)
 	$(PIP) install --quiet mkdocs
 	$(VENV)/bin/mkdocs build --strict
 
+# wheels of every distribution into dist/ (the native ones reuse the editable builds' CMake
+# folders, backends/*/build/<tag>: a rebuild is incremental); tests/core/test_wheels.py
+# installs them into a fresh venv outside the repository
+wheels: $(DEPS_STAMP) $(CUDA_STAMP)
+	$(PIP) wheel --quiet --no-deps --no-build-isolation -w dist . backends/cpu backends/opencl \
+		backends/cuda examples/plugin-template
+
 clean:
-	rm -rf $(VENV) build backends/cpu/build backends/cuda/build site
+	rm -rf $(VENV) build backends/cpu/build backends/cuda/build site dist
