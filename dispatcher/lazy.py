@@ -201,11 +201,15 @@ def _dynamic_positions(o) -> tuple:
     return tuple(i for i, n in enumerate(names) if n in ("seed", "offset"))
 
 
+def _writes_out_only(o) -> bool:
+    """Elementwise ops and reductions write their first argument and nothing else."""
+    return o.kind in ("elementwise", "reduction") and o.kernel.startswith("(out,")
+
+
 def _recorder(o, dev, kernel):
     name = o.name
     dyn = _dynamic_positions(o)
-    # elementwise ops and reductions write their first argument and nothing else
-    out_only = o.kind in ("elementwise", "reduction") and o.kernel.startswith("(out,")
+    out_only = _writes_out_only(o)
 
     def record(*args, **attrs):
         if _S.thread != _ident():
@@ -512,9 +516,7 @@ def resolve(t) -> None:
 
 def _writes(node) -> tuple:
     name, _, enc, _ = node
-    o = OPS[name]
-    if o.kind in ("elementwise", "reduction") and o.kernel.startswith("(out,") and enc \
-            and enc[0][0] == "t":
+    if _writes_out_only(OPS[name]) and enc and enc[0][0] == "t":
         return (enc[0][1],)
     return tuple(node_slots(node))
 

@@ -541,5 +541,5 @@ def from_dlpack(ext):
     if isinstance(ext, TensorBase):
         return ext
     capsule = ext if type(ext).__name__ == "PyCapsule" else ext.__dlpack__()
-    arr, dt, _ = _dlpack.import_capsule(capsule)
+    arr, dt = _dlpack.import_capsule(capsule)
     return _wrap_numpy(arr, dt)

@@ -1,6 +1,7 @@
-"""DLPack capsules read and written here (CPU memory), for the dtypes NumPy's DLPack
-cannot carry: bfloat16 (NumPy has no bfloat16; ml_dtypes' is refused by NumPy's DLPack).
-Other dtypes go through NumPy (``np.from_dlpack`` / ``ndarray.__dlpack__``).
+"""DLPack capsules of CPU memory, read and written here: every import (``from_dlpack``),
+and the export of bfloat16, which NumPy's DLPack cannot carry (NumPy has no bfloat16;
+ml_dtypes' is refused by NumPy's DLPack). Other dtypes export through NumPy
+(``ndarray.__dlpack__``).
 
 The structures are DLPack's (``dlpack.h``, the unversioned ``DLManagedTensor`` of the
 ``"dltensor"`` capsule): an exported capsule keeps the tensor alive until the consumer
@@ -11,12 +12,42 @@ goes.
 from __future__ import annotations
 
 import ctypes
+import enum
 
 import numpy as np
 
+from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
 
-__all__ = ["export_capsule", "import_capsule", "DL_CODES"]
+__all__ = ["export_capsule", "import_capsule", "DL_CODES", "DLDeviceType", "device_code"]
+
+
+class DLDeviceType(enum.IntEnum):
+    """The device codes of the DLPack standard."""
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLOpenCL = 4
+    kDLVulkan = 7
+    kDLMetal = 8
+    kDLVPI = 9
+    kDLROCM = 10
+    kDLROCMHost = 11
+    kDLExtDev = 12
+    kDLCUDAManaged = 13
+    kDLOneAPI = 14
+    kDLWebGPU = 15
+    kDLHexagon = 16
+    kDLMAIA = 17
+
+
+_DEVICE_CODES = {"cpu": DLDeviceType.kDLCPU, "cuda": DLDeviceType.kDLCUDA,
+                 "opencl": DLDeviceType.kDLOpenCL}
+
+
+def device_code(device_type: str) -> int:
+    """DLPack's code of an ember device type (a third party's device: kDLExtDev)."""
+    return int(_DEVICE_CODES.get(device_type, DLDeviceType.kDLExtDev))
 
 
 class _DLDevice(ctypes.Structure):
@@ -96,7 +127,7 @@ def export_capsule(t, storage_bytes):
     strides = (ctypes.c_int64 * max(n, 1))(*t._stride)
     m = _DLManagedTensor()
     m.dl_tensor.data = data_address
-    m.dl_tensor.device = _DLDevice(1, 0)
+    m.dl_tensor.device = _DLDevice(DLDeviceType.kDLCPU, 0)
     m.dl_tensor.ndim = n
     m.dl_tensor.dtype = _DLDataType(code, bits, 1)
     m.dl_tensor.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
@@ -125,11 +156,12 @@ class _Owner:
 
 def import_capsule(capsule):
     """``(numpy array over the memory (bfloat16 as uint16), ember dtype)`` for a
-    ``"dltensor"`` capsule of CPU memory; the capsule is consumed."""
+    ``"dltensor"`` capsule of CPU memory; the capsule is consumed (its deleter runs when
+    the array and every view of it are gone)."""
     address = _api.PyCapsule_GetPointer(capsule, _NAME)
     m = _DLManagedTensor.from_address(address)
     dl = m.dl_tensor
-    if dl.device.device_type not in (1, 3):       # kDLCPU, kDLCUDAHost
+    if dl.device.device_type not in (DLDeviceType.kDLCPU, DLDeviceType.kDLCUDAHost):
         raise BufferError(f"from_dlpack: only CPU memory can be imported (the capsule's "
                           f"device type is {dl.device.device_type})")
     key = (dl.dtype.code, dl.dtype.bits)
@@ -139,24 +171,18 @@ def import_capsule(capsule):
     dt = DL_CODES[key]
     n = dl.ndim
     shape = tuple(dl.shape[i] for i in range(n))
-    if dl.strides:
-        strides = tuple(dl.strides[i] for i in range(n))
-    else:
-        strides, acc = [], 1
-        for s in reversed(shape):
-            strides.insert(0, acc)
-            acc *= s
-        strides = tuple(strides)
+    strides = tuple(dl.strides[i] for i in range(n)) if dl.strides else \
+        C.contiguous_strides(shape)
     item = dt.itemsize
     count = 0 if 0 in shape else 1 + sum((s - 1) * st for s, st in zip(shape, strides))
     _api.PyCapsule_SetName(capsule, _USED)
     owner = _Owner(address, m.deleter)
     np_dt = np.uint16 if dt is D.bfloat16 else dt.to_numpy()
     if count == 0:
-        return np.empty(shape, np_dt), dt, owner
+        return np.empty(shape, np_dt), dt
     buf = (ctypes.c_uint8 * (count * item)).from_address(dl.data + dl.byte_offset)
     buf._owner = owner          # the memory stays while any view of it does
     flat = np.frombuffer(buf, dtype=np_dt)
     arr = np.lib.stride_tricks.as_strided(flat, shape=shape,
                                           strides=tuple(s * item for s in strides))
-    return arr, dt, owner
+    return arr, dt

@@ -340,10 +340,6 @@ class Tensor(TensorBase):
                                                               dtype=np.uint8))
         return K.numpy_of(self).__dlpack__(**kwargs)
 
-    #: DLPack's device type codes (dlpack.h's DLDeviceType); a third party's device is
-    #: kDLExtDev
-    _DLPACK_DEVICES = {"cpu": 1, "cuda": 2, "opencl": 4}
-
     @property
     def __cuda_array_interface__(self):
         """Numba's / CuPy's CUDA Array Interface (version 2, as PyTorch's) for a cuda
@@ -369,7 +365,7 @@ class Tensor(TensorBase):
     def __dlpack_device__(self):
         """``(device type, index)`` in DLPack's codes: cpu 1, cuda 2, opencl 4, any
         other device 12 (kDLExtDev)."""
-        return (self._DLPACK_DEVICES.get(self.device.type, 12), self.device.index or 0)
+        return (_dlpack.device_code(self.device.type), self.device.index or 0)
 
     def __bool__(self):
         n = self.numel()

@@ -22,7 +22,7 @@ import pickle
 import sys
 
 from ._tensor import Tensor
-from .serialization import load, load_safetensors, save, save_safetensors
+from .serialization import load, save, save_safetensors
 
 __all__ = ["convert", "main"]
 
@@ -54,9 +54,9 @@ def _tensor_dicts(obj, prefix="") -> list:
 def convert(src: str, dst: str, key: str | None = None) -> dict:
     """Convert the checkpoint ``src`` into ``dst`` (formats from the file names); returns
     the dict of tensors written."""
-    src_kind, dst_kind = _kind(src, "source"), _kind(dst, "destination")
-    obj = load_safetensors(src) if src_kind == "safetensors" else \
-        load(src, map_location="cpu", weights_only=True)
+    _kind(src, "source")        # (a name that says no format is refused before reading)
+    dst_kind = _kind(dst, "destination")
+    obj = load(src, map_location="cpu", weights_only=True)   # (reads safetensors too)
     if key is not None:
         for part in key.split("."):
             if not isinstance(obj, dict) or part not in obj:

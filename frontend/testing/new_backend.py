@@ -55,6 +55,11 @@ def _rename(text: str, rules) -> str:
     return text
 
 
+def _text(path: str) -> str:
+    with open(path, encoding="utf-8", errors="ignore") as fh:
+        return fh.read()
+
+
 def create(name: str, dest: str, template: str | None = None) -> list:
     """Write the renamed template to ``dest`` (which must not exist); returns the files
     written."""
@@ -89,7 +94,7 @@ def create(name: str, dest: str, template: str | None = None) -> list:
                     fh.write(_rename(text, rules))
             written.append(out)
     left = [p for p in written if re.search(r"(?i)example", os.path.relpath(p, dest))
-            or re.search(r"(?i)example", open(p, encoding="utf-8", errors="ignore").read())]
+            or re.search(r"(?i)example", _text(p))]
     if left:
         raise RuntimeError(f"new_backend: 'example' is still in {left} (a template change "
                            f"this script does not know)")

@@ -1,30 +1,10 @@
 """``ember.utils.dlpack``: PyTorch's DLPack helpers (``from_dlpack``, ``to_dlpack``)."""
 from __future__ import annotations
 
-import enum
-
 from .._creation import from_dlpack as _from_dlpack
+from .._dlpack import DLDeviceType
 
 __all__ = ["from_dlpack", "to_dlpack", "DLDeviceType"]
-
-
-class DLDeviceType(enum.IntEnum):
-    """The device codes of the DLPack standard."""
-    kDLCPU = 1
-    kDLCUDA = 2
-    kDLCUDAHost = 3
-    kDLOpenCL = 4
-    kDLVulkan = 7
-    kDLMetal = 8
-    kDLVPI = 9
-    kDLROCM = 10
-    kDLROCMHost = 11
-    kDLExtDev = 12
-    kDLCUDAManaged = 13
-    kDLOneAPI = 14
-    kDLWebGPU = 15
-    kDLHexagon = 16
-    kDLMAIA = 17
 
 
 def from_dlpack(ext):
