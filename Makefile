@@ -84,8 +84,8 @@ bench: $(DEPS_STAMP)
 	$(PY) bench/bench_memory.py
 
 docs: $(DEPS_STAMP)
-	$(PIP) install --quiet mkdocs
-	$(VENV)/bin/mkdocs build --strict
+	$(PIP) install --quiet -e ".[docs]"
+	$(PY) -m mkdocs build --strict
 
 # wheels of every distribution into dist/ (the native ones reuse the editable builds' CMake
 # folders, backends/*/build/<tag>: a rebuild is incremental); tests/core/test_wheels.py

@@ -70,6 +70,7 @@ class OutOfMemoryError(RuntimeError, MemoryError):
 def round_size(nbytes: int) -> int:
     """The size a request of ``nbytes`` occupies: a multiple of 512 B, at least 512 B.
 
+    >>> from ember.dispatcher.allocator import round_size
     >>> round_size(1), round_size(512), round_size(513)
     (512, 512, 1024)
     """
@@ -79,6 +80,7 @@ def round_size(nbytes: int) -> int:
 def segment_size(size: int) -> int:
     """The size of the segment requested from the device for a rounded ``size``.
 
+    >>> from ember.dispatcher.allocator import segment_size
     >>> [segment_size(s) >> 20 for s in (1024, 5 << 20, 11 << 20)]
     [2, 20, 12]
     """

@@ -46,8 +46,23 @@ class TensorBase:
     ``requires_grad``, ``_base`` (the tensor a view was made from) and ``_view_gen`` (which
     rebase of the base a view has seen; see ``ember.autograd``'s in-place writes).
     """
-    __slots__ = ("_storage", "shape", "_stride", "_offset", "dtype", "device", "_vc",
-                 "requires_grad", "_base", "_view_gen", "__weakref__")
+    # (a dict: the values are the docstrings of the public fields' descriptors)
+    __slots__ = {
+        "_storage": None,
+        "shape": "The size of each dimension, as a tuple of ints (``size()`` gives the same "
+                 "as an ``ember.Size``).",
+        "_stride": None,
+        "_offset": None,
+        "dtype": "The data type of the elements (an ``ember.dtype``, e.g. ``ember.float32``).",
+        "device": "The device the tensor's memory lives on (an ``ember.device``).",
+        "_vc": None,
+        "requires_grad": "Whether autograd records operations on this tensor (so that "
+                         "``backward()`` computes gradients for it). Set it on leaves, or "
+                         "with ``requires_grad_()``.",
+        "_base": None,
+        "_view_gen": None,
+        "__weakref__": None,
+    }
 
 
 def _default_factory(storage, shape, stride, offset, dtype, device, vc):

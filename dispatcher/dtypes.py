@@ -82,10 +82,25 @@ def torch_name(d: DType) -> str:
 
 
 def get_default_dtype() -> DType:
+    """The floating-point dtype new tensors get when none is given (``ember.float32``
+    unless changed by :func:`set_default_dtype`).
+
+    Example:
+        >>> ember.get_default_dtype()
+        ember.float32
+    """
     return _default_dtype
 
 
 def set_default_dtype(d) -> None:
+    """Set the dtype of floating-point tensors created without a ``dtype``
+    (``ember.tensor([1.])``, ``ember.zeros(2)``, ...).
+
+    Only float16, float32 and float64 are accepted; unlike PyTorch, bfloat16 is refused.
+
+    Args:
+        d (ember.dtype): the new default floating-point dtype.
+    """
     global _default_dtype
     d = to_dtype(d)
     if not d.is_floating_point or d is bfloat16:

@@ -126,6 +126,8 @@ def fallback_report() -> dict:
 
 
 def reset_fallback_report() -> None:
+    """Forget the ops recorded by :func:`fallback_report` (and warn again on the next
+    fallback)."""
     with _lock:
         _REPORT.clear()
         _WARNED.clear()

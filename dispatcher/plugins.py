@@ -346,6 +346,8 @@ def _check_arity(plugin, name, k):
 
 
 def plugin_records() -> list[PluginRecord]:
+    """Every backend plugin found, with its status (loaded, error, disabled), version,
+    distribution, device type and error: what ``python -m ember backends`` shows."""
     ensure_loaded()
     return list(_RECORDS.values())
 

@@ -39,11 +39,15 @@ class Generator:
         return self
 
     def seed(self) -> int:
+        """Seed the generator with a fresh non-deterministic random number (from the OS) and
+        return that seed.
+        """
         s = int.from_bytes(os.urandom(8), "little") >> 1
         self.manual_seed(s)
         return s
 
     def initial_seed(self) -> int:
+        """The seed the generator was last seeded with."""
         return self._seed
 
     def get_state(self) -> bytes:
@@ -94,10 +98,21 @@ def manual_seed(seed) -> Generator:
 
 
 def seed() -> int:
+    """Seed every default generator with a fresh non-deterministic random number (from the
+    OS) and return it.
+    """
     s = default_generator("cpu").seed()
     manual_seed(s)
     return s
 
 
 def initial_seed() -> int:
+    """The seed the CPU default generator was last seeded with (by :func:`manual_seed` or
+    :func:`seed`).
+
+    Example:
+        >>> _ = ember.manual_seed(3)
+        >>> ember.initial_seed()
+        3
+    """
     return default_generator("cpu").initial_seed()

@@ -122,6 +122,21 @@ def _view_strides(old_shape, old_stride, new_shape):
 
 @_view_op("view")
 def view(x, *shape):
+    """A view of ``x`` with the given shape, sharing its storage.
+
+    One dimension may be -1, inferred from the element count. The view must be expressible
+    with strides over ``x``'s memory (a transposed matrix cannot be flattened, for one);
+    :func:`ember.reshape` copies in that case instead of raising.
+
+    Args:
+        x (Tensor): the tensor to view (``self`` as a method).
+        *shape (int or tuple of ints): the new shape.
+
+    Example:
+        >>> ember.arange(6).view(2, 3)
+        tensor([[0, 1, 2],
+                [3, 4, 5]])
+    """
     shape = infer_shape(_ints(shape, "view"), C.numel(x.shape))
     if shape == x.shape:
         return view_of(x, x.shape, x._stride, x._offset)
@@ -136,6 +151,20 @@ def view(x, *shape):
 
 @_view_op("view", "view")
 def reshape(x, *shape):
+    """``x``'s elements with a new shape: a view where strides allow one, else a copy.
+
+    One dimension may be -1, inferred from the element count.
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        *shape (int or tuple of ints): the new shape.
+
+    Example:
+        >>> ember.arange(6).reshape(3, -1)
+        tensor([[0, 1],
+                [2, 3],
+                [4, 5]])
+    """
     shape = infer_shape(_ints(shape, "reshape"), C.numel(x.shape), "reshape")
     stride = (C.contiguous_strides(shape) if C.is_contiguous(x)
               else _view_strides(x.shape, x._stride, shape))
@@ -147,6 +176,24 @@ def reshape(x, *shape):
 
 @_view_op("as_view", "as_strided")
 def as_strided(x, size, stride, storage_offset=None):
+    """A view of ``x``'s storage with explicit sizes, strides and storage offset.
+
+    Element ``i`` of the view is read from ``storage[offset + sum(i[d] * stride[d])]``;
+    elements may overlap. Negative sizes, strides and offsets are refused, as is a view
+    that reaches past the end of the storage.
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        size (tuple of ints): the shape of the view.
+        stride (tuple of ints): the stride of each dimension, in elements.
+        storage_offset (int, optional): the view's offset in the storage, in elements.
+            Default: ``x``'s own offset.
+
+    Example:
+        >>> ember.arange(4.).as_strided((2, 2), (1, 2))
+        tensor([[0., 2.],
+                [1., 3.]])
+    """
     size = tuple(int(s) for s in size)
     stride = tuple(int(s) for s in stride)
     if len(size) != len(stride):
@@ -180,6 +227,21 @@ def _perm(x, dims):
 
 @_view_op("permute", "transpose", perm=lambda x, d0, d1: _swap(len(x.shape), d0, d1))
 def transpose(x, dim0, dim1):
+    """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped.
+
+    ``Tensor.swapaxes`` and ``Tensor.swapdims`` are aliases.
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        dim0 (int): the first dimension to swap.
+        dim1 (int): the second dimension to swap.
+
+    Example:
+        >>> ember.tensor([[1, 2, 3], [4, 5, 6]]).transpose(0, 1)
+        tensor([[1, 4],
+                [2, 5],
+                [3, 6]])
+    """
     nd = len(x.shape)
     # (in-range int dims, the common case of every gradient formula, checked inline)
     a = dim0 if type(dim0) is int and 0 <= dim0 < nd else normalize_dim(dim0, nd)
@@ -195,6 +257,19 @@ def transpose(x, dim0, dim1):
 
 
 def t(x):
+    """The transpose of a matrix, as a view; 0-D and 1-D tensors come back as they are.
+
+    Shorthand for ``transpose(x, 0, 1)``, for tensors of at most 2 dimensions.
+
+    Args:
+        x (Tensor): the input tensor, with at most 2 dimensions.
+
+    Example:
+        >>> ember.tensor([[1, 2, 3], [4, 5, 6]]).t()
+        tensor([[1, 4],
+                [2, 5],
+                [3, 6]])
+    """
     if len(x.shape) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{len(x.shape)}D")
@@ -203,6 +278,17 @@ def t(x):
 
 @_view_op("permute", perm=lambda x, *dims: _perm(x, dims))
 def permute(x, *dims):
+    """A view of ``x`` with its dimensions reordered: dimension ``i`` of the result is
+    dimension ``dims[i]`` of ``x``.
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        *dims (int or tuple of ints): a permutation of ``x``'s dimensions.
+
+    Example:
+        >>> ember.zeros(2, 3, 4).permute(2, 0, 1).size()
+        ember.Size([4, 2, 3])
+    """
     dims = _ints(dims, "permute")
     nd = len(x.shape)
     if len(dims) != nd:
@@ -217,6 +303,19 @@ def permute(x, *dims):
 
 
 def movedim(x, source, destination):
+    """A view of ``x`` with the dimension(s) ``source`` moved to ``destination``.
+
+    The other dimensions keep their relative order. ``moveaxis`` is an alias.
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        source (int or sequence of ints): the dimension(s) to move.
+        destination (int or sequence of ints): where each of them goes.
+
+    Example:
+        >>> ember.zeros(2, 3, 4).movedim(0, -1).size()
+        ember.Size([3, 4, 2])
+    """
     nd = len(x.shape)
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
@@ -232,6 +331,24 @@ def movedim(x, source, destination):
 
 @_view_op("expand")
 def expand(x, *sizes):
+    """A view of ``x`` with its size-1 dimensions repeated to ``sizes``, without copying.
+
+    -1 keeps a dimension's size; new leading dimensions may be added. Expanded
+    dimensions get stride 0, so several elements of the view share one memory location
+    (write into a ``clone()`` rather than into the view).
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        *sizes (int or tuple of ints): the expanded size.
+
+    Example:
+        >>> ember.tensor([[1], [2]]).expand(2, 3)
+        tensor([[1, 1, 1],
+                [2, 2, 2]])
+        >>> ember.tensor([1, 2]).expand(2, -1)
+        tensor([[1, 2],
+                [1, 2]])
+    """
     sizes = _ints(sizes, "expand")
     nd = len(sizes)
     off = nd - len(x.shape)
@@ -250,6 +367,23 @@ def expand(x, *sizes):
 
 @_view_op("view", "squeeze")
 def squeeze(x, dim=None):
+    """A view of ``x`` with dimensions of size 1 removed.
+
+    With ``dim``, only the given dimension(s) are removed, and only those of size 1 (other
+    sizes are left alone, without an error).
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        dim (int or tuple of ints, optional): the dimension(s) to squeeze; all size-1
+            dimensions if None.
+
+    Example:
+        >>> x = ember.zeros(2, 1, 3, 1)
+        >>> x.squeeze().size()
+        ember.Size([2, 3])
+        >>> x.squeeze(1).size()
+        ember.Size([2, 3, 1])
+    """
     nd = len(x.shape)
     if dim is None:
         keep = [i for i in range(nd) if x.shape[i] != 1]
@@ -263,6 +397,23 @@ def squeeze(x, dim=None):
 
 @_view_op("view", "unsqueeze")
 def unsqueeze(x, dim):
+    """A view of ``x`` with a new dimension of size 1 inserted at ``dim``.
+
+    ``dim`` ranges over ``[-x.dim() - 1, x.dim()]``; a negative ``dim`` counts from the
+    end of the result's dimensions.
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        dim (int): the index of the new dimension.
+
+    Example:
+        >>> ember.tensor([1, 2, 3]).unsqueeze(0)
+        tensor([[1, 2, 3]])
+        >>> ember.tensor([1, 2, 3]).unsqueeze(-1)
+        tensor([[1],
+                [2],
+                [3]])
+    """
     nd = len(x.shape)
     d = normalize_dim(dim, nd + 1)
     shape, stride = list(x.shape), list(x._stride)
@@ -274,6 +425,20 @@ def unsqueeze(x, dim):
 
 @_view_op("view", "view")
 def flatten(x, start_dim=0, end_dim=-1):
+    """``x`` with dimensions ``start_dim`` to ``end_dim`` merged into one.
+
+    A view where strides allow one, else a copy (as :func:`ember.reshape`); a 0-D tensor becomes
+    1-D.
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        start_dim (int): the first dimension to flatten. Default: 0.
+        end_dim (int): the last dimension to flatten. Default: -1.
+
+    Example:
+        >>> ember.zeros(2, 3, 4).flatten(1).size()
+        ember.Size([2, 12])
+    """
     nd = len(x.shape)
     if nd == 0:
         return reshape(x, 1)
@@ -288,6 +453,19 @@ def flatten(x, start_dim=0, end_dim=-1):
 
 @_view_op("view", "view")
 def unflatten(x, dim, sizes):
+    """A view of ``x`` with dimension ``dim`` expanded into several dimensions of ``sizes``.
+
+    The product of ``sizes`` must equal ``x.size(dim)``; one entry may be -1.
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        dim (int): the dimension to unflatten.
+        sizes (tuple of ints): the new sizes of that dimension.
+
+    Example:
+        >>> ember.zeros(2, 12).unflatten(1, (3, -1)).size()
+        ember.Size([2, 3, 4])
+    """
     nd = len(x.shape)
     d = normalize_dim(dim, nd)
     sizes = infer_shape(tuple(sizes), x.shape[d], "unflatten")
@@ -296,6 +474,21 @@ def unflatten(x, dim, sizes):
 
 @_view_op("as_view", "slice")
 def narrow(x, dim, start, length):
+    """A view of ``x`` restricted to ``length`` elements along ``dim`` from ``start``.
+
+    Equivalent to slicing ``start:start + length`` along ``dim``; a negative ``start``
+    counts from the end.
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        dim (int): the dimension to narrow.
+        start (int): the first index kept.
+        length (int): the number of elements kept.
+
+    Example:
+        >>> ember.arange(10).narrow(0, 2, 3)
+        tensor([2, 3, 4])
+    """
     nd = len(x.shape)
     if nd == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -316,6 +509,19 @@ def narrow(x, dim, start, length):
 
 @_view_op("as_view", "select")
 def select(x, dim, index):
+    """A view of ``x`` at position ``index`` of dimension ``dim``, which is removed.
+
+    ``x.select(0, i)`` is ``x[i]``; a negative ``index`` counts from the end.
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        dim (int): the dimension to index.
+        index (int): the position along ``dim``.
+
+    Example:
+        >>> ember.tensor([[1, 2, 3], [4, 5, 6]]).select(1, 0)
+        tensor([1, 4])
+    """
     nd = len(x.shape)
     if nd == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -332,6 +538,23 @@ def select(x, dim, index):
 
 @_view_op("as_view")
 def unfold(x, dimension, size, step):
+    """A view of every window of ``size`` elements along ``dimension``, ``step`` apart.
+
+    ``dimension`` becomes the number of windows, ``(x.size(dimension) - size) // step + 1``,
+    and a last dimension of length ``size`` holds each window. Windows may overlap.
+
+    Args:
+        x (Tensor): the input tensor (``self`` as a method).
+        dimension (int): the dimension to take windows along.
+        size (int): the length of each window.
+        step (int): the distance between the starts of consecutive windows.
+
+    Example:
+        >>> ember.arange(7.).unfold(0, 2, 2)
+        tensor([[0., 1.],
+                [2., 3.],
+                [4., 5.]])
+    """
     nd = len(x.shape)
     d = normalize_dim(dimension, nd) if nd else 0
     n = x.shape[d] if nd else 1
@@ -348,6 +571,24 @@ def unfold(x, dimension, size, step):
 
 @_view_op("as_view")
 def diagonal(x, offset=0, dim1=0, dim2=1):
+    """A view of a diagonal of ``x`` with respect to ``dim1`` and ``dim2``.
+
+    Both dimensions are removed and the diagonal is appended as the last dimension.
+    ``offset`` > 0 takes a diagonal above the main one, < 0 below it.
+
+    Args:
+        x (Tensor): the input tensor, with at least 2 dimensions.
+        offset (int): which diagonal to take. Default: 0 (the main diagonal).
+        dim1 (int): the first dimension of the 2-D sub-arrays. Default: 0.
+        dim2 (int): the second dimension of the 2-D sub-arrays. Default: 1.
+
+    Example:
+        >>> a = ember.arange(9).view(3, 3)
+        >>> a.diagonal()
+        tensor([0, 4, 8])
+        >>> a.diagonal(1)
+        tensor([1, 5])
+    """
     nd = len(x.shape)
     a, b = normalize_dim(dim1, nd), normalize_dim(dim2, nd)
     if a == b:
@@ -367,6 +608,23 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
 
 
 def split(x, split_size_or_sections, dim=0):
+    """``x`` split into views along ``dim``.
+
+    An int gives chunks of that size (the last one smaller if the size does not divide);
+    a list gives the size of each chunk, which must sum to ``x.size(dim)``.
+
+    Args:
+        x (Tensor): the tensor to split.
+        split_size_or_sections (int or list of ints): the chunk size, or the sizes.
+        dim (int): the dimension to split along. Default: 0.
+
+    Returns:
+        tuple of Tensors: the chunks.
+
+    Example:
+        >>> ember.arange(5).split(2)
+        (tensor([0, 1]), tensor([2, 3]), tensor([4]))
+    """
     nd = len(x.shape)
     d = normalize_dim(dim, nd)
     n = x.shape[d]
@@ -390,6 +648,18 @@ def split(x, split_size_or_sections, dim=0):
 
 
 def chunk(x, chunks, dim=0):
+    """``x`` split into at most ``chunks`` views of ``ceil(x.size(dim) / chunks)`` elements
+    along ``dim`` (the last one smaller, and fewer chunks when the elements run out).
+
+    Args:
+        x (Tensor): the tensor to split.
+        chunks (int): the number of chunks wanted.
+        dim (int): the dimension to split along. Default: 0.
+
+    Example:
+        >>> ember.arange(5).chunk(3)
+        (tensor([0, 1]), tensor([2, 3]), tensor([4]))
+    """
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     d = normalize_dim(dim, len(x.shape))
@@ -401,6 +671,16 @@ def chunk(x, chunks, dim=0):
 
 
 def unbind(x, dim=0):
+    """The slices of ``x`` along ``dim``, as a tuple of views without that dimension.
+
+    Args:
+        x (Tensor): the tensor to unbind.
+        dim (int): the dimension to remove. Default: 0.
+
+    Example:
+        >>> ember.tensor([[1, 2, 3], [4, 5, 6]]).unbind(1)
+        (tensor([1, 4]), tensor([2, 5]), tensor([3, 6]))
+    """
     d = normalize_dim(dim, len(x.shape))
     return tuple(select(x, d, i) for i in range(x.shape[d]))
 

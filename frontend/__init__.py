@@ -3,7 +3,7 @@
 >>> import ember
 >>> x = ember.tensor([[1., 2.], [3., 4.]])
 >>> (x @ x.t()).sum().item()
-50.0
+52.0
 """
 # ruff: noqa: F401  (this module re-exports the public API)
 from ember.dispatcher.dtypes import (DType as dtype, bfloat16, bool_ as bool, float16, float32,
@@ -37,7 +37,7 @@ from ember.dispatcher.plugins import BACKENDS as _BACKENDS, ensure_loaded as _en
 from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
 from . import _dynamo, _logging
 from . import onnx
-from . import _autocast_entries
+from . import _autocast_entries, _docstrings
 import sys as _sys
 from ._compile import compile  # noqa: A001  (torch.compile's name)
 from .serialization import save, load
@@ -60,8 +60,21 @@ def result_type(tensor1, tensor2):
 
 
 
+# the legacy typed tensor classes (made from a table in _ops_shape): their docstrings
+for _name in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+              "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"):
+    globals()[_name].__doc__ = (
+        f"PyTorch's legacy CPU tensor type of dtype ``ember.{globals()[_name].dtype.name}``."
+        f"\n\n``ember.{_name}(*sizes)`` makes an uninitialised tensor, ``ember.{_name}(data)``"
+        f" a tensor of ``data``, ``ember.{_name}()`` an empty one; ``isinstance(t, "
+        f"ember.{_name})`` tests for a CPU tensor of that dtype.")
+del _name
+
 # the public functions on PyTorch's autocast lists cast their inputs at entry
 _autocast_entries.install(_sys.modules[__name__], nn.functional, linalg, Tensor)
+# the method and in-place forms' docstrings, from their functions' ("See ember.abs")
+_docstrings.fill(_sys.modules[__name__], Tensor)
+del EW, NN  # noqa: F821  (_functions' names for two op-table modules, not ember's API)
 
 
 def __getattr__(name):

@@ -632,7 +632,9 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
             compiles a new graph (see docs/compile.md).
         backend: ``"inductor"``/``"ember"`` (the default), ``"eager"``, a registered name,
             or a callable ``(gm, example_inputs) -> callable``.
-        mode, options: PyTorch's, checked as PyTorch checks them.
+        mode (str, optional): PyTorch's modes (``"default"``, ``"reduce-overhead"``,
+            ``"max-autotune"``...), checked as PyTorch checks them; not with ``options``.
+        options (dict, optional): compiler options, checked as PyTorch checks them.
         disable: return ``model`` unchanged.
 
     >>> import ember

@@ -87,6 +87,20 @@ def _out_result(res, out, op):
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
+    """A tensor of the given size whose values are uninitialised.
+
+    Args:
+        *size (int or sequence of ints): the shape, as varargs or one list/tuple (or
+            ``size=`` as a keyword).
+        dtype (ember.dtype, optional): the dtype; the default dtype if None.
+        device (ember.device, optional): the device; the default device if None.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+        out (Tensor, optional): resized to ``size`` and returned instead of a new tensor.
+
+    Example:
+        >>> ember.empty(2, 3).shape
+        (2, 3)
+    """
     d = _dt(dtype if dtype is not None or out is None else out.dtype)
     size = _size_arg(size, kw, "empty")
     if out is not None:
@@ -95,6 +109,21 @@ def empty(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
+    """A tensor of the given size filled with 0.
+
+    Args:
+        *size (int or sequence of ints): the shape, as varargs or one list/tuple (or
+            ``size=`` as a keyword).
+        dtype (ember.dtype, optional): the dtype; the default dtype if None.
+        device (ember.device, optional): the device; the default device if None.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.zeros(2, 3)
+        tensor([[0., 0., 0.],
+                [0., 0., 0.]])
+    """
     d = _dt(dtype if dtype is not None or out is None else out.dtype)
     shape = _shape(_size_arg(size, kw, "zeros"), "zeros", d)
     return _out_result(_finish(O.zeros(shape, d, _dev(device)), requires_grad), out,
@@ -102,6 +131,20 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
+    """A tensor of the given size filled with 1.
+
+    Args:
+        *size (int or sequence of ints): the shape, as varargs or one list/tuple (or
+            ``size=`` as a keyword).
+        dtype (ember.dtype, optional): the dtype; the default dtype if None.
+        device (ember.device, optional): the device; the default device if None.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.ones(2, dtype=ember.int64)
+        tensor([1, 1])
+    """
     d = _dt(dtype if dtype is not None or out is None else out.dtype)
     shape = _shape(_size_arg(size, kw, "ones"), "ones", d)
     return _out_result(_finish(O.full(shape, True if d is D.bool_ else 1, d,
@@ -119,6 +162,26 @@ def fill_scalar(value, dtype, op, numel, device):
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, **_):
+    """A tensor of shape ``size`` filled with ``fill_value``.
+
+    Without ``dtype`` the dtype follows the value: bool for a bool, int64 for an integer,
+    the default dtype for a float.
+
+    Args:
+        size (int or sequence of ints): the shape.
+        fill_value (Number or 0-d Tensor): the value of every element.
+        dtype (ember.dtype, optional): the dtype; inferred from ``fill_value`` if None.
+        device (ember.device, optional): the device; the default device if None.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.full((2, 2), 7.)
+        tensor([[7., 7.],
+                [7., 7.]])
+        >>> ember.full((2,), 3)
+        tensor([3, 3])
+    """
     if isinstance(fill_value, TensorBase):
         fill_value = fill_value.item()
     d = D.dtype_of_scalar(fill_value) if dtype is None else D.to_dtype(dtype)
@@ -191,12 +254,37 @@ def _like(x, dtype, device):
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                **_):
+    """An uninitialised tensor with the shape of ``input`` (and its dtype and device unless
+    given).
+
+    Args:
+        input (Tensor): the tensor whose shape, dtype and device are used.
+        dtype (ember.dtype, optional): overrides ``input.dtype``.
+        device (ember.device, optional): overrides ``input.device``.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+        memory_format (ember.memory_format, optional): ``ember.channels_last`` or
+            ``ember.channels_last_3d`` for a channels-last layout; contiguous otherwise.
+    """
     d, dev = _like(input, dtype, device)
     return _finish(_empty_in_format(input.shape, d, dev, memory_format), requires_grad)
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                **_):
+    """A tensor of zeros with the shape of ``input`` (and its dtype and device unless given).
+
+    Args:
+        input (Tensor): the tensor whose shape, dtype and device are used.
+        dtype (ember.dtype, optional): overrides ``input.dtype``.
+        device (ember.device, optional): overrides ``input.device``.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+        memory_format (ember.memory_format, optional): the layout of the result.
+
+    Example:
+        >>> ember.zeros_like(ember.tensor([[1, 2], [3, 4]]))
+        tensor([[0, 0],
+                [0, 0]])
+    """
     d, dev = _like(input, dtype, device)
     if memory_format in (channels_last, channels_last_3d):
         return _finish(O.fill_(_empty_in_format(input.shape, d, dev, memory_format), 0),
@@ -206,6 +294,19 @@ def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_fo
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
               **_):
+    """A tensor of ones with the shape of ``input`` (and its dtype and device unless given).
+
+    Args:
+        input (Tensor): the tensor whose shape, dtype and device are used.
+        dtype (ember.dtype, optional): overrides ``input.dtype``.
+        device (ember.device, optional): overrides ``input.device``.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+        memory_format (ember.memory_format, optional): the layout of the result.
+
+    Example:
+        >>> ember.ones_like(ember.tensor([1, 2]), dtype=ember.float32)
+        tensor([1., 1.])
+    """
     d, dev = _like(input, dtype, device)
     if memory_format in (channels_last, channels_last_3d):
         return _finish(O.fill_(_empty_in_format(input.shape, d, dev, memory_format), 1),
@@ -214,22 +315,58 @@ def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_for
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
+    """A tensor filled with ``fill_value`` with the shape of ``input`` (and its dtype and
+    device unless given).
+
+    Args:
+        input (Tensor): the tensor whose shape, dtype and device are used.
+        fill_value (Number): the value of every element.
+        dtype (ember.dtype, optional): overrides ``input.dtype``.
+        device (ember.device, optional): overrides ``input.device``.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+
+    Example:
+        >>> ember.full_like(ember.tensor([1, 2]), 5)
+        tensor([5, 5])
+    """
     d, dev = _like(input, dtype, device)
     value = fill_scalar(fill_value, d, "full_like", C.numel(input.shape), dev)
     return _finish(O.full(input.shape, value, d, dev), requires_grad)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    """A tensor of uniform random numbers in ``[0, 1)`` with the shape of ``input`` (and its
+    dtype and device unless given); see :func:`rand`.
+    """
     d, dev = _like(input, dtype, device)
     return rand(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    """A tensor of standard normal random numbers with the shape of ``input`` (and its dtype
+    and device unless given); see :func:`randn`.
+    """
     d, dev = _like(input, dtype, device)
     return randn(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, **_):
+    """A tensor of random integers in ``[low, high)`` with the shape of ``input`` (and its
+    dtype and device unless given).
+
+    ``randint_like(input, high)`` draws from ``[0, high)``.
+
+    Args:
+        input (Tensor): the tensor whose shape, dtype and device are used.
+        low (int): the lowest value drawn (or ``high`` when ``high`` is omitted). Default: 0.
+        high (int): one above the highest value drawn.
+        dtype (ember.dtype, optional): overrides ``input.dtype``.
+        device (ember.device, optional): overrides ``input.device``.
+
+    Example:
+        >>> ember.randint_like(ember.zeros(2, 2, dtype=ember.int64), 10).shape
+        (2, 2)
+    """
     if high is None:
         low, high = 0, low
     d, dev = _like(input, dtype, device)
@@ -304,6 +441,21 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None, **_):
+    """A 2-D tensor with ones on the diagonal and zeros elsewhere.
+
+    Args:
+        n (int): the number of rows.
+        m (int, optional): the number of columns; ``n`` if None.
+        dtype (ember.dtype, optional): the dtype; the default dtype if None.
+        device (ember.device, optional): the device; the default device if None.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.eye(2, 3)
+        tensor([[1., 0., 0.],
+                [0., 1., 0.]])
+    """
     if out is not None:
         dtype = out.dtype if dtype is None else dtype
         device = out.device if device is None else device
@@ -315,6 +467,23 @@ def _gen(generator, device):
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, **kw):
+    """A tensor of random numbers drawn uniformly from ``[0, 1)``.
+
+    Args:
+        *size (int or sequence of ints): the shape, as varargs or one list/tuple (or
+            ``size=`` as a keyword).
+        generator (ember.Generator, optional): the random number generator; the device's
+            default generator if None.
+        dtype (ember.dtype, optional): a floating dtype; the default dtype if None.
+        device (ember.device, optional): the device; the default device if None.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> x = ember.rand(2, 3)
+        >>> x.shape, bool(((x >= 0) & (x < 1)).all())
+        ((2, 3), True)
+    """
     dev, d = _dev(device), _dt(dtype)
     t = C.empty(_shape(_size_arg(size, kw, "rand"), "rand", d), d, dev)
     res = _finish(O.random_(t, "uniform", 0.0, 1.0, _gen(generator, dev)), requires_grad)
@@ -323,6 +492,22 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None,
           **kw):
+    """A tensor of random numbers from the standard normal distribution (mean 0, variance 1).
+
+    Args:
+        *size (int or sequence of ints): the shape, as varargs or one list/tuple (or
+            ``size=`` as a keyword).
+        generator (ember.Generator, optional): the random number generator; the device's
+            default generator if None.
+        dtype (ember.dtype, optional): a floating dtype; the default dtype if None.
+        device (ember.device, optional): the device; the default device if None.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.randn(2, 3).shape
+        (2, 3)
+    """
     dev, d = _dev(device), _dt(dtype)
     t = C.empty(_shape(_size_arg(size, kw, "randn"), "randn", d), d, dev)
     res = _finish(O.random_(t, "normal", 0.0, 1.0, _gen(generator, dev)), requires_grad)
@@ -363,6 +548,21 @@ def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, d
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None,
              **_):
+    """A random permutation of the integers ``0 .. n - 1``.
+
+    Args:
+        n (int): the number of integers.
+        generator (ember.Generator, optional): the random number generator; the device's
+            default generator if None.
+        dtype (ember.dtype, optional): the dtype. Default: ``ember.int64``.
+        device (ember.device, optional): the device; the default device if None.
+        requires_grad (bool): record operations on the result for autograd. Default: False.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> sorted(ember.randperm(5).tolist())
+        [0, 1, 2, 3, 4]
+    """
     dev = _dev(device)
     res = CP.randperm(int(n), _gen(generator, dev), _dt(dtype, D.int64), dev)
     return _out_result(_finish(res, requires_grad), out, "randperm")
@@ -455,6 +655,25 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 
 
 def as_tensor(data, dtype=None, device=None):
+    """``data`` as a tensor, sharing memory where it can.
+
+    A tensor already of the requested dtype and device is returned as is (otherwise
+    converted); a NumPy array headed for the CPU shares its memory (then cast to ``dtype``
+    if given); anything else is copied as :func:`tensor` copies it.
+
+    Args:
+        data (array_like): a tensor, NumPy array, Python number or (nested) sequence.
+        dtype (ember.dtype, optional): the dtype; inferred from ``data`` if None.
+        device (ember.device, optional): the device; ``data``'s (or the default) if None.
+
+    Example:
+        >>> import numpy as np
+        >>> a = np.array([1, 2, 3])
+        >>> t = ember.as_tensor(a)
+        >>> t[0] = -1
+        >>> a
+        array([-1,  2,  3])
+    """
     if isinstance(data, TensorBase):
         return O.to(data, device, dtype)
     device = default_device_or(device)
@@ -465,6 +684,12 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def scalar_tensor(s, *, dtype=None, device=None):
+    """A 0-d tensor holding the number ``s`` (of the default dtype unless ``dtype`` is given).
+
+    Example:
+        >>> ember.scalar_tensor(3)
+        tensor(3.)
+    """
     return full((), s, dtype=dtype or D.get_default_dtype(), device=device)
 
 

@@ -176,6 +176,9 @@ def cond(pred, true_fn, false_fn, operands=()):
 
 
 def resize_as_(input, the_template, *, memory_format=None):
+    """Resize ``input`` in place to the shape of ``the_template`` (``input.resize_as_``);
+    returns ``input``. New elements are uninitialised.
+    """
     return _tensor(input, "resize_as_").resize_as_(the_template)
 
 
@@ -248,3 +251,5 @@ TENSOR_METHODS = {
     "as_subclass": _as_subclass,
     "nonzero_static": nonzero_static,
 }
+TENSOR_METHODS["const_data_ptr"].__doc__ = (
+    "The address of the tensor's first element, for read-only use (same as ``data_ptr``).")

@@ -76,10 +76,35 @@ def pinverse(input, rcond=1e-15, hermitian=False):
 
 
 def matrix_exp(input):
+    """The matrix exponential of a square matrix or a batch of them (``linalg.matrix_exp``).
+
+    Computes ``sum_k A^k / k!`` for each matrix ``A`` in the last two dimensions.
+
+    Args:
+        input (Tensor): a ``(*, n, n)`` floating-point tensor.
+
+    Example:
+        >>> ember.matrix_exp(ember.tensor([[0., 1.], [0., 0.]]))
+        tensor([[1., 1.],
+                [0., 1.]])
+    """
     return linalg_ns.matrix_exp(input)
 
 
 def matrix_power(input, n):
+    """The ``n``-th power of a square matrix or a batch of them (``linalg.matrix_power``).
+
+    ``n = 0`` gives the identity and a negative ``n`` the power of the inverse.
+
+    Args:
+        input (Tensor): a ``(*, m, m)`` tensor.
+        n (int): the exponent.
+
+    Example:
+        >>> ember.matrix_power(ember.tensor([[1., 1.], [0., 1.]]), 3)
+        tensor([[1., 3.],
+                [0., 1.]])
+    """
     res = linalg_ns.matrix_power(input, n)
     if n == 0 and input.requires_grad and not res.requires_grad:
         # PyTorch writes the identity into a copy of input: the result stays in input's graph

@@ -219,10 +219,17 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
 
 
 def are_deterministic_algorithms_enabled() -> bool:
+    """Whether ``use_deterministic_algorithms(True)`` is in effect.
+
+    Example:
+        >>> ember.are_deterministic_algorithms_enabled()
+        False
+    """
     return _DETERMINISTIC["mode"]
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    """Whether deterministic mode was set with ``warn_only=True``."""
     return _DETERMINISTIC["warn_only"]
 
 
@@ -251,6 +258,9 @@ def set_deterministic_debug_mode(debug_mode) -> None:
 
 
 def get_deterministic_debug_mode() -> int:
+    """The deterministic debug mode: 0 (default, off), 1 (warn) or 2 (error); see
+    :func:`set_deterministic_debug_mode`.
+    """
     if are_deterministic_algorithms_enabled():
         return 1 if is_deterministic_algorithms_warn_only_enabled() else 2
     return 0
@@ -261,6 +271,13 @@ _MATMUL_PRECISION = ["highest"]
 
 
 def get_float32_matmul_precision() -> str:
+    """The float32 matmul precision setting: ``"highest"`` (the default), ``"high"`` or
+    ``"medium"`` (see :func:`set_float32_matmul_precision`).
+
+    Example:
+        >>> ember.get_float32_matmul_precision()
+        'highest'
+    """
     return _MATMUL_PRECISION[0]
 
 
@@ -295,6 +312,11 @@ def get_num_interop_threads() -> int:
 
 
 def set_num_interop_threads(nthreads: int) -> None:
+    """Set the value :func:`get_num_interop_threads` returns (a positive int).
+
+    ember runs ops on the calling thread, so nothing else changes; unlike PyTorch it may
+    be called more than once, at any time.
+    """
     if not isinstance(nthreads, int) or nthreads <= 0:
         raise RuntimeError("Expected positive number of threads")
     _INTEROP[0] = nthreads
@@ -314,4 +336,5 @@ def set_warn_always(b: bool) -> None:
 
 
 def is_warn_always_enabled() -> bool:
+    """Whether :func:`set_warn_always` turned on repeated warnings (False by default)."""
     return _WARN_ALWAYS[0]

@@ -100,10 +100,26 @@ def logcumsumexp(input, dim, *, out=None):
 
 
 def cumsum_(self, dim, *, dtype=None):
+    """In-place :meth:`cumsum`: replace each element by the sum of the elements up to it
+    along ``dim``.
+
+    Example:
+        >>> x = ember.tensor([1., 2., 3.])
+        >>> x.cumsum_(0)
+        tensor([1., 3., 6.])
+    """
     return _inplace("cumsum_", self, lambda x: O.scan("cumsum", x, dim, dtype))
 
 
 def cumprod_(self, dim, *, dtype=None):
+    """In-place :meth:`cumprod`: replace each element by the product of the elements up to it
+    along ``dim``.
+
+    Example:
+        >>> x = ember.tensor([1., 2., 3.])
+        >>> x.cumprod_(0)
+        tensor([1., 2., 6.])
+    """
     return _inplace("cumprod_", self, lambda x: O.scan("cumprod", x, dim, dtype))
 
 

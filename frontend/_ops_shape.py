@@ -103,15 +103,32 @@ def _false(self) -> bool:
     return False
 
 
+#: the docstrings of the layout predicates that are False for every dense tensor
+_FALSE_DOCS = {
+    "is_sparse": "Whether the tensor is sparse: False for a dense tensor (ember's sparse COO "
+                 "tensors are their own class, whose ``is_sparse`` is True).",
+    "is_quantized": "Whether the tensor is quantized: always False (ember has no quantized "
+                    "dtypes).",
+    "is_mkldnn": "Whether the tensor has PyTorch's MKL-DNN layout: always False in ember.",
+    "is_nested": "Whether the tensor is a nested (ragged) tensor: always False in ember.",
+    "is_sparse_csr": "Whether the tensor has the sparse CSR layout: always False (ember's "
+                     "sparse tensors are COO).",
+}
 for _n in ("is_sparse", "is_quantized", "is_mkldnn", "is_nested", "is_sparse_csr"):
-    TENSOR_METHODS[_n] = property(_false)
+    TENSOR_METHODS[_n] = property(_false, doc=_FALSE_DOCS[_n])
 for _n in ("is_meta", "is_mps", "is_xpu", "is_ipu", "is_mtia", "is_maia", "is_vulkan",
            "is_xla"):
-    TENSOR_METHODS[_n] = property(lambda self, _type=_n[3:]: self.device.type == _type)
+    TENSOR_METHODS[_n] = property(lambda self, _type=_n[3:]: self.device.type == _type,
+                                  doc=f"Whether the tensor's device type is ``'{_n[3:]}'``.")
 del _n
 
-TENSOR_METHODS["layout"] = property(lambda self: strided)
-TENSOR_METHODS["output_nr"] = property(lambda self: 0)
+TENSOR_METHODS["layout"] = property(
+    lambda self: strided,
+    doc="The tensor's memory layout: ``ember.strided`` for a dense tensor.")
+TENSOR_METHODS["output_nr"] = property(
+    lambda self: 0,
+    doc="The index of the tensor among the outputs of the op that made it (PyTorch's "
+        "autograd metadata): always 0 in ember.")
 
 
 @_method()
@@ -122,27 +139,59 @@ def is_complex(input) -> bool:
 
 @_method()
 def is_conj(input) -> bool:
+    """Whether ``input`` is a lazily conjugated view: always False (ember has no complex
+    dtypes, so there is nothing to conjugate).
+
+    Example:
+        >>> ember.tensor([1., 2.]).is_conj()
+        False
+    """
     return False
 
 
 @_method()
 def is_neg(input) -> bool:
+    """Whether ``input`` is a lazily negated view (PyTorch's conjugate-view machinery):
+    always False in ember."""
     return False
 
 
 @_method()
 def is_inference(input) -> bool:
+    """Whether ``input`` is an inference tensor (made under ``inference_mode``): always
+    False in ember, whose ``inference_mode`` tensors are ordinary tensors (PyTorch says
+    True for them)."""
     return False
 
 
 @_method()
 def is_signed(input) -> bool:
+    """Whether ``input``'s dtype is signed: True for floating-point and signed integer
+    dtypes, False for unsigned integers and bool.
+
+    Example:
+        >>> ember.tensor([1, 2]).is_signed()
+        True
+        >>> ember.tensor([1, 2], dtype=ember.uint8).is_signed()
+        False
+    """
     return input.dtype.is_floating_point or (input.dtype is not D.bool_
                                              and input.dtype.is_signed)
 
 
 @_method()
 def is_nonzero(input) -> bool:
+    """Whether the single element of ``input`` is non-zero (``bool(input)``).
+
+    Raises:
+        RuntimeError: if ``input`` does not have exactly one element.
+
+    Example:
+        >>> ember.tensor([1.5]).is_nonzero()
+        True
+        >>> ember.tensor(0).is_nonzero()
+        False
+    """
     n = C.numel(input.shape)
     if n != 1:
         what = "more than one value" if n else "no values"
@@ -152,6 +201,12 @@ def is_nonzero(input) -> bool:
 
 @_method()
 def is_same_size(input, other) -> bool:
+    """Whether ``input`` and ``other`` have the same shape.
+
+    Example:
+        >>> ember.zeros(2, 3).is_same_size(ember.ones(2, 3))
+        True
+    """
     return tuple(input.shape) == tuple(other.shape)
 
 
@@ -178,33 +233,64 @@ _export("is_complex", "is_conj", "is_neg", "is_inference", "is_signed", "is_nonz
 # ---- conjugation and the real part (ember's dtypes are real) ---------------------------------
 @_method()
 def resolve_conj(input):
+    """``input`` with a lazy conjugation materialized: ``input`` itself in ember, which has
+    no conjugate views."""
     return input
 
 
 @_method()
 def resolve_neg(input):
+    """``input`` with a lazy negation materialized: ``input`` itself in ember, which has no
+    negative views."""
     return input
 
 
 @_method()
 def conj(input):
+    """The complex conjugate of ``input``: ``input`` itself, as ember's dtypes are all real.
+
+    Example:
+        >>> ember.conj(ember.tensor([1., -2.]))
+        tensor([ 1., -2.])
+    """
     return input
 
 
 @_method()
 def conj_physical(input):
+    """The complex conjugate of ``input`` as a new tensor: a copy of ``input``, as ember's
+    dtypes are all real.
+
+    Args:
+        input (Tensor): the input tensor.
+    """
     return O.clone(input)
 
 
 def conj_physical_(self):
+    """In-place version of :func:`conj_physical`: returns ``self`` unchanged (real
+    dtypes)."""
     return self
 
 
 def real(input):
+    """The real part of ``input``: ``input`` itself, as ember's dtypes are all real (also
+    the property ``Tensor.real``).
+
+    Example:
+        >>> ember.tensor([1., 2.]).real
+        tensor([1., 2.])
+    """
     return input
 
 
 def imag(input):
+    """The imaginary part of ``input`` (also the property ``Tensor.imag``).
+
+    Raises:
+        RuntimeError: always, as in PyTorch for a real dtype (ember has no complex
+            dtypes).
+    """
     raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
 
@@ -215,6 +301,19 @@ TENSOR_METHODS["imag"] = property(imag)
 
 @_method()
 def adjoint(input):
+    """The conjugate transpose of a matrix or batch of matrices, as a view.
+
+    ember's dtypes are real, so this is ``input.transpose(-2, -1)``.
+
+    Args:
+        input (Tensor): a tensor with at least 2 dimensions.
+
+    Example:
+        >>> ember.adjoint(ember.tensor([[1., 2., 3.], [4., 5., 6.]]))
+        tensor([[1., 4.],
+                [2., 5.],
+                [3., 6.]])
+    """
     if len(input.shape) < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
                            f"matrices. Got {len(input.shape)}-D tensor.")
@@ -222,6 +321,13 @@ def adjoint(input):
 
 
 def _mH(self):
+    """The conjugate transpose of each matrix (the last two dimensions), as a view:
+    ``transpose(-2, -1)`` for ember's real dtypes.
+
+    Example:
+        >>> ember.zeros(4, 2, 3).mH.size()
+        ember.Size([4, 3, 2])
+    """
     if len(self.shape) < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {len(self.shape)}-D tensor.")
@@ -229,6 +335,14 @@ def _mH(self):
 
 
 def _H(self):
+    """The conjugate transpose of a matrix (2-D) as a view; a 0-D tensor is returned as
+    it is.
+
+    Example:
+        >>> ember.tensor([[1., 2.], [3., 4.]]).H
+        tensor([[1., 3.],
+                [2., 4.]])
+    """
     nd = len(self.shape)
     if nd not in (0, 2):
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
@@ -264,59 +378,216 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 
 @_method()
 def diag(input, diagonal=0, *, out=None):
+    """A diagonal matrix from a vector, or the diagonal of a matrix.
+
+    For a 1-D ``input`` of ``n`` elements, a square 2-D tensor of size
+    ``n + abs(diagonal)`` with ``input`` on the ``diagonal``-th diagonal and zeros
+    elsewhere; for a 2-D ``input``, its ``diagonal``-th diagonal as a new 1-D tensor.
+
+    Args:
+        input (Tensor): a 1-D or 2-D tensor.
+        diagonal (int): which diagonal: 0 the main one, > 0 above it, < 0 below it.
+            Default: 0.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.diag(ember.tensor([1, 2]), 1)
+        tensor([[0, 1, 0],
+                [0, 0, 2],
+                [0, 0, 0]])
+        >>> ember.diag(ember.tensor([[1, 2], [3, 4]]))
+        tensor([1, 4])
+    """
     return _out(IX.diag(_t(input, "diag"), diagonal), out, "diag", "exact")
 
 
 @_method()
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """A tensor whose 2-D planes (dims ``dim1`` and ``dim2``) have the last dimension of
+    ``input`` on a diagonal, zeros elsewhere.
+
+    The result has one more dimension than ``input``; each plane is square with size
+    ``input.size(-1) + abs(offset)``.
+
+    Args:
+        input (Tensor): the values, at least 1-D.
+        offset (int): which diagonal to fill: 0 the main one, > 0 above it, < 0 below it.
+            Default: 0.
+        dim1 (int): the first dimension of the planes, in the result. Default: -2.
+        dim2 (int): the second dimension of the planes, in the result. Default: -1.
+
+    Example:
+        >>> ember.diag_embed(ember.tensor([[1, 2], [3, 4]]))
+        tensor([[[1, 0],
+                 [0, 2]],
+        <BLANKLINE>
+                [[3, 0],
+                 [0, 4]]])
+    """
     return IX.diag_embed(_t(input, "diag_embed"), offset, dim1, dim2)
 
 
 @_method()
 def diagflat(input, offset=0):
+    """A 2-D tensor with the flattened ``input`` on its ``offset``-th diagonal.
+
+    Args:
+        input (Tensor): the values, of any shape (flattened first).
+        offset (int): which diagonal: 0 the main one, > 0 above it, < 0 below it.
+            Default: 0.
+
+    Example:
+        >>> ember.diagflat(ember.tensor([[1, 2], [3, 4]]))
+        tensor([[1, 0, 0, 0],
+                [0, 2, 0, 0],
+                [0, 0, 3, 0],
+                [0, 0, 0, 4]])
+    """
     return IX.diag(V.reshape(_t(input, "diagflat"), (-1,)), offset)
 
 
 @_method()
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """A copy of ``input`` with ``src`` written into the diagonal that
+    ``input.diagonal(offset, dim1, dim2)`` views.
+
+    Args:
+        input (Tensor): the input tensor, at least 2-D.
+        src (Tensor): the values, shaped like ``input.diagonal(offset, dim1, dim2)``.
+        offset (int): which diagonal. Default: 0.
+        dim1 (int): the first dimension of the diagonal. Default: 0.
+        dim2 (int): the second dimension of the diagonal. Default: 1.
+
+    Example:
+        >>> ember.diagonal_scatter(ember.zeros(3, 3), ember.ones(2), 1)
+        tensor([[0., 1., 0.],
+                [0., 0., 1.],
+                [0., 0., 0.]])
+    """
     return IX.diagonal_scatter(_t(input, "diagonal_scatter"), src, offset, dim1, dim2)
 
 
 @_method()
 def select_scatter(input, src, dim, index):
+    """A copy of ``input`` with ``src`` written at position ``index`` of dimension
+    ``dim`` (where ``input.select(dim, index)`` views).
+
+    Args:
+        input (Tensor): the input tensor.
+        src (Tensor): the values, shaped like ``input.select(dim, index)``.
+        dim (int): the dimension to index.
+        index (int): the position along ``dim``.
+
+    Example:
+        >>> ember.select_scatter(ember.zeros(2, 2), ember.ones(2), 0, 0)
+        tensor([[1., 1.],
+                [0., 0.]])
+    """
     return IX.select_scatter(_t(input, "select_scatter"), src, dim, index)
 
 
 @_method()
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of ``input`` with ``src`` written into the slice ``start:end:step`` of
+    dimension ``dim``.
+
+    Args:
+        input (Tensor): the input tensor.
+        src (Tensor): the values, shaped like the slice.
+        dim (int): the dimension to slice. Default: 0.
+        start (int, optional): the first index of the slice. Default: 0.
+        end (int, optional): the index the slice stops before. Default: the size of
+            ``dim``.
+        step (int): the distance between sliced elements. Default: 1.
+
+    Example:
+        >>> ember.slice_scatter(ember.zeros(2, 4), ember.ones(2, 2), dim=1, step=2)
+        tensor([[1., 0., 1., 0.],
+                [1., 0., 1., 0.]])
+    """
     return IX.slice_scatter(_t(input, "slice_scatter"), src, dim, start, end, step)
 
 
 @_method()
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A copy of ``input`` with ``src`` written into the elements that
+    ``input.as_strided(size, stride, storage_offset)`` views.
+
+    Args:
+        input (Tensor): the input tensor.
+        src (Tensor): the values, of shape ``size``.
+        size (tuple of ints): the shape of the strided view.
+        stride (tuple of ints): the strides of the view, in elements.
+        storage_offset (int, optional): the view's offset, in elements. Default:
+            ``input``'s own offset.
+
+    Example:
+        >>> ember.as_strided_scatter(ember.zeros(3, 3), ember.ones(3), (3,), (4,))
+        tensor([[1., 0., 0.],
+                [0., 1., 0.],
+                [0., 0., 1.]])
+    """
     return IX.as_strided_scatter(_t(input, "as_strided_scatter"), src, size, stride,
                                  storage_offset)
 
 
 @_method()
 def index_copy(input, dim, index, source, *, out=None):
+    """A copy of ``input`` with the slices of ``source`` along ``dim`` written at the
+    positions ``index``: ``out[..., index[i], ...] = source[..., i, ...]``.
+
+    With repeated entries in ``index`` the result is unspecified.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dimension to index.
+        index (Tensor): 1-D int64 tensor of positions along ``dim``.
+        source (Tensor): the values; ``source.size(dim) == len(index)``, other dimensions
+            as ``input``'s.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.index_copy(ember.zeros(3, 2), 0, ember.tensor([2, 0]),
+        ...                  ember.tensor([[1., 2.], [3., 4.]]))
+        tensor([[3., 4.],
+                [0., 0.],
+                [1., 2.]])
+    """
     return _out(IX.index_copy(_t(input, "index_copy"), dim, index, source), out, "index_copy",
                 "exact")
 
 
 @_method()
 def index_copy_(self, dim, index, source):
+    """In-place version of :meth:`index_copy`: writes the slices of ``source`` into
+    ``self`` and returns ``self``."""
     C.check_writable(self, "index_copy_")
     return O.copy_(self, IX.index_copy(self, dim, index, source))
 
 
 @_method()
 def index_fill(input, dim, index, value):
+    """A copy of ``input`` with the slices at positions ``index`` along ``dim`` set to
+    ``value``.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dimension to index.
+        index (Tensor): 1-D int64 tensor of positions along ``dim``.
+        value (float or 0-D Tensor): the fill value.
+
+    Example:
+        >>> ember.index_fill(ember.zeros(2, 3), 1, ember.tensor([0, 2]), 5.)
+        tensor([[5., 0., 5.],
+                [5., 0., 5.]])
+    """
     return IX.index_fill(_t(input, "index_fill"), dim, index, F_s(value))
 
 
 @_method()
 def index_fill_(self, dim, index, value):
+    """In-place version of :meth:`index_fill`: fills the slices of ``self`` and
+    returns ``self``."""
     C.check_writable(self, "index_fill_")
     return O.copy_(self, IX.index_fill(self, dim, index, F_s(value)))
 
@@ -331,20 +602,60 @@ def _key(indices):
 
 
 def index_put(input, indices, values, accumulate=False):
+    """A copy of ``input`` with ``values`` written at the positions ``indices``
+    (``out[indices] = values``, the advanced-indexing assignment).
+
+    Args:
+        input (Tensor): the input tensor.
+        indices (tuple of Tensors): one index tensor per leading dimension (int64, or a
+            bool mask), broadcast together.
+        values (Tensor): the values, broadcast to the indexed shape.
+        accumulate (bool): add ``values`` to the indexed elements instead of writing
+            them (repeated indices then add up). Default: False.
+
+    Example:
+        >>> ember.index_put(ember.zeros(3), (ember.tensor([0, 0]),),
+        ...                 ember.tensor([1., 2.]), accumulate=True)
+        tensor([3., 0., 0.])
+    """
     return IX.index_put(_t(input, "index_put"), _key(indices), F_s(values), accumulate)
 
 
 def index_put_(input, indices, values, accumulate=False):
+    """In-place version of :func:`index_put`: ``input[indices] = values`` (or ``+=``
+    with ``accumulate=True``); returns ``input``.
+
+    Example:
+        >>> ember.zeros(3).index_put_((ember.tensor([0, 2]),), ember.tensor(7.))
+        tensor([7., 0., 7.])
+    """
     return IX.index_put_(_t(input, "index_put_"), _key(indices), F_s(values), accumulate)
 
 
 @_method()
 def masked_scatter(input, mask, source):
+    """A copy of ``input`` with the positions where ``mask`` is True filled with
+    consecutive elements of ``source`` (in row-major order).
+
+    Args:
+        input (Tensor): the input tensor.
+        mask (Tensor): a bool tensor broadcastable with ``input``.
+        source (Tensor): the values; it needs at least as many elements as ``mask`` has
+            True entries.
+
+    Example:
+        >>> ember.masked_scatter(ember.zeros(2, 2), ember.tensor([True, False]),
+        ...                      ember.tensor([1., 2., 3.]))
+        tensor([[1., 0.],
+                [2., 0.]])
+    """
     return IX.masked_scatter(_t(input, "masked_scatter"), mask, source)
 
 
 @_method()
 def masked_scatter_(self, mask, source):
+    """In-place version of :meth:`masked_scatter` (``mask`` must broadcast to
+    ``self``'s shape); returns ``self``."""
     C.check_writable(self, "masked_scatter_")
     res = IX.masked_scatter(self, mask, source)
     if tuple(res.shape) != tuple(self.shape):
@@ -355,55 +666,203 @@ def masked_scatter_(self, mask, source):
 
 @_method()
 def put(input, index, source, accumulate=False):
+    """A copy of ``input`` with ``source`` written at the flat (row-major) positions
+    ``index``, as if ``input`` were 1-D.
+
+    Args:
+        input (Tensor): the input tensor.
+        index (Tensor): int64 positions into the flattened ``input`` (negative ones count
+            from the end).
+        source (Tensor): the values, with as many elements as ``index``.
+        accumulate (bool): add to the elements instead of writing them. Default: False.
+
+    Example:
+        >>> ember.put(ember.zeros(2, 2), ember.tensor([0, 3]), ember.tensor([1., 2.]))
+        tensor([[1., 0.],
+                [0., 2.]])
+    """
     return IX.put(_t(input, "put"), index, source, accumulate)
 
 
 @_method()
 def put_(self, index, source, accumulate=False):
+    """In-place version of :meth:`put`; returns ``self``.
+
+    Example:
+        >>> ember.zeros(2, 2).put_(ember.tensor([1, 1]), ember.tensor([1., 2.]),
+        ...                        accumulate=True)
+        tensor([[0., 3.],
+                [0., 0.]])
+    """
     C.check_writable(self, "put_")
     return O.copy_(self, IX.put(self, index, source, accumulate))
 
 
 @_method()
 def take_along_dim(input, indices, dim=None, *, out=None):
+    """The values of ``input`` at ``indices`` along ``dim``:
+    ``out[i][j] = input[i][indices[i][j]]`` for ``dim=1``, and so on.
+
+    ``input`` and ``indices`` are broadcast against each other except along ``dim``; it
+    pairs with the indices returned by ``argmax``, ``argsort`` and ``topk``. With
+    ``dim=None`` both are flattened.
+
+    Args:
+        input (Tensor): the input tensor.
+        indices (Tensor): int64 positions along ``dim``.
+        dim (int, optional): the dimension to take along; None flattens ``input``.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> x = ember.tensor([[10, 30, 20], [60, 40, 50]])
+        >>> ember.take_along_dim(x, ember.tensor([[0], [2]]), dim=1)
+        tensor([[10],
+                [50]])
+        >>> ember.take_along_dim(x, ember.tensor([4, 0]))
+        tensor([40, 10])
+    """
     return _out(IX.take_along_dim(_t(input, "take_along_dim"), indices, dim), out,
                 "take_along_dim", "exact")
 
 
 @_method()
 def tril_(self, diagonal=0):
+    """In-place version of :meth:`tril`: zeroes the elements above the ``diagonal``-th
+    diagonal of ``self`` (of each matrix in a batch); returns ``self``.
+
+    Example:
+        >>> ember.ones(3, 3).tril_()
+        tensor([[1., 0., 0.],
+                [1., 1., 0.],
+                [1., 1., 1.]])
+    """
     return _inplace(self, "tril_", IX.tril(self, diagonal))
 
 
 @_method()
 def triu_(self, diagonal=0):
+    """In-place version of :meth:`triu`: zeroes the elements below the ``diagonal``-th
+    diagonal of ``self`` (of each matrix in a batch); returns ``self``.
+
+    Example:
+        >>> ember.ones(3, 3).triu_(1)
+        tensor([[0., 1., 1.],
+                [0., 0., 1.],
+                [0., 0., 0.]])
+    """
     return _inplace(self, "triu_", IX.triu(self, diagonal))
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None,
                  pin_memory=False):
+    """The coordinates of the lower triangle of a ``row`` x ``col`` matrix, as a
+    2 x N tensor (row indices, then column indices, in row-major order).
+
+    The triangle holds the elements on and below the ``offset``-th diagonal (> 0 above
+    the main diagonal, < 0 below it).
+
+    Args:
+        row (int): the number of rows.
+        col (int): the number of columns.
+        offset (int): the diagonal bounding the triangle. Default: 0.
+        dtype (ember.dtype, optional): the result's dtype. Default: ``ember.int64``.
+        device (ember.device, optional): the result's device.
+        layout: accepted for PyTorch compatibility (strided only).
+        pin_memory (bool): accepted for PyTorch compatibility.
+
+    Example:
+        >>> ember.tril_indices(3, 3)
+        tensor([[0, 1, 1, 2, 2, 2],
+                [0, 0, 1, 0, 1, 2]])
+    """
     return CP.tril_indices(row, col, offset, D.to_dtype(dtype) if dtype else D.int64,
                            to_device(device))
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None,
                  pin_memory=False):
+    """The coordinates of the upper triangle of a ``row`` x ``col`` matrix, as a
+    2 x N tensor (row indices, then column indices, in row-major order).
+
+    The triangle holds the elements on and above the ``offset``-th diagonal (> 0 above
+    the main diagonal, < 0 below it).
+
+    Args:
+        row (int): the number of rows.
+        col (int): the number of columns.
+        offset (int): the diagonal bounding the triangle. Default: 0.
+        dtype (ember.dtype, optional): the result's dtype. Default: ``ember.int64``.
+        device (ember.device, optional): the result's device.
+        layout: accepted for PyTorch compatibility (strided only).
+        pin_memory (bool): accepted for PyTorch compatibility.
+
+    Example:
+        >>> ember.triu_indices(3, 3, 1)
+        tensor([[0, 0, 1],
+                [1, 2, 2]])
+    """
     return CP.triu_indices(row, col, offset, D.to_dtype(dtype) if dtype else D.int64,
                            to_device(device))
 
 
 @_method()
 def rot90(input, k=1, dims=(0, 1)):
+    """``input`` rotated by ``k`` quarter turns in the plane of ``dims``, from the first
+    dimension towards the second (a new tensor).
+
+    Args:
+        input (Tensor): the input tensor, at least 2-D.
+        k (int): the number of quarter turns; negative turns the other way. Default: 1.
+        dims (sequence of 2 ints): the plane to rotate in. Default: ``(0, 1)``.
+
+    Example:
+        >>> x = ember.tensor([[1, 2], [3, 4]])
+        >>> ember.rot90(x)
+        tensor([[2, 4],
+                [1, 3]])
+        >>> ember.rot90(x, -1)
+        tensor([[3, 1],
+                [4, 2]])
+    """
     return IX.rot90(_t(input, "rot90"), k, dims)
 
 
 @_method()
 def kron(input, other, *, out=None):
+    """The Kronecker product of ``input`` and ``other``.
+
+    Each element of ``input`` is replaced by that element times the whole of ``other``;
+    the shapes are aligned by prepending ones to the one with fewer dimensions, and the
+    result's size is the element-wise product of the two shapes.
+
+    Args:
+        input (Tensor): the first tensor.
+        other (Tensor): the second tensor.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.kron(ember.tensor([[1, 2], [3, 4]]), ember.tensor([[1, 1]]))
+        tensor([[1, 1, 2, 2],
+                [3, 3, 4, 4]])
+    """
     _t(other, "kron", "other")
     return _out(IX.kron(_t(input, "kron"), other), out, "kron", "cast")
 
 
 def block_diag(*tensors):
+    """A block-diagonal matrix with the given tensors as its blocks, zeros elsewhere.
+
+    0-D tensors count as 1 x 1 and 1-D tensors as a single row.
+
+    Args:
+        *tensors (Tensor): the blocks, each at most 2-D.
+
+    Example:
+        >>> ember.block_diag(ember.tensor([[1, 2]]), ember.tensor([[3], [4]]))
+        tensor([[1, 2, 0],
+                [0, 0, 3],
+                [0, 0, 4]])
+    """
     for i, t in enumerate(tensors):
         if not isinstance(t, TensorBase):
             raise TypeError(f"block_diag(): argument 'tensors' must be tuple of Tensors, but "
@@ -432,6 +891,19 @@ def meshgrid(*tensors, indexing=None):
 
 
 def cartesian_prod(*tensors):
+    """The Cartesian product of 1-D tensors, one combination per row (like
+    ``itertools.product``); a single tensor is returned as it is.
+
+    Args:
+        *tensors (Tensor): 1-D tensors.
+
+    Example:
+        >>> ember.cartesian_prod(ember.tensor([1, 2]), ember.tensor([3, 4]))
+        tensor([[1, 3],
+                [1, 4],
+                [2, 3],
+                [2, 4]])
+    """
     tensors = _tensor_list("cartesian_prod", tensors)
     if not tensors:
         raise RuntimeError("meshgrid expects a non-empty TensorList")
@@ -439,11 +911,49 @@ def cartesian_prod(*tensors):
 
 
 def combinations(input, r=2, with_replacement=False):
+    """The length-``r`` combinations of the elements of a 1-D tensor, one per row (like
+    ``itertools.combinations``, or ``combinations_with_replacement``).
+
+    Args:
+        input (Tensor): a 1-D tensor.
+        r (int): the number of elements per combination. Default: 2.
+        with_replacement (bool): allow an element to repeat. Default: False.
+
+    Example:
+        >>> ember.combinations(ember.tensor([1, 2, 3]))
+        tensor([[1, 2],
+                [1, 3],
+                [2, 3]])
+        >>> ember.combinations(ember.tensor([1, 2]), with_replacement=True)
+        tensor([[1, 1],
+                [1, 2],
+                [2, 2]])
+    """
     res = IX.combinations(_t(input, "combinations"), r, with_replacement)
     return res if r != 1 else V.reshape(res, (-1, 1))
 
 
 def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of ``x``: its columns are powers of ``x``.
+
+    Column ``j`` is ``x ** (N - 1 - j)`` (decreasing powers, as NumPy's ``vander``), or
+    ``x ** j`` with ``increasing=True``.
+
+    Args:
+        x (Tensor): a 1-D tensor.
+        N (int, optional): the number of columns. Default: ``len(x)``.
+        increasing (bool): increasing instead of decreasing powers. Default: False.
+
+    Example:
+        >>> ember.vander(ember.tensor([1, 2, 3]))
+        tensor([[1, 1, 1],
+                [4, 2, 1],
+                [9, 3, 1]])
+        >>> ember.vander(ember.tensor([1, 2, 3]), N=2, increasing=True)
+        tensor([[1, 1],
+                [1, 2],
+                [1, 3]])
+    """
     return IX.vander(_t(x, "vander", "x"), N, increasing)
 
 
@@ -562,33 +1072,116 @@ def _xsplit(op, input, sections, dim, min_dims):
 
 @_method()
 def hsplit(input, indices_or_sections):
+    """``input`` split horizontally: along dimension 1, or 0 for a 1-D tensor (see
+    :func:`tensor_split`).
+
+    An int ``n`` gives ``n`` equal parts (the size must divide by it); a list gives the
+    indices to split before.
+
+    Args:
+        input (Tensor): the tensor to split, at least 1-D.
+        indices_or_sections (int or list of ints): the number of parts, or the split
+            indices.
+
+    Returns:
+        tuple of Tensors: views of ``input``.
+
+    Example:
+        >>> ember.hsplit(ember.arange(8).view(2, 4), [1, 3])
+        (tensor([[0],
+                [4]]), tensor([[1, 2],
+                [5, 6]]), tensor([[3],
+                [7]]))
+    """
     _t(input, "hsplit")
     return _xsplit("hsplit", input, indices_or_sections, 0 if len(input.shape) == 1 else 1, 1)
 
 
 @_method()
 def vsplit(input, indices_or_sections):
+    """``input`` split vertically, along dimension 0 (see :func:`tensor_split`).
+
+    An int ``n`` gives ``n`` equal parts (the size must divide by it); a list gives the
+    indices to split before.
+
+    Args:
+        input (Tensor): the tensor to split, at least 2-D.
+        indices_or_sections (int or list of ints): the number of parts, or the split
+            indices.
+
+    Returns:
+        tuple of Tensors: views of ``input``.
+
+    Example:
+        >>> ember.vsplit(ember.arange(8).view(4, 2), 2)
+        (tensor([[0, 1],
+                [2, 3]]), tensor([[4, 5],
+                [6, 7]]))
+    """
     return _xsplit("vsplit", _t(input, "vsplit"), indices_or_sections, 0, 2)
 
 
 @_method()
 def dsplit(input, indices_or_sections):
+    """``input`` split depth-wise, along dimension 2 (see :func:`tensor_split`).
+
+    An int ``n`` gives ``n`` equal parts (the size must divide by it); a list gives the
+    indices to split before.
+
+    Args:
+        input (Tensor): the tensor to split, at least 3-D.
+        indices_or_sections (int or list of ints): the number of parts, or the split
+            indices.
+
+    Returns:
+        tuple of Tensors: views of ``input``.
+
+    Example:
+        >>> [t.size() for t in ember.dsplit(ember.zeros(2, 2, 4), [1])]
+        [ember.Size([2, 2, 1]), ember.Size([2, 2, 3])]
+    """
     return _xsplit("dsplit", _t(input, "dsplit"), indices_or_sections, 2, 3)
 
 
 @_method("split_with_sizes", "unsafe_split_with_sizes")
 def split_with_sizes(input, split_sizes, dim=0):
+    """``input`` split along ``dim`` into views of the sizes ``split_sizes`` (which must sum
+    to ``input.size(dim)``). ``unsafe_split_with_sizes`` is the same function.
+
+    Args:
+        input (Tensor): the tensor to split.
+        split_sizes (list of ints): the size of each part.
+        dim (int): the dimension to split along. Default: 0.
+
+    Example:
+        >>> ember.split_with_sizes(ember.arange(5), [2, 3])
+        (tensor([0, 1]), tensor([2, 3, 4]))
+    """
     return VW.split(_t(input, "split_with_sizes"), [operator.index(s) for s in split_sizes],
                     dim)
 
 
 @_method()
 def unsafe_split(input, split_size, dim=0):
+    """The same as :func:`split` with an int size (PyTorch's variant whose views skip
+    autograd's view checks; ember's are ordinary views).
+
+    Example:
+        >>> ember.unsafe_split(ember.arange(5), 2)
+        (tensor([0, 1]), tensor([2, 3]), tensor([4]))
+    """
     return VW.split(_t(input, "unsafe_split"), split_size, dim)
 
 
 @_method()
 def unsafe_chunk(input, chunks, dim=0):
+    """The same as :func:`chunk` (PyTorch's variant whose views skip autograd's view
+    checks; ember's are ordinary views).
+
+    Example:
+        >>> ember.unsafe_chunk(ember.arange(5), 2)
+        (tensor([0, 1, 2]), tensor([3, 4]))
+    """
     return VW.chunk(_t(input, "unsafe_chunk"), chunks, dim)
 
 
@@ -626,14 +1219,58 @@ def _at3(t):
 
 
 def atleast_1d(*tensors):
+    """The tensor(s) with at least one dimension: a 0-D tensor becomes 1-D, others are
+    returned as they are.
+
+    Args:
+        *tensors (Tensor or sequence of Tensors): one tensor, several, or a list.
+
+    Returns:
+        Tensor or tuple of Tensors: a tensor for a single tensor argument, else a tuple.
+
+    Example:
+        >>> ember.atleast_1d(ember.tensor(1.))
+        tensor([1.])
+        >>> ember.atleast_1d(ember.tensor(1.), ember.tensor([2., 3.]))
+        (tensor([1.]), tensor([2., 3.]))
+    """
     return _atleast(_at1, tensors)
 
 
 def atleast_2d(*tensors):
+    """The tensor(s) with at least two dimensions: 0-D becomes 1 x 1, 1-D of ``n``
+    elements becomes 1 x n; others are returned as they are.
+
+    Args:
+        *tensors (Tensor or sequence of Tensors): one tensor, several, or a list.
+
+    Returns:
+        Tensor or tuple of Tensors: a tensor for a single tensor argument, else a tuple.
+
+    Example:
+        >>> ember.atleast_2d(ember.tensor([1, 2]))
+        tensor([[1, 2]])
+    """
     return _atleast(_at2, tensors)
 
 
 def atleast_3d(*tensors):
+    """The tensor(s) with at least three dimensions: 0-D becomes 1 x 1 x 1, 1-D of ``n``
+    elements 1 x n x 1, 2-D of shape (m, n) becomes (m, n, 1); others are returned as they
+    are.
+
+    Args:
+        *tensors (Tensor or sequence of Tensors): one tensor, several, or a list.
+
+    Returns:
+        Tensor or tuple of Tensors: a tensor for a single tensor argument, else a tuple.
+
+    Example:
+        >>> ember.atleast_3d(ember.tensor([1, 2])).size()
+        ember.Size([1, 2, 1])
+        >>> ember.atleast_3d(ember.ones(2, 3)).size()
+        ember.Size([2, 3, 1])
+    """
     return _atleast(_at3, tensors)
 
 
@@ -650,6 +1287,20 @@ def _joined(op, tensors):
 
 
 def hstack(tensors, *, out=None):
+    """The tensors stacked horizontally: concatenated along dimension 1, or 0 when they
+    are 1-D (0-D tensors count as 1-D).
+
+    Args:
+        tensors (sequence of Tensors): the tensors to join.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.hstack((ember.tensor([1, 2]), ember.tensor([3])))
+        tensor([1, 2, 3])
+        >>> ember.hstack([ember.tensor([[1], [2]]), ember.tensor([[3], [4]])])
+        tensor([[1, 3],
+                [2, 4]])
+    """
     ts = [_at1(t) for t in _joined("hstack", tensors)]
     return _out(IX.cat(ts, 0 if len(ts[0].shape) == 1 else 1), out, "hstack", *_CAT_OUT)
 
@@ -659,6 +1310,18 @@ _CAT_OUT = ("cast", TypeError)
 
 
 def vstack(tensors, *, out=None):
+    """The tensors stacked vertically: concatenated along dimension 0 after
+    :func:`atleast_2d` (so 1-D tensors become rows). ``row_stack`` is an alias.
+
+    Args:
+        tensors (sequence of Tensors): the tensors to join.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.vstack((ember.tensor([1, 2]), ember.tensor([3, 4])))
+        tensor([[1, 2],
+                [3, 4]])
+    """
     return _out(IX.cat([_at2(t) for t in _joined("vstack", tensors)], 0), out, "vstack",
                 *_CAT_OUT)
 
@@ -667,11 +1330,35 @@ row_stack = vstack
 
 
 def dstack(tensors, *, out=None):
+    """The tensors stacked depth-wise: concatenated along dimension 2 after
+    :func:`atleast_3d`.
+
+    Args:
+        tensors (sequence of Tensors): the tensors to join.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.dstack((ember.tensor([1, 2]), ember.tensor([3, 4])))
+        tensor([[[1, 3],
+                 [2, 4]]])
+    """
     return _out(IX.cat([_at3(t) for t in _joined("dstack", tensors)], 2), out, "dstack",
                 *_CAT_OUT)
 
 
 def column_stack(tensors, *, out=None):
+    """The tensors as columns of a matrix: 0-D and 1-D tensors become columns
+    (``t.reshape(-1, 1)``), then all are concatenated along dimension 1.
+
+    Args:
+        tensors (sequence of Tensors): the tensors to join.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.column_stack((ember.tensor([1, 2]), ember.tensor([[3, 5], [4, 6]])))
+        tensor([[1, 3, 5],
+                [2, 4, 6]])
+    """
     ts = [V.reshape(t, (-1, 1)) if len(t.shape) <= 1 else t
           for t in _joined("column_stack", tensors)]
     return _out(IX.cat(ts, 1), out, "column_stack", *_CAT_OUT)
@@ -679,6 +1366,13 @@ def column_stack(tensors, *, out=None):
 
 @_method()
 def ravel(input):
+    """``input`` flattened to 1-D: a view when its memory allows, else a copy (as
+    ``reshape(-1)``).
+
+    Example:
+        >>> ember.ravel(ember.tensor([[1, 2], [3, 4]]))
+        tensor([1, 2, 3, 4])
+    """
     return VW.reshape(_t(input, "ravel"), (-1,))
 
 
@@ -708,6 +1402,20 @@ TENSOR_METHODS["tile"] = _tile_method
 
 @_method()
 def sum_to_size(self, *size):
+    """``self`` summed down to ``size``, the reverse of broadcasting: ``self`` must be
+    expandable from ``size``, and the broadcast dimensions are summed.
+
+    Args:
+        *size (int or tuple of ints): the target shape.
+
+    Example:
+        >>> x = ember.tensor([[1, 2], [3, 4]])
+        >>> x.sum_to_size(1, 2)
+        tensor([[4, 6]])
+        >>> x.sum_to_size((2, 1))
+        tensor([[3],
+                [7]])
+    """
     size = K._size(size, "sum_to_size")
     try:
         C.broadcast_shapes(size, self.shape)
@@ -723,6 +1431,13 @@ def sum_to_size(self, *size):
 
 @_method("swapaxes_", "swapdims_")
 def swapaxes_(self, axis0, axis1):
+    """In-place version of :meth:`swapaxes` (``transpose_``): ``self`` becomes a view with
+    dimensions ``axis0`` and ``axis1`` swapped. ``swapdims_`` is an alias.
+
+    Example:
+        >>> ember.arange(6).view(2, 3).swapaxes_(0, 1).size()
+        ember.Size([3, 2])
+    """
     return self.transpose_(axis0, axis1)
 
 
@@ -731,6 +1446,10 @@ _export("atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack
 
 
 # ---- the *_copy ops: the views' values as new tensors -------------------------------------
+#: the *_copy ops whose view returns a tuple of views (their docstrings say "tensors")
+_TUPLE_COPIES = ("unbind_copy", "split_copy", "split_with_sizes_copy", "unsafe_chunk_copy")
+
+
 def _copy_of(view_fn, doc):
     def fn(input, *args, out=None, **kwargs):
         res = view_fn(_t(input, fn.__name__), *args, **kwargs)
@@ -786,8 +1505,12 @@ for _name, _fn in (("alias_copy", _alias), ("expand_copy", _expand),
                    ("unfold_copy", VW.unfold), ("as_strided_copy", _as_strided),
                    ("detach_copy", lambda x: C.view_of(x, x.shape, x._stride, x._offset)),
                    ("unsafe_chunk_copy", VW.chunk)):
-    _f = _copy_of(_fn, f"A new tensor with the values of ``{_name[:-5]}`` (PyTorch's "
-                       f"``torch.{_name}``).")
+    _f = _copy_of(_fn, (f"New tensors with the values of the views ``{_name[:-5]}`` "
+                        f"returns (PyTorch's ``torch.{_name}``): the same results, but none "
+                        f"aliases ``input``." if _name in _TUPLE_COPIES else
+                        f"A new tensor with the values of the view ``{_name[:-5]}`` returns "
+                        f"(PyTorch's ``torch.{_name}``): the same result, but it does not "
+                        f"alias ``input``."))
     _f.__name__ = _f.__qualname__ = _name
     globals()[_name] = _f
     if _name != "unsafe_chunk_copy":
@@ -884,16 +1607,45 @@ def fill(input, value):
 
 
 def fill_(input, value):
+    """Fill ``input`` in place with ``value``; returns ``input`` (``input.fill_(value)``).
+
+    Example:
+        >>> ember.fill_(ember.ones(2), 3)
+        tensor([3., 3.])
+    """
     return input.fill_(value)
 
 
 def zero_(input):
+    """Fill ``input`` in place with zeros; returns ``input`` (``input.zero_()``).
+
+    Example:
+        >>> ember.zero_(ember.ones(2))
+        tensor([0., 0.])
+    """
     return input.zero_()
 
 
 @_method()
 def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
                       **_):
+    """An uninitialised tensor with the given sizes and strides (see
+    :func:`empty_strided`), with ``self``'s dtype and device unless given.
+
+    Args:
+        size (tuple of ints): the shape.
+        stride (tuple of ints): the strides, in elements.
+        dtype (ember.dtype, optional): the dtype. Default: ``self.dtype``.
+        device (ember.device, optional): the device. Default: ``self.device``.
+        requires_grad (bool): record operations on the result for autograd.
+            Default: False.
+
+    Example:
+        >>> x = ember.zeros(2, dtype=ember.float64)
+        >>> y = x.new_empty_strided((2, 3), (1, 2))
+        >>> y.stride(), y.dtype
+        ((1, 2), ember.float64)
+    """
     return empty_strided(size, stride, dtype=dtype or self.dtype,
                          device=device or self.device, requires_grad=requires_grad)
 
@@ -979,6 +1731,28 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
              out=None, **_):
+    """``steps`` values spaced evenly on a log scale from ``base ** start`` to
+    ``base ** end`` (both included).
+
+    The exponents are ``linspace(start, end, steps)``.
+
+    Args:
+        start (float): the exponent of the first value.
+        end (float): the exponent of the last value.
+        steps (int): the number of values.
+        base (float): the base of the logarithm. Default: 10.0.
+        dtype (ember.dtype, optional): the dtype. Default: the default float dtype.
+        device (ember.device, optional): the device.
+        requires_grad (bool): record operations on the result for autograd.
+            Default: False.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.logspace(0, 2, 3)
+        tensor([  1.,  10., 100.])
+        >>> ember.logspace(0, 3, 4, base=2)
+        tensor([1., 2., 4., 8.])
+    """
     ends = [K._number(v, "logspace", n, p) for v, n, p in zip((start, end), ("start", "end"),
                                                               (1, 2))]
     res = CP.logspace(ends[0], ends[1], operator.index(steps), float(base), K._dt(dtype),
@@ -1008,27 +1782,140 @@ def _window(kind, window_length, periodic, alpha, beta, dtype, device, requires_
 
 def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False,
                 **_):
+    """The Hann window: ``w[n] = 0.5 - 0.5 * cos(2 * pi * n / (N - 1))`` for a symmetric
+    window of length ``N``.
+
+    With ``periodic=True`` (the default) the window is the first ``window_length`` values
+    of the symmetric window of length ``window_length + 1``, the form used for spectral
+    analysis; ``periodic=False`` gives the symmetric window. A length of 1 gives
+    ``tensor([1.])``.
+
+    Args:
+        window_length (int): the number of values.
+        periodic (bool): the periodic (True) or symmetric (False) window. Default: True.
+        dtype (ember.dtype, optional): a floating-point dtype. Default: the default float
+            dtype.
+        device (ember.device, optional): the device.
+        requires_grad (bool): record operations on the result for autograd.
+            Default: False.
+
+    Example:
+        >>> ember.hann_window(4)
+        tensor([0.0000, 0.5000, 1.0000, 0.5000])
+        >>> ember.hann_window(4, periodic=False)
+        tensor([0.0000, 0.7500, 0.7500, 0.0000])
+    """
     return _window("hann", window_length, periodic, 0.5, 0.5, dtype, device, requires_grad)
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
                    device=None, requires_grad=False, **_):
+    """The Hamming window: ``w[n] = alpha - beta * cos(2 * pi * n / (N - 1))`` for a
+    symmetric window of length ``N``.
+
+    With ``periodic=True`` (the default) the window is the first ``window_length`` values
+    of the symmetric window of length ``window_length + 1``, the form used for spectral
+    analysis; ``periodic=False`` gives the symmetric window. A length of 1 gives
+    ``tensor([1.])``.
+
+    Args:
+        window_length (int): the number of values.
+        periodic (bool): the periodic (True) or symmetric (False) window. Default: True.
+        alpha (float): the constant term. Default: 0.54.
+        beta (float): the cosine's coefficient. Default: 0.46.
+        dtype (ember.dtype, optional): a floating-point dtype. Default: the default float
+            dtype.
+        device (ember.device, optional): the device.
+        requires_grad (bool): record operations on the result for autograd.
+            Default: False.
+
+    Example:
+        >>> ember.hamming_window(4)
+        tensor([0.0800, 0.5400, 1.0000, 0.5400])
+    """
     return _window("hamming", window_length, periodic, alpha, beta, dtype, device,
                    requires_grad)
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, device=None,
                     requires_grad=False, **_):
+    """The Blackman window:
+    ``w[n] = 0.42 - 0.5 * cos(2 * pi * n / (N - 1)) + 0.08 * cos(4 * pi * n / (N - 1))``
+    for a symmetric window of length ``N``.
+
+    With ``periodic=True`` (the default) the window is the first ``window_length`` values
+    of the symmetric window of length ``window_length + 1``, the form used for spectral
+    analysis; ``periodic=False`` gives the symmetric window. A length of 1 gives
+    ``tensor([1.])``.
+
+    Args:
+        window_length (int): the number of values.
+        periodic (bool): the periodic (True) or symmetric (False) window. Default: True.
+        dtype (ember.dtype, optional): a floating-point dtype. Default: the default float
+            dtype.
+        device (ember.device, optional): the device.
+        requires_grad (bool): record operations on the result for autograd.
+            Default: False.
+
+    Example:
+        >>> ember.blackman_window(5, periodic=False)
+        tensor([-2.9802e-08,  3.4000e-01,  1.0000e+00,  3.4000e-01, -2.9802e-08])
+    """
     return _window("blackman", window_length, periodic, 0, 0, dtype, device, requires_grad)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, device=None,
                     requires_grad=False, **_):
+    """The Bartlett (triangular) window: ``w[n] = 1 - abs(2 * n / (N - 1) - 1)`` for a
+    symmetric window of length ``N``.
+
+    With ``periodic=True`` (the default) the window is the first ``window_length`` values
+    of the symmetric window of length ``window_length + 1``, the form used for spectral
+    analysis; ``periodic=False`` gives the symmetric window. A length of 1 gives
+    ``tensor([1.])``.
+
+    Args:
+        window_length (int): the number of values.
+        periodic (bool): the periodic (True) or symmetric (False) window. Default: True.
+        dtype (ember.dtype, optional): a floating-point dtype. Default: the default float
+            dtype.
+        device (ember.device, optional): the device.
+        requires_grad (bool): record operations on the result for autograd.
+            Default: False.
+
+    Example:
+        >>> ember.bartlett_window(5, periodic=False)
+        tensor([0.0000, 0.5000, 1.0000, 0.5000, 0.0000])
+    """
     return _window("bartlett", window_length, periodic, 0, 0, dtype, device, requires_grad)
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device=None,
                   requires_grad=False, **_):
+    """The Kaiser window:
+    ``w[n] = I0(beta * sqrt(1 - (2 * n / (N - 1) - 1) ** 2)) / I0(beta)`` for a symmetric
+    window of length ``N``, with ``I0`` the modified Bessel function of order 0.
+
+    With ``periodic=True`` (the default) the window is the first ``window_length`` values
+    of the symmetric window of length ``window_length + 1``, the form used for spectral
+    analysis; ``periodic=False`` gives the symmetric window. A length of 1 gives
+    ``tensor([1.])``.
+
+    Args:
+        window_length (int): the number of values.
+        periodic (bool): the periodic (True) or symmetric (False) window. Default: True.
+        beta (float): the shape parameter; larger values narrow the window.
+            Default: 12.0.
+        dtype (ember.dtype, optional): a floating-point dtype. Default: the default float
+            dtype.
+        device (ember.device, optional): the device.
+        requires_grad (bool): record operations on the result for autograd.
+            Default: False.
+
+    Example:
+        >>> ember.kaiser_window(5, periodic=False, beta=5.)
+        tensor([0.0367, 0.5529, 1.0000, 0.5529, 0.0367])
+    """
     return _window("kaiser", window_length, periodic, 0, beta, dtype, device, requires_grad)
 
 
@@ -1064,6 +1951,26 @@ def bernoulli_(self, p=0.5, *, generator=None):
 
 @_method()
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    """Indices sampled from the categorical distribution(s) given by the rows of ``input``.
+
+    ``input`` holds non-negative weights (not necessarily summing to 1), one
+    distribution per row for a 2-D ``input``. Without replacement each index is drawn at
+    most once per row, so ``num_samples`` may not exceed the number of categories.
+
+    Args:
+        input (Tensor): 1-D or 2-D non-negative weights.
+        num_samples (int): the number of samples per row.
+        replacement (bool): draw with replacement. Default: False.
+        generator (ember.Generator, optional): the random number generator.
+        out (Tensor, optional): the output tensor.
+
+    Returns:
+        Tensor: int64 indices of shape ``(num_samples,)`` or ``(rows, num_samples)``.
+
+    Example:
+        >>> ember.multinomial(ember.tensor([0., 1., 0.]), 2, replacement=True)
+        tensor([1, 1])
+    """
     _t(input, "multinomial")
     with below_autograd():
         res = CP.multinomial(input, operator.index(num_samples), bool(replacement),
@@ -1072,12 +1979,34 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 
 def poisson(input, generator=None):
+    """Samples of Poisson distributions whose rates are the elements of ``input``.
+
+    Args:
+        input (Tensor): the non-negative rates (a floating-point tensor).
+        generator (ember.Generator, optional): the random number generator.
+
+    Example:
+        >>> ember.poisson(ember.zeros(3))
+        tensor([0., 0., 0.])
+    """
     _t(input, "poisson")
     with below_autograd():
         return CP.poisson(input, _check_gen(generator, input.device))
 
 
 def binomial(count, prob, generator=None):
+    """Samples of binomial distributions: the number of successes in ``count`` trials of
+    success probability ``prob`` (element-wise).
+
+    Args:
+        count (Tensor): the numbers of trials (a floating-point tensor).
+        prob (Tensor): the success probabilities, in [0, 1].
+        generator (ember.Generator, optional): the random number generator.
+
+    Example:
+        >>> ember.binomial(ember.tensor([5., 3.]), ember.tensor([1., 0.]))
+        tensor([5., 0.])
+    """
     _t(count, "binomial", "count")
     _t(prob, "binomial", "prob")
     with below_autograd():
@@ -1113,6 +2042,18 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 
 @_method()
 def geometric_(self, p, *, generator=None):
+    """Fill ``self`` in place with samples of the geometric distribution: the number of
+    trials up to and including the first success, each succeeding with probability ``p``
+    (values 1, 2, ...).
+
+    Args:
+        p (float): the success probability, in (0, 1).
+        generator (ember.Generator, optional): the random number generator.
+
+    Example:
+        >>> (ember.empty(5).geometric_(0.5) >= 1).all()
+        tensor(True)
+    """
     return _fill_with(self, "geometric", lambda t, g: CP.geometric(t, p, g), generator)
 
 
@@ -1256,6 +2197,13 @@ def new(self, *args, device=None):
 
 @_method()
 def type_as(self, other):
+    """``self`` cast to ``other``'s dtype (``self.to(other.dtype)``; ``self`` itself when
+    the dtype already matches).
+
+    Example:
+        >>> ember.tensor([1, 2]).type_as(ember.tensor([0.5]))
+        tensor([1., 2.])
+    """
     return O.to(self, None, other.dtype)
 
 
@@ -1311,11 +2259,20 @@ def resize(self, *sizes):
 
 @_method()
 def resize_as(self, tensor):
+    """The deprecated out-of-place ``resize`` to ``tensor``'s shape (see :meth:`resize`):
+    a reshape that must keep the element count."""
     return resize(self, tensor.shape)
 
 
 @_method()
 def resize_as_(self, the_template, memory_format=None):
+    """Resize ``self`` in place to ``the_template``'s shape (see :meth:`resize_`);
+    returns ``self``.
+
+    Example:
+        >>> ember.zeros(2, 2).resize_as_(ember.zeros(1, 5)).size()
+        ember.Size([1, 5])
+    """
     return resize_(self, the_template.shape)
 
 

@@ -75,6 +75,12 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
 
 
 def to_sparse_coo(self):
+    """The sparse COO form of a dense tensor (``to_sparse()`` over all dimensions).
+
+    Example:
+        >>> ember.tensor([[0., 2.], [3., 0.]]).to_sparse_coo().values()
+        tensor([2., 3.])
+    """
     return _sp().dense_to_sparse(self, None, None, None, None)
 
 
@@ -97,10 +103,16 @@ def _dense_only(name, message=None):
 
 
 def _sparse_dim(self):
+    """The number of sparse dimensions: 0 for a dense tensor (a sparse COO tensor has
+    ``indices().shape[0]``).
+    """
     return 0
 
 
 def _dense_dim(self):
+    """The number of dense dimensions: every dimension of a dense tensor (for a sparse COO
+    tensor, the dimensions of each stored value).
+    """
     return len(self.shape)
 
 
@@ -115,3 +127,16 @@ TENSOR_METHODS.update({
     "_indices": _dense_only("_indices"), "_values": _dense_only("_values"),
     "_nnz": _dense_only("_nnz"),
 })
+# the docstrings of the sparse-only methods (on a dense tensor they raise)
+for _name, _doc in {
+    "coalesce": "A sparse COO tensor with duplicate indices summed and the indices sorted "
+                "(``self`` when already coalesced). Dense tensors raise.",
+    "is_coalesced": "Whether a sparse COO tensor is coalesced (no duplicate indices, sorted). "
+                    "Dense tensors raise.",
+    "indices": "The ``(sparse_dim, nnz)`` index tensor of a coalesced sparse COO tensor. "
+               "Dense tensors raise.",
+    "values": "The ``(nnz, *dense_shape)`` values of a coalesced sparse COO tensor. Dense "
+              "tensors raise.",
+}.items():
+    TENSOR_METHODS[_name].__doc__ = _doc
+del _name, _doc

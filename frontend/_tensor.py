@@ -50,7 +50,11 @@ class Tensor(TensorBase):
     >>> x.t().is_contiguous()
     False
     """
-    __slots__ = ("_grad", "grad_fn", "_acc_ref", "_hooks", "_retains")
+    # (a dict: the values are the docstrings of the public fields' descriptors)
+    __slots__ = {"_grad": None,
+                 "grad_fn": "The autograd node that made this tensor (its backward "
+                            "function), or None for a leaf.",
+                 "_acc_ref": None, "_hooks": None, "_retains": None}
     __array_priority__ = 1000
 
     def __new__(cls, *args, device=None):
@@ -72,47 +76,110 @@ class Tensor(TensorBase):
     # ---- metadata ----------------------------------------------------------------
     @property
     def ndim(self) -> int:
+        """The number of dimensions (``len(self.shape)``)."""
         return len(self.shape)
 
     def dim(self) -> int:
+        """The number of dimensions of the tensor.
+
+        Example:
+            >>> ember.zeros(2, 3).dim()
+            2
+        """
         return len(self.shape)
 
     ndimension = dim
 
     def size(self, dim=None):
+        """The shape as an :class:`ember.Size`, or the size of dimension ``dim`` (an int).
+
+        Args:
+            dim (int, optional): the dimension (negative counts from the end); all if None.
+
+        Example:
+            >>> x = ember.zeros(2, 3)
+            >>> x.size()
+            ember.Size([2, 3])
+            >>> x.size(-1)
+            3
+        """
         if dim is None:
             return Size(self.shape)
         return self.shape[C.normalize_dim(dim, len(self.shape))]
 
     def stride(self, dim=None):
+        """The strides in elements (a tuple), or the stride of dimension ``dim``.
+
+        The stride of a dimension is how many elements of storage lie between two neighbours
+        along it.
+
+        Example:
+            >>> x = ember.zeros(2, 3)
+            >>> x.stride(), x.t().stride()
+            ((3, 1), (1, 3))
+        """
         if dim is None:
             return tuple(self._stride)
         return self._stride[C.normalize_dim(dim, len(self.shape))]
 
     def storage_offset(self) -> int:
+        """The index in the storage (in elements) of the tensor's first element.
+
+        Example:
+            >>> ember.arange(6.).view(2, 3)[1].storage_offset()
+            3
+        """
         return self._offset
 
     def numel(self) -> int:
+        """The number of elements.
+
+        Example:
+            >>> ember.zeros(2, 3).numel()
+            6
+        """
         return C.numel(self.shape)
 
     nelement = numel
 
     def element_size(self) -> int:
+        """The size of one element in bytes.
+
+        Example:
+            >>> ember.zeros(2, dtype=ember.float64).element_size()
+            8
+        """
         return self.dtype.itemsize
 
     @property
     def itemsize(self) -> int:
+        """The size of one element in bytes (same as :meth:`element_size`)."""
         return self.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
+        """The number of bytes the elements take (``numel() * itemsize``), not counting storage
+        outside the tensor's view.
+        """
         return self.numel() * self.dtype.itemsize
 
     def data_ptr(self) -> int:
+        """The address of the tensor's first element (the storage's address plus the offset)."""
         base = getattr(C.host_storage(self), "data_ptr", 0)
         return int(base) + self._offset * self.dtype.itemsize
 
     def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the elements lie in storage in row-major order with no gaps.
+
+        Args:
+            memory_format (ember.memory_format, optional): check contiguity in that format
+                instead (e.g. ``ember.channels_last``).
+
+        Example:
+            >>> x = ember.zeros(2, 3)
+            >>> x.is_contiguous(), x.t().is_contiguous()
+            (True, False)
+        """
         if memory_format is None:
             return C.is_contiguous(self)
         return _ops_shape.is_in_format(self, memory_format)
@@ -136,20 +203,38 @@ class Tensor(TensorBase):
 
     @property
     def is_leaf(self) -> bool:
+        """Whether the tensor is a leaf of the autograd graph: True for tensors not made by a
+        recorded op (``grad_fn`` is None), including every tensor that does not require grad.
+        Only leaves get ``.grad`` filled by ``backward()``.
+
+        Example:
+            >>> a = ember.ones(2, requires_grad=True)
+            >>> a.is_leaf, (a * 2).is_leaf
+            (True, False)
+        """
         return self.grad_fn is None
 
     @property
     def is_cpu(self) -> bool:
+        """Whether the tensor is on the CPU."""
         return self.device.type == "cpu"
 
     @property
     def is_cuda(self) -> bool:
+        """Whether the tensor is on a CUDA device."""
         return self.device.type == "cuda"
 
     def get_device(self) -> int:
+        """The device index of the tensor: -1 on the CPU, the device's ordinal otherwise."""
         return -1 if self.device.type == "cpu" else self.device.index
 
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating-point type (float16, bfloat16, float32, float64).
+
+        Example:
+            >>> ember.tensor([1.]).is_floating_point(), ember.tensor([1]).is_floating_point()
+            (True, False)
+        """
         return self.dtype.is_floating_point
 
     @property
@@ -157,9 +242,27 @@ class Tensor(TensorBase):
         return self._vc[0]
 
     def untyped_storage(self):
+        """The storage object (the backend's block of memory) the tensor views.
+
+        Unlike PyTorch's ``UntypedStorage`` it is the backend's own storage type: its
+        ``nbytes`` and ``data_ptr`` are attributes, not methods.
+        """
         return self._storage
 
     def requires_grad_(self, requires_grad=True):
+        """Set ``requires_grad`` in place and return the tensor.
+
+        Only floating-point tensors can require gradients, and only a leaf can be set back
+        to ``requires_grad=False``.
+
+        Args:
+            requires_grad (bool): whether autograd should record ops on this tensor.
+                Default: True.
+
+        Example:
+            >>> ember.tensor([1., 2.]).requires_grad_().requires_grad
+            True
+        """
         if requires_grad and not (self.dtype.is_floating_point):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if self.grad_fn is not None and not requires_grad:
@@ -174,12 +277,28 @@ class Tensor(TensorBase):
         return C.view_of(self, self.shape, self._stride, self._offset)
 
     def detach_(self):
+        """Detach the tensor from the graph in place: clear its ``grad_fn`` and
+        ``requires_grad``, making it a leaf. Returns the tensor.
+        """
         self.grad_fn = None
         self.requires_grad = False
         return self
 
     @property
     def data(self):
+        """The tensor's data without autograd history: a tensor sharing storage with this one
+        that does not require grad (as :meth:`detach`).
+
+        Assigning ``t.data = other`` makes ``t`` use ``other``'s storage, shape, dtype and
+        device, without autograd recording anything.
+
+        Example:
+            >>> w = ember.ones(2, requires_grad=True)
+            >>> w.data
+            tensor([1., 1.])
+            >>> w.data.requires_grad
+            False
+        """
         return self.detach()
 
     @data.setter
@@ -226,6 +345,7 @@ class Tensor(TensorBase):
 
     @property
     def retains_grad(self) -> bool:
+        """Whether :meth:`retain_grad` was called on this non-leaf tensor (False for leaves)."""
         return bool(self._retains) and self.grad_fn is not None
 
     def retain_grad(self):
@@ -309,16 +429,42 @@ class Tensor(TensorBase):
 
     # ---- conversions -----------------------------------------------------------------
     def item(self):
+        """The value of a one-element tensor as a Python number.
+
+        Example:
+            >>> ember.tensor([1.5]).item()
+            1.5
+        """
         _reading("Tensor.item()")
         return O.item(self)
 
     def tolist(self):
+        """The tensor's values as a (nested) Python list; a 0-d tensor gives a number.
+
+        Example:
+            >>> ember.tensor([[1, 2], [3, 4]]).tolist()
+            [[1, 2], [3, 4]]
+        """
         _reading("Tensor.tolist()")
         if self.dtype is D.bfloat16:
             return K.numpy_of(O.to(self, "cpu", D.float32), readonly=True).tolist()
         return K.numpy_of(self, force=True, readonly=True).tolist()
 
     def numpy(self, *, force=False):
+        """A NumPy array sharing memory with this CPU tensor.
+
+        Raises if the tensor requires grad (use ``detach().numpy()``) or is not on the CPU,
+        unless ``force=True``, which detaches and copies to the CPU as needed. A bfloat16
+        tensor gives an ``ml_dtypes.bfloat16`` array.
+
+        Args:
+            force (bool): allow tensors that require grad or live on another device (then the
+                result may be a copy). Default: False.
+
+        Example:
+            >>> ember.tensor([1., 2.]).numpy()
+            array([1., 2.], dtype=float32)
+        """
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -409,9 +555,13 @@ class Tensor(TensorBase):
         return O.to(self, to_device(device) if device is not None else None, dtype, copy)
 
     def cpu(self):
+        """The tensor on the CPU: itself if already there, otherwise a copy."""
         return O.to(self, "cpu")
 
     def cuda(self, device=None):
+        """The tensor on a CUDA device (``device``, or the current one): itself if already
+        there, otherwise a copy.
+        """
         return O.to(self, to_device(device if device is not None else "cuda"))
 
     def type(self, dtype=None, non_blocking=False, **kwargs):
@@ -426,46 +576,95 @@ class Tensor(TensorBase):
         return O.to(self, dev if dev is not None and dev != self.device.type else None, dt)
 
     def float(self):
+        """``self.to(ember.float32)``."""
         return O.to(self, None, D.float32)
 
     def double(self):
+        """``self.to(ember.float64)``."""
         return O.to(self, None, D.float64)
 
     def half(self):
+        """``self.to(ember.float16)``."""
         return O.to(self, None, D.float16)
 
     def bfloat16(self):
+        """``self.to(ember.bfloat16)``."""
         return O.to(self, None, D.bfloat16)
 
     def int(self):
+        """``self.to(ember.int32)``."""
         return O.to(self, None, D.int32)
 
     def long(self):
+        """``self.to(ember.int64)``."""
         return O.to(self, None, D.int64)
 
     def short(self):
+        """``self.to(ember.int16)``."""
         return O.to(self, None, D.int16)
 
     def char(self):
+        """``self.to(ember.int8)``."""
         return O.to(self, None, D.int8)
 
     def byte(self):
+        """``self.to(ember.uint8)``."""
         return O.to(self, None, D.uint8)
 
     def bool(self):
+        """``self.to(ember.bool)``."""
         return O.to(self, None, D.bool_)
 
     def contiguous(self, memory_format=None):
+        """A contiguous tensor with the same values: ``self`` if already contiguous, otherwise
+        a copy.
+
+        Args:
+            memory_format (ember.memory_format, optional): the layout wanted, e.g.
+                ``ember.channels_last``; row-major if None.
+
+        Example:
+            >>> x = ember.zeros(2, 3).t()
+            >>> x.is_contiguous(), x.contiguous().is_contiguous()
+            (False, True)
+        """
         if memory_format is None:
             return O.contiguous(self)
         return _ops_shape.in_memory_format(self, memory_format)
 
     def clone(self, *, memory_format=None):
+        """A copy of the tensor with its own storage; autograd records it (gradients flow back
+        to ``self``).
+
+        Args:
+            memory_format (ember.memory_format, optional): the layout of the copy; by default
+                (``preserve_format`` or None) a contiguous copy.
+
+        Example:
+            >>> x = ember.tensor([1., 2.])
+            >>> y = x.clone()
+            >>> y[0] = 9.
+            >>> x
+            tensor([1., 2.])
+        """
         if memory_format in (None, _ops_shape.contiguous_format, _ops_shape.preserve_format):
             return O.clone(self)
         return _ops_shape.in_memory_format(O.clone(self), memory_format)
 
     def copy_(self, src, non_blocking=False):
+        """Copy the values of ``src`` into this tensor in place and return it.
+
+        ``src`` is broadcast to this tensor's shape and converted to its dtype and device.
+
+        Args:
+            src (Tensor): the values to copy.
+            non_blocking (bool): accepted for compatibility; ignored.
+
+        Example:
+            >>> x = ember.zeros(3)
+            >>> x.copy_(ember.tensor([1, 2, 3]))
+            tensor([1., 2., 3.])
+        """
         return O.copy_(self, src)
 
     def _overwrite(self, name, write):
@@ -480,37 +679,108 @@ class Tensor(TensorBase):
         return write(self)
 
     def fill_(self, value):
+        """Fill the tensor with ``value`` in place and return it.
+
+        Example:
+            >>> ember.zeros(2).fill_(4)
+            tensor([4., 4.])
+        """
         if not isinstance(value, TensorBase):  # PyTorch checks a number (a tensor is cast)
             value = K.fill_scalar(value, self.dtype, "fill_", C.numel(self.shape), self.device)
         return self._overwrite("fill", lambda t: O.fill_(t, value))
 
     def zero_(self):
+        """Fill the tensor with zeros in place and return it.
+
+        Example:
+            >>> ember.ones(2).zero_()
+            tensor([0., 0.])
+        """
         return self._overwrite("zero", lambda t: O.fill_(t, 0))
 
     def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        """Fill the tensor in place with numbers drawn uniformly from ``[a, b)`` and return it.
+
+        Args:
+            a (float): the lower bound. Default: 0.0.
+            b (float): the upper bound. Default: 1.0.
+            generator (ember.Generator, optional): the random number generator.
+        """
         return self._overwrite("uniform", lambda t: O.random_(t, "uniform", a, b, generator))
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """Fill the tensor in place with numbers drawn from a normal distribution and return it.
+
+        Args:
+            mean (float): the mean. Default: 0.0.
+            std (float): the standard deviation. Default: 1.0.
+            generator (ember.Generator, optional): the random number generator.
+        """
         return self._overwrite("normal", lambda t: O.random_(t, "normal", mean, std, generator))
 
     def new_empty(self, *size, dtype=None, device=None, **kw):
+        """An uninitialised tensor of the given size with this tensor's dtype and device (unless
+        ``dtype``/``device`` are given).
+        """
         return K.empty(*size, dtype=dtype or self.dtype, device=device or self.device, **kw)
 
     def new_zeros(self, *size, dtype=None, device=None, **kw):
+        """A tensor of zeros of the given size with this tensor's dtype and device (unless
+        ``dtype``/``device`` are given).
+
+        Example:
+            >>> ember.tensor([1, 2]).new_zeros(3)
+            tensor([0, 0, 0])
+        """
         return K.zeros(*size, dtype=dtype or self.dtype, device=device or self.device, **kw)
 
     def new_ones(self, *size, dtype=None, device=None, **kw):
+        """A tensor of ones of the given size with this tensor's dtype and device (unless
+        ``dtype``/``device`` are given).
+
+        Example:
+            >>> ember.tensor([1., 2.]).new_ones((1, 2))
+            tensor([[1., 1.]])
+        """
         return K.ones(*size, dtype=dtype or self.dtype, device=device or self.device, **kw)
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, **kw):
+        """A tensor of shape ``size`` filled with ``fill_value``, with this tensor's dtype and
+        device (unless ``dtype``/``device`` are given).
+
+        Example:
+            >>> ember.tensor([1., 2.]).new_full((2,), 3)
+            tensor([3., 3.])
+        """
         return K.full(size, fill_value, dtype=dtype or self.dtype,
                       device=device or self.device, **kw)
 
     def new_tensor(self, data, *, dtype=None, device=None, **kw):
+        """A new tensor holding (a copy of) ``data``, with this tensor's dtype and device
+        (unless ``dtype``/``device`` are given).
+
+        Example:
+            >>> ember.tensor([1., 2.]).new_tensor([3, 4])
+            tensor([3., 4.])
+        """
         return K.tensor(data, dtype=dtype or self.dtype, device=device or self.device, **kw)
 
     # ---- views ------------------------------------------------------------------------
     def view(self, *shape):
+        """A tensor sharing this tensor's storage with a new shape, or its bytes reinterpreted as
+        another dtype.
+
+        ``view(*shape)``: the number of elements must match (one size may be -1, inferred)
+        and the new shape must be compatible with the strides (no copy is made; use
+        ``reshape`` when it may not be). ``view(dtype)``: the same memory read as ``dtype``.
+
+        Example:
+            >>> ember.arange(6.).view(2, 3)
+            tensor([[0., 1., 2.],
+                    [3., 4., 5.]])
+            >>> ember.arange(6.).view(-1, 2).shape
+            (3, 2)
+        """
         if len(shape) == 1 and isinstance(shape[0], D.DType):
             if shape[0] is self.dtype:  # (a plain view, recorded for autograd)
                 return VW.view(self, self.shape)
@@ -525,6 +795,16 @@ class Tensor(TensorBase):
     permute = VW.permute
 
     def repeat(self, *sizes):
+        """The tensor tiled ``sizes`` times along each dimension (a copy).
+
+        ``sizes`` may have more entries than the tensor has dimensions: leading size-1
+        dimensions are added first.
+
+        Example:
+            >>> ember.tensor([1, 2]).repeat(2, 2)
+            tensor([[1, 2, 1, 2],
+                    [1, 2, 1, 2]])
+        """
         if not sizes:
             raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
         if len(sizes) == 1 and not isinstance(sizes[0], int):
@@ -533,10 +813,22 @@ class Tensor(TensorBase):
 
     @property
     def T(self):
+        """The tensor with its dimensions reversed (the transpose of a matrix).
+
+        PyTorch deprecates ``.T`` on tensors of other than 2 dimensions, with a warning;
+        ember reverses their dimensions without one.
+
+        Example:
+            >>> ember.tensor([[1, 2, 3], [4, 5, 6]]).T
+            tensor([[1, 4],
+                    [2, 5],
+                    [3, 6]])
+        """
         return V.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
     @property
     def mT(self):
+        """The tensor with its last two dimensions swapped (a batch of transposed matrices)."""
         return V.transpose(self, -2, -1)
 
     # (the methods' other parameters have PyTorch's names in the dispatcher's views already;
@@ -559,15 +851,21 @@ class Tensor(TensorBase):
     swapaxes = swapdims = V.transpose
 
     def t_(self):
+        """In-place :meth:`t`: transpose a matrix (of at most 2 dimensions) by changing its
+        shape and strides.
+        """
         return self._set_view(V.t(self))
 
     def transpose_(self, d0, d1):
+        """In-place :meth:`transpose`: swap dimensions ``d0`` and ``d1`` of this tensor."""
         return self._set_view(V.transpose(self, d0, d1))
 
     def squeeze_(self, dim=None):
+        """In-place :meth:`squeeze`: drop size-1 dimensions (only ``dim`` if given)."""
         return self._set_view(V.squeeze(self, dim))
 
     def unsqueeze_(self, dim):
+        """In-place :meth:`unsqueeze`: insert a size-1 dimension at ``dim``."""
         return self._set_view(V.unsqueeze(self, dim))
 
     def _set_view(self, v):
@@ -606,12 +904,42 @@ class Tensor(TensorBase):
             O.fill_(v, value)
 
     def where(self, condition, other):
+        """``ember.where(condition, self, other)``: this tensor's values where ``condition``
+        holds, ``other``'s elsewhere.
+
+        Example:
+            >>> x = ember.tensor([1., 2., 3.])
+            >>> x.where(x > 1, ember.tensor(0.))
+            tensor([0., 2., 3.])
+        """
         return O.where(condition, self, _s(other))
 
     def index_put_(self, indices, values, accumulate=False):
+        """Write ``values`` into this tensor at the positions ``indices`` select, in place
+        (``self[indices] = values``).
+
+        Args:
+            indices (tuple of Tensor): one index tensor per indexed dimension.
+            values (Tensor): the values, broadcast to the indexed shape.
+            accumulate (bool): add the values to what is there (repeated indices sum)
+                instead of overwriting. Default: False.
+
+        Example:
+            >>> x = ember.zeros(3)
+            >>> x.index_put_((ember.tensor([0, 2]),), ember.tensor([1., 5.]))
+            tensor([1., 0., 5.])
+        """
         return IX.index_put_(self, _key(indices), _s(values), accumulate)
 
     def index_put(self, indices, values, accumulate=False):
+        """Out-of-place :meth:`index_put_`: a copy of the tensor with ``values`` written at
+        ``indices``.
+
+        Example:
+            >>> ember.zeros(3).index_put((ember.tensor([1, 1]),), ember.tensor([1., 2.]),
+            ...                          accumulate=True)
+            tensor([0., 3., 0.])
+        """
         return IX.index_put(self, _key(indices), _s(values), accumulate)
 
     # ---- operators -------------------------------------------------------------------------

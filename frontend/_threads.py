@@ -13,6 +13,9 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_threads() -> int:
+    """The number of threads the CPU backend uses for intra-op parallelism (see
+    :func:`set_num_threads`).
+    """
     ensure_loaded()
     cpu = BACKENDS.get("cpu")
     return cpu.get_num_threads() if cpu is not None else 1

@@ -173,34 +173,47 @@ _RAISE = object()
 
 
 def empty_cache() -> None:
+    """Release the accelerator's cached, unused memory blocks to the device (a no-op
+    without an accelerator)."""
     _memory("empty_cache", None)
 
 
 def memory_allocated(device=None) -> int:
+    """Bytes of accelerator memory that tensors occupy now (0 without an accelerator)."""
     return _memory("memory_allocated", 0, device)
 
 
 def max_memory_allocated(device=None) -> int:
+    """The peak of :func:`memory_allocated` since the start or the last
+    :func:`reset_peak_memory_stats`."""
     return _memory("max_memory_allocated", 0, device)
 
 
 def memory_reserved(device=None) -> int:
+    """Bytes the caching allocator holds from the device (in use or cached)."""
     return _memory("memory_reserved", 0, device)
 
 
 def max_memory_reserved(device=None) -> int:
+    """The peak of :func:`memory_reserved` since the start or the last
+    :func:`reset_peak_memory_stats`."""
     return _memory("max_memory_reserved", 0, device)
 
 
 def memory_stats(device=None) -> dict:
+    """The accelerator allocator's statistics, as PyTorch's ``memory_stats`` (``{}``
+    without an accelerator)."""
     return _memory("memory_stats", {}, device)
 
 
 def reset_peak_memory_stats(device=None) -> None:
+    """Start the peak figures (``max_memory_allocated``, ``max_memory_reserved``) again
+    from the current values."""
     _memory("reset_peak_memory_stats", None, device)
 
 
 def reset_accumulated_memory_stats(device=None) -> None:
+    """Reset the allocator's accumulated counters (allocations, frees, ...)."""
     _memory("reset_accumulated_memory_stats", None, device)
 
 
@@ -220,6 +233,8 @@ def current_stream(device=None):
 
 
 def set_stream(stream) -> None:
+    """Make ``stream`` the current stream of its accelerator device (plugins with
+    streams: CUDA)."""
     _api_call("set_stream", stream)
 
 

@@ -100,38 +100,75 @@ def get_autocast_dtype(device_type: str):
 
 
 def set_autocast_dtype(device_type: str, dtype) -> None:
+    """Set the lower-precision dtype autocast uses on ``device_type``.
+
+    Args:
+        device_type (str): the device type, e.g. ``"cpu"`` or ``"cuda"``.
+        dtype (ember.dtype): the dtype autocast casts eligible ops to.
+    """
     AC.set_dtype(device_type, dtype)
 
 
 def get_autocast_cpu_dtype():
+    """The dtype CPU autocast casts to (bfloat16 by default).
+
+    PyTorch deprecates it for ``get_autocast_dtype("cpu")`` (with a warning; ember does
+    not warn).
+
+    Example:
+        >>> ember.get_autocast_cpu_dtype()
+        ember.bfloat16
+    """
     return AC.get_dtype("cpu")
 
 
 def get_autocast_gpu_dtype():
+    """The dtype CUDA autocast casts to (float16 by default).
+
+    Deprecated in PyTorch for ``get_autocast_dtype("cuda")``; ember does not warn.
+    """
     return AC.get_dtype("cuda")
 
 
 def set_autocast_cpu_dtype(dtype) -> None:
+    """Set the dtype CPU autocast casts to (``set_autocast_dtype("cpu", dtype)``)."""
     AC.set_dtype("cpu", dtype)
 
 
 def set_autocast_gpu_dtype(dtype) -> None:
+    """Set the dtype CUDA autocast casts to (``set_autocast_dtype("cuda", dtype)``)."""
     AC.set_dtype("cuda", dtype)
 
 
 def is_autocast_cpu_enabled() -> bool:
+    """Whether CPU autocast is on.
+
+    Deprecated in PyTorch for ``is_autocast_enabled("cpu")``; ember does not warn.
+
+    Example:
+        >>> ember.is_autocast_cpu_enabled()
+        False
+        >>> with ember.autocast("cpu"):
+        ...     ember.is_autocast_cpu_enabled()
+        True
+    """
     return AC.is_enabled("cpu")
 
 
 def set_autocast_cpu_enabled(enabled: bool) -> None:
+    """Turn CPU autocast on or off (``set_autocast_enabled("cpu", enabled)``)."""
     AC.set_enabled("cpu", enabled)
 
 
 def is_autocast_cache_enabled() -> bool:
+    """Whether autocast's weight-cast cache is enabled (the ``cache_enabled`` flag of
+    ``autocast``; ember records the flag but keeps no cache).
+    """
     return AC.STATE.cache_enabled
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Set the flag read by :func:`is_autocast_cache_enabled`."""
     AC.STATE.cache_enabled = bool(enabled)
 
 
@@ -140,11 +177,17 @@ def clear_autocast_cache() -> None:
 
 
 def autocast_increment_nesting() -> int:
+    """Add one to the autocast nesting depth and return the new depth (used by ``autocast``
+    on entry).
+    """
     AC.STATE.nesting += 1
     return AC.STATE.nesting
 
 
 def autocast_decrement_nesting() -> int:
+    """Subtract one from the autocast nesting depth and return the new depth (used by
+    ``autocast`` on exit).
+    """
     AC.STATE.nesting -= 1
     return AC.STATE.nesting
 
@@ -158,8 +201,12 @@ class autocast:
     On a device type with no available device (``"cuda"`` without a GPU) autocast
     disables itself with PyTorch's warning.
 
-    >>> with ember.autocast("cpu"):
-    ...     y = ember.mm(a, b)          # bfloat16
+    Example:
+        >>> a, b = ember.ones(4, 4), ember.ones(4, 4)
+        >>> with ember.autocast("cpu"):
+        ...     y = ember.mm(a, b)
+        >>> y.dtype
+        ember.bfloat16
     """
 
     def __init__(self, device_type: str, dtype=None, enabled: bool = True,

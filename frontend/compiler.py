@@ -30,10 +30,17 @@ def is_compiling() -> bool:
 
 
 def is_dynamo_compiling() -> bool:
+    """Same as :func:`is_compiling` (ember has no Dynamo; its capture plays that role).
+
+    Example:
+        >>> ember.compiler.is_dynamo_compiling()
+        False
+    """
     return _lazy.capturing()
 
 
 def is_exporting() -> bool:
+    """Whether a model is being exported: always False (ember has no ``export``)."""
     return False
 
 
@@ -44,6 +51,9 @@ def allow_in_graph(fn):
 
 
 def assume_constant_result(fn):
+    """Decorator telling a graph compiler that ``fn``'s result is a constant; ember returns
+    ``fn`` unchanged (its capture records what ``fn`` computes).
+    """
     return fn
 
 

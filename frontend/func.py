@@ -145,7 +145,11 @@ def grad(func, argnums=0, has_aux=False):
     """The gradient of a scalar function with respect to argument(s) ``argnums``
     (an int or a tuple; each argument may be a tensor or a tuple/list/dict of them).
 
-    >>> grad(lambda x: x.sin().sum())(x)    # == x.cos()
+    Example:
+        >>> from ember.func import grad
+        >>> x = ember.tensor([0., 1.])
+        >>> grad(lambda x: x.sin().sum())(x)    # == x.cos()
+        tensor([1.0000, 0.5403])
     """
     gv = grad_and_value(func, argnums, has_aux)
 
@@ -349,7 +353,12 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     its own parameters and buffers for this call only (``ember.nn.utils.stateless``'s
     implementation, without its deprecation warning, as ``torch.func.functional_call``).
 
-    >>> functional_call(model, {"weight": w, "bias": b}, (x,))
+    Example:
+        >>> from ember.func import functional_call
+        >>> model = ember.nn.Linear(2, 1)
+        >>> w, b = ember.ones(1, 2), ember.zeros(1)
+        >>> functional_call(model, {"weight": w, "bias": b}, (ember.tensor([[1., 2.]]),))
+        tensor([[3.]])
     """
     return _functional_call(module, _merge_dicts(parameter_and_buffer_dicts), args, kwargs,
                             tie_weights=tie_weights, strict=strict)

@@ -10,7 +10,8 @@ needed — a repository or a weights file that is not in the cache — a
 ``load_state_dict_from_url`` reads cached weights with ``ember.load`` (PyTorch checkpoints
 included); ``file://`` URLs are read from disk.
 
->>> model = ember.hub.load("path/to/repo", "resnet18", source="local", pretrained=False)
+>>> model = ember.hub.load("path/to/repo", "resnet18", source="local",
+...                        pretrained=False)  # doctest: +SKIP
 """
 from __future__ import annotations
 

@@ -60,14 +60,21 @@ class ScriptModule:
 
 
 class RecursiveScriptModule(ScriptModule):
+    """PyTorch's type of a module compiled by ``script``; ember never creates one (the name
+    exists for ``isinstance`` checks in ported code).
+    """
     pass
 
 
 class TracedModule(ScriptModule):
+    """PyTorch's type of a module made by ``trace``; ember never creates one (``trace``
+    returns the module itself).
+    """
     pass
 
 
 class TopLevelTracedModule(TracedModule):
+    """PyTorch's type of the outermost module made by ``trace``; ember never creates one."""
     pass
 
 
@@ -76,24 +83,36 @@ class ScriptFunction:
 
 
 class CompilationUnit:
+    """A TorchScript compilation unit in PyTorch; constructing one raises NotImplementedError
+    (ember has no TorchScript compiler).
+    """
+
     def __init__(self, lang=None, _frames_up=0):
         raise NotImplementedError("ember.jit.CompilationUnit: ember has no TorchScript "
                                   "compiler; write the code as Python functions.")
 
 
 class Error(RuntimeError):
+    """The error PyTorch's TorchScript runtime raises (a ``RuntimeError``); kept for
+    ``except`` clauses in ported code.
+    """
     pass
 
 
 class TracerWarning(Warning):
+    """The warning category of PyTorch's tracer (kept for warning filters in ported code)."""
     pass
 
 
 class ScriptWarning(Warning):
+    """The warning category of TorchScript code (kept for warning filters in ported code)."""
     pass
 
 
 class TracingCheckError(Exception):
+    """The error PyTorch raises when a traced graph does not match its re-run (kept for
+    ``except`` clauses; ember's ``trace`` never raises it).
+    """
     pass
 
 
@@ -121,10 +140,14 @@ def script(obj=None, optimize=None, _frames_up=0, _rcb=None, example_inputs=None
 
 
 def script_method(fn):
+    """Decorator for ``ScriptModule`` methods; returns ``fn`` unchanged."""
     return fn
 
 
 def script_if_tracing(fn):
+    """Decorator compiling ``fn`` only when first called under tracing in PyTorch; ember
+    returns ``fn`` unchanged.
+    """
     return fn
 
 
@@ -192,6 +215,7 @@ def export(fn):
 
 
 def interface(obj):
+    """Decorator marking a class as a TorchScript interface type; returns ``obj`` unchanged."""
     return obj
 
 
@@ -242,18 +266,27 @@ def wait(future):
 
 
 def save(m, f, _extra_files=None):
+    """Raise NotImplementedError: ember has no TorchScript archives.
+
+    Save the weights with ``ember.save(model.state_dict(), path)`` instead.
+    """
     raise NotImplementedError("ember.jit.save(): ember has no TorchScript archives; save the "
                               "weights with ember.save(model.state_dict(), path) and rebuild "
                               "the module in Python.")
 
 
 def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
+    """Raise NotImplementedError: ember cannot read TorchScript archives.
+
+    Load a state dict with ``ember.load(path)`` into a module built in Python instead.
+    """
     raise NotImplementedError("ember.jit.load(): ember cannot run TorchScript archives; load "
                               "a state dict with ember.load(path) into a Python module "
                               "instead.")
 
 
 def export_opnames(m):
+    """Raise NotImplementedError: there is no TorchScript graph to list operators from."""
     raise NotImplementedError("ember.jit.export_opnames(): there is no TorchScript graph "
                               "whose operators could be listed (ember runs eagerly).")
 
@@ -277,20 +310,26 @@ class Attribute:
 
 @contextlib.contextmanager
 def optimized_execution(should_optimize):
+    """Context manager toggling TorchScript graph optimisation in PyTorch; a no-op in ember."""
     yield
 
 
 @contextlib.contextmanager
 def fuser(name):
+    """Context manager choosing TorchScript's fusion backend in PyTorch; a no-op in ember."""
     yield
 
 
 @contextlib.contextmanager
 def strict_fusion():
+    """Context manager asserting that TorchScript fused a region in PyTorch; a no-op in ember."""
     yield
 
 
 def set_fusion_strategy(strategy):
+    """Accept a TorchScript fusion strategy (a list of ``(kind, depth)`` pairs); ember does
+    not fuse and returns the strategy as a list.
+    """
     return list(strategy)
 
 
@@ -298,8 +337,10 @@ _ONEDNN = [False]
 
 
 def enable_onednn_fusion(enabled: bool) -> None:
+    """Record whether oneDNN graph fusion is requested (no effect: ember runs eagerly)."""
     _ONEDNN[0] = bool(enabled)
 
 
 def onednn_fusion_enabled() -> bool:
+    """The flag set by :func:`enable_onednn_fusion` (False by default)."""
     return _ONEDNN[0]

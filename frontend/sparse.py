@@ -54,3 +54,10 @@ def _unsupported(name):
 as_sparse_gradcheck = _unsupported("as_sparse_gradcheck")
 spdiags = _unsupported("spdiags")
 sampled_addmm = _unsupported("sampled_addmm")
+as_sparse_gradcheck.__doc__ = ("PyTorch's decorator making ``gradcheck`` accept sparse "
+                               "inputs; not supported in ember (raises NotImplementedError).")
+spdiags.__doc__ = ("A sparse matrix built from diagonals (``torch.sparse.spdiags``); not "
+                   "supported in ember (raises NotImplementedError).")
+sampled_addmm.__doc__ = ("``beta * input + alpha * (mat1 @ mat2)`` at the sparse CSR "
+                         "``input``'s positions; not supported in ember (CSR tensors do not "
+                         "exist; raises NotImplementedError).")

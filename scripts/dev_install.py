@@ -86,7 +86,7 @@ def main() -> None:
         f.write("import _ember_dev_finder\n")
     with open(os.path.join(site, "_ember_dev_finder.py"), "w") as f:
         f.write(FINDER % (os.path.join(ROOT, "frontend"), os.path.join(ROOT, "dispatcher")))
-    write_dist(site, "ember", "0.1.0", "",
+    write_dist(site, "ember_tensor", "0.1.0", "",
                {"console_scripts": {"ember": "ember.__main__:main"},
                 "pytest11": {"ember_testing": "ember.testing.plugin"}})
     import importlib.util

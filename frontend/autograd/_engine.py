@@ -39,10 +39,27 @@ MODE = grad_mode.MODE
 
 
 def is_grad_enabled() -> bool:
+    """Whether autograd records operations now (False inside ``no_grad`` or
+    ``inference_mode``).
+
+    Example:
+        >>> ember.is_grad_enabled()
+        True
+        >>> with ember.no_grad():
+        ...     ember.is_grad_enabled()
+        False
+    """
     return MODE.grad
 
 
 def is_inference_mode_enabled() -> bool:
+    """Whether ``inference_mode`` is on now.
+
+    Example:
+        >>> with ember.inference_mode():
+        ...     ember.is_inference_mode_enabled()
+        True
+    """
     return MODE.inference
 
 
@@ -101,8 +118,12 @@ class _SwitchGrad(_ModeContext):
 class no_grad(_SwitchGrad):
     """Context manager / decorator: ops inside record no graph.
 
-    >>> with ember.no_grad():
-    ...     y = x * 2          # y.requires_grad is False
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with ember.no_grad():
+        ...     y = x * 2
+        >>> y.requires_grad
+        False
     """
     _on = False
 

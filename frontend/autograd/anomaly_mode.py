@@ -6,8 +6,12 @@ and the backward pass checks each node's gradients: a NaN raises
 error inside a node's backward is preceded by a warning showing the forward call that
 created the node — PyTorch's messages. It slows everything down; use it to debug.
 
+>>> x = ember.tensor([1., 2.], requires_grad=True)
 >>> with ember.autograd.detect_anomaly():
+...     loss = (x * 3).sum()
 ...     loss.backward()
+>>> x.grad
+tensor([3., 3.])
 """
 from __future__ import annotations
 
@@ -34,14 +38,22 @@ ANOMALY = _Anomaly()
 
 
 def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection is on (see ``ember.autograd.detect_anomaly``)."""
     return ANOMALY.enabled
 
 
 def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection also checks backward outputs for NaN."""
     return ANOMALY.check_nan
 
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off, without the warning ``detect_anomaly`` gives.
+
+    Args:
+        enabled (bool): record forward stacks and check backward.
+        check_nan (bool): raise when a node's backward returns NaN. Default: True.
+    """
     ANOMALY.enabled = bool(enabled)
     ANOMALY.check_nan = bool(check_nan)
 

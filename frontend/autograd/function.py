@@ -9,7 +9,11 @@
 ...     def backward(ctx, g):
 ...         (x,) = ctx.saved_tensors
 ...         return 2 * x * g
+>>> x = ember.tensor([1., 2., 3.], requires_grad=True)
 >>> y = Square.apply(x)
+>>> y.sum().backward()
+>>> x.grad
+tensor([2., 4., 6.])
 """
 from __future__ import annotations
 

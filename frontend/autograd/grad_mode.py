@@ -13,6 +13,9 @@ _MULTITHREADING = [True]
 
 
 def is_multithreading_enabled() -> bool:
+    """The value set by ``set_multithreading_enabled`` (True by default); ember's backward
+    runs on one thread either way.
+    """
     return _MULTITHREADING[0]
 
 

@@ -101,4 +101,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
 
 class GradcheckError(RuntimeError):
+    """Raised by ``gradcheck`` / ``gradgradcheck`` when analytical and numerical gradients
+    disagree (and ``raise_exception`` is True).
+    """
     pass

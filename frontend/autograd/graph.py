@@ -6,8 +6,12 @@ saves is passed to ``pack_hook`` and only what it returns is kept; backward call
 checkpointing (``ember.utils.checkpoint``) and offloading to host memory
 (``save_on_cpu``).
 
+>>> x = ember.tensor([1., 2., 3.], requires_grad=True)
 >>> with ember.autograd.graph.saved_tensors_hooks(lambda t: t.cpu(), lambda t: t):
 ...     y = (x * x).sum()
+>>> y.backward()
+>>> x.grad
+tensor([2., 4., 6.])
 """
 from __future__ import annotations
 

@@ -18,6 +18,10 @@ from . import _lifecycle as lifecycle
 
 
 class ReduceOp:
+    """The reductions collectives apply (``op=`` of ``all_reduce``, ``reduce``,
+    ``reduce_scatter``): ``SUM``, ``AVG`` (floating point only), ``PRODUCT``, ``MIN``,
+    ``MAX``.
+    """
     SUM = "sum"
     AVG = "avg"
     PRODUCT = "product"
@@ -40,6 +44,9 @@ def _mpi():
 
 
 def is_available() -> bool:
+    """Whether ``ember.distributed`` can be used: True when mpi4py is installed (MPI itself is
+    initialised only by ``init_process_group``).
+    """
     # find_spec, not an import: importing mpi4py.MPI initialises MPI, and a one-process
     # MPI job leaves files in /dev/shm and /tmp behind
     return importlib.util.find_spec("mpi4py") is not None
@@ -127,6 +134,7 @@ def _start_mpi() -> None:
 
 
 def is_initialized() -> bool:
+    """Whether ``init_process_group`` has been called (and the default group not destroyed)."""
     return _WORLD is not None
 
 
@@ -138,19 +146,28 @@ def _group(group) -> ProcessGroup:
 
 
 def get_rank(group=None) -> int:
+    """The rank of this process in ``group`` (the default group if None).
+
+    Raises RuntimeError when the default process group is not initialised.
+    """
     return _group(group).rank()
 
 
 def get_world_size(group=None) -> int:
+    """The number of processes in ``group`` (the default group if None)."""
     return _group(group).size()
 
 
 def get_backend(group=None) -> str:
+    """The backend of ``group``: always ``"mpi"``."""
     _group(group)
     return "mpi"
 
 
 def destroy_process_group(group=None) -> None:
+    """Free ``group``'s communicator; with no argument (or the default group) tear down the
+    default process group, after which ``is_initialized()`` is False.
+    """
     global _WORLD
     if group is None or group is _WORLD:
         if _WORLD is not None:
@@ -370,6 +387,19 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``tensor`` over all ranks of ``group`` into ``tensor`` on rank ``dst``.
+
+    Every rank must call it with a tensor of the same shape and dtype; the other ranks'
+    tensors are left unchanged.
+
+    Args:
+        tensor (Tensor): this rank's input, and the result on ``dst``.
+        dst (int): the rank (in ``group``) that receives the result.
+        op (ReduceOp): the reduction. Default: ``ReduceOp.SUM``.
+        group (ProcessGroup, optional): the group; the default group if None.
+        async_op (bool): return a :class:`Work` to ``wait()`` on instead of blocking.
+            Default: False.
+    """
     g = _group(group)
     _check_op(op)
     _agree(g, "reduce", _sig(tensor) + [dst])
@@ -428,6 +458,16 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
 
 
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
+    """Gather every rank's ``tensor`` into ``gather_list`` on rank ``dst``.
+
+    Args:
+        tensor (Tensor): this rank's contribution (same shape and dtype on every rank).
+        gather_list (list of Tensor, optional): on ``dst``, one output tensor per rank
+            (``gather_list[r]`` receives rank r's tensor); None or empty elsewhere.
+        dst (int): the destination rank. Default: 0.
+        group (ProcessGroup, optional): the group; the default group if None.
+        async_op (bool): return a :class:`Work` instead of blocking. Default: False.
+    """
     g = _group(group)
     root = g.rank() == dst
     if root and (gather_list is None or len(gather_list) != g.size()):
@@ -444,6 +484,16 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
 
 
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
+    """Send ``scatter_list[r]`` from rank ``src`` into ``tensor`` on each rank r.
+
+    Args:
+        tensor (Tensor): the output on every rank.
+        scatter_list (list of Tensor, optional): on ``src``, one tensor per rank, each of
+            ``tensor``'s shape and dtype; ignored elsewhere.
+        src (int): the source rank. Default: 0.
+        group (ProcessGroup, optional): the group; the default group if None.
+        async_op (bool): return a :class:`Work` instead of blocking. Default: False.
+    """
     g = _group(group)
     root = g.rank() == src
     if root and (scatter_list is None or len(scatter_list) != g.size()):
@@ -501,6 +551,9 @@ def _reduce_scatter_block(g, send, output, op, async_op, what):
 
 
 def barrier(group=None, async_op=False, device_ids=None):
+    """Block until every rank of ``group`` has reached the barrier (or return a
+    :class:`Work` to wait on when ``async_op``). ``device_ids`` is accepted and ignored.
+    """
     g = _group(group)
     req = g.comm.Ibarrier()
     return _run(req, "barrier", g, async_op, None)
@@ -511,6 +564,15 @@ def _p2p_tag(tag):
 
 
 def isend(tensor, dst, group=None, tag=0) -> Work:
+    """Start sending ``tensor`` to rank ``dst``; returns a :class:`Work` to ``wait()`` on.
+
+    Args:
+        tensor (Tensor): the data to send (the receiver's tensor must have the same dtype and
+            number of elements).
+        dst (int): the destination rank.
+        group (ProcessGroup, optional): the group; the default group if None.
+        tag (int): matches this send with a receive of the same tag. Default: 0.
+    """
     g = _group(group)
     b = _Buf(tensor, "send", False)
     header = np.array([_CODES[tensor.dtype.name], b.array.size], np.int64)
@@ -520,6 +582,19 @@ def isend(tensor, dst, group=None, tag=0) -> Work:
 
 
 def irecv(tensor, src=None, group=None, tag=0) -> Work:
+    """Receive into ``tensor`` from rank ``src`` (any rank if None); returns a :class:`Work`
+    to ``wait()`` on.
+
+    Unlike PyTorch's, the call waits for the sender's small header (dtype and size), so it
+    returns only once the matching send has started; the data itself arrives
+    asynchronously.
+
+    Args:
+        tensor (Tensor): the buffer to fill.
+        src (int, optional): the source rank; any rank if None.
+        group (ProcessGroup, optional): the group; the default group if None.
+        tag (int): matches a send of the same tag. Default: 0.
+    """
     g = _group(group)
     MPI = _mpi()
     b = _Buf(tensor, "recv", True)
@@ -538,9 +613,16 @@ def irecv(tensor, src=None, group=None, tag=0) -> Work:
 
 
 def send(tensor, dst, group=None, tag=0) -> None:
+    """Send ``tensor`` to rank ``dst`` and wait until the send completes (see :func:`isend`)."""
     isend(tensor, dst, group, tag).wait()
 
 
 def recv(tensor, src=None, group=None, tag=0) -> int:
+    """Receive into ``tensor`` from rank ``src`` and wait until it arrives (see
+    :func:`irecv`).
+
+    Returns ``src``; when ``src`` is None (any sender) ember returns -1, not the sender's
+    rank as PyTorch does.
+    """
     irecv(tensor, src, group, tag).wait()
     return src if src is not None else -1

@@ -28,6 +28,9 @@ STOP_GRACE_S = 10.0
 
 
 def find_mpiexec() -> str:
+    """The path of the ``mpiexec`` to launch ranks with: the one next to the Python
+    interpreter, else ``mpiexec``/``mpirun`` on ``PATH``; exits with a message if none.
+    """
     here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     if os.path.exists(here):
         return here
@@ -81,6 +84,9 @@ def command(nprocs: int, argv: list, hostfile: str | None = None, python=None,
 
 
 def main(args=None) -> int:
+    """The command line ``python -m ember.distributed.run -n N script.py [args]``: run
+    ``script`` on ``N`` MPI ranks and return the job's exit status.
+    """
     ap = argparse.ArgumentParser(prog="python -m ember.distributed.run",
                                  description="Run a script on N ember.distributed ranks (MPI).")
     ap.add_argument("-n", "--nproc", type=int, default=2, help="number of ranks")

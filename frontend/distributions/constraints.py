@@ -164,6 +164,8 @@ class _OneHot(Constraint):
 
 
 class _IntegerInterval(Constraint):
+    """Integers in the closed interval ``[lower_bound, upper_bound]``."""
+
     is_discrete = True
 
     def __init__(self, lower_bound, upper_bound):
@@ -199,6 +201,8 @@ class _Real(Constraint):
 
 
 class _GreaterThan(Constraint):
+    """Real numbers strictly greater than ``lower_bound``."""
+
     def __init__(self, lower_bound):
         self.lower_bound = lower_bound
         super().__init__()
@@ -211,6 +215,8 @@ class _GreaterThan(Constraint):
 
 
 class _GreaterThanEq(Constraint):
+    """Real numbers greater than or equal to ``lower_bound``."""
+
     def __init__(self, lower_bound):
         self.lower_bound = lower_bound
         super().__init__()
@@ -223,6 +229,8 @@ class _GreaterThanEq(Constraint):
 
 
 class _LessThan(Constraint):
+    """Real numbers strictly less than ``upper_bound``."""
+
     def __init__(self, upper_bound):
         self.upper_bound = upper_bound
         super().__init__()
@@ -235,6 +243,8 @@ class _LessThan(Constraint):
 
 
 class _Interval(Constraint):
+    """Real numbers in the closed interval ``[lower_bound, upper_bound]``."""
+
     def __init__(self, lower_bound, upper_bound):
         self.lower_bound = lower_bound
         self.upper_bound = upper_bound
@@ -248,6 +258,14 @@ class _Interval(Constraint):
 
 
 class _HalfOpenInterval(Constraint):
+    """Real numbers in the half-open interval ``[lower_bound, upper_bound)``.
+
+    Example:
+        >>> from ember.distributions import constraints
+        >>> constraints.half_open_interval(0., 1.).check(ember.tensor([0., 0.5, 1.]))
+        tensor([ True,  True, False])
+    """
+
     def __init__(self, lower_bound, upper_bound):
         self.lower_bound = lower_bound
         self.upper_bound = upper_bound

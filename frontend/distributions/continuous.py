@@ -28,9 +28,10 @@ def _batch_of(*params):
 class Normal(ExponentialFamily):
     """Normal (Gaussian) distribution with mean ``loc`` and standard deviation ``scale``.
 
-    >>> import ember
-    >>> Normal(ember.tensor([0.0]), ember.tensor([2.0])).variance.tolist()
-    [4.0]
+    Example:
+        >>> from ember.distributions import Normal
+        >>> Normal(ember.tensor([0.0]), ember.tensor([2.0])).variance.tolist()
+        [4.0]
     """
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -97,9 +98,10 @@ class Normal(ExponentialFamily):
 class LogNormal(Distribution):
     """exp(X) for X ~ Normal(loc, scale).
 
-    >>> import ember
-    >>> round(LogNormal(0.0, 1.0).mean.item(), 6)  # exp(1/2)
-    1.648721
+    Example:
+        >>> from ember.distributions import LogNormal
+        >>> round(LogNormal(0.0, 1.0).mean.item(), 6)  # exp(1/2)
+        1.648721
     """
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
@@ -165,9 +167,10 @@ class LogNormal(Distribution):
 class Uniform(Distribution):
     """Uniform distribution on the half-open interval [low, high).
 
-    >>> import ember
-    >>> Uniform(0.0, 4.0).variance.item()
-    1.3333333...
+    Example:
+        >>> from ember.distributions import Uniform
+        >>> Uniform(0.0, 4.0).variance.item()
+        1.3333333...
     """
     arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
                        "high": constraints.dependent(is_discrete=False, event_dim=0)}

@@ -30,9 +30,10 @@ def _one_of(probs, logits):
 class Bernoulli(ExponentialFamily):
     """Bernoulli distribution parameterised by ``probs`` or ``logits`` (not both).
 
-    >>> import ember
-    >>> Bernoulli(probs=ember.tensor([0.3])).mean.tolist()
-    [0.3...]
+    Example:
+        >>> from ember.distributions import Bernoulli
+        >>> Bernoulli(probs=ember.tensor([0.3])).mean.tolist()
+        [0.3...]
     """
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean

@@ -160,11 +160,11 @@ class Independent(Distribution):
     """Reinterpret the rightmost ``reinterpreted_batch_ndims`` batch dims of ``base_distribution``
     as event dims (log-probabilities are summed over them).
 
-    >>> import ember
-    >>> from ember.distributions import Normal
-    >>> d = Independent(Normal(ember.zeros(3), ember.ones(3)), 1)
-    >>> d.batch_shape, d.event_shape
-    (ember.Size([]), ember.Size([3]))
+    Example:
+        >>> from ember.distributions import Independent, Normal
+        >>> d = Independent(Normal(ember.zeros(3), ember.ones(3)), 1)
+        >>> d.batch_shape, d.event_shape
+        (ember.Size([]), ember.Size([3]))
     """
     arg_constraints: dict = {}
 

@@ -143,9 +143,10 @@ def _check_positive_domain(x: Tensor, name: str):
 def lgamma(x: Tensor) -> Tensor:
     """log|Gamma(x)| for x > 0 (NaN for x <= 0), accurate to ~1e-14 in float64.
 
-    >>> import ember
-    >>> round(lgamma(ember.tensor([0.5], dtype=ember.float64)).item(), 12)  # log(sqrt(pi))
-    0.572364942925
+    Example:
+        >>> from ember.distributions.utils import lgamma
+        >>> round(lgamma(ember.tensor([0.5], dtype=ember.float64)).item(), 12)  # log(sqrt(pi))
+        0.572364942925
     """
     _check_positive_domain(x, "lgamma")
     shift = ember.zeros_like(x)

@@ -279,6 +279,8 @@ class Graph:
 
     @contextlib.contextmanager
     def inserting_before(self, node):
+        """A context in which :meth:`create_node` (and the ``call_*`` helpers) insert new
+        nodes just before ``node``."""
         prev, self._insert = self._insert, (node, False)
         try:
             yield
@@ -287,6 +289,8 @@ class Graph:
 
     @contextlib.contextmanager
     def inserting_after(self, node):
+        """A context in which :meth:`create_node` (and the ``call_*`` helpers) insert new
+        nodes just after ``node``; each insertion moves the point after the new node."""
         prev, self._insert = self._insert, (node, True)
         try:
             yield

@@ -115,6 +115,8 @@ class Interpreter:
         return map_arg(node.args, load), map_arg(node.kwargs, load)
 
     def run_node(self, node):
+        """Run one node: fetch its arguments' values from ``self.env`` and call the method
+        named by its ``op`` (``call_function``, ``placeholder``, ...)."""
         args, kwargs = self.fetch_args_kwargs_from_env(node)
         return getattr(self, node.op)(node.target, args, kwargs)
 

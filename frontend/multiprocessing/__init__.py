@@ -43,6 +43,13 @@ def get_all_sharing_strategies() -> set:
 
 
 def get_sharing_strategy() -> str:
+    """The current strategy for sharing tensors between processes: ``"file_descriptor"``.
+
+    Example:
+        >>> import ember.multiprocessing
+        >>> ember.multiprocessing.get_sharing_strategy()
+        'file_descriptor'
+    """
     return _strategy
 
 

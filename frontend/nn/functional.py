@@ -247,6 +247,28 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """3-D convolution over (N, C_in, D, H, W) or unbatched (C_in, D, H, W) input.
+
+    Cross-correlates ``input`` with ``weight`` (as PyTorch; the kernel is not flipped) and adds
+    ``bias``. The output is (N, C_out, D_out, H_out, W_out).
+
+    Args:
+        input (Tensor): input of shape (N, C_in, D, H, W) or (C_in, D, H, W).
+        weight (Tensor): filters of shape (C_out, C_in / groups, kD, kH, kW).
+        bias (Tensor, optional): a bias of shape (C_out,). Default: None.
+        stride (int or tuple of ints): the step of the sliding window. Default: 1.
+        padding (int, tuple of ints or str): implicit zero padding on both sides of each
+            spatial dim, or 'valid' (none) or 'same' (the output as large as the input;
+            stride 1 only). Default: 0.
+        dilation (int or tuple of ints): the spacing between kernel elements. Default: 1.
+        groups (int): split the input channels into this many groups, each convolved with its
+            own filters. Default: 1.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.conv3d(ember.ones(1, 2, 4, 4, 4), ember.ones(3, 2, 2, 2, 2)).shape
+        (1, 3, 3, 3, 3)
+    """
     return _convnd("conv3d", input, weight, bias, stride, padding, dilation, groups, 3)
 
 
@@ -289,6 +311,30 @@ def _conv_transposend(name, input, weight, bias, stride, padding, output_padding
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1) -> Tensor:
+    """Transposed 1-D convolution over (N, C_in, L) or unbatched (C_in, L) input.
+
+    The gradient of :func:`conv1d` with respect to its input (sometimes called a
+    "deconvolution"). The output length is
+    ``(L - 1) * stride - 2 * padding + dilation * (kL - 1) + output_padding + 1``.
+
+    Args:
+        input (Tensor): input of shape (N, C_in, L) or (C_in, L).
+        weight (Tensor): filters of shape (C_in, C_out / groups, kL).
+        bias (Tensor, optional): a bias of shape (C_out,). Default: None.
+        stride (int or tuple of one int): the stride of the convolution. Default: 1.
+        padding (int or tuple of one int): ``dilation * (kL - 1) - padding`` zeros are added
+            on both sides of the input. Default: 0.
+        output_padding (int or tuple of one int): extra size added to one side of the output;
+            must be smaller than ``stride`` or ``dilation``. Default: 0.
+        groups (int): the number of blocked connections from input to output channels.
+            Default: 1.
+        dilation (int or tuple of one int): the spacing between kernel elements. Default: 1.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.conv_transpose1d(ember.ones(1, 1, 3), ember.ones(1, 1, 2))
+        tensor([[[1., 2., 2., 1.]]])
+    """
     return _conv_transposend("conv_transpose1d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation, 1)
 
@@ -407,6 +453,27 @@ def _max_poolnd(name, input, kernel_size, stride, padding, dilation, ceil_mode,
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    """1-D max pooling over (N, C, L) or unbatched (C, L) input.
+
+    Each output value is the maximum of a (dilated) window of ``kernel_size`` input values.
+
+    Args:
+        input (Tensor): input of shape (N, C, L) or (C, L).
+        kernel_size (int or tuple of one int): the window size.
+        stride (int or tuple of one int, optional): the window step; ``kernel_size`` if None.
+        padding (int or tuple of one int): implicit -inf padding on both sides, at most half
+            the effective kernel size. Default: 0.
+        dilation (int or tuple of one int): the spacing between window elements. Default: 1.
+        ceil_mode (bool): use ceil instead of floor to compute the output length, so a
+            partial window at the end still gives an output. Default: False.
+        return_indices (bool): also return the position of each maximum along L (for
+            :func:`max_unpool1d`). Default: False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.max_pool1d(ember.tensor([[[1., 2., 3., 4., 5., 6.]]]), 2)
+        tensor([[[2., 4., 6.]]])
+    """
     return _max_poolnd("max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode,
                        return_indices, 1)
 
@@ -439,6 +506,23 @@ def _avg_poolnd(name, input, kernel_size, stride, padding, ceil_mode, count_incl
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
+    """1-D average pooling over (N, C, L) or unbatched (C, L) input.
+
+    Args:
+        input (Tensor): input of shape (N, C, L) or (C, L).
+        kernel_size (int or tuple of one int): the window size.
+        stride (int or tuple of one int, optional): the window step; ``kernel_size`` if None.
+        padding (int or tuple of one int): implicit zero padding on both sides, at most half
+            the kernel size. Default: 0.
+        ceil_mode (bool): use ceil instead of floor to compute the output length. Default:
+            False.
+        count_include_pad (bool): count the padding zeros in the divisor. Default: True.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.avg_pool1d(ember.tensor([[[1., 2., 3., 4., 5., 6.]]]), 3)
+        tensor([[[2., 5.]]])
+    """
     return _avg_poolnd("avg_pool1d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, None, 1)
 
@@ -479,6 +563,21 @@ def _adaptive_avg(name, input, output_size, nd):
 
 
 def adaptive_avg_pool1d(input, output_size):
+    """1-D average pooling to a fixed output length.
+
+    The input is split into ``output_size`` windows along each spatial dim; window ``i`` of
+    a dim of size ``L`` covers ``[floor(i * L / out), ceil((i + 1) * L / out))``, so the
+    windows may overlap or differ in size by one.
+
+    Args:
+        input (Tensor): input of shape (N, C, L) or (C, L).
+        output_size (int or tuple of one int): the output length.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.adaptive_avg_pool1d(ember.tensor([[[1., 2., 3., 4., 5., 6.]]]), 2)
+        tensor([[[2., 5.]]])
+    """
     return _adaptive_avg("adaptive_avg_pool1d", input, output_size, 1)
 
 
@@ -489,6 +588,22 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def adaptive_avg_pool3d(input, output_size):
+    """3-D average pooling to a fixed output size.
+
+    The input is split into ``output_size`` windows along each spatial dim; window ``i`` of
+    a dim of size ``L`` covers ``[floor(i * L / out), ceil((i + 1) * L / out))``, so the
+    windows may overlap or differ in size by one.
+
+    Args:
+        input (Tensor): input of shape (N, C, D, H, W) or (C, D, H, W).
+        output_size (int or tuple of 3 ints/None): the output size (D_out, H_out, W_out); an
+            int is used for all three, a None entry keeps the input's size.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.adaptive_avg_pool3d(ember.ones(1, 2, 5, 6, 7), (2, None, 3)).shape
+        (1, 2, 2, 6, 3)
+    """
     return _adaptive_avg("adaptive_avg_pool3d", input, output_size, 3)
 
 
@@ -502,14 +617,68 @@ def _adaptive_max(name, input, output_size, return_indices, nd):
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """1-D max pooling to a fixed output length.
+
+    The input is split into ``output_size`` windows along each spatial dim; window ``i`` of
+    a dim of size ``L`` covers ``[floor(i * L / out), ceil((i + 1) * L / out))``, so the
+    windows may overlap or differ in size by one.
+
+    Args:
+        input (Tensor): input of shape (N, C, L) or (C, L).
+        output_size (int or tuple of one int): the output length.
+        return_indices (bool): also return the position of each maximum along L. Default:
+            False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.tensor([[[1., 2., 3., 4., 5., 6.]]])
+        >>> F.adaptive_max_pool1d(x, 4, return_indices=True)
+        (tensor([[[2., 3., 5., 6.]]]), tensor([[[1, 2, 4, 5]]]))
+    """
     return _adaptive_max("adaptive_max_pool1d", input, output_size, return_indices, 1)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """2-D max pooling to a fixed output size.
+
+    The input is split into ``output_size`` windows along each spatial dim; window ``i`` of
+    a dim of size ``L`` covers ``[floor(i * L / out), ceil((i + 1) * L / out))``, so the
+    windows may overlap or differ in size by one.
+
+    Args:
+        input (Tensor): input of shape (N, C, H, W) or (C, H, W).
+        output_size (int or tuple of 2 ints/None): the output size (H_out, W_out); an int is
+            used for both, a None entry keeps the input's size.
+        return_indices (bool): also return the flat index of each maximum within its H * W
+            plane (for :func:`max_unpool2d`). Default: False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.adaptive_max_pool2d(ember.tensor([[[[1., 5.], [3., 2.]]]]), 1, return_indices=True)
+        (tensor([[[[5.]]]]), tensor([[[[1]]]]))
+    """
     return _adaptive_max("adaptive_max_pool2d", input, output_size, return_indices, 2)
 
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """3-D max pooling to a fixed output size.
+
+    The input is split into ``output_size`` windows along each spatial dim; window ``i`` of
+    a dim of size ``L`` covers ``[floor(i * L / out), ceil((i + 1) * L / out))``, so the
+    windows may overlap or differ in size by one.
+
+    Args:
+        input (Tensor): input of shape (N, C, D, H, W) or (C, D, H, W).
+        output_size (int or tuple of 3 ints/None): the output size (D_out, H_out, W_out); an
+            int is used for all three, a None entry keeps the input's size.
+        return_indices (bool): also return the flat index of each maximum within its
+            D * H * W volume. Default: False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.adaptive_max_pool3d(ember.ones(2, 4, 4, 4), 2).shape
+        (2, 2, 2, 2)
+    """
     return _adaptive_max("adaptive_max_pool3d", input, output_size, return_indices, 3)
 
 
@@ -880,6 +1049,19 @@ def _linear_resample(x, sp, out, scales, align_corners, nd, only=None):
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Resize ``input`` (deprecated: use :func:`interpolate`).
+
+    Warns and calls :func:`interpolate` with the same arguments.
+
+    Args:
+        input (Tensor): input of shape (N, C, *spatial).
+        size (int or tuple of ints, optional): the output spatial size.
+        scale_factor (float or tuple of floats, optional): the multiplier of the spatial size.
+        mode (str): 'nearest', 'linear', 'bilinear', 'bicubic', 'trilinear', 'area' or
+            'nearest-exact'. Default: 'nearest'.
+        align_corners (bool, optional): for the linear modes, align the corner pixels of input
+            and output. Default: None (False).
+    """
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
                   "instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
@@ -965,19 +1147,44 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def relu_(input: Tensor) -> Tensor:
+    """In-place version of :func:`relu`."""
     return relu(input, inplace=True)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """Applies ``min(max(x, 0), 6)`` elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+        inplace (bool): write the result into ``input``. Default: False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.relu6(ember.tensor([-1., 3., 8.]))
+        tensor([0., 3., 6.])
+    """
     _tensor_input("relu6", input)
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """Applies ``x`` if ``x > 0`` else ``negative_slope * x`` elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+        negative_slope (float): the slope for negative inputs. Default: 0.01.
+        inplace (bool): write the result into ``input``. Default: False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.leaky_relu(ember.tensor([-2., 0., 3.]), 0.1)
+        tensor([-0.2000,  0.0000,  3.0000])
+    """
     return _inplace(input, lambda x: ember.where(x > 0, x, x * negative_slope), inplace)
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place version of :func:`leaky_relu`."""
     return leaky_relu(input, negative_slope, inplace=True)
 
 
@@ -991,6 +1198,7 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place version of :func:`elu`."""
     return elu(input, alpha, inplace=True)
 
 
@@ -999,10 +1207,40 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """Applies the scaled exponential linear unit elementwise.
+
+    ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with the fixed constants
+    ``alpha = 1.6732632423543772`` and ``scale = 1.0507009873554805`` that make
+    self-normalising networks keep zero mean and unit variance.
+
+    Args:
+        input (Tensor): the input tensor.
+        inplace (bool): write the result into ``input``. Default: False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.selu(ember.tensor([-1., 0., 1.]))
+        tensor([-1.1113,  0.0000,  1.0507])
+    """
     return _inplace(input, lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE, inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """Applies ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` elementwise.
+
+    The continuously differentiable exponential linear unit: equal to :func:`elu` for
+    ``alpha = 1``.
+
+    Args:
+        input (Tensor): the input tensor.
+        alpha (float): the scale of the negative part. Default: 1.0.
+        inplace (bool): write the result into ``input``. Default: False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.celu(ember.tensor([-2., 0., 2.]), alpha=0.5)
+        tensor([-0.4908,  0.0000,  2.0000])
+    """
     return _inplace(input, lambda x: ember.where(
         x > 0, x, ember.expm1(ember.where(x > 0, 0.0, x) / alpha) * alpha), inplace)
 
@@ -1023,6 +1261,17 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """Applies ``x * tanh(softplus(x))`` elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+        inplace (bool): write the result into ``input``. Default: False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.mish(ember.tensor([-1., 0., 1.]))
+        tensor([-0.3034,  0.0000,  0.8651])
+    """
     return _inplace(input, lambda x: x * ember.tanh(softplus(x)), inplace)
 
 
@@ -1038,6 +1287,24 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
+    """Clamps ``input`` to ``[min_val, max_val]`` elementwise.
+
+    The gradient is 1 strictly inside the range and 0 outside it.
+
+    Args:
+        input (Tensor): the input tensor.
+        min_val (float): the lower bound. Default: -1.0.
+        max_val (float): the upper bound. Default: 1.0.
+        inplace (bool): write the result into ``input``. Default: False.
+
+    Raises:
+        ValueError: if ``min_val > max_val``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.hardtanh(ember.tensor([-2., 0.5, 3.]))
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
     _tensor_input("hardtanh", input)
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
@@ -1048,6 +1315,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place version of :func:`hardtanh`."""
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
@@ -1060,10 +1328,24 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 
 def softsign(input: Tensor) -> Tensor:
+    """Applies ``x / (1 + |x|)`` elementwise.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.softsign(ember.tensor([-2., 0., 1.]))
+        tensor([-0.6667,  0.0000,  0.5000])
+    """
     return input / (input.abs() + 1)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
+    """Applies ``x - tanh(x)`` elementwise.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.tanhshrink(ember.tensor([-2., 0., 2.]))
+        tensor([-1.0360,  0.0000,  1.0360])
+    """
     return input - ember.tanh(input)
 
 
@@ -1072,8 +1354,12 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     return _inplace(input, lambda x: ember.where(x <= threshold, value, x), inplace)
 
 
-def threshold_(input: Tensor, threshold_value: float, value: float) -> Tensor:
-    return threshold(input, threshold_value, value, inplace=True)
+_threshold = threshold   # (threshold_'s parameter has the function's name, as PyTorch)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place version of :func:`ember.nn.functional.threshold`."""
+    return _threshold(input, threshold, value, inplace=True)
 
 
 def _shrink(x, lambd, above, below):
@@ -1084,6 +1370,19 @@ def _shrink(x, lambd, above, below):
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """Applies the hard shrinkage function elementwise.
+
+    ``x`` where ``|x| > lambd``, 0 elsewhere (``-lambd <= x <= lambd``).
+
+    Args:
+        input (Tensor): the input tensor.
+        lambd (float): the half-width of the zeroed band. Default: 0.5.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.hardshrink(ember.tensor([-1., -0.3, 0.2, 0.8]))
+        tensor([-1.0000,  0.0000,  0.0000,  0.8000])
+    """
     return _shrink(input, lambd, input, input)
 
 
@@ -1101,10 +1400,24 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 def sigmoid(input: Tensor) -> Tensor:
+    """Applies ``1 / (1 + exp(-x))`` elementwise. See :func:`ember.sigmoid`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.sigmoid(ember.tensor([-2., 0., 2.]))
+        tensor([0.1192, 0.5000, 0.8808])
+    """
     return ember.sigmoid(input)
 
 
 def tanh(input: Tensor) -> Tensor:
+    """Applies the hyperbolic tangent elementwise. See :func:`ember.tanh`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.tanh(ember.tensor([-1., 0., 1.]))
+        tensor([-0.7616,  0.0000,  0.7616])
+    """
     return ember.tanh(input)
 
 
@@ -1117,6 +1430,23 @@ def _softmax_dim(name: str, input: Tensor, stacklevel: int) -> int:
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype=None) -> Tensor:
+    """Applies softmax along ``dim``: ``exp(x_i) / sum_j exp(x_j)``.
+
+    The results along ``dim`` lie in [0, 1] and sum to 1; large inputs do not overflow.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int, optional): the dimension along which to normalise. If None (deprecated; a
+            warning is issued), dim 0 is used for 0-, 1- and 3-D inputs and dim 1 otherwise.
+        _stacklevel (int): the warning's stack level (internal). Default: 3.
+        dtype (ember.dtype, optional): cast ``input`` to this dtype before the operation
+            (useful to avoid overflow in low precision). Default: None.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.softmax(ember.tensor([1., 2., 3.]), dim=0)
+        tensor([0.0900, 0.2447, 0.6652])
+    """
     if dim is None:
         dim = _softmax_dim("softmax", input, _stacklevel)
     return ember.softmax(input, dim, dtype=dtype)
@@ -1124,6 +1454,24 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype=None) -> Tensor:
+    """Applies softmin along ``dim``: ``softmax(-x)``.
+
+    The results along ``dim`` lie in [0, 1] and sum to 1; the smallest input gets the largest
+    weight.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int, optional): the dimension along which to normalise. If None (deprecated; a
+            warning is issued), dim 0 is used for 0-, 1- and 3-D inputs and dim 1 otherwise.
+        _stacklevel (int): the warning's stack level (internal). Default: 3.
+        dtype (ember.dtype, optional): cast ``input`` to this dtype before the operation
+            (useful to avoid overflow in low precision). Default: None.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.softmin(ember.tensor([1., 2., 3.]), dim=0)
+        tensor([0.6652, 0.2447, 0.0900])
+    """
     if dim is None:
         dim = _softmax_dim("softmin", input, _stacklevel)
     return ember.softmax(-input, dim, dtype=dtype)
@@ -1131,6 +1479,23 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
                 dtype=None) -> Tensor:
+    """Applies ``log(softmax(x))`` along ``dim``, computed in one stable step.
+
+    Use it with :func:`nll_loss` (the pair is what :func:`cross_entropy` computes).
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int, optional): the dimension along which to normalise. If None (deprecated; a
+            warning is issued), dim 0 is used for 0-, 1- and 3-D inputs and dim 1 otherwise.
+        _stacklevel (int): the warning's stack level (internal). Default: 3.
+        dtype (ember.dtype, optional): cast ``input`` to this dtype before the operation
+            (useful to avoid overflow in low precision). Default: None.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.log_softmax(ember.tensor([1., 2., 3.]), dim=0)
+        tensor([-2.4076, -1.4076, -0.4076])
+    """
     if dim is None:
         dim = _softmax_dim("log_softmax", input, _stacklevel)
     return ember.log_softmax(input, dim, dtype=dtype)
@@ -1164,6 +1529,24 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
           training: bool = False, inplace: bool = False) -> Tensor:
+    """Applies the randomized leaky ReLU elementwise.
+
+    ``x`` for ``x >= 0`` and ``a * x`` otherwise. When ``training``, the slope ``a`` is drawn
+    independently for each element from ``U(lower, upper)``; otherwise it is fixed at
+    ``(lower + upper) / 2``.
+
+    Args:
+        input (Tensor): the input tensor.
+        lower (float): the lower bound of the slope's distribution. Default: 1/8.
+        upper (float): the upper bound of the slope's distribution. Default: 1/3.
+        training (bool): draw random slopes. Default: False.
+        inplace (bool): write the result into ``input``. Default: False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.rrelu(ember.tensor([-1., 2.]), 0.1, 0.3)
+        tensor([-0.2000,  2.0000])
+    """
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     slope = ember.rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) \
@@ -1235,6 +1618,26 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
+    """Randomly zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input.
+
+    When ``training``, each channel (of each sample) is zeroed with probability ``p`` and the
+    kept channels are scaled by ``1 / (1 - p)``; otherwise ``input`` is returned unchanged.
+
+    Args:
+        input (Tensor): input of shape (N, C, D, H, W) or (C, D, H, W).
+        p (float): the probability of zeroing a channel. Default: 0.5.
+        training (bool): apply dropout. Default: True.
+        inplace (bool): write the result into ``input``. Default: False.
+
+    Note:
+        PyTorch warns for inputs that are not 4-D or 5-D; ember does not (any input that is
+        not 5-D is treated as unbatched).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.dropout3d(ember.ones(2, 3, 2, 2, 2), 0.5, training=False).shape
+        (2, 3, 2, 2, 2)
+    """
     return _feature_dropout(input, p, training, inplace, input.dim() == 5)
 
 
@@ -1383,6 +1786,23 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """Cosine similarity between ``x1`` and ``x2`` along ``dim``.
+
+    ``sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))``, with the norms taken along
+    ``dim``. The inputs broadcast against each other; ``dim`` is removed from the result.
+
+    Args:
+        x1 (Tensor): the first input.
+        x2 (Tensor): the second input, broadcastable with ``x1``.
+        dim (int): the dimension along which to compute. Default: 1.
+        eps (float): the lower bound of each norm, to avoid division by zero. Default: 1e-8.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.cosine_similarity(ember.tensor([[1., 0.], [1., 1.]]),
+        ...                     ember.tensor([[1., 0.], [-1., 1.]]))
+        tensor([1., 0.])
+    """
     n1 = ember.sqrt((x1 * x1).sum(dim, keepdim=True)).clamp(min=eps)
     n2 = ember.sqrt((x2 * x2).sum(dim, keepdim=True)).clamp(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
@@ -1390,6 +1810,24 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
+    """The p-norm distance between the rows of ``x1`` and ``x2``.
+
+    Computes ``||x1 - x2 + eps||_p`` over the last dimension (the two inputs broadcast). Note
+    that ``eps`` is added to the difference, so identical rows give a small positive distance.
+
+    Args:
+        x1 (Tensor): input of shape (N, D) or (D,).
+        x2 (Tensor): input broadcastable with ``x1``.
+        p (float): the norm degree. Default: 2.
+        eps (float): a small value added to the difference. Default: 1e-6.
+        keepdim (bool): keep the last dimension with size 1. Default: False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.pairwise_distance(ember.tensor([[0., 0.], [1., 1.]]),
+        ...                     ember.tensor([[3., 4.], [1., 1.]]), eps=0.0)
+        tensor([5., 0.])
+    """
     return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
 
 
@@ -1756,10 +2194,36 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
+    """Huber loss: quadratic for small errors, linear for large ones.
+
+    With ``d = |input - target|``, each element is ``0.5 * d^2`` if ``d < delta`` and
+    ``delta * (d - 0.5 * delta)`` otherwise. For ``delta = 1`` it equals
+    :func:`smooth_l1_loss`; in general it is ``delta`` times smooth L1 with ``beta = delta``.
+
+    Args:
+        input (Tensor): the predictions.
+        target (Tensor): the targets, of the same shape (a warning is given otherwise).
+        reduction (str): 'none' (per-element losses), 'mean' or 'sum'. Default: 'mean'.
+        delta (float): the error at which the loss turns linear. Default: 1.0.
+        weight (Tensor, optional): per-element weights of the same shape as ``input``.
+
+    Note:
+        With ``weight`` and ``reduction='mean'`` the weighted sum is divided by the number
+        of elements (as PyTorch's ``huber_loss``; :func:`mse_loss` and :func:`l1_loss`
+        divide by ``weight.sum()``, as PyTorch's do).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.huber_loss(ember.tensor([0., 2., 5.]), ember.tensor([0.5, 0., 0.]),
+        ...              reduction='none')
+        tensor([0.1250, 1.5000, 4.5000])
+    """
     _check_same_size(input, target)
     reduction = _reduction(reduction)
     d = (input - target).abs()
     loss = ember.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    if weight is not None and reduction == "mean":
+        return _weighted(loss, weight, "sum", input) / loss.numel()
     return _weighted(loss, weight, reduction, input)
 
 
@@ -1893,18 +2357,70 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Two-class logistic loss ``log(1 + exp(-target * input))``.
+
+    Args:
+        input (Tensor): the scores, any shape.
+        target (Tensor): the labels (1 or -1), of the same shape.
+        size_average (bool, optional): deprecated (use ``reduction``).
+        reduce (bool, optional): deprecated (use ``reduction``).
+        reduction (str): 'none' (per-element losses), 'mean' or 'sum'. Default: 'mean'.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.soft_margin_loss(ember.tensor([0., 2.]), ember.tensor([1., -1.]), reduction='none')
+        tensor([0.6931, 2.1269])
+    """
     reduction = _reduction(reduction, size_average, reduce)
     return _reduce(softplus(-target * input), reduction)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
+    """Ranking loss ``max(0, -target * (input1 - input2) + margin)``.
+
+    ``target`` 1 means ``input1`` should rank higher than ``input2``, -1 the reverse.
+
+    Args:
+        input1 (Tensor): the first scores, shape (N,) or ().
+        input2 (Tensor): the second scores, of the same shape.
+        target (Tensor): the labels (1 or -1), of the same shape.
+        margin (float): the required gap. Default: 0.
+        size_average (bool, optional): deprecated (use ``reduction``).
+        reduce (bool, optional): deprecated (use ``reduction``).
+        reduction (str): 'none' (per-element losses), 'mean' or 'sum'. Default: 'mean'.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.margin_ranking_loss(ember.tensor([1., 2.]), ember.tensor([2., 1.]),
+        ...                       ember.tensor([1., 1.]), reduction='none')
+        tensor([1., 0.])
+    """
     reduction = _reduction(reduction, size_average, reduce)
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
+    """Hinge embedding loss, for learning whether inputs are similar.
+
+    Each element is ``input`` where ``target == 1`` and ``max(0, margin - input)`` where
+    ``target == -1`` (``input`` is typically a distance).
+
+    Args:
+        input (Tensor): the inputs, any shape.
+        target (Tensor): the labels (1 or -1), of the same shape.
+        margin (float): the margin for the -1 labels. Default: 1.0.
+        size_average (bool, optional): deprecated (use ``reduction``).
+        reduce (bool, optional): deprecated (use ``reduction``).
+        reduction (str): 'none' (per-element losses), 'mean' or 'sum'. Default: 'mean'.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.hinge_embedding_loss(ember.tensor([0.3, 0.3, 2.]), ember.tensor([1., -1., -1.]),
+        ...                        reduction='none')
+        tensor([0.3000, 0.7000, 0.0000])
+    """
     reduction = _reduction(reduction, size_average, reduce)
     margin_clamp = (margin - input).clamp(min=0)
     out_margin = ember.where(target != 1, margin_clamp, 0.0)
@@ -1914,6 +2430,28 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
+    """Cosine embedding loss, for learning whether pairs are similar.
+
+    With ``cos`` the cosine similarity of ``input1`` and ``input2`` along the last dim, each
+    pair's loss is ``1 - cos`` where ``target == 1`` and ``max(0, cos - margin)`` where
+    ``target == -1``.
+
+    Args:
+        input1 (Tensor): the first embeddings, shape (N, D) or (D,).
+        input2 (Tensor): the second embeddings, of the same shape.
+        target (Tensor): the labels (1 or -1), shape (N,) or ().
+        margin (float): the margin for the -1 labels, in [-1, 1]. Default: 0.
+        size_average (bool, optional): deprecated (use ``reduction``).
+        reduce (bool, optional): deprecated (use ``reduction``).
+        reduction (str): 'none' (per-element losses), 'mean' or 'sum'. Default: 'mean'.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.tensor([[1., 0.], [1., 0.]])
+        >>> y = ember.tensor([[0., 1.], [1., 0.]])
+        >>> F.cosine_embedding_loss(x, y, ember.tensor([1., -1.]), reduction='none')
+        tensor([1., 1.])
+    """
     reduction = _reduction(reduction, size_average, reduce)
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
@@ -1928,6 +2466,28 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
+    """Negative log likelihood of ``target`` under a Poisson distribution.
+
+    With ``log_input`` the loss is ``exp(input) - target * input`` (``input`` is the log of
+    the rate); otherwise ``input - target * log(input + eps)``. ``full`` adds the Stirling
+    approximation ``target * log(target) - target + 0.5 * log(2 * pi * target)`` of
+    ``log(target!)`` where ``target > 1``.
+
+    Args:
+        input (Tensor): the (log) rates.
+        target (Tensor): the observed counts.
+        log_input (bool): ``input`` holds log rates. Default: True.
+        full (bool): add the Stirling term. Default: False.
+        size_average (bool, optional): deprecated (use ``reduction``).
+        eps (float): added to ``input`` before the log when ``log_input=False``. Default: 1e-8.
+        reduce (bool, optional): deprecated (use ``reduction``).
+        reduction (str): 'none' (per-element losses), 'mean' or 'sum'. Default: 'mean'.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.poisson_nll_loss(ember.tensor([0., 1.]), ember.tensor([1., 2.]), reduction='none')
+        tensor([1.0000, 0.7183])
+    """
     reduction = _reduction(reduction, size_average, reduce)
     if log_input:
         loss = ember.exp(input) - target * input
@@ -1941,6 +2501,31 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Gaussian negative log likelihood of ``target``, given means and variances.
+
+    Each element is ``0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps))``, plus
+    ``0.5 * log(2 * pi)`` when ``full``. The clamp to ``eps`` does not stop the gradient
+    with respect to ``var``.
+
+    Args:
+        input (Tensor): the predicted means, shape (N, *) or (*).
+        target (Tensor): the targets, of the same shape.
+        var (Tensor or float): the predicted variances: the shape of ``input``, or of
+            ``input`` with the last dim of size 1 or removed (one variance shared by the last
+            dim), or a float for all elements. Must be non-negative.
+        full (bool): add the constant term. Default: False.
+        eps (float): the lower bound of ``var``, for stability. Default: 1e-6.
+        reduction (str): 'none' (per-element losses), 'mean' or 'sum'. Default: 'mean'.
+
+    Raises:
+        ValueError: if ``var`` has the wrong size or a negative entry.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.gaussian_nll_loss(ember.tensor([0., 1.]), ember.tensor([1., 1.]),
+        ...                     ember.tensor([1., 1.]), reduction='none')
+        tensor([0.5000, 0.0000])
+    """
     if not isinstance(var, Tensor):
         var = ember.full(input.shape, float(var), dtype=input.dtype, device=input.device)
     if var.shape != input.shape:
@@ -1963,6 +2548,30 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
+    """Triplet loss ``max(0, d(a, p) - d(a, n) + margin)``.
+
+    ``d`` is :func:`pairwise_distance` with norm ``p``: the anchor should be closer to the
+    positive sample than to the negative one by at least ``margin``.
+
+    Args:
+        anchor (Tensor): the anchors, shape (N, D) or (D,).
+        positive (Tensor): the positive samples, of the same shape.
+        negative (Tensor): the negative samples, of the same shape.
+        margin (float): the required gap. Default: 1.0.
+        p (float): the norm degree of the distance. Default: 2.
+        eps (float): added to the differences (see :func:`pairwise_distance`). Default: 1e-6.
+        swap (bool): use ``min(d(a, n), d(p, n))`` as the negative distance (the "distance
+            swap" of Balntas et al., 2016). Default: False.
+        size_average (bool, optional): deprecated (use ``reduction``).
+        reduce (bool, optional): deprecated (use ``reduction``).
+        reduction (str): 'none' (per-element losses), 'mean' or 'sum'. Default: 'mean'.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> a, p, n = ember.tensor([[0., 0.]]), ember.tensor([[3., 4.]]), ember.tensor([[1., 0.]])
+        >>> F.triplet_margin_loss(a, p, n, eps=0.0)
+        tensor(5.)
+    """
     reduction = _reduction(reduction, size_average, reduce)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
@@ -1973,6 +2582,24 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
+    """Multi-label one-versus-all logistic loss.
+
+    For each sample, the mean over the C classes of
+    ``-(y * log(sigmoid(x)) + (1 - y) * log(sigmoid(-x)))``, optionally weighted per class.
+
+    Args:
+        input (Tensor): the scores, shape (N, C) or (C,).
+        target (Tensor): the labels (0 or 1), of the same shape.
+        weight (Tensor, optional): per-class weights of shape (C,).
+        size_average (bool, optional): deprecated (use ``reduction``).
+        reduce (bool, optional): deprecated (use ``reduction``).
+        reduction (str): 'none' (per-element losses), 'mean' or 'sum'. Default: 'mean'.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.multilabel_soft_margin_loss(ember.tensor([[0., 0.]]), ember.tensor([[1., 0.]]))
+        tensor(0.6931)
+    """
     reduction = _reduction(reduction, size_average, reduce)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
@@ -1991,25 +2618,52 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=False):
+    """:func:`max_pool2d` that always returns ``(values, indices)``.
+
+    ``return_indices`` is accepted and ignored. The indices are flat positions within each
+    H * W input plane.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.max_pool2d_with_indices(ember.tensor([[[[1., 5.], [3., 2.]]]]), 2)
+        (tensor([[[[5.]]]]), tensor([[[[1]]]]))
+    """
     return _max_poolnd("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
                        True, 2)
 
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=False):
+    """:func:`max_pool3d` that always returns ``(values, indices)``.
+
+    ``return_indices`` is accepted and ignored. The indices are flat positions within each
+    D * H * W input volume.
+    """
     return _max_poolnd("max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
                        True, 3)
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """:func:`adaptive_max_pool1d` that always returns ``(values, indices)``.
+
+    ``return_indices`` is accepted and ignored.
+    """
     return _adaptive_max("adaptive_max_pool1d", input, output_size, True, 1)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """:func:`adaptive_max_pool2d` that always returns ``(values, indices)``.
+
+    ``return_indices`` is accepted and ignored.
+    """
     return _adaptive_max("adaptive_max_pool2d", input, output_size, True, 2)
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """:func:`adaptive_max_pool3d` that always returns ``(values, indices)``.
+
+    ``return_indices`` is accepted and ignored.
+    """
     return _adaptive_max("adaptive_max_pool3d", input, output_size, True, 3)
 
 
@@ -2040,6 +2694,10 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
 
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
     k = _ntuple(nd)(kernel_size)
+    if norm_type in (math.inf, -math.inf):    # PyTorch: max pooling of |x| (min for -inf)
+        mx = {1: max_pool1d, 2: max_pool2d, 3: max_pool3d}[nd]
+        sign = 1 if norm_type > 0 else -1
+        return mx(input.abs() * sign, k if nd > 1 else k[0], stride, 0, 1, ceil_mode) * sign
     avg = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[nd]
     x = input.pow(norm_type)
     out = avg(x, k if nd > 1 else k[0], stride, 0, ceil_mode)
@@ -2053,10 +2711,49 @@ def lp_pool1d(input: Tensor, norm_type, kernel_size, stride=None, ceil_mode=Fals
 
 
 def lp_pool2d(input: Tensor, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
+    """2-D power-average pooling over (N, C, H, W) or (C, H, W) input.
+
+    Each output is ``(sum over the window of x^p)^(1/p)``: ``p = 1`` gives sum pooling and
+    large ``p`` approaches max pooling. Computed as PyTorch does, from an average pool times the
+    window size; a window whose sum of powers is negative gives 0.
+
+    Args:
+        input (Tensor): the input tensor.
+        norm_type (float): the power ``p``.
+        kernel_size (int or tuple of 2 ints): the window size.
+        stride (int or tuple of 2 ints, optional): the window step; ``kernel_size`` if None.
+        ceil_mode (bool): use ceil instead of floor to compute the output size. Default:
+            False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.lp_pool2d(ember.tensor([[[[3., 4.], [0., 0.]]]]), 2, (1, 2))
+        tensor([[[[5.],
+                  [0.]]]])
+    """
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
 
 
 def lp_pool3d(input: Tensor, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
+    """3-D power-average pooling over (N, C, D, H, W) or (C, D, H, W) input.
+
+    Each output is ``(sum over the window of x^p)^(1/p)``: ``p = 1`` gives sum pooling and
+    large ``p`` approaches max pooling. Computed as PyTorch does, from an average pool times the
+    window size; a window whose sum of powers is negative gives 0.
+
+    Args:
+        input (Tensor): the input tensor.
+        norm_type (float): the power ``p``.
+        kernel_size (int or tuple of 3 ints): the window size.
+        stride (int or tuple of 3 ints, optional): the window step; ``kernel_size`` if None.
+        ceil_mode (bool): use ceil instead of floor to compute the output size. Default:
+            False.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.lp_pool3d(ember.ones(1, 1, 2, 2, 2), 1, 2)
+        tensor([[[[[8.]]]]])
+    """
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
 
 
@@ -2119,10 +2816,50 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of :func:`max_pool2d`.
+
+    Each value of ``input`` is written at the flat position ``indices`` names within its
+    output H * W plane; every other position is zero.
+
+    Args:
+        input (Tensor): the pooled values.
+        indices (Tensor): the int64 indices returned by the max pooling, same shape as
+            ``input``.
+        kernel_size (int or tuple of ints): the pooling window size.
+        stride (int or tuple of ints, optional): the pooling stride; ``kernel_size`` if None.
+        padding (int or tuple of ints): the pooling padding. Default: 0.
+        output_size (sequence of ints, optional): the output's spatial size (with or without
+            N and C), to resolve the ambiguity of strided pooling; by default
+            ``(in - 1) * stride - 2 * padding + kernel_size`` per dim.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> out, idx = F.max_pool2d(ember.tensor([[[[1., 5.], [3., 2.]]]]), 2,
+        ...                         return_indices=True)
+        >>> F.max_unpool2d(out, idx, 2)
+        tensor([[[[0., 5.],
+                  [0., 0.]]]])
+    """
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
 
 
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of :func:`max_pool3d`.
+
+    Each value of ``input`` is written at the flat position ``indices`` names within its
+    output D * H * W volume; every other position is zero.
+
+    Args:
+        input (Tensor): the pooled values.
+        indices (Tensor): the int64 indices returned by the max pooling, same shape as
+            ``input``.
+        kernel_size (int or tuple of ints): the pooling window size.
+        stride (int or tuple of ints, optional): the pooling stride; ``kernel_size`` if None.
+        padding (int or tuple of ints): the pooling padding. Default: 0.
+        output_size (sequence of ints, optional): the output's spatial size (with or without
+            N and C), to resolve the ambiguity of strided pooling; by default
+            ``(in - 1) * stride - 2 * padding + kernel_size`` per dim.
+    """
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
 
 
@@ -2203,6 +2940,10 @@ def _fractional_max_pool(name, input, kernel_size, output_size, output_ratio, re
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
+    """:func:`fractional_max_pool2d` that always returns ``(values, indices)``.
+
+    ``return_indices`` is accepted and ignored.
+    """
     return _fractional_max_pool("fractional_max_pool2d", input, kernel_size, output_size,
                                 output_ratio, True, _random_samples, 2)
 
@@ -2217,27 +2958,63 @@ def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=Non
 
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
+    """:func:`fractional_max_pool3d` that always returns ``(values, indices)``.
+
+    ``return_indices`` is accepted and ignored.
+    """
     return _fractional_max_pool("fractional_max_pool3d", input, kernel_size, output_size,
                                 output_ratio, True, _random_samples, 3)
 
 
 def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
                           return_indices=False, _random_samples=None):
+    """3-D max pooling over pseudo-randomly placed windows (fractional max pooling).
+
+    Max pooling over ``kernel_size`` windows placed at pseudo-random, increasing positions so
+    that the output has a given size or ratio, which may be a non-integer fraction of the input
+    (Graham, 2014).
+
+    Args:
+        input (Tensor): the input tensor.
+        kernel_size (int or tuple of 3 ints): the window size.
+        output_size (int or tuple of 3 ints, optional): the output size (T_out, H_out, W_out).
+        output_ratio (float or tuple of 3 floats, optional): the output size as a fraction of
+            the input size, in (0, 1). One of ``output_size`` and ``output_ratio`` is required.
+        return_indices (bool): also return the flat index of each maximum within its input
+            volume (for :func:`max_unpool3d`). Default: False.
+        _random_samples (Tensor, optional): (N, C, 3) values in [0, 1) that fix the window
+            positions; drawn at random if None.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.fractional_max_pool3d(ember.ones(1, 2, 8, 8, 8), 2, output_size=5).shape
+        (1, 2, 5, 5, 5)
+    """
     return _fractional_max_pool("fractional_max_pool3d", input, kernel_size, output_size,
                                 output_ratio, return_indices, _random_samples, 3)
 
 
 def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Same as :func:`channel_shuffle`."""
     return channel_shuffle(input, groups)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
+    """Nearest-neighbour upsampling (deprecated: use :func:`interpolate`).
+
+    Warns and returns ``interpolate(input, size, scale_factor, mode='nearest')``.
+    """
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
                   "`nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
+    """Bilinear upsampling (deprecated: use :func:`interpolate`).
+
+    Warns and returns ``interpolate(input, size, scale_factor, mode='bilinear',
+    align_corners=True)``; note the ``align_corners=True``.
+    """
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
                   "`nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
@@ -2245,15 +3022,18 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 # ==== more activations and dropout =====================================================
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place version of :func:`celu`."""
     return celu(input, alpha, inplace=True)
 
 
 def selu_(input: Tensor) -> Tensor:
+    """In-place version of :func:`selu`."""
     return selu(input, inplace=True)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
            training: bool = False) -> Tensor:
+    """In-place version of :func:`rrelu`."""
     return rrelu(input, lower, upper, training, inplace=True)
 
 
@@ -2974,6 +3754,13 @@ def grouped_mm(mat_a: Tensor, mat_b: Tensor, *, offs: Tensor | None = None,
 def scaled_mm(mat_a, mat_b, scale_a, scale_recipe_a, scale_b, scale_recipe_b, swizzle_a=None,
               swizzle_b=None, bias=None, output_dtype=None, contraction_dim=(),
               use_fast_accum=False):
+    """Matrix product of float8/float4 matrices with block scales; not available.
+
+    ember has no float8 or float4 dtypes, so this always raises.
+
+    Raises:
+        NotImplementedError: always.
+    """
     raise NotImplementedError("scaled_mm multiplies float8/float4 matrices with block "
                               "scales; ember has no float8 dtypes, so it is not available")
 
@@ -2981,6 +3768,13 @@ def scaled_mm(mat_a, mat_b, scale_a, scale_recipe_a, scale_b, scale_recipe_b, sw
 def scaled_grouped_mm(mat_a, mat_b, scale_a, scale_recipe_a, scale_b, scale_recipe_b,
                       swizzle_a=None, swizzle_b=None, bias=None, offs=None,
                       output_dtype=None, contraction_dim=(), use_fast_accum=False):
+    """Grouped float8/float4 matrix product with block scales; not available.
+
+    ember has no float8 or float4 dtypes, so this always raises.
+
+    Raises:
+        NotImplementedError: always.
+    """
     raise NotImplementedError("scaled_grouped_mm multiplies float8/float4 matrices with "
                               "block scales; ember has no float8 dtypes, so it is not "
                               "available")
@@ -3001,11 +3795,25 @@ has_torch_function_variadic = has_torch_function
 
 
 def handle_torch_function(public_api, relevant_args, *args, **kwargs):
+    """PyTorch's ``__torch_function__`` override hook; not supported.
+
+    ember has no ``__torch_function__`` protocol, so this always raises.
+
+    Raises:
+        NotImplementedError: always.
+    """
     raise NotImplementedError("handle_torch_function: ember has no __torch_function__ "
                               "overrides to dispatch to")
 
 
 def assert_int_or_pair(arg, arg_name: str, message: str) -> None:
+    """Raise ``AssertionError`` unless ``arg`` is an int or has two items.
+
+    Args:
+        arg (int or sequence): the value to check.
+        arg_name (str): the argument's name, formatted into ``message``.
+        message (str): the error message, with a ``{}`` for ``arg_name``.
+    """
     if not (isinstance(arg, int) or len(arg) == 2):
         raise AssertionError(message.format(arg_name))
 

@@ -29,6 +29,7 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
 def calculate_gain(nonlinearity: str, param=None) -> float:
     """The recommended gain for a nonlinearity (``relu`` -> sqrt(2), ``tanh`` -> 5/3, ...).
 
+    >>> from ember.nn.init import calculate_gain
     >>> calculate_gain("leaky_relu", 0.2) == (2 / 1.04) ** 0.5
     True
     """
@@ -131,11 +132,27 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fill ``tensor`` with ones in place (without recording autograd) and return it.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.init.ones_(ember.empty(2, 3))
+        tensor([[1., 1., 1.],
+                [1., 1., 1.]])
+    """
     with _no_grad():
         return tensor.fill_(1)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fill ``tensor`` with zeros in place (without recording autograd) and return it.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.init.zeros_(ember.empty(2, 3))
+        tensor([[0., 0., 0.],
+                [0., 0., 0.]])
+    """
     with _no_grad():
         return tensor.zero_()
 

@@ -71,12 +71,20 @@ def select_model_mode_for_export(model, mode):
 
 
 def register_custom_op_symbolic(symbolic_name, symbolic_fn, opset_version):
+    """Register a TorchScript symbolic for a custom op; raises NotImplementedError.
+
+    ember exports from its own op capture, not from TorchScript symbolics: the ONNX
+    translation of each kernel lives in ``ember.onnx._graph.TRANSLATORS``.
+    """
     raise NotImplementedError(
         "ember.onnx.register_custom_op_symbolic: ember exports from its own capture, not "
         "from TorchScript symbolics; kernels are translated by ember.onnx._graph.TRANSLATORS")
 
 
 def unregister_custom_op_symbolic(symbolic_name, opset_version):
+    """Remove a custom op symbolic; raises NotImplementedError (see
+    :func:`register_custom_op_symbolic`).
+    """
     register_custom_op_symbolic(symbolic_name, None, opset_version)
 
 
@@ -177,9 +185,10 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         args: its positional arguments (a tuple; a single tensor is taken as ``(x,)``; a
             trailing dict is keyword arguments, as PyTorch reads it).
         f: a path or binary file to write the model to (optional).
-        input_names, output_names: names of the graph's inputs and outputs (default: the
-            forward's parameter names; ``output`` or ``output_0``, ``output_1``, ...).
-        opset_version: the ONNX opset, 17 or later (default :data:`DEFAULT_OPSET`).
+        input_names: names of the graph's inputs (default: the forward's parameter names).
+        output_names: names of the graph's outputs (default: ``output``, or ``output_0``,
+            ``output_1``, ...).
+        opset_version: the ONNX opset, 17 or later (default ``ember.onnx.DEFAULT_OPSET``).
         training: ``TrainingMode.EVAL`` (default) exports in eval mode and restores the
             model's mode afterwards; ``PRESERVE`` keeps it; ``TRAINING`` is refused.
 

@@ -53,12 +53,12 @@ def _plugin_registered() -> bool:
 
 def main(argv=None) -> int:
     """``python -m ember.testing DEVICE [--xfail FILE] [pytest options]``."""
-    # pytest is the kit's runner, an optional dependency (ember[testing]): imported only here
+    # pytest is the kit's runner, an optional dependency (ember-tensor[testing]): imported only here
     try:
         import pytest  # noqa: PLC0415
     except ModuleNotFoundError:
         print("python -m ember.testing: the conformance kit runs on pytest, which is not "
-              "installed: pip install 'ember[testing]' (or pip install pytest)",
+              "installed: pip install 'ember-tensor[testing]' (or pip install pytest)",
               file=sys.stderr)
         return 2
     p = argparse.ArgumentParser(prog="python -m ember.testing",

@@ -146,6 +146,10 @@ def _supported(form, info, pairs, dtype) -> tuple:
 
 @functools.lru_cache(maxsize=None)
 def forward_cases() -> tuple:
+    """The forward test cases: each op of the op database in each dtype its samples run in
+    on the CPU reference, contiguous, plus (for the main dtypes) the transposed, sliced,
+    broadcast, special-value, 0-d and empty layouts. Computed once and cached.
+    """
     cases = []
     for name, info in OP_DB.items():
         for dt in _dtypes(info):
@@ -206,6 +210,10 @@ def grad_cases() -> tuple:
 
 @functools.lru_cache(maxsize=None)
 def inplace_cases() -> tuple:
+    """The in-place test cases: each op with an in-place form, in each dtype where its
+    samples run in place on the reference, contiguous (and transposed and sliced for the
+    main dtypes). Cached.
+    """
     cases = []
     for name, info in OP_DB.items():
         if info.inplace is None:
@@ -230,6 +238,10 @@ def inplace_cases() -> tuple:
 
 @functools.lru_cache(maxsize=None)
 def out_cases() -> tuple:
+    """The ``out=`` test cases: each op taking ``out=``, in each dtype where its samples run,
+    with each kind of output tensor in ``ember.testing._cases.OUT_KINDS`` (contiguous only
+    outside the main dtypes). Cached.
+    """
     cases = []
     for name, info in OP_DB.items():
         if not info.out:
@@ -245,6 +257,9 @@ def out_cases() -> tuple:
 
 
 def all_cases() -> dict:
+    """Every kind of test case, as a dict: ``"forward"``, ``"grad"``, ``"inplace"``,
+    ``"out"`` and ``"compiled"`` mapped to their tuples of :class:`Case`.
+    """
     return {"forward": forward_cases(), "grad": grad_cases(), "inplace": inplace_cases(),
             "out": out_cases(), "compiled": compile_cases()}
 

@@ -15,7 +15,11 @@ as PyTorch's:
   works.
 
 >>> from ember.utils.checkpoint import checkpoint
->>> y = checkpoint(block, x, use_reentrant=False)
+>>> x = ember.tensor([1., 2.], requires_grad=True)
+>>> y = checkpoint(lambda t: t.sin() * 2, x, use_reentrant=False)
+>>> y.sum().backward()
+>>> x.grad
+tensor([ 1.0806, -0.8323])
 """
 from __future__ import annotations
 
@@ -42,6 +46,9 @@ class CheckpointError(RuntimeError):
 
 
 def noop_context_fn():
+    """The default ``context_fn`` of ``checkpoint``: two ``contextlib.nullcontext()`` (for the
+    forward run and for the recomputation).
+    """
     return contextlib.nullcontext(), contextlib.nullcontext()
 
 
@@ -150,6 +157,9 @@ def get_device_states(*args):
 
 
 def set_device_states(devices, states, *, device_type=None) -> None:
+    """Restore the random-generator ``states`` of ``devices``, as returned by
+    :func:`get_device_states`. ``device_type`` is accepted for compatibility.
+    """
     for d, s in zip(devices, states):
         default_generator(d).set_state(s)
 

@@ -152,6 +152,9 @@ def trace_plot(snapshot, title: str = "ember: active device memory over time") -
 
 
 def main(argv=None) -> int:
+    """The command line ``python -m ember.utils.memory_viz trace_plot snapshot.json -o out.html``:
+    write a memory snapshot's timeline as an HTML page.
+    """
     p = argparse.ArgumentParser(prog="python -m ember.utils.memory_viz",
                                 description="Draw a memory snapshot as an HTML page.")
     p.add_argument("command", choices=["trace_plot"])

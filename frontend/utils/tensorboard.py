@@ -1,7 +1,7 @@
 """``ember.utils.tensorboard``: ``SummaryWriter`` logging scalars, histograms, images and
 text for TensorBoard, over the ``tensorboard`` package (its protocol buffers and event-file
 writer), as ``torch.utils.tensorboard``. Install it with ``pip install tensorboard``
-(``ember[tensorboard]``); without it, importing this module raises ImportError, as
+(``ember-tensor[tensorboard]``); without it, importing this module raises ImportError, as
 PyTorch's does.
 
 >>> from ember.utils.tensorboard import SummaryWriter

@@ -191,7 +191,7 @@ def test_conformance_kit_without_pytest_says_how_to_install_it():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 2, r.stderr
-    assert "pip install 'ember[testing]'" in r.stderr and "Traceback" not in r.stderr
+    assert "pip install 'ember-tensor[testing]'" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_cuda_array_interface_is_cuda_only_as_torch():

@@ -11,7 +11,7 @@ import ember
 tomllib = pytest.importorskip("tomllib")     # (Python 3.11+; the files are the same on 3.10)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DISTS = {"ember": ".", "ember-cpu": "backends/cpu", "ember-cuda": "backends/cuda",
+DISTS = {"ember-tensor": ".", "ember-cpu": "backends/cpu", "ember-cuda": "backends/cuda",
          "ember-opencl": "backends/opencl", "ember-example": "examples/plugin-template"}
 
 
@@ -32,14 +32,15 @@ def test_every_distribution_has_the_license_it_declares(name, folder):
 
 def test_first_party_backends_pin_the_ember_they_were_released_with():
     version = _project(".")["version"]
+    assert _project(".")["name"] == "ember-tensor"    # ("ember" is taken on PyPI)
     assert ember.__version__ == version
     # and ember pins its CPU backend: pip install ember gives a library with a device
     assert f"ember-cpu=={version}" in _project(".")["dependencies"]
     for name in ("ember-cpu", "ember-cuda", "ember-opencl"):
         proj = _project(DISTS[name])
         assert proj["version"] == version, name
-        pins = [d for d in proj["dependencies"] if re.match(r"ember\b(?!-)", d)]
-        assert pins == [f"ember=={version}"], (name, proj["dependencies"])
+        pins = [d for d in proj["dependencies"] if re.match(r"ember-tensor\b(?!-)", d)]
+        assert pins == [f"ember-tensor=={version}"], (name, proj["dependencies"])
 
 
 def test_the_package_is_typed():

@@ -298,7 +298,8 @@ def runs(tmp_path_factory):
     missing = [p for p in (*PACKAGES, *BLOCKED) if not p.startswith("torch_optimizer_")
                and importlib.util.find_spec(p) is None]
     if missing:
-        pytest.skip(f"registry packages not installed: {missing} (pip install ember[test])")
+        pytest.skip(f"registry packages not installed: {missing} "
+                    "(pip install 'ember-tensor[test]')")
     d = tmp_path_factory.mktemp("registry")
     prog = d / "prog.py"
     prog.write_text(textwrap.dedent(PROGRAM))

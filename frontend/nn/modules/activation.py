@@ -21,6 +21,25 @@ def _inplace_str(inplace, lead=", "):
 
 
 class Threshold(Module):
+    """Replace every element that is not above a threshold by a fixed value.
+
+    ``y = x`` where ``x > threshold`` and ``y = value`` elsewhere.
+
+    Args:
+        threshold (float): the value an element must exceed to be kept.
+        value (float): what the other elements are replaced with.
+        inplace (bool): write the result into the input. Default: False.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Threshold(0.5, -1.0)(ember.tensor([0.2, 0.5, 1.0]))
+        tensor([-1., -1.,  1.])
+    """
+
     def __init__(self, threshold: float, value: float, inplace: bool = False):
         super().__init__()
         self.threshold, self.value, self.inplace = threshold, value, inplace
@@ -47,6 +66,28 @@ class ReLU(Module):
 
 
 class RReLU(Module):
+    """Randomized leaky ReLU: a leaky ReLU whose negative slope is drawn at random.
+
+    ``y = x`` for ``x >= 0`` and ``y = a * x`` otherwise. In training mode ``a`` is sampled
+    independently for every element from ``U(lower, upper)``; in eval mode it is the fixed
+    mean ``(lower + upper) / 2``.
+
+    Args:
+        lower (float): lower bound of the slope distribution. Default: 1/8.
+        upper (float): upper bound of the slope distribution. Default: 1/3.
+        inplace (bool): write the result into the input. Default: False.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.RReLU(0.1, 0.3).eval()   # eval mode: slope (0.1 + 0.3) / 2
+        >>> m(ember.tensor([-1.0, 2.0]))
+        tensor([-0.2000,  2.0000])
+    """
+
     def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
         super().__init__()
         self.lower, self.upper, self.inplace = lower, upper, inplace
@@ -59,6 +100,26 @@ class RReLU(Module):
 
 
 class Hardtanh(Module):
+    """Clamp every element into ``[min_val, max_val]``.
+
+    ``y = min_val`` below ``min_val``, ``y = max_val`` above ``max_val`` and ``y = x`` in
+    between (a piecewise-linear stand-in for ``tanh`` with the default bounds).
+
+    Args:
+        min_val (float): lower end of the linear region. Default: -1.0.
+        max_val (float): upper end of the linear region. Default: 1.0.
+        inplace (bool): write the result into the input. Default: False.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Hardtanh()(ember.tensor([-2.0, 0.5, 3.0]))
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
+
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__()
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
@@ -74,6 +135,21 @@ class Hardtanh(Module):
 
 
 class ReLU6(Hardtanh):
+    """ReLU capped at 6: ``y = min(max(0, x), 6)``.
+
+    Args:
+        inplace (bool): write the result into the input. Default: False.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.ReLU6()(ember.tensor([-1.0, 3.0, 8.0]))
+        tensor([0., 3., 6.])
+    """
+
     def __init__(self, inplace: bool = False):
         super().__init__(0.0, 6.0, inplace)
 
@@ -82,11 +158,40 @@ class ReLU6(Hardtanh):
 
 
 class Sigmoid(Module):
+    """The logistic sigmoid, element-wise: ``y = 1 / (1 + exp(-x))``.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Sigmoid()(ember.tensor([-2.0, 0.0, 2.0]))
+        tensor([0.1192, 0.5000, 0.8808])
+    """
+
     def forward(self, input: Tensor) -> Tensor:
         return ember.sigmoid(input)
 
 
 class Hardsigmoid(Module):
+    """A piecewise-linear approximation of the sigmoid, element-wise.
+
+    ``y = 0`` for ``x <= -3``, ``y = 1`` for ``x >= 3`` and ``y = x / 6 + 1 / 2`` in between.
+
+    Args:
+        inplace (bool): write the result into the input. Default: False.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Hardsigmoid()(ember.tensor([-4.0, 0.0, 1.5, 4.0]))
+        tensor([0.0000, 0.5000, 0.7500, 1.0000])
+    """
+
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
@@ -96,6 +201,18 @@ class Hardsigmoid(Module):
 
 
 class Tanh(Module):
+    """The hyperbolic tangent, element-wise: ``y = tanh(x)``.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Tanh()(ember.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.7616,  0.0000,  0.7616])
+    """
+
     def forward(self, input: Tensor) -> Tensor:
         return ember.tanh(input)
 
@@ -115,6 +232,21 @@ class SiLU(Module):
 
 
 class Mish(Module):
+    """The Mish activation, element-wise: ``y = x * tanh(softplus(x))``.
+
+    Args:
+        inplace (bool): write the result into the input. Default: False.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Mish()(ember.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.3034,  0.0000,  0.8651])
+    """
+
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
@@ -127,6 +259,23 @@ class Mish(Module):
 
 
 class Hardswish(Module):
+    """A piecewise approximation of SiLU/swish, element-wise.
+
+    ``y = 0`` for ``x <= -3``, ``y = x`` for ``x >= 3`` and ``y = x * (x + 3) / 6`` in between.
+
+    Args:
+        inplace (bool): write the result into the input. Default: False.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Hardswish()(ember.tensor([-1.0, 0.0, 1.0, 4.0]))
+        tensor([-0.3333,  0.0000,  0.6667,  4.0000])
+    """
+
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
@@ -136,6 +285,25 @@ class Hardswish(Module):
 
 
 class ELU(Module):
+    """Exponential linear unit, element-wise.
+
+    ``y = x`` for ``x > 0`` and ``y = alpha * (exp(x) - 1)`` otherwise.
+
+    Args:
+        alpha (float): the scale of the negative branch (its limit is ``-alpha``).
+            Default: 1.0.
+        inplace (bool): write the result into the input. Default: False.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.ELU()(ember.tensor([-1.0, 0.0, 2.0]))
+        tensor([-0.6321,  0.0000,  2.0000])
+    """
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
@@ -148,6 +316,25 @@ class ELU(Module):
 
 
 class CELU(Module):
+    """Continuously differentiable exponential linear unit, element-wise.
+
+    ``y = max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``; unlike ``ELU`` its derivative
+    is continuous at 0 for every ``alpha``.
+
+    Args:
+        alpha (float): the scale of the negative branch. Default: 1.0.
+        inplace (bool): write the result into the input. Default: False.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.CELU(alpha=2.0)(ember.tensor([-1.0, 2.0]))
+        tensor([-0.7869,  2.0000])
+    """
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
@@ -160,6 +347,25 @@ class CELU(Module):
 
 
 class SELU(Module):
+    """Scaled exponential linear unit, element-wise.
+
+    ``y = scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with the fixed constants
+    ``alpha ~= 1.6733`` and ``scale ~= 1.0507`` (self-normalising networks; pair it with
+    ``AlphaDropout``).
+
+    Args:
+        inplace (bool): write the result into the input. Default: False.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.SELU()(ember.tensor([-1.0, 0.0, 1.0]))
+        tensor([-1.1113,  0.0000,  1.0507])
+    """
+
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
@@ -172,6 +378,24 @@ class SELU(Module):
 
 
 class GLU(Module):
+    """Gated linear unit: halve the input along ``dim`` and gate one half with the other.
+
+    With ``a`` the first half and ``b`` the second half of the input along ``dim``,
+    ``y = a * sigmoid(b)``.
+
+    Args:
+        dim (int): the dimension to split; its size must be even. Default: -1.
+
+    Shape:
+        - Input: (*1, N, *2), with N even at ``dim``.
+        - Output: (*1, N / 2, *2).
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.GLU()(ember.tensor([[1.0, 2.0, 0.0, 0.0]]))
+        tensor([[0.5000, 1.0000]])
+    """
+
     def __init__(self, dim: int = -1):
         super().__init__()
         self.dim = dim
@@ -198,6 +422,23 @@ class GELU(Module):
 
 
 class Hardshrink(Module):
+    """Hard shrinkage: zero the elements whose magnitude is at most ``lambd``.
+
+    ``y = x`` where ``|x| > lambd`` and ``y = 0`` elsewhere.
+
+    Args:
+        lambd (float): the threshold. Default: 0.5.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Hardshrink()(ember.tensor([-1.0, 0.25, 0.75]))
+        tensor([-1.0000,  0.0000,  0.7500])
+    """
+
     def __init__(self, lambd: float = 0.5):
         super().__init__()
         self.lambd = lambd
@@ -210,6 +451,24 @@ class Hardshrink(Module):
 
 
 class LeakyReLU(Module):
+    """Leaky ReLU: ReLU with a small fixed slope for negative inputs.
+
+    ``y = x`` for ``x >= 0`` and ``y = negative_slope * x`` otherwise.
+
+    Args:
+        negative_slope (float): the slope of the negative part. Default: 0.01.
+        inplace (bool): write the result into the input. Default: False.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.LeakyReLU(0.1)(ember.tensor([-2.0, 3.0]))
+        tensor([-0.2000,  3.0000])
+    """
+
     def __init__(self, negative_slope: float = 1e-2, inplace: bool = False):
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
@@ -222,6 +481,20 @@ class LeakyReLU(Module):
 
 
 class LogSigmoid(Module):
+    """The log of the sigmoid, element-wise: ``y = log(1 / (1 + exp(-x)))``.
+
+    Computed stably (no overflow for large negative ``x``).
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.LogSigmoid()(ember.tensor([0.0, 2.0]))
+        tensor([-0.6931, -0.1269])
+    """
+
     def forward(self, input: Tensor) -> Tensor:
         return F.logsigmoid(input)
 
@@ -241,6 +514,24 @@ class Softplus(Module):
 
 
 class Softshrink(Module):
+    """Soft shrinkage: move every element ``lambd`` towards zero, stopping at zero.
+
+    ``y = x - lambd`` for ``x > lambd``, ``y = x + lambd`` for ``x < -lambd`` and ``y = 0``
+    otherwise.
+
+    Args:
+        lambd (float): the shrinkage amount; must be non-negative. Default: 0.5.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Softshrink()(ember.tensor([-1.0, 0.25, 0.75]))
+        tensor([-0.5000,  0.0000,  0.2500])
+    """
+
     def __init__(self, lambd: float = 0.5):
         super().__init__()
         self.lambd = lambd
@@ -273,16 +564,59 @@ class PReLU(Module):
 
 
 class Softsign(Module):
+    """Softsign, element-wise: ``y = x / (1 + |x|)``.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Softsign()(ember.tensor([-1.0, 3.0]))
+        tensor([-0.5000,  0.7500])
+    """
+
     def forward(self, input: Tensor) -> Tensor:
         return F.softsign(input)
 
 
 class Tanhshrink(Module):
+    """Tanh shrinkage, element-wise: ``y = x - tanh(x)``.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Tanhshrink()(ember.tensor([0.0, 1.0]))
+        tensor([0.0000, 0.2384])
+    """
+
     def forward(self, input: Tensor) -> Tensor:
         return F.tanhshrink(input)
 
 
 class Softmin(Module):
+    """Softmin along ``dim``: the softmax of the negated input.
+
+    ``y_i = exp(-x_i) / sum_j exp(-x_j)``, so the smallest element gets the largest weight and
+    each slice along ``dim`` sums to 1.
+
+    Args:
+        dim (int, optional): the dimension to normalise over. ``None`` picks one from the
+            input's number of dimensions (deprecated; pass it explicitly).
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.Softmin(dim=0)(ember.tensor([1.0, 2.0, 3.0]))
+        tensor([0.6652, 0.2447, 0.0900])
+    """
+
     def __init__(self, dim: int | None = None):
         super().__init__()
         self.dim = dim
@@ -309,6 +643,22 @@ class Softmax(Module):
 
 
 class Softmax2d(Module):
+    """Softmax over the channels at every spatial location.
+
+    For (N, C, H, W) or (C, H, W) input this is softmax along the channel dimension (dim -3):
+    at each ``(h, w)`` the ``C`` values sum to 1.
+
+    Shape:
+        - Input: (N, C, H, W) or (C, H, W).
+        - Output: the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> out = nn.Softmax2d()(ember.zeros(1, 4, 2, 2))
+        >>> out[0, :, 0, 0]
+        tensor([0.2500, 0.2500, 0.2500, 0.2500])
+    """
+
     def forward(self, input: Tensor) -> Tensor:
         if input.dim() not in (3, 4):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
@@ -317,6 +667,25 @@ class Softmax2d(Module):
 
 
 class LogSoftmax(Module):
+    """The log of the softmax along ``dim``, computed in one stable step.
+
+    ``y_i = x_i - log(sum_j exp(x_j))``; usually followed by ``NLLLoss``.
+
+    Args:
+        dim (int, optional): the dimension to normalise over. ``None`` picks one from the
+            input's number of dimensions (deprecated; pass it explicitly).
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Output: (*), the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> nn.LogSoftmax(dim=-1)(ember.tensor([[0.0, 0.0], [1.0, 3.0]]))
+        tensor([[-0.6931, -0.6931],
+                [-2.1269, -0.1269]])
+    """
+
     def __init__(self, dim: int | None = None):
         super().__init__()
         self.dim = dim

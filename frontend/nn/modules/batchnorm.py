@@ -123,6 +123,43 @@ class BatchNorm2d(_BatchNorm):
 
 
 class BatchNorm3d(_BatchNorm):
+    """Batch normalisation over (N, C, D, H, W) input.
+
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``, with per-channel ``mean`` and
+    (biased) ``var`` taken over the batch and the three spatial dimensions in training mode.
+    With ``track_running_stats`` the module also keeps running estimates
+    ``running = (1 - momentum) * running + momentum * batch_value`` (the running variance
+    uses the unbiased estimate) and normalises with them in eval mode; ``momentum=None``
+    makes them a cumulative average.
+
+    Args:
+        num_features (int): the number of channels ``C``.
+        eps (float): added to the variance for stability. Default: 1e-5.
+        momentum (float, optional): the running-statistics update factor, or ``None`` for a
+            cumulative moving average. Default: 0.1.
+        affine (bool): learn a per-channel scale ``weight`` (ones) and shift ``bias`` (zeros).
+            Default: True.
+        track_running_stats (bool): keep ``running_mean``, ``running_var`` and
+            ``num_batches_tracked``; without them batch statistics are used in eval mode too.
+            Default: True.
+        device: where to create the parameters and buffers.
+        dtype: their dtype.
+
+    Shape:
+        - Input: (N, C, D, H, W).
+        - Output: the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.BatchNorm3d(3)
+        >>> m(ember.randn(2, 3, 4, 4, 4)).shape
+        (2, 3, 4, 4, 4)
+        >>> m = nn.BatchNorm3d(1)
+        >>> _ = m(ember.tensor([0.0, 1.0]).reshape(2, 1, 1, 1, 1))
+        >>> m.running_mean, m.running_var, int(m.num_batches_tracked)
+        (tensor([0.0500]), tensor([0.9500]), 1)
+    """
+
     def _check_input_dim(self, input):
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
@@ -164,16 +201,94 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
 
 
 class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    """A ``BatchNorm1d`` whose ``num_features`` is inferred from the first input.
+
+    ``num_features`` is read from dim 1 (the channels) of the first input; the weight, bias
+    and running buffers are then created and initialised, and the module becomes a plain
+    ``BatchNorm1d``.
+
+    Args:
+        eps (float): added to the variance for stability. Default: 1e-5.
+        momentum (float, optional): the running-statistics update factor, or ``None`` for a
+            cumulative moving average. Default: 0.1.
+        affine (bool): learn a per-channel scale and shift. Default: True.
+        track_running_stats (bool): keep running statistics for eval mode. Default: True.
+        device: where to create the parameters and buffers.
+        dtype: their dtype.
+        bias (bool, keyword-only): with ``affine``, also learn the shift. Default: True.
+
+    Shape:
+        - Input: (N, C) or (N, C, L).
+        - Output: the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.LazyBatchNorm1d()
+        >>> m(ember.randn(4, 3, 5)).shape, m.running_mean.shape, type(m).__name__
+        ((4, 3, 5), (3,), 'BatchNorm1d')
+    """
     cls_to_become = BatchNorm1d
     _check_input_dim = BatchNorm1d._check_input_dim
 
 
 class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    """A ``BatchNorm2d`` whose ``num_features`` is inferred from the first input.
+
+    ``num_features`` is read from dim 1 (the channels) of the first input; the weight, bias
+    and running buffers are then created and initialised, and the module becomes a plain
+    ``BatchNorm2d``.
+
+    Args:
+        eps (float): added to the variance for stability. Default: 1e-5.
+        momentum (float, optional): the running-statistics update factor, or ``None`` for a
+            cumulative moving average. Default: 0.1.
+        affine (bool): learn a per-channel scale and shift. Default: True.
+        track_running_stats (bool): keep running statistics for eval mode. Default: True.
+        device: where to create the parameters and buffers.
+        dtype: their dtype.
+        bias (bool, keyword-only): with ``affine``, also learn the shift. Default: True.
+
+    Shape:
+        - Input: (N, C, H, W).
+        - Output: the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.LazyBatchNorm2d()
+        >>> m(ember.randn(4, 3, 5, 5)).shape, m.running_mean.shape, type(m).__name__
+        ((4, 3, 5, 5), (3,), 'BatchNorm2d')
+    """
     cls_to_become = BatchNorm2d
     _check_input_dim = BatchNorm2d._check_input_dim
 
 
 class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    """A ``BatchNorm3d`` whose ``num_features`` is inferred from the first input.
+
+    ``num_features`` is read from dim 1 (the channels) of the first input; the weight, bias
+    and running buffers are then created and initialised, and the module becomes a plain
+    ``BatchNorm3d``.
+
+    Args:
+        eps (float): added to the variance for stability. Default: 1e-5.
+        momentum (float, optional): the running-statistics update factor, or ``None`` for a
+            cumulative moving average. Default: 0.1.
+        affine (bool): learn a per-channel scale and shift. Default: True.
+        track_running_stats (bool): keep running statistics for eval mode. Default: True.
+        device: where to create the parameters and buffers.
+        dtype: their dtype.
+        bias (bool, keyword-only): with ``affine``, also learn the shift. Default: True.
+
+    Shape:
+        - Input: (N, C, D, H, W).
+        - Output: the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.LazyBatchNorm3d()
+        >>> m(ember.randn(4, 3, 5, 5, 5)).shape, m.running_mean.shape, type(m).__name__
+        ((4, 3, 5, 5, 5), (3,), 'BatchNorm3d')
+    """
     cls_to_become = BatchNorm3d
     _check_input_dim = BatchNorm3d._check_input_dim
 

@@ -140,6 +140,45 @@ class Conv2d(_ConvNd):
 
 
 class Conv3d(_ConvNd):
+    """3-D convolution over (N, C_in, D, H, W) input.
+
+    Output channel ``j`` is ``bias[j]`` plus the 3-D cross-correlation of ``weight[j]`` with
+    the input channels of ``j``'s group. The weight has shape
+    ``(out_channels, in_channels / groups, kD, kH, kW)``; it and the bias are initialised
+    uniformly in ``±1/sqrt(fan_in)`` with ``fan_in = in_channels / groups * kD * kH * kW``.
+
+    Args:
+        in_channels (int): channels of the input.
+        out_channels (int): channels of the output.
+        kernel_size (int or tuple): the window size ``(kD, kH, kW)``.
+        stride (int or tuple): the window step. Default: 1.
+        padding (int, tuple or str): padding on both sides of each spatial dimension, or
+            ``'valid'`` (none) or ``'same'`` (output the size of the input; stride 1 only).
+            Default: 0.
+        dilation (int or tuple): the spacing between kernel elements. Default: 1.
+        groups (int): split the channels into this many independent groups; both channel
+            counts must be divisible by it. Default: 1.
+        bias (bool): add a learnable bias. Default: True.
+        padding_mode (str): ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+            Default: ``'zeros'``.
+        device: where to create the parameters.
+        dtype: the parameters' dtype.
+
+    Shape:
+        - Input: (N, C_in, D_in, H_in, W_in) or (C_in, D_in, H_in, W_in).
+        - Output: (N, C_out, D_out, H_out, W_out) or (C_out, D_out, H_out, W_out), with
+          ``D_out = floor((D_in + 2 * padding[0] - dilation[0] * (kernel_size[0] - 1) - 1)
+          / stride[0] + 1)`` and likewise for H and W.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.Conv3d(2, 4, 3, padding=1)
+        >>> m(ember.randn(1, 2, 5, 6, 7)).shape, m.weight.shape
+        ((1, 4, 5, 6, 7), (4, 2, 3, 3, 3))
+        >>> nn.Conv3d(2, 4, (3, 1, 1), stride=(2, 1, 1))(ember.randn(1, 2, 9, 4, 4)).shape
+        (1, 4, 4, 4, 4)
+    """
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device=None, dtype=None):
@@ -192,6 +231,49 @@ class _ConvTransposeNd(_ConvNd):
 
 
 class ConvTranspose1d(_ConvTransposeNd):
+    """Transposed 1-D convolution over (N, C_in, L) input: the gradient of ``Conv1d``
+    with respect to its input, used to upsample ("deconvolution").
+
+    Every input element scatters a copy of the kernel, scaled by its value, into the output
+    at ``stride`` spacing, and overlapping copies add up. The weight has shape
+    ``(in_channels, out_channels / groups, kernel_size)``.
+
+    Args:
+        in_channels (int): channels of the input.
+        out_channels (int): channels of the output.
+        kernel_size (int or tuple): the kernel size.
+        stride (int or tuple): the spacing of the scattered copies. Default: 1.
+        padding (int or tuple): how much to trim from both ends of the output (so that
+            ``ConvTranspose1d`` inverts the shape change of a ``Conv1d`` with the same
+            settings). Default: 0.
+        output_padding (int or tuple): extra length added at the end of the output, to pick
+            one of the sizes a strided ``Conv1d`` maps to the same length; smaller than
+            ``stride`` or ``dilation``. Default: 0.
+        groups (int): split the channels into this many independent groups. Default: 1.
+        bias (bool): add a learnable bias. Default: True.
+        dilation (int or tuple): the spacing between kernel elements. Default: 1.
+        padding_mode (str): only ``'zeros'`` is supported. Default: ``'zeros'``.
+        device: where to create the parameters.
+        dtype: the parameters' dtype.
+
+    ``forward(input, output_size=None)`` can be given the wanted output length instead of
+    ``output_padding``.
+
+    Shape:
+        - Input: (N, C_in, L_in) or (C_in, L_in).
+        - Output: (N, C_out, L_out) or (C_out, L_out), with ``L_out = (L_in - 1) * stride
+          - 2 * padding + dilation * (kernel_size - 1) + output_padding + 1``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.ConvTranspose1d(4, 2, 3, stride=2)
+        >>> x = ember.randn(1, 4, 10)
+        >>> m(x).shape, m.weight.shape
+        ((1, 2, 21), (4, 2, 3))
+        >>> m(x, output_size=[22]).shape
+        (1, 2, 22)
+    """
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
                  padding_mode: str = "zeros", device=None, dtype=None):
@@ -326,6 +408,37 @@ class LazyConv2d(_LazyConv, Conv2d):
 
 
 class LazyConv3d(_LazyConv, Conv3d):
+    """A ``Conv3d`` whose ``in_channels`` is inferred from the first input.
+
+    The weight and bias start as ``UninitializedParameter``s. The first forward call
+    reads ``in_channels`` from the input (dim 1, or dim 0 for unbatched input), creates and
+    initialises the parameters, and turns the module into a plain ``Conv3d``.
+
+    Args:
+        out_channels (int): channels of the output.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple): the window step. Default: 1.
+        padding (int, tuple or str): padding on both sides, or ``'valid'`` / ``'same'``.
+            Default: 0.
+        dilation (int or tuple): the spacing between kernel elements. Default: 1.
+        groups (int): the number of channel groups. Default: 1.
+        bias (bool): add a learnable bias. Default: True.
+        padding_mode (str): ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+            Default: ``'zeros'``.
+        device: where to create the parameters.
+        dtype: the parameters' dtype.
+
+    Shape:
+        - Input: (N, C_in, D_in, H_in, W_in) or (C_in, D_in, H_in, W_in).
+        - Output: (N, C_out, D_out, H_out, W_out) or (C_out, D_out, H_out, W_out), as for
+          ``Conv3d``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.LazyConv3d(4, 3)
+        >>> m(ember.randn(1, 2, 5, 5, 5)).shape, m.weight.shape, type(m).__name__
+        ((1, 4, 3, 3, 3), (4, 2, 3, 3, 3), 'Conv3d')
+    """
     cls_to_become = Conv3d
 
     def _get_num_spatial_dims(self) -> int:
@@ -333,6 +446,37 @@ class LazyConv3d(_LazyConv, Conv3d):
 
 
 class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    """A ``ConvTranspose1d`` whose ``in_channels`` is inferred from the first input.
+
+    The weight and bias start as ``UninitializedParameter``s. The first forward call
+    reads ``in_channels`` from the input (dim 1, or dim 0 for unbatched input), creates and
+    initialises the parameters, and turns the module into a plain ``ConvTranspose1d``.
+
+    Args:
+        out_channels (int): channels of the output.
+        kernel_size (int or tuple): the kernel size.
+        stride (int or tuple): the spacing of the scattered copies. Default: 1.
+        padding (int or tuple): how much to trim from both ends of each output dimension.
+            Default: 0.
+        output_padding (int or tuple): extra size added at the end of each output dimension.
+            Default: 0.
+        groups (int): the number of channel groups. Default: 1.
+        bias (bool): add a learnable bias. Default: True.
+        dilation (int or tuple): the spacing between kernel elements. Default: 1.
+        padding_mode (str): only ``'zeros'`` is supported. Default: ``'zeros'``.
+        device: where to create the parameters.
+        dtype: the parameters' dtype.
+
+    Shape:
+        - Input: (N, C_in, L_in) or (C_in, L_in).
+        - Output: (N, C_out, L_out) or (C_out, L_out), as for ``ConvTranspose1d``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.LazyConvTranspose1d(2, 3, stride=2)
+        >>> m(ember.randn(1, 4, 10)).shape, m.weight.shape
+        ((1, 2, 21), (4, 2, 3))
+    """
     cls_to_become = ConvTranspose1d
 
     def _get_num_spatial_dims(self) -> int:
@@ -340,6 +484,38 @@ class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
 
 
 class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    """A ``ConvTranspose2d`` whose ``in_channels`` is inferred from the first input.
+
+    The weight and bias start as ``UninitializedParameter``s. The first forward call
+    reads ``in_channels`` from the input (dim 1, or dim 0 for unbatched input), creates and
+    initialises the parameters, and turns the module into a plain ``ConvTranspose2d``.
+
+    Args:
+        out_channels (int): channels of the output.
+        kernel_size (int or tuple): the kernel size.
+        stride (int or tuple): the spacing of the scattered copies. Default: 1.
+        padding (int or tuple): how much to trim from both ends of each output dimension.
+            Default: 0.
+        output_padding (int or tuple): extra size added at the end of each output dimension.
+            Default: 0.
+        groups (int): the number of channel groups. Default: 1.
+        bias (bool): add a learnable bias. Default: True.
+        dilation (int or tuple): the spacing between kernel elements. Default: 1.
+        padding_mode (str): only ``'zeros'`` is supported. Default: ``'zeros'``.
+        device: where to create the parameters.
+        dtype: the parameters' dtype.
+
+    Shape:
+        - Input: (N, C_in, H_in, W_in) or (C_in, H_in, W_in).
+        - Output: (N, C_out, H_out, W_out) or (C_out, H_out, W_out), as for
+          ``ConvTranspose2d``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.LazyConvTranspose2d(3, 4, stride=2, padding=1)
+        >>> m(ember.randn(1, 8, 16, 16)).shape, m.weight.shape
+        ((1, 3, 32, 32), (8, 3, 4, 4))
+    """
     cls_to_become = ConvTranspose2d
 
     def _get_num_spatial_dims(self) -> int:
@@ -347,6 +523,38 @@ class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
 
 
 class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    """A ``ConvTranspose3d`` whose ``in_channels`` is inferred from the first input.
+
+    The weight and bias start as ``UninitializedParameter``s. The first forward call
+    reads ``in_channels`` from the input (dim 1, or dim 0 for unbatched input), creates and
+    initialises the parameters, and turns the module into a plain ``ConvTranspose3d``.
+
+    Args:
+        out_channels (int): channels of the output.
+        kernel_size (int or tuple): the kernel size.
+        stride (int or tuple): the spacing of the scattered copies. Default: 1.
+        padding (int or tuple): how much to trim from both ends of each output dimension.
+            Default: 0.
+        output_padding (int or tuple): extra size added at the end of each output dimension.
+            Default: 0.
+        groups (int): the number of channel groups. Default: 1.
+        bias (bool): add a learnable bias. Default: True.
+        dilation (int or tuple): the spacing between kernel elements. Default: 1.
+        padding_mode (str): only ``'zeros'`` is supported. Default: ``'zeros'``.
+        device: where to create the parameters.
+        dtype: the parameters' dtype.
+
+    Shape:
+        - Input: (N, C_in, D_in, H_in, W_in) or (C_in, D_in, H_in, W_in).
+        - Output: (N, C_out, D_out, H_out, W_out) or (C_out, D_out, H_out, W_out), as for
+          ``ConvTranspose3d``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.LazyConvTranspose3d(2, 2, stride=2)
+        >>> m(ember.randn(1, 3, 2, 3, 4)).shape, m.weight.shape
+        ((1, 2, 4, 6, 8), (3, 2, 2, 2, 2))
+    """
     cls_to_become = ConvTranspose3d
 
     def _get_num_spatial_dims(self) -> int:

@@ -57,6 +57,32 @@ class MSELoss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
+    """Smooth L1 loss: squared error for small differences, absolute error for large ones.
+
+    With ``d = |input - target|`` each element contributes ``0.5 * d^2 / beta`` where
+    ``d < beta`` and ``d - 0.5 * beta`` elsewhere. It is less sensitive to outliers than
+    ``MSELoss``; ``beta = 0`` makes it ``L1Loss``, and ``HuberLoss(delta=b)`` is ``b``
+    times ``SmoothL1Loss(beta=b)``.
+
+    Args:
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` or ``'sum'`` of the
+            element losses. Default: ``'mean'``.
+        beta (float): where the quadratic part turns linear; non-negative. Default: 1.0.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Target: (*), the shape of the input.
+        - Output: a scalar, or (*) with ``reduction='none'``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> loss = nn.SmoothL1Loss()
+        >>> loss(ember.tensor([0.0, 2.0]), ember.tensor([0.5, 0.0]))
+        tensor(0.8125)
+    """
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
                  beta: float = 1.0):
         super().__init__(size_average, reduce, reduction)
@@ -67,6 +93,29 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    """Huber loss: squared error for small differences, scaled absolute error for large ones.
+
+    With ``d = |input - target|`` each element contributes ``0.5 * d^2`` where
+    ``d < delta`` and ``delta * (d - 0.5 * delta)`` elsewhere. Unlike ``SmoothL1Loss`` the
+    linear part has slope ``delta`` rather than 1.
+
+    Args:
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` or ``'sum'`` of the
+            element losses. Default: ``'mean'``.
+        delta (float): where the quadratic part turns linear; positive. Default: 1.0.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Target: (*), the shape of the input.
+        - Output: a scalar, or (*) with ``reduction='none'``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> loss = nn.HuberLoss(delta=0.5, reduction="none")
+        >>> loss(ember.tensor([0.0, 2.0]), ember.tensor([0.25, 0.0]))
+        tensor([0.0312, 0.8750])
+    """
+
     def __init__(self, reduction: str = "mean", delta: float = 1.0):
         super().__init__(reduction=reduction)
         self.delta = delta
@@ -140,11 +189,59 @@ class KLDivLoss(_Loss):
 
 
 class SoftMarginLoss(_Loss):
+    """Two-class logistic loss for targets of 1 or -1.
+
+    Each element contributes ``log(1 + exp(-target * input))``.
+
+    Args:
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` or ``'sum'`` of the
+            element losses. Default: ``'mean'``.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Target: (*), the shape of the input, values 1 or -1.
+        - Output: a scalar, or (*) with ``reduction='none'``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> loss = nn.SoftMarginLoss()
+        >>> loss(ember.tensor([0.0, 2.0]), ember.tensor([1.0, -1.0]))
+        tensor(1.4100)
+    """
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class MarginRankingLoss(_Loss):
+    """Ranking loss: asks ``input1`` to rank above ``input2`` (``target = 1``) or below it
+    (``target = -1``) by at least ``margin``.
+
+    Each element contributes ``max(0, -target * (input1 - input2) + margin)``.
+
+    Args:
+        margin (float): the required gap. Default: 0.0.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'`` (one loss per pair), ``'mean'`` or ``'sum'`` of the
+            pair losses. Default: ``'mean'``.
+
+    Shape:
+        - Input1: (N) or ().
+        - Input2: the shape of ``input1``.
+        - Target: the shape of ``input1``, values 1 or -1.
+        - Output: a scalar, or (N) with ``reduction='none'``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> loss = nn.MarginRankingLoss(margin=0.5)
+        >>> x1, x2 = ember.tensor([1.0, 2.0]), ember.tensor([2.0, 1.0])
+        >>> loss(x1, x2, ember.tensor([1.0, 1.0]))
+        tensor(0.7500)
+    """
+
     def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
                  reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
@@ -156,6 +253,31 @@ class MarginRankingLoss(_Loss):
 
 
 class HingeEmbeddingLoss(_Loss):
+    """Hinge loss on distances: small for similar pairs (``target = 1``), at least
+    ``margin`` for dissimilar ones (``target = -1``).
+
+    ``input`` is usually a distance between two embeddings. Each element contributes
+    ``input`` where the target is 1 and ``max(0, margin - input)`` where it is -1.
+
+    Args:
+        margin (float): the distance dissimilar pairs should reach. Default: 1.0.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` or ``'sum'`` of the
+            element losses. Default: ``'mean'``.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Target: (*), the shape of the input, values 1 or -1.
+        - Output: a scalar, or (*) with ``reduction='none'``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> loss = nn.HingeEmbeddingLoss()
+        >>> loss(ember.tensor([0.25, 0.5]), ember.tensor([1.0, -1.0]))
+        tensor(0.3750)
+    """
+
     def __init__(self, margin: float = 1.0, size_average=None, reduce=None,
                  reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
@@ -167,6 +289,35 @@ class HingeEmbeddingLoss(_Loss):
 
 
 class CosineEmbeddingLoss(_Loss):
+    """Cosine-similarity loss for pairs of vectors labelled similar (1) or dissimilar (-1).
+
+    With ``cos`` the cosine similarity of ``input1`` and ``input2`` along the last
+    dimension, a pair contributes ``1 - cos`` when the target is 1 and
+    ``max(0, cos - margin)`` when it is -1.
+
+    Args:
+        margin (float): the similarity below which dissimilar pairs cost nothing; between
+            -1 and 1, 0 to 0.5 suggested. Default: 0.0.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'`` (one loss per pair), ``'mean'`` or ``'sum'`` of the
+            pair losses. Default: ``'mean'``.
+
+    Shape:
+        - Input1: (N, D) or (D).
+        - Input2: the shape of ``input1``.
+        - Target: (N) or (), values 1 or -1.
+        - Output: a scalar, or (N) with ``reduction='none'``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> loss = nn.CosineEmbeddingLoss(reduction="none")
+        >>> x1 = ember.tensor([[1.0, 0.0], [1.0, 0.0]])
+        >>> x2 = ember.tensor([[0.0, 1.0], [1.0, 1.0]])
+        >>> loss(x1, x2, ember.tensor([1.0, -1.0]))
+        tensor([1.0000, 0.7071])
+    """
+
     def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
                  reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
@@ -178,6 +329,35 @@ class CosineEmbeddingLoss(_Loss):
 
 
 class PoissonNLLLoss(_Loss):
+    """Negative log likelihood of a Poisson-distributed target.
+
+    With ``log_input=True`` the input is the log of the rate and an element contributes
+    ``exp(input) - target * input``; otherwise the input is the rate itself and it
+    contributes ``input - target * log(input + eps)``. The constant ``log(target!)`` is left
+    out unless ``full``, which adds its Stirling approximation
+    ``target * log(target) - target + 0.5 * log(2 * pi * target)`` where ``target > 1``.
+
+    Args:
+        log_input (bool): the input is the log-rate. Default: True.
+        full (bool): add the Stirling term. Default: False.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        eps (float): keeps ``log`` finite when ``log_input=False``. Default: 1e-8.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` or ``'sum'`` of the
+            element losses. Default: ``'mean'``.
+
+    Shape:
+        - Input: (*), any number of dimensions.
+        - Target: (*), the shape of the input.
+        - Output: a scalar, or (*) with ``reduction='none'``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> loss = nn.PoissonNLLLoss()
+        >>> loss(ember.tensor([0.0, 1.0]), ember.tensor([1.0, 2.0]))
+        tensor(0.8591)
+    """
+
     def __init__(self, log_input: bool = True, full: bool = False, size_average=None,
                  eps: float = 1e-8, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
@@ -189,6 +369,36 @@ class PoissonNLLLoss(_Loss):
 
 
 class GaussianNLLLoss(_Loss):
+    """Negative log likelihood of the target under a Gaussian with a predicted mean and
+    variance.
+
+    ``forward(input, target, var)``: ``input`` is the mean and ``var`` the variance. Each
+    element contributes ``0.5 * (log(v) + (input - target)^2 / v)`` with
+    ``v = max(var, eps)``; ``full`` adds the constant ``0.5 * log(2 * pi)``. The clamp to
+    ``eps`` does not stop gradients from reaching ``var``.
+
+    Args:
+        full (bool): add the constant term. Default: False.
+        eps (float): the smallest variance used. Default: 1e-6.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` or ``'sum'`` of the
+            element losses. Default: ``'mean'``.
+
+    Shape:
+        - Input: (N, *) or (*).
+        - Target: the shape of the input, or that shape with one dimension of size 1
+          (broadcast).
+        - Var: the shape of the input, or with its last dimension of size 1 or left out
+          (one variance shared across that dimension).
+        - Output: a scalar, or the input's shape with ``reduction='none'``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> loss = nn.GaussianNLLLoss(reduction="none")
+        >>> mean, target = ember.tensor([1.0, 2.0]), ember.tensor([1.0, 0.0])
+        >>> loss(mean, target, ember.tensor([1.0, 2.0]))
+        tensor([0.0000, 1.3466])
+    """
+
     def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
         super().__init__(None, None, reduction)
         self.full, self.eps = full, eps
@@ -199,6 +409,36 @@ class GaussianNLLLoss(_Loss):
 
 
 class TripletMarginLoss(_Loss):
+    """Triplet loss: the anchor should be closer to the positive than to the negative by
+    ``margin``.
+
+    Per sample ``max(d(a, p) - d(a, n) + margin, 0)``, with ``d(x, y) = ||x - y + eps||_p``
+    (``F.pairwise_distance``). With ``swap`` the distance to the negative is the smaller of
+    ``d(a, n)`` and ``d(p, n)``.
+
+    Args:
+        margin (float): the required gap; positive. Default: 1.0.
+        p (float): the norm degree of the distance. Default: 2.0.
+        eps (float): added to the differences to keep the norm differentiable.
+            Default: 1e-6.
+        swap (bool): use the distance swap of Balntas et al. (2016). Default: False.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'`` (one loss per triplet), ``'mean'`` or ``'sum'`` of the
+            triplet losses. Default: ``'mean'``.
+
+    Shape:
+        - Anchor, Positive, Negative: (N, D) or (D).
+        - Output: a scalar, or (N) with ``reduction='none'`` and batched input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> loss = nn.TripletMarginLoss(margin=1.0)
+        >>> a = ember.tensor([[0.0, 0.0]])
+        >>> loss(a, ember.tensor([[3.0, 4.0]]), ember.tensor([[0.0, 1.0]]))
+        tensor(5.0000)
+    """
+
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
                  swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
@@ -213,6 +453,31 @@ class TripletMarginLoss(_Loss):
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Multi-label one-versus-all loss: a logistic loss for every class, averaged over the
+    classes.
+
+    For one sample with logits ``x`` and 0/1 targets ``y`` over ``C`` classes the loss is
+    ``-(1 / C) * sum_i w_i * (y_i * log(sigmoid(x_i)) + (1 - y_i) * log(sigmoid(-x_i)))``.
+
+    Args:
+        weight (Tensor, optional): a weight per class, shape (C). Default: all ones.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'`` (one loss per sample), ``'mean'`` or ``'sum'`` of the
+            sample losses. Default: ``'mean'``.
+
+    Shape:
+        - Input: (N, C) or (C).
+        - Target: the shape of the input, values 0 or 1.
+        - Output: a scalar, or (N) with ``reduction='none'``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> loss = nn.MultiLabelSoftMarginLoss()
+        >>> loss(ember.zeros(1, 3), ember.tensor([[1.0, 0.0, 1.0]]))
+        tensor(0.6931)
+    """
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                              reduction=self.reduction)

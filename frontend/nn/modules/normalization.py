@@ -125,6 +125,33 @@ class RMSNorm(Module):
 
 
 class LocalResponseNorm(Module):
+    """Local response normalisation: each channel is divided by a power of the summed
+    squares of its neighbouring channels.
+
+    ``b_c = a_c * (k + alpha / size * sum_{c'} a_{c'}^2) ^ (-beta)``, the sum running over
+    the ``size`` channels ``c'`` from ``c - size // 2`` to ``c + (size - 1) // 2`` (those
+    beyond the first and last channel count as zero).
+
+    Args:
+        size (int): how many neighbouring channels to sum over.
+        alpha (float): the scale of the sum. Default: 1e-4.
+        beta (float): the exponent. Default: 0.75.
+        k (float): the additive constant. Default: 1.0.
+
+    Shape:
+        - Input: (N, C, *).
+        - Output: the shape of the input.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> m = nn.LocalResponseNorm(2, alpha=1.0, beta=1.0, k=1.0)
+        >>> m(ember.tensor([[[2.0], [2.0]]]))
+        tensor([[[0.6667],
+                 [0.4000]]])
+        >>> m(ember.randn(4, 8, 5, 5)).shape
+        (4, 8, 5, 5)
+    """
+
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
         super().__init__()
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k

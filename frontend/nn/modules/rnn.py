@@ -445,6 +445,31 @@ class GRU(RNNBase):
 
 # ---- cells ------------------------------------------------------------------------------
 class RNNCellBase(Module):
+    """Common base of ``RNNCell``, ``LSTMCell`` and ``GRUCell``: one time step of a recurrent
+    layer.
+
+    It holds the parameters ``weight_ih`` ``(num_chunks * hidden_size, input_size)``,
+    ``weight_hh`` ``(num_chunks * hidden_size, hidden_size)`` and, with ``bias``, ``bias_ih``
+    and ``bias_hh`` ``(num_chunks * hidden_size)``, all initialised from
+    ``U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``. ``num_chunks`` is the number of gates
+    stacked in those matrices (1 for ``RNNCell``, 4 for ``LSTMCell``, 3 for ``GRUCell``).
+    Use one of the subclasses; the base has no ``forward``.
+
+    Args:
+        input_size (int): features of the input ``x``.
+        hidden_size (int): features of the hidden state ``h``.
+        bias (bool): use the bias vectors.
+        num_chunks (int): how many gate blocks the weight matrices stack.
+        device: where to create the parameters.
+        dtype: the parameters' dtype.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> cell = nn.GRUCell(4, 8)
+        >>> isinstance(cell, nn.RNNCellBase), cell.weight_ih.shape, cell.weight_hh.shape
+        (True, (24, 4), (24, 8))
+    """
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
                  device=None, dtype=None):
         super().__init__()
@@ -505,6 +530,34 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
+    """One step of an Elman RNN: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)``.
+
+    With ``nonlinearity='relu'`` ReLU replaces ``tanh``. ``forward(input, hx=None)`` returns
+    the new hidden state; a missing ``hx`` is taken as zeros.
+
+    Args:
+        input_size (int): features of the input ``x``.
+        hidden_size (int): features of the hidden state ``h``.
+        bias (bool): use the biases ``b_ih`` and ``b_hh``. Default: True.
+        nonlinearity (str): ``'tanh'`` or ``'relu'``. Default: ``'tanh'``.
+        device: where to create the parameters.
+        dtype: the parameters' dtype.
+
+    Shape:
+        - Input: (N, H_in) or (H_in), with ``H_in = input_size``.
+        - Hidden: (N, H_out) or (H_out), with ``H_out = hidden_size``.
+        - Output: (N, H_out) or (H_out), the new hidden state.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> cell = nn.RNNCell(10, 20)
+        >>> x, h = ember.randn(6, 3, 10), ember.zeros(3, 20)   # 6 steps, batch of 3
+        >>> for t in range(6):
+        ...     h = cell(x[t], h)
+        >>> h.shape, cell(ember.randn(10)).shape
+        ((3, 20), (20,))
+    """
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  nonlinearity: str = "tanh", device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
@@ -521,6 +574,44 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
+    """One step of a long short-term memory (LSTM) layer.
+
+    With ``W_i* x`` short for ``x W_i*^T + b_i*`` (and likewise for ``h``):
+
+        i = sigmoid(W_ii x + W_hi h)        input gate
+        f = sigmoid(W_if x + W_hf h)        forget gate
+        g = tanh(W_ig x + W_hg h)           cell candidate
+        o = sigmoid(W_io x + W_ho h)        output gate
+        c' = f * c + i * g
+        h' = o * tanh(c')
+
+    The gate blocks are stacked in ``weight_ih`` / ``weight_hh`` in the order ``i, f, g, o``.
+    ``forward(input, hx=None)`` takes ``hx = (h, c)`` (zeros when missing) and returns
+    ``(h', c')``.
+
+    Args:
+        input_size (int): features of the input ``x``.
+        hidden_size (int): features of the hidden and cell states.
+        bias (bool): use the biases. Default: True.
+        device: where to create the parameters.
+        dtype: the parameters' dtype.
+
+    Shape:
+        - Input: (N, H_in) or (H_in), with ``H_in = input_size``.
+        - h, c: (N, H_out) or (H_out), with ``H_out = hidden_size``.
+        - Output: ``(h', c')``, each (N, H_out) or (H_out).
+
+    Example:
+        >>> import ember.nn as nn
+        >>> cell = nn.LSTMCell(10, 20)
+        >>> x = ember.randn(5, 3, 10)                 # 5 steps, batch of 3
+        >>> h, c = ember.zeros(3, 20), ember.zeros(3, 20)
+        >>> for t in range(5):
+        ...     h, c = cell(x[t], (h, c))
+        >>> h.shape, c.shape, cell.weight_ih.shape
+        ((3, 20), (3, 20), (80, 10))
+    """
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
                  dtype=None):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
@@ -533,6 +624,40 @@ class LSTMCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
+    """One step of a gated recurrent unit (GRU) layer.
+
+    With ``W_i* x`` short for ``x W_i*^T + b_i*`` (and likewise for ``h``):
+
+        r = sigmoid(W_ir x + W_hr h)        reset gate
+        z = sigmoid(W_iz x + W_hz h)        update gate
+        n = tanh(W_in x + r * (W_hn h))     candidate state
+        h' = (1 - z) * n + z * h
+
+    The gate blocks are stacked in ``weight_ih`` / ``weight_hh`` in the order ``r, z, n``.
+    ``forward(input, hx=None)`` returns the new hidden state; a missing ``hx`` is zeros.
+
+    Args:
+        input_size (int): features of the input ``x``.
+        hidden_size (int): features of the hidden state ``h``.
+        bias (bool): use the biases. Default: True.
+        device: where to create the parameters.
+        dtype: the parameters' dtype.
+
+    Shape:
+        - Input: (N, H_in) or (H_in), with ``H_in = input_size``.
+        - Hidden: (N, H_out) or (H_out), with ``H_out = hidden_size``.
+        - Output: (N, H_out) or (H_out), the new hidden state.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> cell = nn.GRUCell(10, 20)
+        >>> x, h = ember.randn(6, 3, 10), ember.zeros(3, 20)
+        >>> for t in range(6):
+        ...     h = cell(x[t], h)
+        >>> h.shape, cell.weight_hh.shape
+        ((3, 20), (60, 20))
+    """
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
                  dtype=None):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)

@@ -38,10 +38,61 @@ class Upsample(Module):
 
 
 class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour upsampling of (N, C, H, W) input.
+
+    The same as ``Upsample(size, scale_factor, mode='nearest')``; give one of ``size`` and
+    ``scale_factor``. ``nn.Upsample`` or ``F.interpolate`` is the general form.
+
+    Args:
+        size (int or tuple, optional): the output size ``(H_out, W_out)``.
+        scale_factor (float or tuple, optional): the multiplier for the height and width.
+
+    Shape:
+        - Input: (N, C, H_in, W_in).
+        - Output: (N, C, H_out, W_out), with ``H_out = floor(H_in * scale_factor)`` (and
+          likewise for W) or the given ``size``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> x = ember.tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
+        >>> nn.UpsamplingNearest2d(scale_factor=2)(x)
+        tensor([[[[1., 1., 2., 2.],
+                  [1., 1., 2., 2.],
+                  [3., 3., 4., 4.],
+                  [3., 3., 4., 4.]]]])
+        >>> nn.UpsamplingNearest2d(size=(3, 5))(x).shape
+        (1, 1, 3, 5)
+    """
+
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="nearest")
 
 
 class UpsamplingBilinear2d(Upsample):
+    """Bilinear upsampling of (N, C, H, W) input, with aligned corners.
+
+    The same as ``Upsample(size, scale_factor, mode='bilinear', align_corners=True)``: the
+    corner pixels of input and output coincide and the rest are interpolated between them.
+    Give one of ``size`` and ``scale_factor``. ``nn.Upsample`` or ``F.interpolate`` is the
+    general form.
+
+    Args:
+        size (int or tuple, optional): the output size ``(H_out, W_out)``.
+        scale_factor (float or tuple, optional): the multiplier for the height and width.
+
+    Shape:
+        - Input: (N, C, H_in, W_in).
+        - Output: (N, C, H_out, W_out), with ``H_out = floor(H_in * scale_factor)`` (and
+          likewise for W) or the given ``size``.
+
+    Example:
+        >>> import ember.nn as nn
+        >>> x = ember.tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
+        >>> nn.UpsamplingBilinear2d(size=(3, 3))(x)
+        tensor([[[[1.0000, 1.5000, 2.0000],
+                  [2.0000, 2.5000, 3.0000],
+                  [3.0000, 3.5000, 4.0000]]]])
+    """
+
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -43,6 +43,28 @@ class _Bucket:
 
 
 class DistributedDataParallel(Module):
+    """Data-parallel training over processes: one replica of ``module`` per rank, its
+    gradients averaged over the ranks while backward runs (MPI; see :mod:`ember.distributed`).
+
+    Construction broadcasts rank 0's parameters and buffers. Gradients are all-reduced in
+    buckets of about ``bucket_cap_mb`` MiB as soon as a bucket is complete, overlapping the
+    rest of backward; ``no_sync()`` skips the reduction for gradient accumulation. The
+    other arguments of PyTorch's (``device_ids``, ``output_device``, ``dim``,
+    ``process_group``, ``check_reduction``, ``gradient_as_bucket_view``, ``static_graph``)
+    are accepted.
+
+    Args:
+        module (Module): the model to replicate.
+        broadcast_buffers (bool): broadcast rank 0's buffers before each forward.
+            Default: True.
+        bucket_cap_mb (float): the gradient bucket size in MiB. Default: 25.
+        find_unused_parameters (bool): count the parameters that the forward's graph does
+            not reach as ready, so that their buckets complete. Default: False.
+
+    Example:
+        >>> ddp = ember.nn.parallel.DistributedDataParallel(model)  # doctest: +SKIP
+        >>> ddp(x).sum().backward()   # gradients averaged over the ranks  # doctest: +SKIP
+    """
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
                  broadcast_buffers: bool = True, process_group=None, bucket_cap_mb=25,
                  find_unused_parameters: bool = False, check_reduction: bool = False,

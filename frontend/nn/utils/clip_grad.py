@@ -80,6 +80,9 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
                    foreach=None) -> Tensor:
+    """Deprecated spelling of ``clip_grad_norm_``: warns (``FutureWarning``), then calls
+    it with the same arguments and returns its result.
+    """
     warnings.warn("`nn.utils.clip_grad_norm` is now deprecated in favor of "
                   "`nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)

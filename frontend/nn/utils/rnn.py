@@ -134,6 +134,7 @@ def _packed_sequence_init_args(data, batch_sizes=None, sorted_indices=None,
 def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     """The inverse of a 1-D permutation tensor (``None`` stays ``None``).
 
+    >>> from ember.nn.utils.rnn import invert_permutation
     >>> invert_permutation(ember.tensor([2, 0, 1])).tolist()
     [1, 2, 0]
     """
@@ -165,6 +166,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     of the given ``lengths``. With ``enforce_sorted`` the lengths must be decreasing;
     otherwise the batch is sorted here and the permutation kept in the result.
 
+    >>> from ember.nn.utils.rnn import pack_padded_sequence
     >>> x = ember.arange(6.0).reshape(3, 2)          # T=3, B=2
     >>> pack_padded_sequence(x, [3, 1]).data.tolist()
     [0.0, 1.0, 2.0, 4.0]
@@ -257,6 +259,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     """Stack variable-length tensors ``(L_i, *)`` into ``(max L, B, *)`` (``(B, max L, *)``
     with ``batch_first``), filling with ``padding_value`` on ``padding_side``.
 
+    >>> from ember.nn.utils.rnn import pad_sequence
     >>> pad_sequence([ember.ones(2), ember.ones(1)], padding_side="left").tolist()
     [[1.0, 0.0], [1.0, 1.0]]
     """

@@ -32,8 +32,11 @@ def default_convert(data):
     The DataLoader uses it instead of ``default_collate`` when batching is off
     (``batch_size=None``).
 
-    >>> default_convert([np.array([0, 1]), "a"])
-    [tensor([0, 1]), 'a']
+    Example:
+        >>> import numpy as np
+        >>> from ember.utils.data import default_convert
+        >>> default_convert([np.array([0, 1]), "a"])
+        [tensor([0, 1]), 'a']
     """
     elem_type = type(data)
     if isinstance(data, ember.Tensor):
@@ -156,9 +159,11 @@ default_collate_fn_map: dict[type | tuple[type, ...], Callable] = {
 def default_collate(batch):
     """Stack a list of samples into a batch, as ``torch.utils.data.default_collate``.
 
-    >>> default_collate([(0, 1.5), (2, 2.5)])
-    [tensor([0, 2]), tensor([1.5000, 2.5000], dtype=ember.float64)]
-    >>> default_collate([{"x": 1}, {"x": 2}])
-    {'x': tensor([1, 2])}
+    Example:
+        >>> from ember.utils.data import default_collate
+        >>> default_collate([(0, 1.5), (2, 2.5)])
+        [tensor([0, 2]), tensor([1.5000, 2.5000], dtype=ember.float64)]
+        >>> default_collate([{"x": 1}, {"x": 2}])
+        {'x': tensor([1, 2])}
     """
     return collate(batch, collate_fn_map=default_collate_fn_map)

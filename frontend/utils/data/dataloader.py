@@ -53,8 +53,7 @@ class _InfiniteConstantSampler(Sampler):
 class DataLoader:
     """Iterate over ``dataset`` in batches of ``batch_size``, as ``torch.utils.data.DataLoader``.
 
-    >>> import ember
-    >>> from ember.utils.data import TensorDataset
+    >>> from ember.utils.data import DataLoader, TensorDataset
     >>> ds = TensorDataset(ember.arange(6.).view(3, 2))
     >>> [b[0].shape for b in DataLoader(ds, batch_size=2)]
     [(2, 2), (1, 2)]

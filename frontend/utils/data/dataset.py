@@ -23,11 +23,13 @@ T_co = TypeVar("T_co", covariant=True)
 class Dataset(Generic[T_co]):
     """A map-style dataset: subclasses implement ``__getitem__`` (and usually ``__len__``).
 
-    >>> class Squares(Dataset):
-    ...     def __len__(self): return 4
-    ...     def __getitem__(self, i): return i * i
-    >>> (Squares() + Squares())[5]
-    1
+    Example:
+        >>> from ember.utils.data import Dataset
+        >>> class Squares(Dataset):
+        ...     def __len__(self): return 4
+        ...     def __getitem__(self, i): return i * i
+        >>> (Squares() + Squares())[5]
+        1
     """
 
     def __getitem__(self, index) -> T_co:
@@ -54,10 +56,11 @@ class IterableDataset(Dataset[T_co]):
 class TensorDataset(Dataset):
     """Samples are the ``index``-th rows of each tensor (all share their first dimension).
 
-    >>> import ember
-    >>> ds = TensorDataset(ember.zeros(3, 2), ember.arange(3))
-    >>> len(ds), ds[1][1].item()
-    (3, 1)
+    Example:
+        >>> from ember.utils.data import TensorDataset
+        >>> ds = TensorDataset(ember.zeros(3, 2), ember.arange(3))
+        >>> len(ds), ds[1][1].item()
+        (3, 1)
     """
 
     def __init__(self, *tensors) -> None:
@@ -81,8 +84,10 @@ class StackDataset(Dataset):
     """Samples combine the same index of several datasets, as a tuple (positional
     arguments) or a dict (keyword arguments).
 
-    >>> StackDataset([1, 2], ["a", "b"])[1]
-    (2, 'b')
+    Example:
+        >>> from ember.utils.data import StackDataset
+        >>> StackDataset([1, 2], ["a", "b"])[1]
+        (2, 'b')
     """
 
     def __init__(self, *args, **kwargs) -> None:
@@ -109,9 +114,11 @@ class StackDataset(Dataset):
 class ConcatDataset(Dataset):
     """Several map-style datasets one after the other.
 
-    >>> ds = ConcatDataset([[1, 2], [3]])
-    >>> len(ds), ds[2], ds[-1]
-    (3, 3, 3)
+    Example:
+        >>> from ember.utils.data import ConcatDataset
+        >>> ds = ConcatDataset([[1, 2], [3]])
+        >>> len(ds), ds[2], ds[-1]
+        (3, 3, 3)
     """
 
     @staticmethod
@@ -171,8 +178,10 @@ class ChainDataset(IterableDataset):
 class Subset(Dataset):
     """The samples of ``dataset`` at ``indices``, in that order.
 
-    >>> Subset([10, 11, 12, 13], [3, 0])[0]
-    13
+    Example:
+        >>> from ember.utils.data import Subset
+        >>> Subset([10, 11, 12, 13], [3, 0])[0]
+        13
     """
 
     def __init__(self, dataset: Dataset, indices: Sequence[int]) -> None:
@@ -202,10 +211,12 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float],
     ``lengths`` may be fractions summing to 1: each split gets ``floor(frac * n)`` items
     and the remainder is dealt out round-robin, as PyTorch does.
 
-    >>> import ember
-    >>> a, b = random_split(range(10), [0.7, 0.3], generator=ember.Generator().manual_seed(0))
-    >>> len(a), len(b)
-    (7, 3)
+    Example:
+        >>> from ember.utils.data import random_split
+        >>> g = ember.Generator().manual_seed(0)
+        >>> a, b = random_split(range(10), [0.7, 0.3], generator=g)
+        >>> len(a), len(b)
+        (7, 3)
     """
     lengths = list(lengths)
     n = len(dataset)

@@ -17,6 +17,29 @@ from .sampler import Sampler
 
 
 class DistributedSampler(Sampler[int]):
+    """Gives each of ``num_replicas`` processes its own share of the indices of ``dataset``.
+
+    Rank r takes every ``num_replicas``-th index starting at r. Without ``drop_last`` the
+    index list is padded with its first indices to a multiple of ``num_replicas`` (every
+    rank gets the same number); with it, the tail is dropped. With ``shuffle`` the order
+    is a permutation seeded by ``seed + epoch``: call :meth:`set_epoch` at the start of
+    each epoch so the ranks agree on a new one.
+
+    Args:
+        dataset: a sized dataset.
+        num_replicas (int, optional): the number of processes; the world size of the
+            default process group if None.
+        rank (int, optional): this process's rank; the default group's if None.
+        shuffle (bool): permute the indices each epoch. Default: True.
+        seed (int): the base seed of the permutation (the same on every rank). Default: 0.
+        drop_last (bool): drop the tail instead of padding. Default: False.
+
+    Example:
+        >>> from ember.utils.data import DistributedSampler
+        >>> list(DistributedSampler(range(5), num_replicas=2, rank=1, shuffle=False))
+        [1, 3, 0]
+    """
+
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
@@ -66,4 +89,6 @@ class DistributedSampler(Sampler[int]):
         return self.num_samples
 
     def set_epoch(self, epoch: int) -> None:
+        """Set the epoch that seeds the shuffle (with ``seed``): call it before each
+        epoch so that every epoch draws a new order, the same on every rank."""
         self.epoch = epoch

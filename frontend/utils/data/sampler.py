@@ -29,8 +29,10 @@ class Sampler(Generic[T_co]):
 class SequentialSampler(Sampler[int]):
     """``0, 1, ..., len(data_source) - 1``.
 
-    >>> list(SequentialSampler("abc"))
-    [0, 1, 2]
+    Example:
+        >>> from ember.utils.data import SequentialSampler
+        >>> list(SequentialSampler("abc"))
+        [0, 1, 2]
     """
 
     def __init__(self, data_source: Sized) -> None:
@@ -50,9 +52,10 @@ class RandomSampler(Sampler[int]):
     """A random permutation of the indices, or ``num_samples`` indices drawn with
     ``replacement``.
 
-    >>> import ember
-    >>> sorted(RandomSampler(range(4), generator=ember.Generator().manual_seed(0)))
-    [0, 1, 2, 3]
+    Example:
+        >>> from ember.utils.data import RandomSampler
+        >>> sorted(RandomSampler(range(4), generator=ember.Generator().manual_seed(0)))
+        [0, 1, 2, 3]
     """
 
     def __init__(self, data_source: Sized, replacement: bool = False,
@@ -99,8 +102,10 @@ class RandomSampler(Sampler[int]):
 class SubsetRandomSampler(Sampler[int]):
     """The given ``indices`` in a random order.
 
-    >>> sorted(SubsetRandomSampler([5, 7, 9]))
-    [5, 7, 9]
+    Example:
+        >>> from ember.utils.data import SubsetRandomSampler
+        >>> sorted(SubsetRandomSampler([5, 7, 9]))
+        [5, 7, 9]
     """
 
     def __init__(self, indices: Sequence[int], generator: ember.Generator | None = None
@@ -120,8 +125,10 @@ class WeightedRandomSampler(Sampler[int]):
     """``num_samples`` indices of ``weights``, each drawn with probability proportional to
     its weight (``torch.multinomial`` semantics).
 
-    >>> list(WeightedRandomSampler([0.0, 1.0, 0.0], 3))
-    [1, 1, 1]
+    Example:
+        >>> from ember.utils.data import WeightedRandomSampler
+        >>> list(WeightedRandomSampler([0.0, 1.0, 0.0], 3))
+        [1, 1, 1]
     """
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
@@ -176,8 +183,10 @@ class WeightedRandomSampler(Sampler[int]):
 class BatchSampler(Sampler[list]):
     """Groups the indices of ``sampler`` into lists of ``batch_size``.
 
-    >>> list(BatchSampler(SequentialSampler(range(5)), batch_size=2, drop_last=False))
-    [[0, 1], [2, 3], [4]]
+    Example:
+        >>> from ember.utils.data import BatchSampler, SequentialSampler
+        >>> list(BatchSampler(SequentialSampler(range(5)), batch_size=2, drop_last=False))
+        [[0, 1], [2, 3], [4]]
     """
 
     def __init__(self, sampler: Sampler[int] | Iterable[int], batch_size: int,
