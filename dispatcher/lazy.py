@@ -775,7 +775,7 @@ def _bound_call(kernel, o, dev, args, attrs):
         if tag == "t":
             _, slot, shape, stride, offset, dtype, device = e
             t = TensorBase.__new__(TensorBase)
-            t._storage, t.shape, t._stride, t._offset = None, shape, stride, offset
+            t._storage, t.shape, t._stride, t._offset = None, C.as_size(shape), stride, offset
             t.dtype, t.device, t._vc, t.requires_grad = dtype, device, [0], False
             t._base, t._view_gen = None, 0
             binds.append((t, slot))

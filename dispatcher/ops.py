@@ -381,8 +381,8 @@ def _resize_out(name, out, shape):
                       f"shape {shape_str(out.shape)}, which does not match the required output "
                       f"shape {shape_str(shape)}.", UserWarning, stacklevel=4)
     fresh = C.empty(shape, out.dtype, out.device)
-    out._storage, out.shape, out._stride, out._offset = (fresh._storage, shape, fresh._stride,
-                                                          0)
+    out._storage, out.shape, out._stride, out._offset = (fresh._storage, fresh.shape,
+                                                          fresh._stride, 0)
     C.adopt(out)
     return out
 

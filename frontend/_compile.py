@@ -324,13 +324,18 @@ def _describe(e) -> str:
     return f"a {'list' if e[0] == 'l' else 'tuple'} of {len(e[1])}"
 
 
+def _plain(v):
+    """A shape as the tuple it is (the log says ``shape (4,) -> (5,)``)."""
+    return tuple(v) if isinstance(v, tuple) else v
+
+
 def _arg_change(old, new):
     """How one encoded argument changed, in words (None: it did not)."""
     if old == new:
         return None
     if old[0] == new[0] == "t":
-        what = [f"{f} {old[i + 1]!r} -> {new[i + 1]!r}" for i, f in enumerate(_FIELDS)
-                if old[i + 1] != new[i + 1] and f != "storage"]
+        what = [f"{f} {_plain(old[i + 1])!r} -> {_plain(new[i + 1])!r}"
+                for i, f in enumerate(_FIELDS) if old[i + 1] != new[i + 1] and f != "storage"]
         if not what:
             return "it is another tensor's memory than before (aliasing changed)"
         return ", ".join(what)

@@ -99,7 +99,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
 
     Example:
         >>> ember.empty(2, 3).shape
-        (2, 3)
+        ember.Size([2, 3])
     """
     d = _dt(dtype if dtype is not None or out is None else out.dtype)
     size = _size_arg(size, kw, "empty")
@@ -365,7 +365,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, **_):
 
     Example:
         >>> ember.randint_like(ember.zeros(2, 2, dtype=ember.int64), 10).shape
-        (2, 2)
+        ember.Size([2, 2])
     """
     if high is None:
         low, high = 0, low
@@ -482,7 +482,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
     Example:
         >>> x = ember.rand(2, 3)
         >>> x.shape, bool(((x >= 0) & (x < 1)).all())
-        ((2, 3), True)
+        (ember.Size([2, 3]), True)
     """
     dev, d = _dev(device), _dt(dtype)
     t = C.empty(_shape(_size_arg(size, kw, "rand"), "rand", d), d, dev)
@@ -506,7 +506,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
 
     Example:
         >>> ember.randn(2, 3).shape
-        (2, 3)
+        ember.Size([2, 3])
     """
     dev, d = _dev(device), _dt(dtype)
     t = C.empty(_shape(_size_arg(size, kw, "randn"), "randn", d), d, dev)

@@ -2236,7 +2236,7 @@ def matmul(input, other, *, out=None):
         >>> ember.matmul(ember.tensor([[1., 2.], [3., 4.]]), ember.tensor([1., 1.]))
         tensor([3., 7.])
         >>> ember.matmul(ember.ones(5, 2, 3), ember.ones(3, 4)).shape
-        (5, 2, 4)
+        ember.Size([5, 2, 4])
     """
     _tensors("matmul", input, other)
     res = LA.matmul(input, other)
@@ -2271,7 +2271,7 @@ def bmm(input, mat2, *, out=None):
 
     Example:
         >>> ember.bmm(ember.ones(5, 2, 3), ember.ones(5, 3, 4)).shape
-        (5, 2, 4)
+        ember.Size([5, 2, 4])
     """
     _tensors("bmm", input, mat2)
     return O.bmm(input, mat2, out=out)

@@ -218,7 +218,7 @@ def conv_tbc(input, weight, bias, pad=0):
 
     Example:
         >>> ember.conv_tbc(ember.ones(4, 1, 1), ember.ones(2, 1, 1), ember.zeros(1)).shape
-        (3, 1, 1)
+        ember.Size([3, 1, 1])
     """
     return _F().conv_tbc(input, weight, bias, pad)
 
@@ -577,7 +577,7 @@ def bilinear(input1, input2, weight, bias=None):
 
     Example:
         >>> ember.bilinear(ember.ones(1, 2), ember.ones(1, 3), ember.ones(4, 2, 3)).shape
-        (1, 4)
+        ember.Size([1, 4])
     """
     return _F().bilinear(input1, input2, weight, bias)
 
@@ -672,7 +672,7 @@ def pixel_shuffle(input, upscale_factor):
 
     Example:
         >>> ember.pixel_shuffle(ember.ones(1, 8, 2, 3), 2).shape
-        (1, 2, 4, 6)
+        ember.Size([1, 2, 4, 6])
     """
     return _F().pixel_shuffle(input, upscale_factor)
 
@@ -682,7 +682,7 @@ def pixel_unshuffle(input, downscale_factor):
 
     Example:
         >>> ember.pixel_unshuffle(ember.ones(1, 2, 4, 6), 2).shape
-        (1, 8, 2, 3)
+        ember.Size([1, 8, 2, 3])
     """
     return _F().pixel_unshuffle(input, downscale_factor)
 

@@ -2238,7 +2238,7 @@ def resize_(self, *sizes, memory_format=None):
             O.copy_(V.narrow(V.reshape(new, (-1,)), 0, 0, keep), src)
         self._storage, self._offset = new._storage, 0
         C.adopt(self)
-    self.shape, self._stride = tuple(shape), C.contiguous_strides(tuple(shape))
+    self.shape, self._stride = C.as_size(tuple(shape)), C.contiguous_strides(tuple(shape))
     return self
 
 

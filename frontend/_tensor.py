@@ -5,7 +5,6 @@ the version counter, and every in-place op bumps it.
 """
 from __future__ import annotations
 
-import operator
 import weakref
 
 import numpy as np
@@ -14,7 +13,7 @@ from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
-from ember.dispatcher.core import TensorBase
+from ember.dispatcher.core import _SIZES, Size, TensorBase
 from ember.dispatcher.defs import index as IX
 from ember.dispatcher.defs.elementwise import POW_SPECIAL
 from ember.dispatcher.defs.linalg import mm as _mm
@@ -104,7 +103,7 @@ class Tensor(TensorBase):
             3
         """
         if dim is None:
-            return Size(self.shape)
+            return self.shape
         return self.shape[C.normalize_dim(dim, len(self.shape))]
 
     def stride(self, dim=None):
@@ -779,7 +778,7 @@ class Tensor(TensorBase):
             tensor([[0., 1., 2.],
                     [3., 4., 5.]])
             >>> ember.arange(6.).view(-1, 2).shape
-            (3, 2)
+            ember.Size([3, 2])
         """
         if len(shape) == 1 and isinstance(shape[0], D.DType):
             if shape[0] is self.dtype:  # (a plain view, recorded for autograd)
@@ -1179,57 +1178,6 @@ def _rebuild(arr, dtype, device, requires_grad):
     return t
 
 
-class Size(tuple):
-    """``tensor.size()``: a tuple of ints with ``numel()``, as ``torch.Size``.
-
-    >>> ember.Size([2, 3]).numel()
-    6
-    """
-
-    def __new__(cls, sizes=()):
-        if type(sizes) is tuple and all(type(s) is int for s in sizes):  # a tensor's shape
-            return tuple.__new__(cls, sizes)
-        items = []
-        for i, s in enumerate(sizes):
-            if isinstance(s, float) or not hasattr(type(s), "__index__"):
-                v = None
-            else:
-                try:
-                    v = operator.index(s)
-                except (TypeError, RuntimeError, ValueError):  # a float or many-element tensor
-                    v = None
-            if v is None:
-                raise TypeError(f"ember.Size() takes an iterable of 'int' (item {i} is "
-                                f"'{type(s).__name__}')")
-            items.append(v)
-        return tuple.__new__(cls, items)
-
-    def __getitem__(self, key):
-        res = tuple.__getitem__(self, key)
-        return tuple.__new__(Size, res) if isinstance(key, slice) else res
-
-    def __add__(self, other):
-        if not isinstance(other, tuple):
-            return NotImplemented
-        return Size(tuple(self) + tuple(other))
-
-    def __radd__(self, other):
-        if not isinstance(other, tuple):
-            return NotImplemented
-        return Size(tuple(other) + tuple(self))
-
-    def __mul__(self, n):
-        return tuple.__new__(Size, tuple(self) * n)
-
-    __rmul__ = __mul__
-
-    def numel(self):
-        return C.numel(self)
-
-    def __repr__(self):
-        return f"ember.Size({list(self)})"
-
-
 def _read_only_numpy(t, force=False):
     return K.numpy_of(t, force=force, readonly=True)
 
@@ -1237,7 +1185,7 @@ def _read_only_numpy(t, force=False):
 def _make(storage, shape, stride, offset, dtype, device, vc):
     t = _new(Tensor)
     t._storage = storage
-    t.shape = shape
+    t.shape = shape if type(shape) is Size else (_SIZES.get(shape) or C.as_size(shape))
     t._stride = stride
     t._offset = offset
     t.dtype = dtype

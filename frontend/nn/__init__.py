@@ -4,7 +4,7 @@ names and semantics, so PyTorch code ports by changing the import.
 >>> import ember, ember.nn as nn
 >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
 >>> model(ember.randn(2, 4)).shape
-(2, 3)
+ember.Size([2, 3])
 >>> list(model.state_dict())
 ['0.weight', '0.bias', '2.weight', '2.bias']
 """

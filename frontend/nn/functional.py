@@ -10,9 +10,9 @@ them. There are no Python loops over pixels.
 >>> import ember, ember.nn.functional as F
 >>> x = ember.randn(2, 3, 8, 8)
 >>> F.conv2d(x, ember.randn(4, 3, 3, 3), padding=1).shape
-(2, 4, 8, 8)
+ember.Size([2, 4, 8, 8])
 >>> F.cross_entropy(ember.randn(4, 5), ember.tensor([0, 1, 2, 3])).shape
-()
+ember.Size([])
 """
 from __future__ import annotations
 
@@ -267,7 +267,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     Example:
         >>> import ember.nn.functional as F
         >>> F.conv3d(ember.ones(1, 2, 4, 4, 4), ember.ones(3, 2, 2, 2, 2)).shape
-        (1, 3, 3, 3, 3)
+        ember.Size([1, 3, 3, 3, 3])
     """
     return _convnd("conv3d", input, weight, bias, stride, padding, dilation, groups, 3)
 
@@ -602,7 +602,7 @@ def adaptive_avg_pool3d(input, output_size):
     Example:
         >>> import ember.nn.functional as F
         >>> F.adaptive_avg_pool3d(ember.ones(1, 2, 5, 6, 7), (2, None, 3)).shape
-        (1, 2, 2, 6, 3)
+        ember.Size([1, 2, 2, 6, 3])
     """
     return _adaptive_avg("adaptive_avg_pool3d", input, output_size, 3)
 
@@ -677,7 +677,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     Example:
         >>> import ember.nn.functional as F
         >>> F.adaptive_max_pool3d(ember.ones(2, 4, 4, 4), 2).shape
-        (2, 2, 2, 2)
+        ember.Size([2, 2, 2, 2])
     """
     return _adaptive_max("adaptive_max_pool3d", input, output_size, return_indices, 3)
 
@@ -1636,7 +1636,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
     Example:
         >>> import ember.nn.functional as F
         >>> F.dropout3d(ember.ones(2, 3, 2, 2, 2), 0.5, training=False).shape
-        (2, 3, 2, 2, 2)
+        ember.Size([2, 3, 2, 2, 2])
     """
     return _feature_dropout(input, p, training, inplace, input.dim() == 5)
 
@@ -2988,7 +2988,7 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
     Example:
         >>> import ember.nn.functional as F
         >>> F.fractional_max_pool3d(ember.ones(1, 2, 8, 8, 8), 2, output_size=5).shape
-        (1, 2, 5, 5, 5)
+        ember.Size([1, 2, 5, 5, 5])
     """
     return _fractional_max_pool("fractional_max_pool3d", input, kernel_size, output_size,
                                 output_ratio, return_indices, _random_samples, 3)

@@ -44,7 +44,7 @@ def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad: bool 
 
     >>> from ember.testing import make_tensor
     >>> make_tensor(2, 3, dtype=ember.float32, device="cpu").shape
-    (2, 3)
+    ember.Size([2, 3])
     """
     shape = _shape(shape)
     dtype = D.to_dtype(dtype)

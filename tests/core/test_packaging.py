@@ -71,3 +71,16 @@ def test_extras_for_plugin_authors_and_the_other_backends():
     version = _project(".")["version"]
     assert extras["opencl"] == [f"ember-opencl=={version}"]
     assert extras["cuda"] == [f"ember-cuda=={version}"]
+
+
+def test_release_wheels_are_configured_for_every_supported_python():
+    """cibuildwheel builds the CPU backend for CPython 3.10-3.13 on manylinux and runs the
+    conformance kit on each installed wheel."""
+    with open(os.path.join(ROOT, "backends", "cpu", "pyproject.toml"), "rb") as f:
+        cfg = tomllib.load(f)["tool"]["cibuildwheel"]
+    assert cfg["build"] == ["cp310-*", "cp311-*", "cp312-*", "cp313-*"]
+    assert cfg["manylinux-x86_64-image"] == "manylinux_2_28"
+    assert "ember.testing cpu" in cfg["test-command"]
+    # ember-tensor, a build requirement of the backend, comes from the wheel built first
+    assert "/project/dist" in cfg["before-build"] and cfg["environment"]["PIP_FIND_LINKS"]
+    assert _project(".")["requires-python"] == ">=3.10"

@@ -26,7 +26,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
     >>> asm = nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[4, 7])
     >>> out = asm(ember.randn(5, 8), ember.tensor([0, 3, 5, 9, 7]))
     >>> out.output.shape, out.loss.shape
-    ((5,), ())
+    (ember.Size([5]), ember.Size([]))
     """
 
     def __init__(self, in_features: int, n_classes: int, cutoffs, div_value: float = 4.0,

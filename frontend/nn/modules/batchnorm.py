@@ -153,7 +153,7 @@ class BatchNorm3d(_BatchNorm):
         >>> import ember.nn as nn
         >>> m = nn.BatchNorm3d(3)
         >>> m(ember.randn(2, 3, 4, 4, 4)).shape
-        (2, 3, 4, 4, 4)
+        ember.Size([2, 3, 4, 4, 4])
         >>> m = nn.BatchNorm3d(1)
         >>> _ = m(ember.tensor([0.0, 1.0]).reshape(2, 1, 1, 1, 1))
         >>> m.running_mean, m.running_var, int(m.num_batches_tracked)
@@ -225,7 +225,7 @@ class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
         >>> import ember.nn as nn
         >>> m = nn.LazyBatchNorm1d()
         >>> m(ember.randn(4, 3, 5)).shape, m.running_mean.shape, type(m).__name__
-        ((4, 3, 5), (3,), 'BatchNorm1d')
+        (ember.Size([4, 3, 5]), ember.Size([3]), 'BatchNorm1d')
     """
     cls_to_become = BatchNorm1d
     _check_input_dim = BatchNorm1d._check_input_dim
@@ -256,7 +256,7 @@ class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
         >>> import ember.nn as nn
         >>> m = nn.LazyBatchNorm2d()
         >>> m(ember.randn(4, 3, 5, 5)).shape, m.running_mean.shape, type(m).__name__
-        ((4, 3, 5, 5), (3,), 'BatchNorm2d')
+        (ember.Size([4, 3, 5, 5]), ember.Size([3]), 'BatchNorm2d')
     """
     cls_to_become = BatchNorm2d
     _check_input_dim = BatchNorm2d._check_input_dim
@@ -287,7 +287,7 @@ class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
         >>> import ember.nn as nn
         >>> m = nn.LazyBatchNorm3d()
         >>> m(ember.randn(4, 3, 5, 5, 5)).shape, m.running_mean.shape, type(m).__name__
-        ((4, 3, 5, 5, 5), (3,), 'BatchNorm3d')
+        (ember.Size([4, 3, 5, 5, 5]), ember.Size([3]), 'BatchNorm3d')
     """
     cls_to_become = BatchNorm3d
     _check_input_dim = BatchNorm3d._check_input_dim

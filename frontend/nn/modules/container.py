@@ -28,7 +28,7 @@ class Sequential(Module):
 
     >>> import ember, ember.nn as nn
     >>> nn.Sequential(nn.Linear(3, 2), nn.Tanh())(ember.ones(1, 3)).shape
-    (1, 2)
+    ember.Size([1, 2])
     """
 
     def __init__(self, *args):

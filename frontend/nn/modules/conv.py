@@ -124,7 +124,7 @@ class Conv2d(_ConvNd):
 
     >>> import ember, ember.nn as nn
     >>> nn.Conv2d(3, 8, 3, stride=2, padding=1)(ember.randn(1, 3, 32, 32)).shape
-    (1, 8, 16, 16)
+    ember.Size([1, 8, 16, 16])
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
@@ -174,9 +174,9 @@ class Conv3d(_ConvNd):
         >>> import ember.nn as nn
         >>> m = nn.Conv3d(2, 4, 3, padding=1)
         >>> m(ember.randn(1, 2, 5, 6, 7)).shape, m.weight.shape
-        ((1, 4, 5, 6, 7), (4, 2, 3, 3, 3))
+        (ember.Size([1, 4, 5, 6, 7]), ember.Size([4, 2, 3, 3, 3]))
         >>> nn.Conv3d(2, 4, (3, 1, 1), stride=(2, 1, 1))(ember.randn(1, 2, 9, 4, 4)).shape
-        (1, 4, 4, 4, 4)
+        ember.Size([1, 4, 4, 4, 4])
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
@@ -269,9 +269,9 @@ class ConvTranspose1d(_ConvTransposeNd):
         >>> m = nn.ConvTranspose1d(4, 2, 3, stride=2)
         >>> x = ember.randn(1, 4, 10)
         >>> m(x).shape, m.weight.shape
-        ((1, 2, 21), (4, 2, 3))
+        (ember.Size([1, 2, 21]), ember.Size([4, 2, 3]))
         >>> m(x, output_size=[22]).shape
-        (1, 2, 22)
+        ember.Size([1, 2, 22])
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
@@ -293,7 +293,7 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     >>> import ember, ember.nn as nn
     >>> nn.ConvTranspose2d(8, 3, 4, stride=2, padding=1)(ember.randn(1, 8, 16, 16)).shape
-    (1, 3, 32, 32)
+    ember.Size([1, 3, 32, 32])
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
@@ -399,7 +399,7 @@ class LazyConv2d(_LazyConv, Conv2d):
     >>> import ember, ember.nn as nn
     >>> m = nn.LazyConv2d(8, 3)
     >>> m(ember.randn(1, 3, 5, 5)).shape, m.weight.shape
-    ((1, 8, 3, 3), (8, 3, 3, 3))
+    (ember.Size([1, 8, 3, 3]), ember.Size([8, 3, 3, 3]))
     """
     cls_to_become = Conv2d
 
@@ -437,7 +437,7 @@ class LazyConv3d(_LazyConv, Conv3d):
         >>> import ember.nn as nn
         >>> m = nn.LazyConv3d(4, 3)
         >>> m(ember.randn(1, 2, 5, 5, 5)).shape, m.weight.shape, type(m).__name__
-        ((1, 4, 3, 3, 3), (4, 2, 3, 3, 3), 'Conv3d')
+        (ember.Size([1, 4, 3, 3, 3]), ember.Size([4, 2, 3, 3, 3]), 'Conv3d')
     """
     cls_to_become = Conv3d
 
@@ -475,7 +475,7 @@ class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
         >>> import ember.nn as nn
         >>> m = nn.LazyConvTranspose1d(2, 3, stride=2)
         >>> m(ember.randn(1, 4, 10)).shape, m.weight.shape
-        ((1, 2, 21), (4, 2, 3))
+        (ember.Size([1, 2, 21]), ember.Size([4, 2, 3]))
     """
     cls_to_become = ConvTranspose1d
 
@@ -514,7 +514,7 @@ class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
         >>> import ember.nn as nn
         >>> m = nn.LazyConvTranspose2d(3, 4, stride=2, padding=1)
         >>> m(ember.randn(1, 8, 16, 16)).shape, m.weight.shape
-        ((1, 3, 32, 32), (8, 3, 4, 4))
+        (ember.Size([1, 3, 32, 32]), ember.Size([8, 3, 4, 4]))
     """
     cls_to_become = ConvTranspose2d
 
@@ -553,7 +553,7 @@ class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
         >>> import ember.nn as nn
         >>> m = nn.LazyConvTranspose3d(2, 2, stride=2)
         >>> m(ember.randn(1, 3, 2, 3, 4)).shape, m.weight.shape
-        ((1, 2, 4, 6, 8), (3, 2, 2, 2, 2))
+        (ember.Size([1, 2, 4, 6, 8]), ember.Size([3, 2, 2, 2, 2]))
     """
     cls_to_become = ConvTranspose3d
 

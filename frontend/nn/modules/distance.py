@@ -14,7 +14,7 @@ class PairwiseDistance(Module):
 
     >>> import ember, ember.nn as nn
     >>> nn.PairwiseDistance()(ember.zeros(2, 3), ember.ones(2, 3)).shape
-    (2,)
+    ember.Size([2])
     """
 
     def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:

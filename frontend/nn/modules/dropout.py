@@ -86,7 +86,7 @@ class Dropout3d(_DropoutNd):
         >>> m = nn.Dropout3d(p=0.2)
         >>> y = m(ember.ones(2, 8, 3, 4, 5))
         >>> y.shape, set(y.unique().tolist()) <= {0.0, 1.25}
-        ((2, 8, 3, 4, 5), True)
+        (ember.Size([2, 8, 3, 4, 5]), True)
     """
 
     def forward(self, input: Tensor) -> Tensor:
@@ -113,7 +113,7 @@ class AlphaDropout(_DropoutNd):
         >>> import ember.nn as nn
         >>> m = nn.AlphaDropout(p=0.2)
         >>> m(ember.randn(16, 32)).shape
-        (16, 32)
+        ember.Size([16, 32])
         >>> m.eval()(ember.tensor([1.0, -1.0]))
         tensor([ 1., -1.])
     """

@@ -14,7 +14,7 @@ class Fold(Module):
 
     >>> import ember, ember.nn as nn
     >>> nn.Fold((4, 5), (2, 2))(ember.randn(1, 3 * 4, 12)).shape
-    (1, 3, 4, 5)
+    ember.Size([1, 3, 4, 5])
     """
 
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1) -> None:

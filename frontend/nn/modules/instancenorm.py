@@ -113,7 +113,7 @@ class InstanceNorm2d(_InstanceNorm):
         >>> m = nn.InstanceNorm2d(3, affine=True)
         >>> y = m(ember.randn(4, 3, 8, 8))
         >>> y.shape, m.weight.shape
-        ((4, 3, 8, 8), (3,))
+        (ember.Size([4, 3, 8, 8]), ember.Size([3]))
         >>> bool(y.mean(dim=(2, 3)).abs().max() < 1e-5)
         True
     """
@@ -148,7 +148,7 @@ class InstanceNorm3d(_InstanceNorm):
     Example:
         >>> import ember.nn as nn
         >>> nn.InstanceNorm3d(3)(ember.randn(2, 3, 4, 5, 6)).shape
-        (2, 3, 4, 5, 6)
+        ember.Size([2, 3, 4, 5, 6])
     """
     _no_batch_dim = 4
 
@@ -187,7 +187,7 @@ class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
         >>> m = nn.LazyInstanceNorm2d()
         >>> y = m(ember.randn(2, 3, 4, 4))
         >>> y.shape, m.num_features, type(m).__name__
-        ((2, 3, 4, 4), 3, 'InstanceNorm2d')
+        (ember.Size([2, 3, 4, 4]), 3, 'InstanceNorm2d')
     """
     cls_to_become = InstanceNorm2d
     _no_batch_dim = 3
@@ -219,7 +219,7 @@ class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
         >>> m = nn.LazyInstanceNorm3d()
         >>> y = m(ember.randn(2, 3, 4, 4, 4))
         >>> y.shape, m.num_features, type(m).__name__
-        ((2, 3, 4, 4, 4), 3, 'InstanceNorm3d')
+        (ember.Size([2, 3, 4, 4, 4]), 3, 'InstanceNorm3d')
     """
     cls_to_become = InstanceNorm3d
     _no_batch_dim = 4

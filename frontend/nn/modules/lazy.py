@@ -6,7 +6,7 @@ from a loaded state dict) and then turns the module into its ``cls_to_become``.
 >>> import ember, ember.nn as nn
 >>> m = nn.LazyLinear(3)
 >>> m(ember.randn(2, 5)).shape, type(m).__name__, m.weight.shape
-((2, 3), 'Linear', (3, 5))
+(ember.Size([2, 3]), 'Linear', ember.Size([3, 5]))
 """
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ class Linear(Module):
 
     >>> import ember, ember.nn as nn
     >>> nn.Linear(20, 30)(ember.randn(128, 20)).shape
-    (128, 30)
+    ember.Size([128, 30])
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
@@ -105,7 +105,7 @@ class LazyLinear(LazyModuleMixin, Linear):
     >>> import ember, ember.nn as nn
     >>> m = nn.LazyLinear(3)
     >>> m(ember.randn(2, 5)).shape, m.weight.shape
-    ((2, 3), (3, 5))
+    (ember.Size([2, 3]), ember.Size([3, 5]))
     """
     cls_to_become = Linear
 

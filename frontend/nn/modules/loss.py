@@ -4,7 +4,7 @@
 >>> import ember, ember.nn as nn
 >>> loss = nn.CrossEntropyLoss(label_smoothing=0.1)
 >>> loss(ember.randn(4, 3), ember.tensor([0, 2, 1, 0])).shape
-()
+ember.Size([])
 """
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ class LayerNorm(Module):
 
     >>> import ember, ember.nn as nn
     >>> nn.LayerNorm(10)(ember.randn(4, 10)).shape
-    (4, 10)
+    ember.Size([4, 10])
     """
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
@@ -149,7 +149,7 @@ class LocalResponseNorm(Module):
         tensor([[[0.6667],
                  [0.4000]]])
         >>> m(ember.randn(4, 8, 5, 5)).shape
-        (4, 8, 5, 5)
+        ember.Size([4, 8, 5, 5])
     """
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):

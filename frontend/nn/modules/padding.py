@@ -103,7 +103,7 @@ class ConstantPad3d(ConstantPad1d):
         >>> import ember.nn as nn
         >>> x = ember.randn(1, 2, 3, 4, 5)
         >>> nn.ConstantPad3d(1, 0.5)(x).shape
-        (1, 2, 5, 6, 7)
+        ember.Size([1, 2, 5, 6, 7])
     """
     n = 3
 
@@ -181,7 +181,7 @@ class ZeroPad3d(ZeroPad1d):
         >>> import ember.nn as nn
         >>> x = ember.randn(1, 2, 3, 4, 5)
         >>> nn.ZeroPad3d((1, 1, 2, 2, 0, 3))(x).shape
-        (1, 2, 6, 8, 7)
+        ember.Size([1, 2, 6, 8, 7])
     """
     n = 3
 
@@ -352,7 +352,7 @@ class ReflectionPad3d(_PadNd):
         >>> import ember.nn as nn
         >>> x = ember.randn(1, 2, 3, 4, 5)
         >>> nn.ReflectionPad3d(2)(x).shape
-        (1, 2, 7, 8, 9)
+        ember.Size([1, 2, 7, 8, 9])
     """
     mode, n = "reflect", 3
 
@@ -374,7 +374,7 @@ class ReplicationPad3d(_PadNd):
         >>> import ember.nn as nn
         >>> x = ember.randn(1, 2, 3, 4, 5)
         >>> nn.ReplicationPad3d((0, 1, 0, 1, 0, 1))(x).shape
-        (1, 2, 4, 5, 6)
+        ember.Size([1, 2, 4, 5, 6])
     """
     mode, n = "replicate", 3
 
@@ -400,6 +400,6 @@ class CircularPad3d(_PadNd):
         >>> import ember.nn as nn
         >>> x = ember.randn(1, 2, 3, 4, 5)
         >>> nn.CircularPad3d(1)(x).shape
-        (1, 2, 5, 6, 7)
+        ember.Size([1, 2, 5, 6, 7])
     """
     mode, n = "circular", 3

@@ -14,7 +14,7 @@ class PixelShuffle(Module):
 
     >>> import ember, ember.nn as nn
     >>> nn.PixelShuffle(3)(ember.randn(1, 9, 4, 4)).shape
-    (1, 1, 12, 12)
+    ember.Size([1, 1, 12, 12])
     """
 
     def __init__(self, upscale_factor: int) -> None:

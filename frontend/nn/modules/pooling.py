@@ -72,7 +72,7 @@ class MaxPool2d(_MaxPoolNd):
 
     >>> import ember, ember.nn as nn
     >>> nn.MaxPool2d(2)(ember.randn(1, 3, 8, 8)).shape
-    (1, 3, 4, 4)
+    ember.Size([1, 3, 4, 4])
     """
 
     def forward(self, input: Tensor):
@@ -171,7 +171,7 @@ class AdaptiveAvgPool1d(_AdaptivePoolNd):
         >>> nn.AdaptiveAvgPool1d(2)(ember.tensor([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]]))
         tensor([[2., 5.]])
         >>> nn.AdaptiveAvgPool1d(3)(ember.randn(8, 4, 50)).shape
-        (8, 4, 3)
+        ember.Size([8, 4, 3])
     """
 
     def forward(self, input: Tensor) -> Tensor:
@@ -237,9 +237,9 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
         >>> import ember.nn as nn
         >>> x = ember.randn(1, 64, 8, 9)
         >>> nn.AdaptiveMaxPool2d((5, 7))(x).shape
-        (1, 64, 5, 7)
+        ember.Size([1, 64, 5, 7])
         >>> nn.AdaptiveMaxPool2d((None, 3))(x).shape
-        (1, 64, 8, 3)
+        ember.Size([1, 64, 8, 3])
     """
 
     def forward(self, input: Tensor):
@@ -260,7 +260,7 @@ class AdaptiveAvgPool3d(_AdaptivePoolNd):
     Example:
         >>> import ember.nn as nn
         >>> nn.AdaptiveAvgPool3d((2, None, 1))(ember.randn(1, 3, 8, 9, 10)).shape
-        (1, 3, 2, 9, 1)
+        ember.Size([1, 3, 2, 9, 1])
         >>> nn.AdaptiveAvgPool3d(1)(ember.ones(2, 3, 4, 4, 4)).flatten()
         tensor([1., 1., 1., 1., 1., 1.])
     """
@@ -284,7 +284,7 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     Example:
         >>> import ember.nn as nn
         >>> nn.AdaptiveMaxPool3d((2, 3, 4))(ember.randn(1, 3, 8, 9, 10)).shape
-        (1, 3, 2, 3, 4)
+        ember.Size([1, 3, 2, 3, 4])
     """
 
     def forward(self, input: Tensor):
@@ -348,7 +348,7 @@ class MaxUnpool2d(_MaxUnpoolNd):
     >>> import ember, ember.nn as nn
     >>> out, idx = nn.MaxPool2d(2, return_indices=True)(ember.randn(1, 1, 4, 4))
     >>> nn.MaxUnpool2d(2)(out, idx).shape
-    (1, 1, 4, 4)
+    ember.Size([1, 1, 4, 4])
     """
     _tuple = staticmethod(_pair)
     _fn = staticmethod(F.max_unpool2d)
@@ -459,7 +459,7 @@ class LPPool3d(_LPPoolNd):
         >>> nn.LPPool3d(1, 2)(ember.ones(1, 1, 2, 2, 2))
         tensor([[[[[8.]]]]])
         >>> nn.LPPool3d(2, (3, 2, 2), stride=(2, 1, 2))(ember.randn(4, 16, 9, 5, 6)).shape
-        (4, 16, 4, 4, 3)
+        ember.Size([4, 16, 4, 4, 3])
     """
     _fn = staticmethod(F.lp_pool3d)
 
@@ -521,9 +521,9 @@ class FractionalMaxPool3d(_FractionalMaxPoolNd):
         >>> import ember.nn as nn
         >>> x = ember.randn(2, 4, 10, 12, 14)
         >>> nn.FractionalMaxPool3d(3, output_ratio=0.5)(x).shape
-        (2, 4, 5, 6, 7)
+        ember.Size([2, 4, 5, 6, 7])
         >>> nn.FractionalMaxPool3d(2, output_size=(5, 6, 7))(x).shape
-        (2, 4, 5, 6, 7)
+        ember.Size([2, 4, 5, 6, 7])
     """
     _nd = 3
     _fn = staticmethod(F.fractional_max_pool3d)

@@ -14,7 +14,7 @@ state.
 >>> lstm = nn.LSTM(10, 20, num_layers=2)
 >>> out, (h, c) = lstm(ember.randn(5, 3, 10))
 >>> out.shape, h.shape
-((5, 3, 20), (2, 3, 20))
+(ember.Size([5, 3, 20]), ember.Size([2, 3, 20]))
 """
 from __future__ import annotations
 
@@ -467,7 +467,7 @@ class RNNCellBase(Module):
         >>> import ember.nn as nn
         >>> cell = nn.GRUCell(4, 8)
         >>> isinstance(cell, nn.RNNCellBase), cell.weight_ih.shape, cell.weight_hh.shape
-        (True, (24, 4), (24, 8))
+        (True, ember.Size([24, 4]), ember.Size([24, 8]))
     """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
@@ -555,7 +555,7 @@ class RNNCell(RNNCellBase):
         >>> for t in range(6):
         ...     h = cell(x[t], h)
         >>> h.shape, cell(ember.randn(10)).shape
-        ((3, 20), (20,))
+        (ember.Size([3, 20]), ember.Size([20]))
     """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
@@ -609,7 +609,7 @@ class LSTMCell(RNNCellBase):
         >>> for t in range(5):
         ...     h, c = cell(x[t], (h, c))
         >>> h.shape, c.shape, cell.weight_ih.shape
-        ((3, 20), (3, 20), (80, 10))
+        (ember.Size([3, 20]), ember.Size([3, 20]), ember.Size([80, 10]))
     """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
@@ -655,7 +655,7 @@ class GRUCell(RNNCellBase):
         >>> for t in range(6):
         ...     h = cell(x[t], h)
         >>> h.shape, cell.weight_hh.shape
-        ((3, 20), (60, 20))
+        (ember.Size([3, 20]), ember.Size([60, 20]))
     """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,

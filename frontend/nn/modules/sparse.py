@@ -20,7 +20,7 @@ class Embedding(Module):
 
     >>> import ember, ember.nn as nn
     >>> nn.Embedding(10, 3)(ember.tensor([[1, 2], [4, 5]])).shape
-    (2, 2, 3)
+    ember.Size([2, 2, 3])
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
@@ -97,7 +97,7 @@ class EmbeddingBag(Module):
     >>> import ember, ember.nn as nn
     >>> bag = nn.EmbeddingBag(10, 3, mode="sum")
     >>> bag(ember.tensor([1, 2, 4, 5, 4]), ember.tensor([0, 2])).shape
-    (2, 3)
+    ember.Size([2, 3])
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,

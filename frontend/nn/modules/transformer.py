@@ -6,7 +6,7 @@ names, initialisation and mask conventions (bool masks: True = not attended).
 >>> layer = nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32,
 ...                                    batch_first=True)
 >>> layer(ember.randn(2, 5, 16)).shape
-(2, 5, 16)
+ember.Size([2, 5, 16])
 """
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ class UpsamplingNearest2d(Upsample):
                   [3., 3., 4., 4.],
                   [3., 3., 4., 4.]]]])
         >>> nn.UpsamplingNearest2d(size=(3, 5))(x).shape
-        (1, 1, 3, 5)
+        ember.Size([1, 1, 3, 5])
     """
 
     def __init__(self, size=None, scale_factor=None):

@@ -14,7 +14,7 @@ class DataParallel(Module):
 
     >>> import ember, ember.nn as nn
     >>> nn.DataParallel(nn.Linear(3, 2))(ember.randn(4, 3)).shape
-    (4, 2)
+    ember.Size([4, 2])
     """
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0):

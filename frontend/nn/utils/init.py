@@ -9,7 +9,7 @@ initialisation time PyTorch saves.
 >>> import ember.nn as nn
 >>> m = nn.utils.skip_init(nn.Linear, 5, 1)
 >>> m.weight.shape
-(1, 5)
+ember.Size([1, 5])
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ still running. ``RNN``, ``LSTM`` and ``GRU`` accept it and skip the padding enti
 >>> seqs = [ember.ones(3, 2), ember.ones(1, 2), ember.ones(2, 2)]
 >>> padded = pad_sequence(seqs, batch_first=True)
 >>> padded.shape
-(3, 3, 2)
+ember.Size([3, 3, 2])
 >>> packed = pack_padded_sequence(padded, [3, 1, 2], batch_first=True, enforce_sorted=False)
 >>> packed.batch_sizes.tolist()
 [3, 2, 1]

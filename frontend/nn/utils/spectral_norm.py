@@ -9,7 +9,7 @@ as stored.
 >>> import ember.nn as nn
 >>> m = nn.utils.spectral_norm(nn.Linear(20, 40))
 >>> m.weight_u.shape, m.weight_orig.shape
-((40,), (40, 20))
+(ember.Size([40]), ember.Size([40, 20]))
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@
 ...     warnings.simplefilter("ignore")
 ...     m = nn.utils.weight_norm(nn.Linear(20, 40))
 >>> m.weight_g.shape, m.weight_v.shape
-((40, 1), (40, 20))
+(ember.Size([40, 1]), ember.Size([40, 20]))
 """
 from __future__ import annotations
 

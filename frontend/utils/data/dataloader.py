@@ -56,7 +56,7 @@ class DataLoader:
     >>> from ember.utils.data import DataLoader, TensorDataset
     >>> ds = TensorDataset(ember.arange(6.).view(3, 2))
     >>> [b[0].shape for b in DataLoader(ds, batch_size=2)]
-    [(2, 2), (1, 2)]
+    [ember.Size([2, 2]), ember.Size([1, 2])]
 
     ``shuffle=True`` draws a new permutation each epoch from ``generator`` (ember's
     default generator when ``None``, so ``ember.manual_seed`` makes it reproducible).
