@@ -96,14 +96,14 @@ def set_default_dtype(d) -> None:
     """Set the dtype of floating-point tensors created without a ``dtype``
     (``ember.tensor([1.])``, ``ember.zeros(2)``, ...).
 
-    Only float16, float32 and float64 are accepted; unlike PyTorch, bfloat16 is refused.
+    A floating-point dtype (float16, bfloat16, float32 or float64), as PyTorch.
 
     Args:
         d (ember.dtype): the new default floating-point dtype.
     """
     global _default_dtype
     d = to_dtype(d)
-    if not d.is_floating_point or d is bfloat16:
+    if not d.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
     _default_dtype = d
 

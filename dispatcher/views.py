@@ -31,7 +31,8 @@ def _view_op(kind: str, name=None, perm=None):
         node = name or fn.__name__
 
         @functools.wraps(fn)
-        def op(x, *args, **kwargs):
+        def op(input, *args, **kwargs):    # (input: PyTorch's keyword for the tensor)
+            x = input
             if x.requires_grad and MODE.grad and HOOKS.view is not None:
                 ctx = {"perm": perm(x, *args, **kwargs)} if perm is not None else {}
                 return HOOKS.view(kind, fn, x, args, kwargs,
@@ -175,19 +176,19 @@ def reshape(x, *shape):
 
 
 @_view_op("as_view", "as_strided")
-def as_strided(x, size, stride, storage_offset=None):
-    """A view of ``x``'s storage with explicit sizes, strides and storage offset.
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of ``input``'s storage with explicit sizes, strides and storage offset.
 
     Element ``i`` of the view is read from ``storage[offset + sum(i[d] * stride[d])]``;
     elements may overlap. Negative sizes, strides and offsets are refused, as is a view
     that reaches past the end of the storage.
 
     Args:
-        x (Tensor): the input tensor (``self`` as a method).
+        input (Tensor): the input tensor (``self`` as a method).
         size (tuple of ints): the shape of the view.
         stride (tuple of ints): the stride of each dimension, in elements.
         storage_offset (int, optional): the view's offset in the storage, in elements.
-            Default: ``x``'s own offset.
+            Default: ``input``'s own offset.
 
     Example:
         >>> ember.arange(4.).as_strided((2, 2), (1, 2))
@@ -199,17 +200,17 @@ def as_strided(x, size, stride, storage_offset=None):
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape ({len(stride)} vs "
                            f"{len(size)})")
-    off = x._offset if storage_offset is None else int(storage_offset)
+    off = input._offset if storage_offset is None else int(storage_offset)
     if any(s < 0 for s in size) or any(s < 0 for s in stride) or off < 0:
         raise RuntimeError("as_strided: negative sizes, strides or offsets are not supported")
     if C.numel(size):
         last = off + sum((n - 1) * s for n, s in zip(size, stride))
-        cap = x._storage.nbytes // x.dtype.itemsize
+        cap = input._storage.nbytes // input.dtype.itemsize
         if last >= cap:
             raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
                                f"offset {off} require {last + 1} elements but the storage has "
                                f"only {cap}")
-    return view_of(x, size, stride, off)
+    return view_of(input, size, stride, off)
 
 
 def _swap(nd, d0, d1):
@@ -256,13 +257,13 @@ def transpose(x, dim0, dim1):
     return view_of(x, tuple(shape), tuple(stride), x._offset)
 
 
-def t(x):
+def t(input):
     """The transpose of a matrix, as a view; 0-D and 1-D tensors come back as they are.
 
-    Shorthand for ``transpose(x, 0, 1)``, for tensors of at most 2 dimensions.
+    Shorthand for ``transpose(input, 0, 1)``, for tensors of at most 2 dimensions.
 
     Args:
-        x (Tensor): the input tensor, with at most 2 dimensions.
+        input (Tensor): the input tensor, with at most 2 dimensions.
 
     Example:
         >>> ember.tensor([[1, 2, 3], [4, 5, 6]]).t()
@@ -270,10 +271,10 @@ def t(x):
                 [2, 5],
                 [3, 6]])
     """
-    if len(x.shape) > 2:
+    if len(input.shape) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                           f"{len(x.shape)}D")
-    return transpose(x, 0, 1) if len(x.shape) == 2 else view(x, x.shape)
+                           f"{len(input.shape)}D")
+    return transpose(input, 0, 1) if len(input.shape) == 2 else view(input, input.shape)
 
 
 @_view_op("permute", perm=lambda x, *dims: _perm(x, dims))
@@ -570,14 +571,14 @@ def unfold(x, dimension, size, step):
 
 
 @_view_op("as_view")
-def diagonal(x, offset=0, dim1=0, dim2=1):
-    """A view of a diagonal of ``x`` with respect to ``dim1`` and ``dim2``.
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """A view of a diagonal of ``input`` with respect to ``dim1`` and ``dim2``.
 
     Both dimensions are removed and the diagonal is appended as the last dimension.
     ``offset`` > 0 takes a diagonal above the main one, < 0 below it.
 
     Args:
-        x (Tensor): the input tensor, with at least 2 dimensions.
+        input (Tensor): the input tensor, with at least 2 dimensions.
         offset (int): which diagonal to take. Default: 0 (the main diagonal).
         dim1 (int): the first dimension of the 2-D sub-arrays. Default: 0.
         dim2 (int): the second dimension of the 2-D sub-arrays. Default: 1.
@@ -589,22 +590,22 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
         >>> a.diagonal(1)
         tensor([1, 5])
     """
-    nd = len(x.shape)
+    nd = len(input.shape)
     a, b = normalize_dim(dim1, nd), normalize_dim(dim2, nd)
     if a == b:
         raise RuntimeError("diagonal dimensions cannot be identical")
     if offset >= 0:
-        n = max(min(x.shape[a], x.shape[b] - offset), 0)
-        off = x._offset + offset * x._stride[b]
+        n = max(min(input.shape[a], input.shape[b] - offset), 0)
+        off = input._offset + offset * input._stride[b]
     else:
-        n = max(min(x.shape[a] + offset, x.shape[b]), 0)
-        off = x._offset - offset * x._stride[a]
+        n = max(min(input.shape[a] + offset, input.shape[b]), 0)
+        off = input._offset - offset * input._stride[a]
     if n == 0:
-        off = x._offset
+        off = input._offset
     keep = [i for i in range(nd) if i not in (a, b)]
-    shape = tuple(x.shape[i] for i in keep) + (n,)
-    stride = tuple(x._stride[i] for i in keep) + (x._stride[a] + x._stride[b],)
-    return view_of(x, shape, stride, off)
+    shape = tuple(input.shape[i] for i in keep) + (n,)
+    stride = tuple(input._stride[i] for i in keep) + (input._stride[a] + input._stride[b],)
+    return view_of(input, shape, stride, off)
 
 
 def split(x, split_size_or_sections, dim=0):
@@ -670,19 +671,19 @@ def chunk(x, chunks, dim=0):
     return split(x, size, d)
 
 
-def unbind(x, dim=0):
-    """The slices of ``x`` along ``dim``, as a tuple of views without that dimension.
+def unbind(input, dim=0):
+    """The slices of ``input`` along ``dim``, as a tuple of views without that dimension.
 
     Args:
-        x (Tensor): the tensor to unbind.
+        input (Tensor): the tensor to unbind.
         dim (int): the dimension to remove. Default: 0.
 
     Example:
         >>> ember.tensor([[1, 2, 3], [4, 5, 6]]).unbind(1)
         (tensor([1, 4]), tensor([2, 5]), tensor([3, 6]))
     """
-    d = normalize_dim(dim, len(x.shape))
-    return tuple(select(x, d, i) for i in range(x.shape[d]))
+    d = normalize_dim(dim, len(input.shape))
+    return tuple(select(input, d, i) for i in range(input.shape[d]))
 
 
 @_view_op("as_view", lambda key: "select" if isinstance(key, int) and not isinstance(

@@ -28,6 +28,8 @@ from ember.dispatcher.grad_mode import MODE, below_autograd
 from ember.dispatcher.schema import OPS, elementwise_ops, parse_signature
 
 from . import _views as VW
+from . import _ops_shape as _SH
+from . import linalg as _linalg
 
 E = O.elementwise
 
@@ -1593,7 +1595,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """Returns the vector p-norm of ``input``, overall or along ``dim``.
 
     ``'fro'`` (the default) and None mean the 2-norm of the elements, ``float('inf')`` the
-    largest absolute value; the matrix nuclear norm (``'nuc'``) is not supported. New code may
+    largest absolute value; ``'nuc'`` the nuclear norm of the matrices in the last two
+    dimensions (or ``dim``, two of them), as :func:`ember.linalg.matrix_norm`. New code may
     prefer :func:`ember.linalg.vector_norm`.
 
     Args:
@@ -1614,6 +1617,13 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         p = 2
     if dtype is not None:
         input = O.to(input, None, D.to_dtype(dtype))
+    if p == "nuc":
+        dims = tuple(range(input.dim())) if dim is None else (
+            (dim,) if isinstance(dim, int) else tuple(dim))
+        if len(dims) != 2:
+            raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               + " ".join(str(d) for d in dims))
+        return _linalg.matrix_norm(input, "nuc", dims, keepdim)
     return RD.norm(input, p, dim, keepdim)
 
 
@@ -2192,19 +2202,20 @@ def triu(input, diagonal=0, *, out=None):
 def clone(input, *, memory_format=None):
     """Returns a copy of ``input`` with its own storage; gradients flow back to ``input``.
 
-    ``memory_format`` is accepted for PyTorch compatibility but ignored: the copy is always
-    contiguous, where PyTorch's default (``preserve_format``) keeps the strides of a dense
-    non-contiguous input.
+    With the default ``memory_format`` (``preserve_format``) the copy of a dense input keeps
+    the order of its strides (a transposed matrix clones to a transposed matrix); any other
+    input clones to a contiguous tensor.
 
     Args:
         input (Tensor): the tensor to copy.
-        memory_format (ember.memory_format, optional): ignored.
+        memory_format (ember.memory_format, optional): the layout of the copy
+            (``ember.contiguous_format``, ``ember.channels_last``, ...).
 
     Example:
         >>> ember.clone(ember.tensor([1., 2.]))
         tensor([1., 2.])
     """
-    return O.clone(input)
+    return _SH.clone(input, memory_format)
 
 
 # ---- linear algebra -------------------------------------------------------------------

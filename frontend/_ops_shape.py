@@ -88,6 +88,26 @@ def in_memory_format(x, fmt):
     return O.copy_(K.empty_like(x, memory_format=fmt), x)
 
 
+def clone(x, memory_format=None):
+    """A copy of ``x`` in ``memory_format``. ``preserve_format`` (the default) keeps the
+    strides' order of a dense, non-overlapping ``x`` (a transposed matrix clones to a
+    transposed matrix), as PyTorch; other inputs become contiguous."""
+    if memory_format is None or memory_format is preserve_format:
+        if not C.is_contiguous(x) and x.ndim > 1:
+            order = sorted(builtins.range(x.ndim), key=lambda d: (-x._stride[d], d))
+            permuted = V.permute(x, order)
+            if C.is_contiguous(permuted):          # dense and non-overlapping
+                inverse = [order.index(d) for d in builtins.range(x.ndim)]
+                y = V.permute(O.clone(permuted), inverse)
+                if not y.requires_grad:
+                    y._base = None                 # (a copy, not a view of anything)
+                return y
+        return O.clone(x)
+    if memory_format is contiguous_format:
+        return O.clone(x)
+    return in_memory_format(O.clone(x), memory_format)
+
+
 def is_in_format(x, fmt):
     """Whether ``x``'s strides are those of ``fmt`` (size-1 dims may have any stride)."""
     if fmt is None or fmt is contiguous_format or fmt is preserve_format:

@@ -5,6 +5,7 @@ the version counter, and every in-place op bumps it.
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 
 import numpy as np
@@ -637,7 +638,8 @@ class Tensor(TensorBase):
 
         Args:
             memory_format (ember.memory_format, optional): the layout of the copy; by default
-                (``preserve_format`` or None) a contiguous copy.
+                (``preserve_format`` or None) the strides' order of a dense input (a transposed
+                matrix stays transposed), contiguous otherwise.
 
         Example:
             >>> x = ember.tensor([1., 2.])
@@ -646,9 +648,7 @@ class Tensor(TensorBase):
             >>> x
             tensor([1., 2.])
         """
-        if memory_format in (None, _ops_shape.contiguous_format, _ops_shape.preserve_format):
-            return O.clone(self)
-        return _ops_shape.in_memory_format(O.clone(self), memory_format)
+        return _ops_shape.clone(self, memory_format)
 
     def copy_(self, src, non_blocking=False):
         """Copy the values of ``src`` into this tensor in place and return it.
@@ -814,8 +814,8 @@ class Tensor(TensorBase):
     def T(self):
         """The tensor with its dimensions reversed (the transpose of a matrix).
 
-        PyTorch deprecates ``.T`` on tensors of other than 2 dimensions, with a warning;
-        ember reverses their dimensions without one.
+        On a tensor of other than 2 dimensions ``.T`` is deprecated (a warning, once per
+        process, as PyTorch): use ``.mT`` or ``permute``.
 
         Example:
             >>> ember.tensor([[1, 2, 3], [4, 5, 6]]).T
@@ -823,6 +823,8 @@ class Tensor(TensorBase):
                     [2, 5],
                     [3, 6]])
         """
+        if self.ndim != 2 and not _T_WARNED:
+            _warn_T()
         return V.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
     @property
@@ -1176,6 +1178,19 @@ def _rebuild(arr, dtype, device, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+_T_WARNED = False
+
+
+def _warn_T():
+    global _T_WARNED
+    _T_WARNED = True
+    warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape "
+                  "is deprecated and it will throw an error in a future release. Consider "
+                  "`x.mT` to transpose batches of matrices or `x.permute(*torch.arange(x.ndim - "
+                  "1, -1, -1))` to reverse the dimensions of a tensor.", UserWarning,
+                  stacklevel=3)
 
 
 def _read_only_numpy(t, force=False):

@@ -346,11 +346,11 @@ def expand_as(x, other):
     return V.expand(x, other.shape)
 
 
-def broadcast_to(x, size):
-    """A view of ``x`` broadcast to ``size`` (the same as ``x.expand(size)``).
+def broadcast_to(input, size):
+    """A view of ``input`` broadcast to ``size`` (the same as ``input.expand(size)``).
 
     Args:
-        x (Tensor): the input tensor.
+        input (Tensor): the input tensor.
         size (tuple of ints): the target shape; -1 keeps a dimension's size.
 
     Example:
@@ -358,4 +358,4 @@ def broadcast_to(x, size):
         tensor([[1, 2, 3],
                 [1, 2, 3]])
     """
-    return V.expand(x, size)
+    return V.expand(input, size)

@@ -334,6 +334,7 @@ class Work:
         self._finish = finish
         self._done = False
         self._lock = threading.Lock()     # a progress thread may test it concurrently
+        self._source = -1                 # (a receive's sender, in the group's ranks)
 
     def wait(self, timeout=None) -> bool:
         with self._lock:
@@ -609,7 +610,9 @@ def irecv(tensor, src=None, group=None, tag=0) -> Work:
                            f"{names.get(int(header[0]), '?')}, but the receiving tensor has "
                            f"{b.array.size} elements of {tensor.dtype.name}")
     req = g.comm.Irecv(b.array, source=source, tag=_p2p_tag(tag) + 1)
-    return Work(req, "recv", g, b.finish)
+    work = Work(req, "recv", g, b.finish)
+    work._source = source
+    return work
 
 
 def send(tensor, dst, group=None, tag=0) -> None:
@@ -621,8 +624,8 @@ def recv(tensor, src=None, group=None, tag=0) -> int:
     """Receive into ``tensor`` from rank ``src`` and wait until it arrives (see
     :func:`irecv`).
 
-    Returns ``src``; when ``src`` is None (any sender) ember returns -1, not the sender's
-    rank as PyTorch does.
+    Returns the sender's (global) rank, which is ``src`` when given.
     """
-    irecv(tensor, src, group, tag).wait()
-    return src if src is not None else -1
+    work = irecv(tensor, src, group, tag)
+    work.wait()
+    return src if src is not None else _group(group).world_ranks[work._source]

@@ -98,11 +98,15 @@ if rank == 0:
     t = ember.empty(3, dtype=ember.int64)
     dist.recv(t, src=1)
     check(t, np.array([7, 8, 9]), "recv")
+    # from any sender: recv returns who sent (PyTorch's)
+    assert dist.recv(t) == 1, "recv from any sender returns the sender's rank"
+    check(t, np.array([4, 5, 6]), "recv from any sender")
 else:
     t = ember.empty(6)
-    dist.recv(t, src=0)
+    assert dist.recv(t, src=0) == 0
     check(t, np.arange(6.0, dtype=np.float32), "recv")
     dist.send(ember.tensor([7, 8, 9]), dst=0)
+    dist.send(ember.tensor([4, 5, 6]), dst=0)
 
 # a sub-group of rank 1 only, and the world group again
 g = dist.new_group([1])
