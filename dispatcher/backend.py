@@ -48,6 +48,12 @@ class Backend:
     #: ``ember.dispatcher.fusion``); without it, groups only hold contiguous and
     #: single-element operands
     fuses_broadcasts: bool = False
+    #: optional (``ember.profiler``'s device-time columns): an object with ``start()``
+    #: (record the device time of the kernels launched from now on), ``mark()`` (how many
+    #: have been launched so far), ``elapsed_ns(begin, end)`` (the device time of launches
+    #: ``begin`` to ``end``, waiting for them) and ``stop()``. Without one, an asynchronous
+    #: backend's ops show only the time their launch took on the host.
+    device_timer = None
 
     def is_initialized(self) -> bool:
         """Whether the device driver has started in this process (default: yes once the

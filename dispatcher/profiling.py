@@ -9,7 +9,10 @@ input shapes when asked, and its parent: the innermost open range of that thread
 
 Ops that run as composites appear as the primitives they are made of; a backend's
 asynchronous kernels (OpenCL, CUDA) are timed as their launches (what PyTorch reports as
-CPU time too).
+CPU time too). A backend with a ``device_timer`` also reports the device time of the
+kernels each op launched: the event keeps the range of launches, and :func:`stop` reads
+their durations (waiting for them) into ``device_ns``, adding them to the enclosing
+ranges' ``device_total_ns``.
 """
 from __future__ import annotations
 
@@ -26,7 +29,8 @@ __all__ = ["Event", "Session", "start", "stop", "range_push", "range_pop", "acti
 class Event:
     """One timed op call or user range."""
     __slots__ = ("name", "start_ns", "end_ns", "thread", "shapes", "parent", "kind",
-                 "device_type", "children_ns", "id")
+                 "device_type", "children_ns", "id", "launches", "device_ns",
+                 "device_total_ns")
 
     def __init__(self, name, kind, thread, parent, device_type="cpu", shapes=None):
         self.name = name
@@ -39,6 +43,9 @@ class Event:
         self.end_ns = None
         self.children_ns = 0
         self.id = 0
+        self.launches = None        # (timer, first, end): the kernels it launched
+        self.device_ns = 0          # their device time (an op's own)
+        self.device_total_ns = 0    # with the device time of the ops inside (ranges)
 
     @property
     def duration_ns(self) -> int:
@@ -124,30 +131,46 @@ def range_pop(ev) -> None:
     _end(ev)
 
 
-def _timed(name, device_type, kernel):
-    def timed_kernel(*args, **kwargs):
-        # (args[0] is the output the dispatcher allocated; the inputs follow)
-        ev = _begin(name, "op", device_type, args[1:])
-        try:
-            return kernel(*args, **kwargs)
-        finally:
-            _end(ev)
+def _timed(name, device_type, kernel, timer=None):
+    if timer is not None:
+        def timed_kernel(*args, **kwargs):
+            ev = _begin(name, "op", device_type, args[1:])
+            first = timer.mark()
+            try:
+                return kernel(*args, **kwargs)
+            finally:
+                ev.launches = (timer, first, timer.mark())
+                _end(ev)
+    else:
+        def timed_kernel(*args, **kwargs):
+            # (args[0] is the output the dispatcher allocated; the inputs follow)
+            ev = _begin(name, "op", device_type, args[1:])
+            try:
+                return kernel(*args, **kwargs)
+            finally:
+                _end(ev)
     timed_kernel.__wrapped__ = kernel
     return timed_kernel
+
+
+_TIMERS: dict = {}          # device type -> its backend's device_timer, while profiling
 
 
 def _wrap_all():
     ensure_loaded()
     for t in list(BACKENDS):
         try:
-            backend_for(t)
+            b = backend_for(t)
         except Exception:  # a broken plugin is reported elsewhere; profile the others
             continue
+        if getattr(b, "device_timer", None) is not None:
+            _TIMERS[t] = b.device_timer
+            b.device_timer.start()
     for o in OPS.values():
         for dev, k in list(o.kernels.items()):
             if (o.name, dev) not in _ORIGINAL:
                 _ORIGINAL[(o.name, dev)] = k
-                o.kernels[dev] = _timed(o.name, dev, k)
+                o.kernels[dev] = _timed(o.name, dev, k, _TIMERS.get(dev))
     KERNELS_GENERATION[0] += 1
 
 
@@ -157,7 +180,27 @@ def _unwrap_all():
         if o is not None and getattr(o.kernels.get(dev), "__wrapped__", None) is k:
             o.kernels[dev] = k
     _ORIGINAL.clear()
+    for timer in _TIMERS.values():
+        timer.stop()
+    _TIMERS.clear()
     KERNELS_GENERATION[0] += 1
+
+
+def _device_times(events) -> None:
+    """Read the device time of the events' kernels (waiting for them) into ``device_ns``,
+    and add it to every enclosing range's ``device_total_ns``."""
+    for ev in events:
+        if ev.launches is None:
+            continue
+        timer, first, end = ev.launches
+        ev.launches = None
+        ns = timer.elapsed_ns(first, end)
+        ev.device_ns += ns
+        ev.device_total_ns += ns
+        p = ev.parent
+        while p is not None:
+            p.device_total_ns += ns
+            p = p.parent
 
 
 def start(record_shapes: bool = False) -> Session:
@@ -173,6 +216,7 @@ def start(record_shapes: bool = False) -> Session:
 def stop(session: Session) -> list:
     """End ``session``; returns its events (kernels are restored with the last one)."""
     with _LOCK:
+        _device_times(session.events)     # (before the timers stop)
         if session in _SESSIONS:
             _SESSIONS.remove(session)
         if not _SESSIONS:

@@ -164,13 +164,29 @@ class FunctionEvent:
         self.device_type = ev.device_type
         self.is_user_annotation = ev.kind == "user"
         self.count = 1
-        self.device_time_total = self.self_device_time_total = 0.0
+        # the device time of the kernels it launched (backends with a device_timer: opencl)
+        self.device_time_total = ev.device_total_ns / 1000.0
+        self.self_device_time_total = ev.device_ns / 1000.0
         self.cpu_parent = None
         self.cpu_children: list = []
 
     @property
     def cpu_time(self) -> float:
         return self.cpu_time_total
+
+    @property
+    def device_time(self) -> float:
+        return self.device_time_total
+
+    cuda_time = device_time
+
+    @property
+    def cuda_time_total(self) -> float:
+        return self.device_time_total
+
+    @property
+    def self_cuda_time_total(self) -> float:
+        return self.self_device_time_total
 
     def __repr__(self):
         return (f"<FunctionEvent id={self.id} name={self.name} cpu_time="
@@ -195,6 +211,10 @@ class FunctionEventAvg:
         self.count += e.count
         self.cpu_time_total += e.cpu_time_total
         self.self_cpu_time_total += e.self_cpu_time_total
+        self.device_time_total += e.device_time_total
+        self.self_device_time_total += e.self_device_time_total
+        self.cuda_time_total, self.self_cuda_time_total = (self.device_time_total,
+                                                           self.self_device_time_total)
         self.is_user_annotation = e.is_user_annotation
         if self.input_shapes is None:
             self.input_shapes = e.input_shapes
@@ -206,7 +226,7 @@ class FunctionEventAvg:
 
     @property
     def device_time(self) -> float:
-        return 0.0
+        return self.device_time_total / self.count if self.count else 0.0
 
     cuda_time = device_time
 
@@ -253,9 +273,12 @@ class EventList(list):
             isinstance(e, FunctionEventAvg) and e.input_shapes for e in rows)
         names = [e.key for e in rows]
         name_w = min(max([len("Name")] + [len(n) for n in names]) + 4, max_name_column_width)
-        cols = ["Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
-                "# of Calls"]
-        widths = [12] * len(cols)
+        device_total = sum(e.self_device_time_total for e in self)
+        cols = ["Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+        if device_total:        # (PyTorch's columns when a device recorded kernel times)
+            cols += ["Self Device", "Self Device %", "Device total", "Device time avg"]
+        cols.append("# of Calls")
+        widths = [max(12, len(c)) for c in cols]
         if with_shapes:
             cols.append("Input Shapes")
             widths.append(min(max([12] + [len(str(e.input_shapes)) for e in rows]) + 2,
@@ -272,13 +295,20 @@ class EventList(list):
             name = e.key if len(e.key) <= name_w else e.key[:name_w - 3] + "..."
             vals = [_pct(e.self_cpu_time_total, self_total), _fmt_us(e.self_cpu_time_total),
                     _pct(e.cpu_time_total, self_total), _fmt_us(e.cpu_time_total),
-                    _fmt_us(e.cpu_time), str(e.count)]
+                    _fmt_us(e.cpu_time)]
+            if device_total:
+                vals += [_fmt_us(e.self_device_time_total),
+                         _pct(e.self_device_time_total, device_total),
+                         _fmt_us(e.device_time_total), _fmt_us(e.device_time)]
+            vals.append(str(e.count))
             if with_shapes:
                 vals.append(str(e.input_shapes)[:widths[-1]])
             out.append(name.rjust(name_w) + "  " + "  ".join(v.rjust(w) for v, w in
                                                              zip(vals, widths)) + "  ")
         out.append(line)
         out.append(f"Self CPU time total: {_fmt_us(self_total)}")
+        if device_total:
+            out.append(f"Self Device time total: {_fmt_us(device_total)}")
         return "\n".join(out) + "\n"
 
     def key_averages(self, group_by_input_shapes: bool = False,

@@ -170,7 +170,9 @@ class Device:
                 return
             from ._memory import make_allocator
             ctx = cl.Context([self.cl_device])
-            self.queue = cl.CommandQueue(ctx)
+            # (timestamps on: ember.profiler's device time; no measurable cost on PoCL)
+            self.queue = cl.CommandQueue(
+                ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
             # a record no kernel writes to: the error argument of launches that cannot
             # fail (elementwise ops without checks) and a placeholder buffer argument
             self.err = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 32)
@@ -399,12 +401,47 @@ _OOM_STATUS = frozenset() if cl is None else frozenset(
                                          "OUT_OF_HOST_MEMORY") if hasattr(cl.status_code, n))
 
 
+#: the events of the kernels launched while ember.profiler runs (None: not profiling)
+_TIMED: list | None = None
+
+
+class KernelTimer:
+    """``ember.profiler``'s device time (the backend's ``device_timer``): while a session
+    runs, each kernel launch keeps its event, whose start and end timestamps the queue
+    records (``PROFILING_ENABLE``). Launches are counted for the whole process: with
+    several threads launching at once, an op's count may include another thread's
+    kernels."""
+
+    def start(self) -> None:
+        global _TIMED
+        if _TIMED is None:
+            _TIMED = []
+
+    def mark(self) -> int:
+        """How many kernels have been launched since :meth:`start`."""
+        return len(_TIMED) if _TIMED is not None else 0
+
+    def elapsed_ns(self, begin: int, end: int) -> int:
+        """The device time of launches ``begin`` to ``end`` (waits for them to finish)."""
+        events = (_TIMED or [])[begin:end]
+        if not events:
+            return 0
+        cl.wait_for_events(events)
+        return sum(e.profile.end - e.profile.start for e in events)
+
+    def stop(self) -> None:
+        global _TIMED
+        _TIMED = None
+
+
 def enqueue(dev: Device, kernel, gsize, lsize, *args) -> None:
     """Set ``args`` on ``kernel`` and enqueue it; returns at once. A driver that allocates
     memory lazily and runs out here raises ``ember.OutOfMemoryError``."""
     kernel.set_args(*args)
     try:
-        cl.enqueue_nd_range_kernel(dev.queue, kernel, gsize, lsize)
+        ev = cl.enqueue_nd_range_kernel(dev.queue, kernel, gsize, lsize)
+        if _TIMED is not None:
+            _TIMED.append(ev)
     except cl.Error as e:
         if isinstance(e, cl.MemoryError) or getattr(e, "code", None) in _OOM_STATUS:
             raise _out_of_memory(dev, f"launching {kernel.function_name}", e) from None

@@ -24,6 +24,8 @@ class OpenCLBackend(Backend):
     #: an OpenCL driver does not survive fork: once it listed its devices (PoCL starts its
     #: worker threads then), a forked child's first enqueue waits forever
     fork_safe = False
+    #: the kernels' device time for ember.profiler (the queues record timestamps)
+    device_timer = rt.KernelTimer()
 
     def __init__(self):
         import ember_opencl
