@@ -49,10 +49,11 @@ class Backend:
     #: single-element operands
     fuses_broadcasts: bool = False
     #: optional (``ember.profiler``'s device-time columns): an object with ``start()``
-    #: (record the device time of the kernels launched from now on), ``mark()`` (how many
-    #: have been launched so far), ``elapsed_ns(begin, end)`` (the device time of launches
-    #: ``begin`` to ``end``, waiting for them) and ``stop()``. Without one, an asynchronous
-    #: backend's ops show only the time their launch took on the host.
+    #: (record the device time of the kernels launched from now on), ``mark()`` (an int
+    #: marking this point: opencl counts launches, cuda records an event),
+    #: ``elapsed_ns(begin, end)`` (the device time of the kernels queued between two marks,
+    #: waiting for them) and ``stop()``. Without one, an asynchronous backend's ops show
+    #: only the time their launch took on the host.
     device_timer = None
 
     def is_initialized(self) -> bool:

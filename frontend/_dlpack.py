@@ -117,17 +117,23 @@ def _capsule_gone(capsule_ptr):
 _capsule_destructor = _CAPSULE_DESTRUCTOR(_capsule_gone)
 
 
-def export_capsule(t, storage_bytes):
-    """A ``"dltensor"`` capsule for the CPU tensor ``t``, whose storage's bytes are the
-    NumPy uint8 array ``storage_bytes`` (both kept alive until the consumer is done)."""
-    data_address = storage_bytes.ctypes.data
+def export_capsule(t, storage_bytes, device=None):
+    """A ``"dltensor"`` capsule for the tensor ``t``. On the CPU ``storage_bytes`` is the
+    NumPy uint8 array of its storage's bytes; on a device whose memory the consumer can
+    address (cuda) it is None and ``device`` is ``(DLPack device type, index)``: the
+    storage's device address is shared. What the capsule points to stays alive until the
+    consumer is done."""
+    if storage_bytes is not None:
+        data_address = storage_bytes.ctypes.data
+    else:
+        data_address = t._storage.data_ptr
     code, bits = _TO_CODE[t.dtype]
     n = len(t.shape)
     shape = (ctypes.c_int64 * max(n, 1))(*t.shape)
     strides = (ctypes.c_int64 * max(n, 1))(*t._stride)
     m = _DLManagedTensor()
     m.dl_tensor.data = data_address
-    m.dl_tensor.device = _DLDevice(DLDeviceType.kDLCPU, 0)
+    m.dl_tensor.device = _DLDevice(*(device or (DLDeviceType.kDLCPU, 0)))
     m.dl_tensor.ndim = n
     m.dl_tensor.dtype = _DLDataType(code, bits, 1)
     m.dl_tensor.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))

@@ -477,10 +477,17 @@ class Tensor(TensorBase):
         return a.astype(dtype) if dtype is not None else a
 
     def __dlpack__(self, stream=None, **kwargs):
+        if self.device.type == "cuda":
+            # the device address is shared; the consumer reads it once the work queued on
+            # the tensor's device is done (stream -1: the consumer asks for no sync)
+            if stream != -1:
+                backend_for("cuda").synchronize()
+            return _dlpack.export_capsule(self, None, (_dlpack.DLDeviceType.kDLCUDA,
+                                                       self.device.index or 0))
         if self.device.type != "cpu":
             raise BufferError(f"__dlpack__: a tensor on {self.device} cannot be shared through "
-                              f"DLPack yet (only cpu tensors export it); copy it with "
-                              f".cpu() first")
+                              f"DLPack (its memory is not addressable by other libraries: "
+                              f"cpu and cuda tensors export it); copy it with .cpu() first")
         if self.dtype is D.bfloat16:    # (NumPy's DLPack has no bfloat16: ember's capsule)
             return _dlpack.export_capsule(self, np.frombuffer(C.host_storage(self, True),
                                                               dtype=np.uint8))

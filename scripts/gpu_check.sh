@@ -210,6 +210,21 @@ ov_t = bench(lambda: a_t + b_t, tsync, 2000) * 1e6
 res["launch_overhead_us"] = {"ember": ov_e, "torch": ov_t, "ratio": ov_e / ov_t}
 print(f"per-op overhead (add, 1000 elems): ember {ov_e:.1f} us, torch {ov_t:.1f} us, x{ov_e/ov_t:.2f}")
 
+# ---- the profiler's device time on cuda (timing events around each op) -----------------
+from ember.profiler import profile as _profile
+pa, pb = ember.randn(2048, 2048, device="cuda"), ember.randn(2048, 2048, device="cuda")
+(pa @ pb).sum().item()
+with _profile() as _prof:
+    esync(); _t0 = time.perf_counter()
+    for _ in range(5):
+        pa @ pb
+    esync(); _wall_us = (time.perf_counter() - _t0) * 1e6
+_dev_us = sum(e.self_device_time_total for e in _prof.key_averages())
+res["profiler_device_time"] = {"device_us": _dev_us, "wall_us": _wall_us,
+                               "ok": 0.3 * _wall_us < _dev_us <= 1.05 * _wall_us}
+print(f"profiler: device time of 5 matmuls {_dev_us:.0f} us within wall {_wall_us:.0f} us: "
+      f"{res['profiler_device_time']['ok']}")
+
 # ---- ember.compile on cuda: NVRTC-built fused kernels against eager -------------------
 import ember_cuda.fusion as CF
 from ember.dispatcher import fusion as FU
@@ -262,6 +277,16 @@ cai_ok = all(ai[k] == at[k] for k in ("typestr", "shape", "strides")) and ai["da
 res["cuda_array_interface"] = bool(cai_ok)
 ok &= cai_ok
 print(f"__cuda_array_interface__ as PyTorch's: {cai_ok} ({ai})")
+
+# DLPack from a cuda tensor: PyTorch shares the memory (same address, same values)
+de = ember.arange(12.0, device="cuda").view(3, 4).t()
+dt = torch.from_dlpack(de)
+dl_ok = (dt.device.type == "cuda" and tuple(dt.stride()) == de.stride()
+         and dt.data_ptr() == de.__cuda_array_interface__["data"][0]
+         and bool((dt.cpu() == torch.arange(12.0).view(3, 4).t()).all()))
+res["dlpack_cuda_export"] = bool(dl_ok)
+ok &= dl_ok
+print(f"DLPack export of a cuda tensor to PyTorch, zero-copy: {dl_ok}")
 
 n = 4096
 ge = ember.randn(n, n, device="cuda"); he = ember.randn(n, n, device="cuda")

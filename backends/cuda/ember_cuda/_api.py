@@ -349,3 +349,35 @@ def offload_ready(event, storage) -> None:
     the host does not wait)."""
     from ._transfer import ready
     ready(event, storage)
+
+
+class KernelTimer:
+    """``ember.profiler``'s device time (the backend's ``device_timer``): each mark records
+    a timing event on the current stream, so the device time between two marks is the time
+    the stream took over the kernels queued between them (``cudaEventElapsedTime``).
+    Without a device it records nothing and reports 0."""
+
+    def __init__(self):
+        self._events: list | None = None
+
+    def start(self) -> None:
+        if self._events is None and device_count() > 0:
+            self._events = []
+
+    def mark(self) -> int:
+        if self._events is None:
+            return 0
+        ev = Event(enable_timing=True)
+        ev.record()
+        self._events.append(ev)
+        return len(self._events) - 1
+
+    def elapsed_ns(self, begin: int, end: int) -> int:
+        if not self._events or end <= begin:
+            return 0
+        first, last = self._events[begin], self._events[end]
+        last.synchronize()
+        return int(first.elapsed_time(last) * 1e6)
+
+    def stop(self) -> None:
+        self._events = None

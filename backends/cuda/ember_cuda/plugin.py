@@ -53,6 +53,8 @@ class CUDABackend(Backend):
     fork_safe = False
     #: the user-facing API (Stream, Event, memory_stats...): what ``ember.cuda`` forwards to
     device_api = _api
+    #: the kernels' device time for ember.profiler (timing events around each op)
+    device_timer = _api.KernelTimer()
 
     def __init__(self):
         if _C is None:
