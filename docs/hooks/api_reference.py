@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import os
 
 #: (namespace, page title's summary), in the order of the reference's navigation
 NAMESPACES = [
@@ -174,8 +175,6 @@ def _shadow_tree(root: str) -> str:
     """A folder holding ``ember/`` as the installed package is laid out (``frontend/``'s
     files with ``dispatcher/`` as ``ember/dispatcher``), made of links: griffe walks it to
     find the submodules of ``ember`` (the source tree splits them over two folders)."""
-    import os
-
     base = os.path.join(root, "build", "api-src")
     pkg = os.path.join(base, "ember")
     os.makedirs(pkg, exist_ok=True)
@@ -190,8 +189,12 @@ def _shadow_tree(root: str) -> str:
 
 
 def on_config(config):
-    """Make the shadow tree that mkdocs.yml's ``paths`` names (mkdocs hook)."""
-    import os
-
+    """Make the shadow tree that mkdocs.yml's ``paths`` names (mkdocs hook; it was made
+    when mkdocs loaded this file, before mkdocstrings read its ``paths``)."""
     _shadow_tree(os.path.dirname(os.path.abspath(config.config_file_path)))
     return config
+
+
+# mkdocs loads hooks with the configuration, and runs their on_config after the plugins':
+# mkdocstrings looks for the tree before on_config would make it, so it is made now
+_shadow_tree(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
