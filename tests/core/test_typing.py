@@ -1,6 +1,5 @@
 """Type checking (issue 18): ember ships ``py.typed`` and mypy passes on the examples,
 checked against ember's own sources laid out as installed (the API reference's link tree)."""
-import importlib.util
 import os
 import re
 import subprocess
@@ -8,20 +7,13 @@ import sys
 
 import ember
 import ember.nn.modules as modules
+from test_api_docs import API     # (the docs hook: the link tree of ember as installed)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _hook():
-    spec = importlib.util.spec_from_file_location(
-        "_ember_api_reference", os.path.join(ROOT, "docs", "hooks", "api_reference.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_mypy_passes_on_the_examples(tmp_path):
-    tree = _hook()._shadow_tree(ROOT)
+    tree = API._shadow_tree(ROOT)
     examples = sorted(os.path.join(ROOT, "examples", f)
                       for f in os.listdir(os.path.join(ROOT, "examples")) if f.endswith(".py"))
     assert len(examples) >= 4
