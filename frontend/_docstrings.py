@@ -55,9 +55,12 @@ def fill(ember, tensor_cls) -> int:
     """Fill the derived docstrings of ``ember``'s functions and ``tensor_cls``'s methods;
     returns how many it filled."""
     filled = 0
+    # (the module's own names: getattr would ask ember's module __getattr__ about missing
+    # ones, which loads the backend plugins, and import must not)
+    names = vars(ember)
     for name in dir(ember):
         if not name.startswith("_"):
-            _place(getattr(ember, name), "ember", name)
+            _place(names.get(name), "ember", name)
     for name, fn in list(vars(tensor_cls).items()):
         if not name.startswith("_"):
             _place(fn, tensor_cls.__module__, f"{tensor_cls.__name__}.{name}")
@@ -65,7 +68,7 @@ def fill(ember, tensor_cls) -> int:
     for name in dir(ember):
         if name.startswith("_") or not name.endswith("_") or name.endswith("__"):
             continue
-        fn, base = getattr(ember, name), getattr(ember, name[:-1], None)
+        fn, base = names.get(name), names.get(name[:-1])
         if isinstance(fn, types.FunctionType) and not _has_doc(fn) and _has_doc(base):
             _set_doc(ember, name, fn, f"In-place version of :func:`ember.{name[:-1]}`.")
             filled += 1
@@ -78,9 +81,9 @@ def fill(ember, tensor_cls) -> int:
         base = name[:-1] if name.endswith("_") else None
         if base and _has_doc(getattr(tensor_cls, base, None)):
             doc = f"In-place version of :meth:`ember.Tensor.{base}`."
-        elif base and _has_doc(getattr(ember, base, None)):
+        elif base and _has_doc(names.get(base)):
             doc = f"In-place version of :func:`ember.{base}`."
-        elif _has_doc(getattr(ember, name, None)):
+        elif _has_doc(names.get(name)):
             doc = f"See :func:`ember.{name}`."
         else:
             continue
