@@ -114,3 +114,13 @@ def test_site_builds_strict(tmp_path):
     assert 'id="ember.nn.Linear"' in page
     tensor = (tmp_path / "site" / "api" / "ember.Tensor" / "index.html").read_text()
     assert 'id="ember.Tensor.add_"' in tensor and "In-place version of" in tensor
+
+
+def test_importing_ember_loads_no_backend_plugin():
+    """The docstring pass at import (``_docstrings.fill``) reads ember's own names: asking
+    the module for a missing one would load every backend plugin, which import must not."""
+    r = subprocess.run([sys.executable, "-c", "import ember; "
+                        "from ember.dispatcher import plugins; print(sorted(plugins.BACKENDS))"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
