@@ -55,8 +55,8 @@ def fill(ember, tensor_cls) -> int:
     """Fill the derived docstrings of ``ember``'s functions and ``tensor_cls``'s methods;
     returns how many it filled."""
     filled = 0
-    # (the module's own names: getattr would ask ember's module __getattr__ about missing
-    # ones, which loads the backend plugins, and import must not)
+    # (the module's own names: getattr would ask ember's module __getattr__, once defined,
+    # about missing ones, which loads the backend plugins: a second call took 0.2 s)
     names = vars(ember)
     for name in dir(ember):
         if not name.startswith("_"):
