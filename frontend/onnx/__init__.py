@@ -130,7 +130,7 @@ def _onnx():
         import onnx
     except ImportError:
         raise ImportError("ember.onnx.export needs the onnx package: pip install onnx (or "
-                          "pip install 'ember[onnx]')") from None
+                          "pip install 'ember-tensor[onnx]')") from None
     return onnx
 
 

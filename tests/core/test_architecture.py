@@ -20,9 +20,9 @@ LAZY = {
     # the kit's pytest plugin is loaded by every pytest session (an entry point): it
     # imports ember only once a session asks for the kit
     ("ember.testing.plugin", "ember"), ("ember.testing.plugin", "ember.dispatcher"),
-    # pytest is the kit's runner, an optional dependency (ember[testing])
+    # pytest is the kit's runner, an optional dependency (ember-tensor[testing])
     ("ember.testing", "pytest"),
-    # optional dependencies of ONNX export (ember[onnx]): onnx takes 0.6 s to import, so
+    # optional dependencies of ONNX export (ember-tensor[onnx]): onnx takes 0.6 s to import, so
     # `import ember` does not pay it; onnxruntime only runs an exported program
     ("ember.onnx", "onnx"), ("ember.onnx", "onnxruntime"),
     # ml_dtypes gives .numpy() of a bfloat16 tensor its dtype: only that call needs it

@@ -300,7 +300,7 @@ def test_profiler_schedule_and_trace_handler(tmp_path):
 
 # ---- tensorboard -------------------------------------------------------------------------
 def test_summary_writer_events_read_back(tmp_path):
-    pytest.importorskip("tensorboard")     # an optional dependency: ember[tensorboard]
+    pytest.importorskip("tensorboard")     # an optional dependency: ember-tensor[tensorboard]
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
