@@ -1470,11 +1470,30 @@ _export("atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack
 _TUPLE_COPIES = ("unbind_copy", "split_copy", "split_with_sizes_copy", "unsafe_chunk_copy")
 
 
+#: PyTorch's name for the out= form of the *_copy ops returning several tensors (its errors)
+_TUPLE_OUT_NAMES = {"split_copy": "split_copy_Tensor_out()", "unbind_copy": "unbind_copy_int_out",
+                    "split_with_sizes_copy": "split_with_sizes_copy_out",
+                    "unsafe_chunk_copy": "unsafe_chunk_copy_out"}
+
+
 def _copy_of(view_fn, doc):
     def fn(input, *args, out=None, **kwargs):
         res = view_fn(_t(input, fn.__name__), *args, **kwargs)
         if isinstance(res, tuple):
-            return tuple(O.clone(r) for r in res)
+            if out is None:
+                return tuple(O.clone(r) for r in res)
+            # PyTorch's out= form: a list with one tensor per result; returns None. As PyTorch,
+            # split_copy copies into each (casting and broadcasting, never resizing), the
+            # others resize each to its result and want its dtype
+            if len(out) != len(res):
+                raise RuntimeError(f"{_TUPLE_OUT_NAMES[fn.__name__]} expected an out= "
+                                   f"argument of size {len(res)}, got size {len(out)}")
+            for r, o in zip(res, out):
+                if fn.__name__ == "split_copy":
+                    O.copy_(o, r)
+                else:
+                    _out(r, o, fn.__name__, "exact")
+            return None
         return _out(O.clone(res), out, fn.__name__)
     fn.__doc__ = doc
     return fn

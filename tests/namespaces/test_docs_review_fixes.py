@@ -123,3 +123,36 @@ def test_clone_preserves_the_layout_of_a_dense_tensor(make):
     tx = torch.arange(12.).view(3, 4).requires_grad_()
     (tx.t().clone() * torch.arange(12.).view(4, 3)).sum().backward()
     _same(x.grad, tx.grad)
+
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except Exception as e:          # noqa: BLE001 - the outcome is compared with PyTorch's
+        return (type(e).__name__, None)
+
+
+@pytest.mark.parametrize("name,args", [("split_copy", (2,)), ("unbind_copy", ()),
+                                       ("split_with_sizes_copy", ([2, 4],))])
+def test_copies_returning_several_tensors_write_out(name, args):
+    """PyTorch's out= of the *_copy ops that return several tensors: a list written in
+    place, None returned; split_copy copies (casting, broadcasting), the others resize each
+    output and want its dtype; the list's length is checked."""
+    x, tx = ember.arange(6.), torch.arange(6.)
+    if name == "unbind_copy":
+        x, tx = x.view(3, 2), tx.view(3, 2)
+    good = [tuple(t.shape) for t in getattr(torch, name)(tx, *args)]
+    n = len(good)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # (resizing an output that had elements warns)
+        for shapes, int_out in ((good, False), ([(1,)] * n, False), ([(2, 2)] * n, False),
+                                (good[:1], False), (good, True)):
+            eo = [ember.empty(s, dtype=ember.int64 if int_out else ember.float32)
+                  for s in shapes]
+            to = [torch.empty(s, dtype=torch.int64 if int_out else torch.float32)
+                  for s in shapes]
+            e = _outcome(lambda: getattr(ember, name)(x, *args, out=eo))
+            t = _outcome(lambda: getattr(torch, name)(tx, *args, out=to))
+            assert e[0] == t[0], (shapes, int_out, e, t)
+            if t[0] == "ok":
+                assert e[1] is None and [v.tolist() for v in eo] == [v.tolist() for v in to]
