@@ -74,7 +74,6 @@ del _name
 _autocast_entries.install(_sys.modules[__name__], nn.functional, linalg, Tensor)
 # the method and in-place forms' docstrings, from their functions' ("See ember.abs")
 _docstrings.fill(_sys.modules[__name__], Tensor)
-del EW, NN  # noqa: F821  (_functions' names for two op-table modules, not ember's API)
 
 
 def __getattr__(name):

@@ -2578,7 +2578,7 @@ INPLACE.update(nextafter_=nextafter_, lcm_=lcm_, heaviside_=heaviside_,
                clamp_min_=clamp_min_, clamp_max_=clamp_max_, negative_=neg_, subtract_=sub_,
                divide_=div_, true_divide_=div_)
 
-_NOT_API = {"math", "namedtuple", "np", "C", "D", "O", "V", "IX", "LA", "RD", "E", "VW",
+_NOT_API = {"math", "namedtuple", "np", "C", "D", "O", "V", "IX", "LA", "RD", "E", "VW", "EW", "NN",
             "TensorBase", "MODE", "warnings", "annotations", "values_indices", "max_ret",
             "min_ret", "sort_ret", "topk_ret", "INPLACE", "ELEMENTWISE", "METHODS",
             "elementwise_ops", "parse_signature", "SPECIAL", "OPS", "frexp_ret", "below_autograd"}
