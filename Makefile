@@ -56,7 +56,7 @@ $(EXAMPLE_STAMP): $(VENV_STAMP) examples/plugin-template/pyproject.toml
 build: $(DEPS_STAMP) $(CUDA_STAMP) $(EXAMPLE_STAMP)
 
 demo: $(DEPS_STAMP)
-	$(PY) examples/train_digits.py
+	$(PY) examples/train_digits.py $(ARGS)
 
 test: $(DEPS_STAMP) $(CUDA_STAMP) $(EXAMPLE_STAMP)
 	$(PY) -m pytest

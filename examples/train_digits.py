@@ -3,6 +3,8 @@
     make demo                                   # or: python examples/train_digits.py
     python examples/train_digits.py --device opencl --epochs 20
     python examples/train_digits.py --epochs 1 --profile trace.json   # ember.profiler
+    make demo ARGS=--compile                    # the training step under ember.compile
+    python examples/train_digits.py --compile reduce-overhead
 
 Prints a progress bar per epoch, then test accuracy, throughput and time; saves a
 checkpoint, reloads it into a fresh model and checks the predictions are identical.
@@ -92,6 +94,10 @@ def main(argv=None):
     ap.add_argument("--profile", metavar="TRACE.json",
                     help="profile training steps 3-12 (ember.profiler): print the op table "
                          "and write a Chrome/Perfetto trace")
+    ap.add_argument("--compile", nargs="?", const="default", metavar="MODE",
+                    choices=("default", "reduce-overhead", "max-autotune"),
+                    help="run the training step under ember.compile (default mode, or the "
+                         "mode named): forward, loss, backward and the optimizer step")
     args = ap.parse_args(argv)
 
     ember.manual_seed(args.seed)
@@ -107,6 +113,18 @@ def main(argv=None):
     loss_fn = nn.CrossEntropyLoss()
     print(f"ember {ember.__version__} on {device}: {len(train)} training and {len(yte)} test "
           f"digits, {sum(p.numel() for p in model.parameters())} parameters")
+
+    def train_step(xb, yb):
+        opt.zero_grad()
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+
+    if args.compile:
+        train_step = ember.compile(
+            train_step, mode=None if args.compile == "default" else args.compile)
+        print(f"training step compiled (ember.compile, mode={args.compile})")
 
     prof = None
     if args.profile:
@@ -125,10 +143,7 @@ def main(argv=None):
         total = 0.0
         for xb, yb in bar:
             xb, yb = xb.to(device), yb.to(device)
-            opt.zero_grad()
-            loss = loss_fn(model(xb), yb)
-            loss.backward()
-            opt.step()
+            loss = train_step(xb, yb)
             seen += len(yb)
             total += loss.item() * len(yb)
             bar.set_postfix(loss=f"{loss.item():.4f}")
