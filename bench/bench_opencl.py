@@ -47,8 +47,9 @@ def _data(seed=1):
 
 # -- ember ---------------------------------------------------------------------------------
 
-def ember_figures(device, rep):
-    """(GEMM GFLOP/s, MLP step seconds, final loss) of ember on ``device``."""
+def ember_figures(device, rep, compile_mode=None):
+    """(GEMM GFLOP/s, MLP step seconds, final loss) of ember on ``device``; with
+    ``compile_mode``, the step runs under ``ember.compile(step, mode=compile_mode)``."""
     sync = ember.opencl.synchronize if device.startswith("opencl") else (lambda: None)
     rng = np.random.default_rng(2)
     a = ember.tensor(rng.standard_normal((N_GEMM, N_GEMM)).astype(np.float32)).to(device)
@@ -79,12 +80,16 @@ def ember_figures(device, rep):
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
-        last[:] = [loss]
+        return loss
+
+    if compile_mode is not None:
+        step = ember.compile(step, mode=compile_mode)
 
     def steps():
         for _ in range(5):
-            step()
+            last[:] = [step()]
         sync()
+    steps()             # (compiled: capture, code generation, the replay plan)
     t_step = best_of(steps, rep) / 5
     return gflops, t_step, float(last[0].item())
 
@@ -203,11 +208,14 @@ def main():
           f"({rt.device(0).name}); CPU backend with {ember.get_num_threads()} threads")
     t0 = time.perf_counter()
     ocl = ember_figures("opencl", rep)
+    ocl_c = ember_figures("opencl", rep, compile_mode="reduce-overhead")
     cpu = ember_figures("cpu", rep)
     tg = tinygrad_figures(rep)
     print(f"{'':<22}{'GEMM 1024':>14}{'MLP step':>12}{'last loss':>12}")
     row = "{:<22}{:>8.1f} GFLOP/s{:>9.2f} ms{:>12.4f}"
     print(row.format("ember opencl (PoCL)", ocl[0], ocl[1] * 1e3, ocl[2]))
+    print(row.format("  ember.compile", ocl_c[0], ocl_c[1] * 1e3, ocl_c[2])
+          + "  (mode=\"reduce-overhead\")")
     if isinstance(tg, str):
         print(f"{'tinygrad':<22}{tg}")
     else:
@@ -218,6 +226,9 @@ def main():
         print(f"MLP step time ember-opencl / tinygrad: {ratio:.2f}x   "
               f"{'PASS' if ratio <= 1 else 'MISS'} (target <= 1x); "
               f"GEMM ember-opencl / tinygrad: {ocl[0] / tg[2]:.2f}x")
+        ratio = ocl_c[1] / tg[3]
+        print(f"MLP step time ember.compile on opencl / tinygrad TinyJit: {ratio:.2f}x   "
+              f"{'PASS' if ratio <= 0.5 else 'MISS'} (target <= 0.5x, issue 16)")
     print(f"GEMM 1024 ember-opencl (PoCL) / ember CPU backend: {ocl[0] / cpu[0]:.2f}x; "
           f"MLP step opencl / cpu time: {ocl[1] / cpu[1]:.2f}x   "
           f"({time.perf_counter() - t0:.0f} s)")

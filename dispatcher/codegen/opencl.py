@@ -3,7 +3,9 @@
 The ops fall into *classes* by signature (``ew1``: one input, same dtype out; ``ew2b``:
 two inputs, bool out; ``ewsel``: a bool condition and two values; ...). Each class is
 one kernel family: per dtype, an inline function per op (``K(op_exp)``) guarded by the
-dtype kinds its body supports, and one kernel that switches on the op code. The source
+dtype kinds its body supports, and one kernel that switches on the op code; the
+``_lin`` instantiation also has one kernel per op code (``K(ew1_op3)``) for operands of
+stride 1: no switch and no strides, which PoCL's vectoriser widens into vector loads. The source
 uses the macros of the backend's templates (``C`` the compute type, ``S`` storage,
 ``UT`` unsigned wrap type, ``KIND``/``SIGNED``, ``K(name)``, ``LD``/``ST``, ``VT``), so
 the backend instantiates it per dtype like its hand-written families.
@@ -129,7 +131,14 @@ def _node(n, a, at, kind) -> str:
         if name in ("isnan", "isinf", "isfinite"):
             if kind != "float":
                 return "1" if name == "isfinite" else "0"
-            return f"({name}({a[0]}) != 0)"
+            # comparisons, not the builtins: PoCL's isnan/isinf are calls its vectoriser
+            # cannot widen across work-items (a clamp ran 5x slower through them)
+            x = a[0]
+            if name == "isnan":
+                return f"({x} != {x})"
+            if name == "isinf":
+                return f"({x} == (C)INFINITY || {x} == -(C)INFINITY)"
+            return f"({x} == {x} && {x} != (C)INFINITY && {x} != -(C)INFINITY)"
         if name in _INTRINSICS:
             return f"K(em_{name})({', '.join(a)})"
         return f"{name}({', '.join(a)})"
@@ -276,7 +285,7 @@ def _check_lines(o, mode, kinds, eop: str) -> list:
         out.append(f"#if {_guard(ck)}")
         out += ["      {"] + body
         out.append(f"      if ({res}) {{ report_error(err, {CHECK_CODES[chk.error]}, "
-                   f"{eop} << 8, 0, 0); r = 0; break; }}")
+                   f"{eop} << 8, 0, 0); v = 0; break; }}")
         out += ["      }", "#endif"]
     return out
 
@@ -298,32 +307,67 @@ def render_class(cls: str, ops=None) -> str:
     for i, v in enumerate(ins):
         args.append(f"__global const {'uchar' if v.value[2] == X.BOOL else 'S'}* a{i}")
     args += [f"VT p{i}" for i in range(MAX_ATTRS)] + ["__global int* err"]
+    call_args = ", ".join([f"x{i}" for i in range(n)])
+
+    def at(k, unit):
+        """Operand k's element: strided walk (off[]), one dim of stride 0/1 ("1d"), or
+        rows of stride 0/1 at any row stride ("2d", a 2-D launch: i the column, r the row)."""
+        if unit == "1d":
+            return f"g.off[{k}] + (g.st[{k}][0] ? i : 0)"
+        if unit == "2d":
+            return f"g.off[{k}] + r * g.st[{k}][0] + (g.st[{k}][1] ? i : 0)"
+        return f"off[{k}]"
+
+    def loads(unit):
+        out = []
+        for i, v in enumerate(ins):
+            at_ = at(i + 1, unit)
+            if v.value[2] == X.BOOL:
+                out.append(f"  const int x{i} = a{i}[{at_}] != 0;")
+            else:  # a bool byte other than 0 / 1 reads as true (as in PyTorch)
+                out += ["#if KIND == 0", f"  const C x{i} = (C)(LD(a{i}, {at_}) != 0);",
+                        "#else", f"  const C x{i} = LD(a{i}, {at_});", "#endif"]
+        return out
+
+    def store(unit):
+        at_ = {"1d": "g.off[0] + i", "2d": "g.off[0] + r * g.st[0][0] + i"}.get(unit, "off[0]")
+        return f"  o[{at_}] = (uchar)(v != 0);" if out_bool else f"  ST(o, {at_}, v);"
+
     lines += [f"__kernel void K({cls})(int op, Geom g, {', '.join(args)}) {{",
               "  const long i = get_global_id(0);",
               "  if (i >= g.n) return;",
               f"  long off[{n + 1}];",
-              f"  EW_OFFSETS(&g, i, {n + 1}, off);"]
-    for i, v in enumerate(ins):
-        if v.value[2] == X.BOOL:
-            lines.append(f"  const int x{i} = a{i}[off[{i + 1}]] != 0;")
-        else:  # a bool byte other than 0 / 1 reads as true (as in PyTorch)
-            lines += ["#if KIND == 0", f"  const C x{i} = (C)(LD(a{i}, off[{i + 1}]) != 0);",
-                      "#else", f"  const C x{i} = LD(a{i}, off[{i + 1}]);", "#endif"]
-    lines += [f"  {'int' if out_bool else 'C'} r = 0;", "  switch (op) {"]
-    call_args = ", ".join([f"x{i}" for i in range(n)])
+              f"  EW_OFFSETS(&g, i, {n + 1}, off);"] + loads(False)
+    lines += [f"  {'int' if out_bool else 'C'} v = 0;", "  switch (op) {"]
+    # the _lin instantiation also has two kernels per op: K(<cls>_op<code>_1d) for one dim
+    # whose operands have stride 1 (the output) or 0 / 1 (inputs), and K(..._2d) for rows
+    # of such operands at any row stride (a bias add, a slice): no switch and no index
+    # arithmetic, which PoCL's vectoriser widens into vector loads (the switch kernel
+    # with strides ran 3-5x slower on PoCL)
+    unit = []
     for o in ops:
         eop = f"EOP_{o.name.upper()}"
         for mode, scalar in o.bodies().items():
             kinds = [k for k in X.KINDS if X.body_for(scalar, k) is not None]
             extra = "".join(f", p{i}" for i in range(len(o.attrs)))
+            code = codes[(o.name, mode)]
+            checks = _check_lines(o, mode, kinds, eop)
+            call = f"      v = K({_fn_name(o, mode)})({call_args}{extra});"
             lines.append(f"#if {_guard(kinds)}")
-            lines.append(f"    case {codes[(o.name, mode)]}: {{  // {macro(o.name, mode)}")
-            lines += _check_lines(o, mode, kinds, eop)
-            lines.append(f"      r = K({_fn_name(o, mode)})({call_args}{extra});")
-            lines += ["      break;", "    }", "#endif"]
+            lines.append(f"    case {code}: {{  // {macro(o.name, mode)}")
+            lines += checks + [call, "      break;", "    }", "#endif"]
+            for u, head in (("1d", ["  const long i = get_global_id(0);",
+                                    "  if (i >= g.n) return;"]),
+                            ("2d", ["  const long i = get_global_id(0), r = get_global_id(1);",
+                                    "  if (i >= g.shape[1]) return;"])):
+                unit += [f"#if {_guard(kinds)}",
+                         f"__kernel void K({cls}_op{code}_{u})(int op, Geom g, "
+                         f"{', '.join(args)}) {{"] + head
+                unit += loads(u) + [f"  {'int' if out_bool else 'C'} v = 0;", "  do {"]
+                unit += checks + [call, "  } while (0);", store(u), "}", "#endif"]
     lines.append("  }")
-    lines.append("  o[off[0]] = (uchar)(r != 0);" if out_bool else "  ST(o, off[0], r);")
-    lines += ["}", "#endif", ""]
+    lines.append(store(False))
+    lines += ["}", "#if EW_LIN"] + unit + ["#endif", "#endif", ""]
     return "\n".join(lines)
 
 

@@ -139,7 +139,7 @@ def render(family: str, *, fp64: bool, types=(), pairs=(), sizes=(), consts=None
 
 def _render(body, fp64, types, pairs, sizes, consts, walk, suffix, head) -> str:
     out = []
-    walk_def = [("EW_OFFSETS", walk)]
+    walk_def = [("EW_OFFSETS", walk), ("EW_LIN", "1" if walk == "lin_offsets" else "0")]
     if not head:
         out.append("")
     elif fp64:

@@ -5,9 +5,9 @@
 //             memory.
 //   gemm_cpu  CPU devices (PoCL), float32: no local memory and no barriers (PoCL runs a
 //             work-group as a loop, and staging through local memory only adds copies);
-//             each work-item keeps a CM x 16 block of c in registers (float8 vectors) and
-//             walks k, reading 16 values of b (one row of a packed panel, see pack_b)
-//             and CM scalars of a per step.
+//             each work-item keeps a CPU_CM x (2 * CPU_VW) block of c in registers (two
+//             vectors of the device's width per row) and walks k, reading one row of a
+//             packed panel of b (see pack_b) and CPU_CM scalars of a per step.
 
 #if defined(TYPE) && KIND > 0
 typedef struct {
@@ -71,59 +71,68 @@ void K(gemm)(CAT(MGeom_, SFX) g, __global S* c, __global const S* a, __global co
 #undef MADD
 
 #if KIND == 2 && MANT == 24   // float32 only
-#define CM 6                  // rows of c per work-item: 12 float8 accumulators + 2 of b
-                              // fit the 16 vector registers of AVX2
+// CPU_VW float lanes per vector (the device's native width, 16 with AVX-512, 8 with AVX2)
+// and CPU_CM rows of c per work-item: 2 * CPU_CM vector accumulators, 2 of b and the
+// broadcast of a fit the register file (32 zmm: CM 12; 16 ymm: CM 6). PW = 2 * CPU_VW
+// columns of c per work-item.
+#define PW (2 * CPU_VW)
+#define VF CAT(float, CPU_VW)
+#define VLD CAT(vload, CPU_VW)
+#define VST CAT(vstore, CPU_VW)
 
-// b packed by pack_b as panels of 16 columns, each [k][16] contiguous (zero beyond m): a
+// b packed by pack_b as panels of PW columns, each [k][PW] contiguous (zero beyond m): a
 // work-item streams one panel front to back (no cache-set conflicts between rows of b, no
-// ragged edge). Global size (ceil(m / 16), ceil(n / CM), batch); requires g.sc[2] == 1.
+// ragged edge). Global size (ceil(m / PW), ceil(n / CM), batch); requires g.sc[2] == 1.
 __kernel void K(gemm_cpu)(CAT(MGeom_, SFX) g, __global float* c, __global const float* a,
                           __global const float* panels, long poff) {
-  const long p = get_global_id(0), col0 = p * 16, row0 = get_global_id(1) * CM;
+  const long p = get_global_id(0), col0 = p * PW, row0 = get_global_id(1) * CPU_CM;
   const long bt = get_global_id(2);
   const long ao = g.aoff + bt * g.sa[0];
-  const __global float* bp = panels + poff + (bt * get_global_size(0) + p) * g.k * 16;
-  long ar[CM];
-  for (int i = 0; i < CM; ++i) ar[i] = ao + min(row0 + i, g.n - 1) * g.sa[1];
-  float8 acc[CM][2];
-  for (int i = 0; i < CM; ++i) acc[i][0] = acc[i][1] = (float8)(0.0f);
+  const __global float* bp = panels + poff + (bt * get_global_size(0) + p) * g.k * PW;
+  long ar[CPU_CM];
+  for (int i = 0; i < CPU_CM; ++i) ar[i] = ao + min(row0 + i, g.n - 1) * g.sa[1];
+  VF acc[CPU_CM][2];
+  for (int i = 0; i < CPU_CM; ++i) acc[i][0] = acc[i][1] = (VF)(0.0f);
   for (long kk = 0; kk < g.k; ++kk) {
-    const float8 b0 = vload8(0, bp + kk * 16), b1 = vload8(1, bp + kk * 16);
-    for (int i = 0; i < CM; ++i) {
-      const float8 av = (float8)(a[ar[i] + kk * g.sa[2]]);
+    const VF b0 = VLD(0, bp + kk * PW), b1 = VLD(1, bp + kk * PW);
+    for (int i = 0; i < CPU_CM; ++i) {
+      const VF av = (VF)(a[ar[i] + kk * g.sa[2]]);
       acc[i][0] += av * b0;
       acc[i][1] += av * b1;
     }
   }
   const long co = g.coff + bt * g.sc[0];
-  const long ncol = min((long)16, g.m - col0);
-  for (int i = 0; i < CM; ++i) {
+  const long ncol = min((long)PW, g.m - col0);
+  for (int i = 0; i < CPU_CM; ++i) {
     if (row0 + i >= g.n) break;
     __global float* cr = c + co + (row0 + i) * g.sc[1] + col0;
-    if (ncol == 16) {
-      vstore8(acc[i][0], 0, cr);
-      vstore8(acc[i][1], 1, cr);
+    if (ncol == PW) {
+      VST(acc[i][0], 0, cr);
+      VST(acc[i][1], 1, cr);
     } else {
-      float t[16];
-      vstore8(acc[i][0], 0, t);
-      vstore8(acc[i][1], 1, t);
+      float t[PW];
+      VST(acc[i][0], 0, t);
+      VST(acc[i][1], 1, t);
       for (int j = 0; j < ncol; ++j) cr[j] = t[j];
     }
   }
 }
 
-// b [B, k, m] (any strides) -> gemm_cpu's panels [B][ceil(m / 16)][k][16]. Global size
-// (16 * panels, k, B), or (k, 16 * panels, B) with k_fast for a b that is contiguous
+// b [B, k, m] (any strides) -> gemm_cpu's panels [B][ceil(m / PW)][k][PW]. Global size
+// (PW * panels, k, B), or (k, PW * panels, B) with k_fast for a b that is contiguous
 // along k, so that neighbouring work-items read neighbouring elements.
 __kernel void K(pack_b)(CAT(MGeom_, SFX) g, __global float* out, long ooff,
                         __global const float* b, int k_fast) {
   const long j = k_fast ? get_global_id(1) : get_global_id(0);
   const long kk = k_fast ? get_global_id(0) : get_global_id(1);
-  const long bt = get_global_id(2), np = k_fast ? get_global_size(1) / 16
-                                                 : get_global_size(0) / 16;
+  const long bt = get_global_id(2), np = k_fast ? get_global_size(1) / PW
+                                                 : get_global_size(0) / PW;
   const float v = j < g.m ? b[g.boff + bt * g.sb[0] + kk * g.sb[1] + j * g.sb[2]] : 0.0f;
-  out[ooff + ((bt * np + j / 16) * g.k + kk) * 16 + j % 16] = v;
+  out[ooff + ((bt * np + j / PW) * g.k + kk) * PW + j % PW] = v;
 }
-#undef CM
+#undef PW
+#undef VF
+#undef VLD
+#undef VST
 #endif
 #endif
