@@ -211,3 +211,77 @@ def test_dtype_errors_are_clear():
         OPS["exp"].kernels["opencl"](T([1]), T([1]))
     with pytest.raises(TypeError, match="one dtype"):
         OPS["add"].kernels["opencl"](T([1.0]), T([1.0]), T([1]))
+
+
+# -- the op's own kernels (launches of >= 4096 elements whose operands have stride 0/1) ---
+
+def _kernels_of(fn):
+    """(result, names of the kernels ``fn`` launched)."""
+    import ember_opencl.ops.elementwise as E
+    names = []
+    orig = E.enqueue
+
+    def spy(dev, kernel, *rest):
+        names.append(kernel.function_name)
+        return orig(dev, kernel, *rest)
+    E.enqueue = spy
+    try:
+        out = fn()
+    finally:
+        E.enqueue = orig
+    return out, names
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.int32, ember.float16])
+def test_unit_kernels_one_dim_and_rows(dtype):
+    """Contiguous operands, a scalar (stride 0), a bias (rows: one row for all), a column
+    (one value per row) and a strided slice of rows run the op's own 1-D / 2-D kernels and
+    give NumPy's values, including NaN through clamp and where."""
+    nd = np_dtype(dtype)
+    a = rng.standard_normal((96, 128)) * 10
+    b = rng.standard_normal((96, 128)) * 10
+    if dtype.is_floating_point:
+        a[3, 5] = np.nan
+    a, b = a.astype(nd), b.astype(nd)
+    bias = (rng.standard_normal(128) * 10).astype(nd)
+    col = (rng.standard_normal((96, 1)) * 10).astype(nd)
+    wide = (rng.standard_normal((96, 200)) * 10).astype(nd)
+    ta, tb, tbias, tcol, twide = T(a), T(b), T(bias), T(col), T(wide)
+    cases = [
+        ("_1d_", lambda: ta + tb, a + b),
+        ("_1d_", lambda: ta * 3, a * nd.type(3)),
+        ("_1d_", lambda: ember.maximum(ta, tb), np.maximum(a, b)),
+        ("_1d_", lambda: ta > tb, a > b),
+        ("_2d_", lambda: ta + tbias, a + bias),
+        ("_2d_", lambda: ta - tcol, a - col),
+        ("_2d_", lambda: twide[:, 10:138] * tb, wide[:, 10:138] * b),
+    ]
+    if dtype.is_floating_point:
+        cases += [("_1d_", lambda: ember.clamp(ta, min=-1.0), np.where(np.isnan(a), a,
+                                                                     np.maximum(a, -1))),
+                  ("_1d_", lambda: ember.where(ta > 0, ta, tb), np.where(a > 0, a, b))]
+    for tag, fn, want in cases:
+        got, names = _kernels_of(fn)
+        assert any(tag in n for n in names), names
+        close(N(got), want, dtype)
+
+
+def test_unit_kernel_checks_report_errors():
+    """An integer division by zero in the op's own kernel raises PyTorch's error."""
+    a = T(np.arange(8192, dtype=np.int64))
+    b = T(np.ones(8192, dtype=np.int64))
+    b[100] = 0
+    (res, names) = _kernels_of(lambda: ember.floor_divide(a, b))
+    assert any("_1d_" in n for n in names), names
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ember.opencl.synchronize()
+    del res
+
+
+def test_isnan_isinf_isfinite_by_comparison():
+    x = np.array([0.0, -1.5, np.inf, -np.inf, np.nan, 3e38, -0.0, 1e-45] * 1024, np.float32)
+    tx = T(x)
+    np.testing.assert_array_equal(N(ember.isnan(tx)), np.isnan(x))
+    np.testing.assert_array_equal(N(ember.isinf(tx)), np.isinf(x))
+    np.testing.assert_array_equal(N(ember.isfinite(tx)), np.isfinite(x))
+    np.testing.assert_array_equal(N(ember.nan_to_num(tx)), np.nan_to_num(x))

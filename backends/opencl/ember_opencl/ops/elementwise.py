@@ -21,6 +21,9 @@ __all__ = ["KERNELS"]
 
 #: Geom's layout (kernels/common.cl): st[k][0] is at _ST0 + 8 * k
 _ST0 = 2 + MAXD + 4
+#: launches this small take the class's switch kernel: the op's own kernel gains little
+#: there and costs a PoCL compile per op and dtype on first use (tests launch thousands)
+_UNIT_MIN = 4096
 
 _SOURCES = {cls: gen.render_class(cls, ops) for cls, ops in gen.op_classes().items()}
 
@@ -43,7 +46,7 @@ def _launch(dev, cls, code, dtype, shape, tensors, attrs, errors=None):
         return
     bufs, offs = zip(*[buf(t) for t in tensors])
     g = ew_geom(cls, shape, tensors, offs)
-    k = _unit_kernel(dev, cls, code, dtype, g, len(tensors))
+    k = _unit_kernel(dev, cls, code, dtype, g, len(tensors)) if n >= _UNIT_MIN else None
     L = elementwise_local(dev)
     if k is None:
         kname = f"{cls}_{sfx(dtype)}"
