@@ -4,8 +4,9 @@ The ops fall into *classes* by signature (``ew1``: one input, same dtype out; ``
 two inputs, bool out; ``ewsel``: a bool condition and two values; ...). Each class is
 one kernel family: per dtype, an inline function per op (``K(op_exp)``) guarded by the
 dtype kinds its body supports, and one kernel that switches on the op code; the
-``_lin`` instantiation also has one kernel per op code (``K(ew1_op3)``) for operands of
-stride 1: no switch and no strides, which PoCL's vectoriser widens into vector loads. The source
+``_lin`` instantiation also has two kernels per op code, ``K(ew1_op3_1d)`` (one dim,
+strides 0 or 1) and ``K(ew1_op3_2d)`` (rows of such), with no switch and no index
+arithmetic, which PoCL's vectoriser widens into vector loads. The source
 uses the macros of the backend's templates (``C`` the compute type, ``S`` storage,
 ``UT`` unsigned wrap type, ``KIND``/``SIGNED``, ``K(name)``, ``LD``/``ST``, ``VT``), so
 the backend instantiates it per dtype like its hand-written families.
@@ -316,7 +317,7 @@ def render_class(cls: str, ops=None) -> str:
             return f"g.off[{k}] + (g.st[{k}][0] ? i : 0)"
         if unit == "2d":
             return f"g.off[{k}] + r * g.st[{k}][0] + (g.st[{k}][1] ? i : 0)"
-        return f"off[{k}]"
+        return f"off[{k}]"          # "strided": EW_OFFSETS's walk
 
     def loads(unit):
         out = []
@@ -337,7 +338,7 @@ def render_class(cls: str, ops=None) -> str:
               "  const long i = get_global_id(0);",
               "  if (i >= g.n) return;",
               f"  long off[{n + 1}];",
-              f"  EW_OFFSETS(&g, i, {n + 1}, off);"] + loads(False)
+              f"  EW_OFFSETS(&g, i, {n + 1}, off);"] + loads("strided")
     lines += [f"  {'int' if out_bool else 'C'} v = 0;", "  switch (op) {"]
     # the _lin instantiation also has two kernels per op: K(<cls>_op<code>_1d) for one dim
     # whose operands have stride 1 (the output) or 0 / 1 (inputs), and K(..._2d) for rows
@@ -366,7 +367,7 @@ def render_class(cls: str, ops=None) -> str:
                 unit += loads(u) + [f"  {'int' if out_bool else 'C'} v = 0;", "  do {"]
                 unit += checks + [call, "  } while (0);", store(u), "}", "#endif"]
     lines.append("  }")
-    lines.append(store(False))
+    lines.append(store("strided"))
     lines += ["}", "#if EW_LIN"] + unit + ["#endif", "#endif", ""]
     return "\n".join(lines)
 
