@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MAXD", "buf", "ew_geom", "line_geom", "numel"]
+__all__ = ["MAXD", "buf", "ew_geom", "line_geom", "numel", "unit_walk"]
 
 MAXD = 8
 _GEOM_LEN = 2 + MAXD + 4 + 4 * MAXD
+_OFF0 = 2 + MAXD                # Geom.off[0]
+_ST0 = _OFF0 + 4                # Geom.st[0][0]; operand k's strides start at _ST0 + k * MAXD
 _RGEOM_LEN = 8 + 6 * MAXD
 
 
@@ -68,10 +70,27 @@ def ew_geom(op: str, shape, tensors, offsets):
     g[1] = nd
     g[2:2 + nd] = sizes
     for k, off in enumerate(offsets):
-        g[10 + k] = off
-        base = 14 + k * MAXD
+        g[_OFF0 + k] = off
+        base = _ST0 + k * MAXD
         g[base:base + nd] = sts[k]
     return np.array(g, np.int64)
+
+
+def unit_walk(g, nops: int):
+    """Which of the elementwise families' per-op kernels (``codegen.opencl.render_class``)
+    can walk the ``Geom`` ``g`` of ``nops`` operands: ``"1d"`` (one dim, the output at
+    stride 1, inputs at 0 or 1), ``"2d"`` (two dims whose rows, of at least 64 elements,
+    are such, at any row strides: shorter rows would leave most lanes idle), or None."""
+    nd = g[1]
+    if nd == 1:
+        d = 0
+    elif nd == 2 and g[3] >= 64:
+        d = 1
+    else:
+        return None
+    if g[_ST0 + d] != 1 or any(g[_ST0 + k * MAXD + d] not in (0, 1) for k in range(1, nops)):
+        return None
+    return "1d" if nd == 1 else "2d"
 
 
 def line_geom(op: str, x, out, dims, xoff: int, ooff: int, merge: bool = True):

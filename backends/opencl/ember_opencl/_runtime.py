@@ -436,8 +436,8 @@ class KernelTimer:
         _TIMED = None
 
 
-#: kernels whose argument types are declared (a kernel -> its signature, see _typed)
-_TYPED: dict = {}
+#: kernels whose argument types are declared (see _typed)
+_TYPED: set = set()
 
 
 def _typed(kernel, args) -> None:
@@ -455,7 +455,7 @@ def _typed(kernel, args) -> None:
         else:
             dtypes.append(None)
     kernel.set_scalar_arg_dtypes(dtypes)
-    _TYPED[kernel] = tuple(dtypes)
+    _TYPED.add(kernel)
 
 
 def enqueue(dev: Device, kernel, gsize, lsize, *args) -> None:

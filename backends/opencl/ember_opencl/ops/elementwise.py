@@ -13,14 +13,12 @@ from ember.dispatcher import expr as X
 from ember.dispatcher.codegen import opencl as gen
 from ember.dispatcher.schema import elementwise_ops
 
-from .._geometry import MAXD, ew_geom
+from .._geometry import ew_geom, unit_walk
 from .._runtime import enqueue, round_up
 from ._common import CONSTS, buf, dev_of, elementwise_local, np, numel, rt, sfx, vt
 
 __all__ = ["KERNELS"]
 
-#: Geom's layout (kernels/common.cl): st[k][0] is at _ST0 + 8 * k
-_ST0 = 2 + MAXD + 4
 #: launches this small take the class's switch kernel: the op's own kernel gains little
 #: there and costs a PoCL compile per op and dtype on first use (tests launch thousands)
 _UNIT_MIN = 4096
@@ -46,36 +44,25 @@ def _launch(dev, cls, code, dtype, shape, tensors, attrs, errors=None):
         return
     bufs, offs = zip(*[buf(t) for t in tensors])
     g = ew_geom(cls, shape, tensors, offs)
-    k = _unit_kernel(dev, cls, code, dtype, g, len(tensors)) if n >= _UNIT_MIN else None
+    walk = unit_walk(g, len(tensors)) if n >= _UNIT_MIN else None
     L = elementwise_local(dev)
-    if k is None:
+    if walk is None:        # the class's kernel, switching on the op code
         kname = f"{cls}_{sfx(dtype)}"
         k = dev.kernel(cls, kname + "_lin" if g[1] <= 1 else kname)
-    if g[1] == 2 and k.function_name.endswith("_2d_" + sfx(dtype) + "_lin"):
-        L = min(L, 64)      # rows: a 2-D launch, columns along dim 0
-        size, local = (round_up(int(g[3]), L), int(g[2])), (L, 1)
-    else:
         size, local = (round_up(n, L),), (L,)
+    else:                   # the op's own kernel
+        k = dev.kernel(cls, f"{cls}_op{code}_{walk}_{sfx(dtype)}_lin")
+        if walk == "2d":    # rows: a 2-D launch, columns along dim 0
+            L = min(L, 64)
+            size, local = (round_up(int(g[3]), L), int(g[2])), (L, 1)
+        else:
+            size, local = (round_up(n, L),), (L,)
     if errors is None:      # cannot fail: the shared record no kernel writes to
         enqueue(dev, k, size, local, np.int32(code), g, *bufs, *attrs, dev.err)
         return
     op, names = errors
     with dev.kernel_errors(op, **dict(zip(names, tensors))) as err:
         enqueue(dev, k, size, local, np.int32(code), g, *bufs, *attrs, err)
-
-
-def _unit_kernel(dev, cls, code, dtype, g, nops):
-    """The op's own kernel when the operands allow it (see codegen.opencl.render_class):
-    one dim with the output at stride 1 and inputs at 0 or 1, or two dims whose rows (of
-    at least 64) are such, at any row strides; else None (the class's switch kernel)."""
-    nd = g[1]
-    if nd == 1:
-        if g[_ST0] == 1 and all(g[_ST0 + 8 * j] in (0, 1) for j in range(1, nops)):
-            return dev.kernel(cls, f"{cls}_op{code}_1d_{sfx(dtype)}_lin")
-    elif nd == 2 and g[3] >= 64:      # (shorter rows would leave most lanes idle)
-        if g[_ST0 + 1] == 1 and all(g[_ST0 + 8 * j + 1] in (0, 1) for j in range(1, nops)):
-            return dev.kernel(cls, f"{cls}_op{code}_2d_{sfx(dtype)}_lin")
-    return None
 
 
 _KIND_NAMES = {"float": "floating-point", "sint": "signed integer",
