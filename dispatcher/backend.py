@@ -48,6 +48,10 @@ class Backend:
     #: ``ember.dispatcher.fusion``); without it, groups only hold contiguous and
     #: single-element operands
     fuses_broadcasts: bool = False
+    #: whether ``compile_elementwise`` takes groups that end in a reduction
+    #: (``FusedGroup.reduction`` set: a sum or mean over rows of ``inner`` elements, then
+    #: elementwise calls over the outputs; see ``ember.dispatcher.fusion``)
+    fuses_reductions: bool = False
     #: optional (``ember.profiler``'s device-time columns): an object with ``start()``
     #: (record the device time of the kernels launched from now on), ``mark()`` (an int
     #: marking this point: opencl counts launches, cuda records an event),

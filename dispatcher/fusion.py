@@ -26,6 +26,15 @@ A call joins a group when:
   (a read of other elements of a buffer the group writes would need values of other
   iterations).
 
+On devices whose plugin says so (``Backend.fuses_reductions``), a group may end its
+elementwise chain in a *reduction*: a float32 or float64 ``sum`` or ``mean`` over the
+trailing dims of a contiguous tensor of the group's element count (the chain's value or an
+operand). The group's layout is then ``outer`` rows of ``inner`` = the reduced length (each
+row is one output), and elementwise calls over the ``outer`` outputs may follow (the
+*epilogue*: ``x.pow(2).mean(-1, keepdim=True).add(eps).rsqrt()`` is one group); their
+operands are contiguous or single (kind ``outer``: read or written at the row). The chain
+feeds the same summation eager mode uses (``Reduction``), so the results are its bits.
+
 Inside a group, values pass in registers. A written view is stored only when something
 outside the group reads its storage, when the trace's caller keeps it (an output), or when
 it is memory the user owns (an input); buffers only the group uses are never allocated.
@@ -98,6 +107,20 @@ class FusedNode:
         self.value = value              # the id of the value it makes
 
 
+class Reduction:
+    """A group's reduction: ``nodes[index]`` is ``op`` (sum or mean) over rows of ``inner``
+    (``FusedGroup.inner``) elements of its input, one output per row; nodes after it are
+    the epilogue, over the outputs. Like eager mode's CPU kernel, one output (a full
+    reduction) sums blocks of 65,536 elements and adds the block sums in order; several
+    outputs sum each row whole."""
+    __slots__ = ("op", "index", "dtype")
+
+    def __init__(self, op, index, dtype):
+        self.op = op                    # "sum" | "mean"
+        self.index = index              # the reduction's node
+        self.dtype = dtype              # its input's and output's dtype
+
+
 class FusedGroup:
     """Consecutive elementwise calls fused into one kernel over ``n`` elements."""
 
@@ -106,20 +129,29 @@ class FusedGroup:
         self.device = device            # device type
         #: the row length of a two-level layout (``n // inner`` rows), or None: flat
         self.inner = None
+        #: the group's reduction (``Reduction``), or None
+        self.reduction = None
         self.operands: list = []
         self.nodes: list = []
         self.calls: list = []           # the trace's node indices it stands for
-        self._by_enc: dict = {}         # operand enc -> index
+        self._by_enc: dict = {}         # operand view (_view) -> index
         self._current: dict = {}        # operand index -> value id it holds now
-        self._written_view: dict = {}   # slot -> the enc the group writes it through
-        self._read_views: dict = {}     # slot -> set of encs read
+        self._written_view: dict = {}   # slot -> the view the group writes it through
+        self._read_views: dict = {}     # slot -> set of views read
 
     def operand(self, enc, kind="flat", outer_stride=0) -> int:
-        i = self._by_enc.get(enc)
+        v = _view(enc)
+        i = self._by_enc.get(v)
         if i is None:
-            i = self._by_enc[enc] = len(self.operands)
+            i = self._by_enc[v] = len(self.operands)
             self.operands.append(Operand(enc, kind, outer_stride))
         return i
+
+    @property
+    def n_out(self) -> int:
+        """The element count of the calls the group takes now: ``n``, or its reduction's
+        output count once it has one."""
+        return self.n if self.reduction is None else self.n // self.inner
 
     @property
     def runtime_values(self) -> list:
@@ -137,7 +169,8 @@ class FusedGroup:
         ops = tuple((o.dtype.name, o.single, o.load, o.store, o.kind) for o in self.operands)
         nodes = tuple((nd.op, nd.mode, nd.inputs, tuple(nd.attrs), nd.dtype.name,
                        nd.out_dtype.name, nd.value) for nd in self.nodes)
-        return (self.device, self.inner is not None, ops, nodes)
+        red = None if self.reduction is None else (self.reduction.op, self.reduction.index)
+        return (self.device, self.inner is not None, ops, nodes, red)
 
     def layout(self) -> list:
         """The run-time numbers of a two-level layout: ``[inner, outer stride of each
@@ -158,6 +191,16 @@ def _contiguous_or_single(enc) -> bool:
                 return False
             expected *= n
     return True
+
+
+def _view(enc):
+    """What identifies a view in a group: contiguous views of one storage at one offset, of
+    one dtype and element count, are one view whatever their shapes (a sum's ``(6, 1, 1)``
+    result read as ``(6,)``); any other view is its encoding."""
+    _, slot, shape, stride, offset, dtype, _ = enc
+    if any(stride) and _contiguous_or_single(enc):
+        return ("contiguous", slot, offset, dtype, C.numel(shape))
+    return enc
 
 
 def _numel(enc) -> int:
@@ -226,15 +269,18 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     if any(a[0] != "t" for a in args):
         return False
     n = _numel(out)
-    if n == 0 or group.n != n or group.device != dev:
+    epilogue = group.reduction is not None
+    if n == 0 or group.n_out != n or group.device != dev:
         return False
     places = {}
-    two_level = getattr(BACKENDS.get(dev), "fuses_broadcasts", False)
+    two_level = getattr(BACKENDS.get(dev), "fuses_broadcasts", False) and not epilogue
     inner = group.inner
     for a in args:
         if _numel(a) != n:
             return False
         if _contiguous_or_single(a):
+            if epilogue:
+                places[a] = ("outer", 0, None)
             continue
         if not two_level:
             return False
@@ -269,13 +315,13 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     # the views: a storage is read and written through one view in the group
     for a in ins:
         w = group._written_view.get(a[1])
-        if w is not None and w != a:
+        if w is not None and w != _view(a):
             return False
     w = group._written_view.get(out[1])
-    if w is not None and w != out:
+    if w is not None and w != _view(out):
         return False
     reads = group._read_views.get(out[1])
-    if reads and any(r != out for r in reads):
+    if reads and any(r != _view(out) for r in reads):
         return False
     # the attributes
     node_attrs = []
@@ -301,14 +347,93 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
             refs.append(("operand", i))
         else:
             refs.append(("value", vid))
-        group._read_views.setdefault(a[1], set()).add(a)
+        group._read_views.setdefault(a[1], set()).add(_view(a))
     value = values_ids[0]
     values_ids[0] += 1
     group.nodes.append(FusedNode(name, mode, tuple(refs), node_attrs, t_dtype, out_dtype,
                                  value))
     oi = group.operand(out, *places.get(out, ("flat", 0, None))[:2])
     group._current[oi] = value
-    group._written_view[out[1]] = out
+    group._written_view[out[1]] = _view(out)
+    group.operands[oi].store = value
+    return True
+
+
+#: the reductions a group can end in, and the dtypes they fuse in
+_REDUCTIONS = ("sum", "mean")
+_REDUCTION_DTYPES = ("float32", "float64")
+
+
+def _reducible(name, dev, args, attrs):
+    """The reduced row length when the call can be a group's reduction (see the module
+    docstring), else None."""
+    if name not in _REDUCTIONS or not getattr(BACKENDS.get(dev), "fuses_reductions", False):
+        return None
+    if len(args) != 2 or any(a[0] != "t" for a in args):
+        return None
+    out, x = args
+    if x[5].name not in _REDUCTION_DTYPES or out[5] is not x[5]:
+        return None
+    dims = None
+    for k, v in attrs:
+        if k != "dims" or v[0] != "T" or any(d[0] != "c" or type(d[1]) is not int
+                                             for d in v[1]):
+            return None
+        dims = [d[1] for d in v[1]]
+    shape, stride = x[2], x[3]
+    if not dims or not shape or not any(stride) or not _contiguous_or_single(x):
+        return None
+    nd = len(shape)
+    red = {d % nd for d in dims if -nd <= d < nd}
+    if len(red) != len(set(dims)):
+        return None
+    # the reduced dims (of size > 1) are the trailing ones: each output is a run of memory
+    seen_reduced = False
+    for d in range(nd):
+        if shape[d] == 1:
+            continue
+        if d in red:
+            seen_reduced = True
+        elif seen_reduced:
+            return None
+    m = 1
+    for d in red:
+        m *= shape[d]
+    n = _numel(x)
+    if m < 2 or n == 0 or _numel(out) * m != n or not _contiguous_or_single(out):
+        return None
+    if _single_write(out):
+        return None
+    return m
+
+
+def _try_reduce(group, name, dev, args, m, values_ids):
+    """End ``group``'s chain in the reduction call if it fits; returns whether it did."""
+    out, x = args
+    if (group.reduction is not None or group.device != dev or group.n != _numel(x)
+            or (group.inner is not None and group.inner != m)):
+        return False
+    w = group._written_view.get(x[1])
+    if w is not None and w != _view(x):
+        return False
+    if out[1] in group._written_view or out[1] in group._read_views:
+        return False
+    group.inner = m
+    i = group.operand(x)
+    vid = group._current.get(i)
+    if vid is None:
+        group.operands[i].load = True
+        ref = ("operand", i)
+    else:
+        ref = ("value", vid)
+    group._read_views.setdefault(x[1], set()).add(_view(x))
+    value = values_ids[0]
+    values_ids[0] += 1
+    group.reduction = Reduction(name, len(group.nodes), x[5])
+    group.nodes.append(FusedNode(name, None, (ref,), [], x[5], out[5], value))
+    oi = group.operand(out, "outer")
+    group._current[oi] = value
+    group._written_view[out[1]] = _view(out)
     group.operands[oi].store = value
     return True
 
@@ -327,6 +452,15 @@ def plan(info):
     counter = [0]
     for i, (name, dev, args, attrs) in enumerate(info.nodes):
         o = OPS[name]
+        m = _reducible(name, dev, args, attrs)
+        if m is not None:
+            if group is None or not _try_reduce(group, name, dev, args, m, counter):
+                if group is not None:
+                    steps.append(("group", group))
+                group = FusedGroup(_numel(args[1]), dev)
+                _try_reduce(group, name, dev, args, m, counter)
+            group.calls.append(i)
+            continue
         f = _fusible(o, args, attrs)
         added = False
         if f is not None:

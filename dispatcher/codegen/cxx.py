@@ -311,7 +311,9 @@ def _fused_scalar(ref) -> str:
 def render_fused_prelude(group) -> list:
     """The includes, the functors ``group`` applies and ``scalar_of`` (a runtime value as
     an ``em::Scalar``): the top of a fused group's source."""
-    uses = {(nd.op, nd.mode) for nd in group.nodes}
+    red = group.reduction
+    uses = {(nd.op, nd.mode) for k, nd in enumerate(group.nodes)
+            if red is None or k != red.index}
     return ["#include <cstdint>", "#include <cmath>", "#include <ember/dtype.h>",
             "#include <ember/scalar_ops.h>", "", render_functors(uses),
             "using namespace ember;", "namespace {",
@@ -325,7 +327,20 @@ def render_fused_loop(group, pointer) -> tuple[list, list, list]:
     ``s`` names the runtime values, doubles), the lines that start row ``o`` of a
     two-level layout (``d[1 + k]``: operand ``k``'s outer stride; empty for a flat group)
     and the body for element ``i`` = (``o``, ``j``): each operand loaded once, the functors
-    applied with values in registers, the kept stores."""
+    applied with values in registers, the kept stores. (A group with a reduction:
+    ``render_fused_phases``.)"""
+    p = render_fused_phases(group, pointer)
+    return p["setup"], p["row"], p["body"]
+
+
+def render_fused_phases(group, pointer) -> dict:
+    """``render_fused_loop``'s lines, split at the group's reduction (if any): ``setup``,
+    ``row``, ``body`` (the nodes before the reduction, for element (``o``, ``j``), and
+    their stores), ``source`` (the C++ expression of the reduction's input inside
+    ``body``), ``result`` (the name the epilogue reads the reduced value by) and
+    ``epilogue`` (the nodes after it, for output ``o``, and their stores)."""
+    red = group.reduction
+    cut = red.index if red is not None else len(group.nodes)
     runtime = group.runtime_values
     slot_of_runtime = {v: i for i, v in enumerate(runtime)}
     # no stored operand shares a storage with another one: the pointers do not alias
@@ -352,6 +367,8 @@ def render_fused_loop(group, pointer) -> tuple[list, list, list]:
         elif op.kind == "strided":
             row.append(f"    {const}{ct}*{qual} q{k} = p{k} + o * d[{1 + k}];")
     for k, nd in enumerate(group.nodes):
+        if k == cut:
+            continue
         fname = functor_name(nd.op, nd.mode)
         inits = ", ".join(_fused_scalar(("runtime", slot_of_runtime[r[1]])
                                         if r[0] == "runtime" else r) for _, r in nd.attrs)
@@ -359,26 +376,38 @@ def render_fused_loop(group, pointer) -> tuple[list, list, list]:
 
     def element(k):
         op = group.operands[k]
-        return {"flat": f"p{k}[i]", "col": f"p{k}[j]", "strided": f"q{k}[j]"}[op.kind]
+        return {"flat": f"p{k}[i]", "col": f"p{k}[j]", "strided": f"q{k}[j]",
+                "outer": f"p{k}[o]"}[op.kind]
 
-    body = []
-    for k, nd in enumerate(group.nodes):
-        args = []
-        for ref in nd.inputs:
-            if ref[0] == "value":
-                args.append(f"v{ref[1]}")
-                continue
-            op = group.operands[ref[1]]
-            if op.kind in ("single", "row"):
-                args.append(f"x{ref[1]}")
-            elif op.dtype.name == "bool":
-                args.append(f"({element(ref[1])} != 0)")
-            else:
-                args.append(element(ref[1]))
-        vt = FUSED_CTYPES[nd.out_dtype.name]
-        body.append(f"    const {vt} v{nd.value} = f{k}({', '.join(args)});")
-    for k, op in enumerate(group.operands):
-        if op.store is not None:
+    def arg(ref):
+        if ref[0] == "value":
+            return f"v{ref[1]}"
+        op = group.operands[ref[1]]
+        if op.kind in ("single", "row"):
+            return f"x{ref[1]}"
+        if op.dtype.name == "bool":
+            return f"({element(ref[1])} != 0)"
+        return element(ref[1])
+
+    def lines(nodes, stores):
+        out = []
+        for k, nd in nodes:
+            vt = FUSED_CTYPES[nd.out_dtype.name]
+            out.append(f"    const {vt} v{nd.value} = f{k}({', '.join(map(arg, nd.inputs))});")
+        for k, op in stores:
             target = "p{}[0]".format(k) if op.kind == "single" else element(k)
-            body.append(f"    {target} = v{op.store};")
-    return setup, row, body
+            out.append(f"    {target} = v{op.store};")
+        return out
+
+    nodes = list(enumerate(group.nodes))
+    stored = [(k, op) for k, op in enumerate(group.operands) if op.store is not None]
+    # operands the epilogue writes: those holding a value made at or after the reduction
+    late = {nd.value for nd in group.nodes[cut:]}
+    body = lines(nodes[:cut], [(k, op) for k, op in stored if op.store not in late])
+    out = {"setup": setup, "row": row, "body": body}
+    if red is not None:
+        out["source"] = arg(group.nodes[cut].inputs[0])
+        out["result"] = f"v{group.nodes[cut].value}"
+        out["epilogue"] = lines(nodes[cut + 1:], [(k, op) for k, op in stored
+                                                  if op.store in late])
+    return out

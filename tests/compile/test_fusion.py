@@ -166,12 +166,13 @@ def test_broadcasts_rows_columns_and_slices_fuse_on_cpu():
         return ((x + bias).sigmoid() * (x - x.mean(-1, keepdim=True)) + big[:, 2:10]).tanh()
     x, bias, big = ember.randn(33, 8), ember.randn(8), ember.randn(33, 12)
     groups = groups_in(f, x, bias, big)
-    assert [(g.inner, len(g.calls)) for g in groups] == [(8, 2), (8, 4)]
+    # (the mean joins the first group as its reduction: it reads x, as the group does)
+    assert [(g.inner, len(g.calls)) for g in groups] == [(8, 3), (8, 4)]
     g = groups[1]
     assert {op.kind for op in g.operands if op.load} == {"flat", "row", "strided"}
     assert {op.kind for op in groups[0].operands if op.load} == {"flat", "col"}
     got, d = fused_counts(lambda: ember.compile(f)(x, bias, big))
-    assert d["groups"] == 2 and d["fused_calls"] == 6
+    assert d["groups"] == 2 and d["fused_calls"] == 7
     same(got, f(x, bias, big))
 
 
@@ -216,6 +217,107 @@ def test_devices_without_broadcast_fusion_keep_flat_groups(monkeypatch):
     x, b = ember.randn(8, 16), ember.randn(16)
     groups = groups_in(lambda x, b: ((x * 2).exp() + b).relu(), x, b)
     assert [g.inner for g in groups] == [None] and len(groups[0].calls) == 2
+
+
+# ---- reductions: a chain ending in a sum or mean, and the epilogue over its outputs -----
+
+def rms_norm(x, w):
+    return x * ember.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
+@pytest.mark.parametrize("shape", [(64, 256), (3, 2050), (5, 17), (2, 4099), (1, 300)])
+def test_rms_norm_statistics_fuse_with_their_epilogue(shape):
+    x, w = ember.randn(*shape), ember.randn(shape[-1])
+    groups = groups_in(rms_norm, x, w)
+    red = [g for g in groups if g.reduction is not None]
+    # pow, mean, add, rsqrt: the statistics and what is done to them, one kernel
+    assert len(red) == 1 and len(red[0].calls) == 4 and red[0].inner == shape[-1]
+    got, d = fused_counts(lambda: ember.compile(rms_norm)(x, w))
+    same(got, rms_norm(x, w))
+    xd = x.numpy().astype(np.float64)
+    ref = xd / np.sqrt((xd ** 2).mean(-1, keepdims=True) + 1e-6) * w.numpy()
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [15, 1000, 2048 + 37, 65536, 65537, 200_003])
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_full_reductions_add_in_eager_order(n, dtype, op):
+    # one output: blocks of 65,536 summed apart and added in order, as the kernel does
+    def f(a, b):
+        return getattr((a - b) * (a - b), op)()
+    dt = getattr(ember, dtype)
+    a, b = ember.randn(n, dtype=dt), ember.randn(n, dtype=dt)
+    got, d = fused_counts(lambda: ember.compile(f)(a, b))
+    assert d["groups"] == 1 and d["kernel_calls"] == 0
+    same(got, f(a, b))
+    ad, bd = a.numpy().astype(np.float64), b.numpy().astype(np.float64)
+    ref = getattr(np, op)((ad - bd) ** 2)
+    np.testing.assert_allclose(got.item(), ref, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_trailing_dims_of_a_3d_tensor_and_a_reduction_that_starts_a_group(keepdim):
+    def f(x):
+        return (x.sum((1, 2), keepdim=keepdim) * 0.5).exp(), x.abs().mean((-1, -2))
+    x = ember.randn(6, 5, 70)
+    groups = groups_in(f, x)
+    assert [len(g.calls) for g in groups if g.reduction is not None] == [3, 2]
+    got, want = ember.compile(f)(x), f(x)
+    same(got[0], want[0])
+    same(got[1], want[1])
+
+
+def test_values_the_chain_makes_are_stored_when_read_after_it():
+    def softmax(x):
+        e = (x - 3).exp()
+        return e / e.sum(-1, keepdim=True)
+    x = ember.randn(40, 130)
+    groups = groups_in(softmax, x)
+    g = [g for g in groups if g.reduction is not None][0]
+    assert len(g.calls) == 3            # sub, exp, sum; e stored for the division
+    got, d = fused_counts(lambda: ember.compile(softmax)(x))
+    same(got, softmax(x))
+    xd = np.exp(x.numpy().astype(np.float64) - 3)
+    np.testing.assert_allclose(got.numpy(), xd / xd.sum(-1, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["columns", "middle", "int", "half", "dtype", "strided"])
+def test_reductions_eager_mode_sums_otherwise_run_their_kernel(case):
+    x = ember.randn(12, 34)
+    f = {"columns": lambda x: (x * 2).sum(0),
+         "middle": lambda x: (x * 2).view(3, 4, 34).sum(1),
+         "int": lambda x: (x * 2).int().sum(-1),
+         "half": lambda x: (x.half() * 2).sum(-1),
+         "dtype": lambda x: (x * 2).sum(-1, dtype=ember.float64),
+         "strided": lambda x: (x.t() * 2).t().sum(-1)}[case]
+    assert all(g.reduction is None for g in groups_in(f, x))
+    same(ember.compile(f)(x), f(x))
+
+
+def test_devices_without_reduction_fusion_keep_the_kernel(monkeypatch):
+    monkeypatch.setattr(type(backend_for("cpu")), "fuses_reductions", False)
+    x, w = ember.randn(8, 16), ember.randn(16)
+    assert all(g.reduction is None for g in groups_in(rms_norm, x, w))
+
+
+def test_reduction_groups_in_a_training_step():
+    ember.manual_seed(0)
+    lin = ember.nn.Linear(32, 32)
+    w = ember.ones(32, requires_grad=True)
+
+    def step(x, y):
+        loss = ((rms_norm(lin(x), w) - y) ** 2).mean()
+        loss.backward()
+        return loss.detach()
+    x, y = ember.randn(16, 32), ember.randn(16, 32)
+    got = ember.compile(step)(x, y)
+    grads = [p.grad.clone() for p in (*lin.parameters(), w)]
+    for p in (*lin.parameters(), w):
+        p.grad = None
+    same(got, step(x, y))
+    for g, p in zip(grads, (*lin.parameters(), w)):
+        same(g, p.grad)
 
 
 def test_the_disk_cache_is_reused(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@
 
 #include "ember.h"
 #include "onednn.h"
+#include "vecmath.h"
 
 namespace py = pybind11;
 
@@ -52,4 +53,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("parallel_address", []() { return (uintptr_t)&ember_cpu_parallel; },
         "The address of ember_cpu_parallel(begin, end, grain, fn, ctx): the thread pool "
         "for kernels generated at run time (ember.compile).");
+  m.def("sum_addresses", []() {
+          py::dict d;
+          d["float32"] = (uintptr_t)&ember::vsum_f32;
+          d["float64"] = (uintptr_t)&ember::vsum_f64;
+          return d;
+        },
+        "The addresses of the contiguous sums the sum and mean kernels use, by dtype: "
+        "double f(const T* p, int64_t n). ember.compile's fused reductions call them, "
+        "so a fused sum adds in eager mode's order.");
 }

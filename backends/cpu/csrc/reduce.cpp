@@ -69,7 +69,9 @@ struct SumOp : OpLoops<T, wide_acc_t<T>, SumOp<T>> {
   static acc_t combine(acc_t a, acc_t b) { return add_elem(a, b); }
   static acc_t contig(const T* p, int64_t n) {
     if constexpr (std::is_same_v<T, float>) {
-      return vsum_f32(p, n);
+      return vsum_f32(p, n);  // (these two are what ember.compile's fused sums call too)
+    } else if constexpr (std::is_same_v<T, double>) {
+      return vsum_f64(p, n);
     } else if constexpr (is_fp_v<T>) {
       return row_sum(p, n);
     } else {

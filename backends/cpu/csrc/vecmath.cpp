@@ -36,6 +36,9 @@ EMBER_CLONES void vacc_f32(float* acc, const float* a, int64_t n) {
 
 EMBER_CLONES double vsum_f32(const float* p, int64_t n) { return row_sum(p, n); }
 
+// (float64 sums are bound by memory, not worth clones; the reduce kernels inline row_sum)
+double vsum_f64(const double* p, int64_t n) { return row_sum(p, n); }
+
 namespace {
 
 constexpr int64_t kSoftmaxRow = 2048;  // rows up to this length: one block of 16 lanes

@@ -8,6 +8,7 @@ void vsigmoid_f32(float* o, const float* a, int64_t n);
 void vtanh_f32(float* o, const float* a, int64_t n);
 void vacc_f32(float* acc, const float* a, int64_t n);                // acc += a
 double vsum_f32(const float* p, int64_t n);                          // row_sum(p, n)
+double vsum_f64(const double* p, int64_t n);                         // row_sum(p, n)
 // softmax (log: log_softmax) of one contiguous row in one call: max, exp(x - max) (into o,
 // or into scratch for log, since o may alias x), its row_sum, then the scale or the shift
 void vsoftmax_f32(float* o, const float* x, float* scratch, int64_t n, bool log);

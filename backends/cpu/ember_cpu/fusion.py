@@ -30,7 +30,8 @@ import warnings
 
 from ember.dispatcher import get_include
 from ember.dispatcher.codegen import cache_dir
-from ember.dispatcher.codegen.cxx import render_fused_loop, render_fused_prelude
+from ember.dispatcher.codegen.cxx import (FUSED_CTYPES, render_fused_loop,
+                                          render_fused_phases, render_fused_prelude)
 
 from . import _C
 
@@ -77,7 +78,10 @@ def _compiler_version(cxx: str) -> str:
 
 def render_group(group) -> str:
     """The C++ source of ``group``'s kernel: ``extern "C" ember_fused(par, p, s, d, n)``
-    (``d``: the layout, ``FusedGroup.layout()``)."""
+    (``d``: the layout, ``FusedGroup.layout()``); for a group with a reduction,
+    ``ember_fused(par, vsum, p, s, d, n)`` (``_render_reduction``)."""
+    if group.reduction is not None:
+        return _render_reduction(group)
     setup, row, body = render_fused_loop(group, lambda k: f"c->p[{k}]")
     if group.inner is None:
         loop = ["  for (int64_t i = b; i < e; ++i) {"] + body + ["  }"]
@@ -104,6 +108,77 @@ def render_group(group) -> str:
          f"  if (par) par(0, n, {_GRAIN}, body, &c);",
          "  else body(&c, 0, n);",
          "}", ""])
+
+
+#: a full reduction's blocks and a sum's chunks: reduce.cpp's kBlock and row_sum's block
+_RED_BLOCK = 65536
+_SUM_CHUNK = 2048
+
+
+def _render_reduction(group) -> str:
+    """A group ending in a sum or mean (``FusedGroup.reduction``) as C++. ``part_sum``
+    computes the chain over elements ``[jb, je)`` of row ``o`` in chunks of 2,048 values
+    and adds each chunk with ``vsum`` (the backend's own contiguous sum, ``_C.sum_addresses``),
+    then the last ``n % 16`` values one by one: the order of eager mode's ``row_sum`` over
+    the same elements. ``finish`` turns a row's total into the output as the kernel's
+    store does (``(T)total``, or ``(T)(total * (1.0 / inner))`` for a mean) and runs the
+    epilogue. Several outputs: one task per row. One output: blocks of 65,536 elements
+    summed in parallel and their sums added in order, as the kernel's full reduction."""
+    red = group.reduction
+    t = FUSED_CTYPES[red.dtype.name]
+    ph = render_fused_phases(group, lambda k: f"c->p[{k}]")
+    head = ["  const double* s = c->s;", "  (void)s;", "  const int64_t* d = c->d;",
+            "  (void)d;", "  const int64_t inner = d[0];", "  (void)inner;"] + ph["setup"]
+    scale = " * (1.0 / (double)inner)" if red.op == "mean" else ""
+    return "\n".join(
+        render_fused_prelude(group) +
+        ["struct Ctx {", "  void* const* p; const double* s; const int64_t* d;",
+         f"  double (*vsum)(const {t}*, int64_t); double* part; int64_t n;", "};",
+         "double part_sum(const Ctx* c, int64_t o, int64_t jb, int64_t je) {"] + head +
+        ph["row"] +
+        [f"  {t} buf[{_SUM_CHUNK}];", "  double total = 0;", "  int64_t j0 = jb;",
+         "  while (je - j0 >= 16) {",
+         "    const int64_t whole = (je - j0) / 16 * 16;",
+         f"    const int64_t len = whole < {_SUM_CHUNK} ? whole : {_SUM_CHUNK};",
+         "    for (int64_t t = 0; t < len; ++t) {",
+         "    const int64_t j = j0 + t, i = o * inner + j;", "    (void)i; (void)j;"] +
+        ph["body"] +
+        [f"    buf[t] = {ph['source']};", "    }", "    total += c->vsum(buf, len);",
+         "    j0 += len;", "  }",
+         "  for (int64_t j = j0; j < je; ++j) {",
+         "    const int64_t i = o * inner + j;", "    (void)i;"] +
+        ph["body"] +
+        [f"    total += (double){ph['source']};", "  }", "  return total;", "}",
+         "void finish(const Ctx* c, int64_t o, double total) {"] + head +
+        [f"    const {t} {ph['result']} = ({t})(total{scale});"] + ph["epilogue"] +
+        ["}",
+         "void rows(void* ctx, int64_t b, int64_t e) {",
+         "  const Ctx* c = (const Ctx*)ctx;",
+         "  for (int64_t o = b; o < e; ++o) finish(c, o, part_sum(c, o, 0, c->d[0]));",
+         "}",
+         "void blocks(void* ctx, int64_t b, int64_t e) {",
+         "  const Ctx* c = (const Ctx*)ctx;",
+         "  for (int64_t k = b; k < e; ++k) {",
+         f"    const int64_t jb = k * {_RED_BLOCK};",
+         f"    const int64_t je = c->n - jb < {_RED_BLOCK} ? c->n : jb + {_RED_BLOCK};",
+         "    c->part[k] = part_sum(c, 0, jb, je);", "  }", "}",
+         "}  // namespace", "",
+         'extern "C" void ember_fused(void (*par)(int64_t, int64_t, int64_t, '
+         'void (*)(void*, int64_t, int64_t), void*), void* vsum, void* const* p, '
+         'const double* s, const int64_t* d, int64_t n) {',
+         f"  Ctx c{{p, s, d, (double (*)(const {t}*, int64_t))vsum, nullptr, n}};",
+         "  const int64_t inner = d[0], nout = n / inner;",
+         "  if (nout > 1) {",
+         f"    const int64_t grain = inner >= {_GRAIN} ? 1 : {_GRAIN} / inner;",
+         "    if (par) par(0, nout, grain, rows, &c);",
+         "    else rows(&c, 0, nout);",
+         "    return;", "  }",
+         f"  const int64_t nb = (n + {_RED_BLOCK - 1}) / {_RED_BLOCK};",
+         "  if (nb == 1) {", "    finish(&c, 0, part_sum(&c, 0, 0, n));", "    return;", "  }",
+         "  double* part = new double[nb];", "  c.part = part;",
+         "  if (par) par(0, nb, 1, blocks, &c);", "  else blocks(&c, 0, nb);",
+         "  double acc = 0;", "  for (int64_t k = 0; k < nb; ++k) acc = acc + part[k];",
+         "  delete[] part;", "  finish(&c, 0, acc);", "}", ""])
 
 
 def _build(src: str, cxx: str) -> str:
@@ -164,8 +239,8 @@ def compile_elementwise(group):
         STATS["loaded"] += 1
         entry = lib.ember_fused
         entry.restype = None
-        entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                          ctypes.c_void_p, ctypes.c_int64]
+        entry.argtypes = ([ctypes.c_void_p] * (5 if group.reduction is not None else 4) +
+                          [ctypes.c_int64])
         _LOADED[key] = (entry, lib)
     return _runner(group, *_LOADED[key])
 
@@ -180,11 +255,17 @@ def _runner(group, entry, lib):
     val_array = ctypes.c_double * max(nvals, 1)
     layout = (ctypes.c_int64 * (k + 1))(*group.layout())
     used = [op.load or op.store is not None for op in group.operands]
+    lead = (par,) if group.reduction is None else (par, _sum_address(group.reduction.dtype))
 
     def run(storages, offsets, values, n, _lib=lib, _layout=layout):
         ptrs = ptr_array(*[s.data_ptr + off if u else 0
                            for s, off, u in zip(storages, offsets, used)])
         vals = val_array(*values) if nvals else val_array()
-        entry(par, ptrs, vals, _layout, n)
+        entry(*lead, ptrs, vals, _layout, n)
     return run
+
+
+def _sum_address(dtype) -> int:
+    """The backend's contiguous sum for ``dtype`` (a reduction group's chunks go to it)."""
+    return _C.sum_addresses()[dtype.name]
 

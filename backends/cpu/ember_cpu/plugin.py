@@ -83,6 +83,7 @@ class CPUBackend(Backend):
 
     #: fused groups may hold broadcast and outer-strided operands (ember.dispatcher.fusion)
     fuses_broadcasts = True
+    fuses_reductions = True
 
     def compile_elementwise(self, group):
         """ember.compile's fused groups as generated C++ (``ember_cpu.fusion``)."""
