@@ -11,6 +11,9 @@ Workloads (issue 16's acceptance):
 
 - ``gelu_chain``: GELU-tanh over 1M float32 (nine elementwise ops): compiled ember
   should take <= 0.4x ember eager's time and <= 1.0x torch.compile's.
+- ``rms_norm``: RMSNorm as public models write it (``x * rsqrt(x.pow(2).mean(-1,
+  keepdim=True) + eps) * w``) over 2048 x 1024 float32: a reduction with its epilogue
+  and the normalisation after it (one fused kernel in ember), no target of its own.
 - ``small_op_chain``: 20 x (16x16 matmul + tanh), forward and backward, compiled with
   ``mode="reduce-overhead"``: target <= 0.5x PyTorch eager's time.
 - training steps (``mlp``, ``digits_cnn``, ``lstm_lm``, ``transformer``): the whole step
@@ -45,6 +48,18 @@ def w_gelu(lib, compile_fn):
     if compile_fn is not None:
         f = compile_fn(f)
     return lambda: f(x)
+
+
+def w_rms(lib, compile_fn):
+    rng = np.random.default_rng(0)
+    x = lib.from_numpy(rng.standard_normal((2048, 1024)).astype(np.float32))
+    w = lib.from_numpy(rng.standard_normal(1024).astype(np.float32))
+
+    def f(x, w):
+        return x * lib.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    if compile_fn is not None:
+        f = compile_fn(f)
+    return lambda: f(x, w)
 
 
 def w_chain(lib, compile_fn):
@@ -124,6 +139,7 @@ def _ce(lib, out, y):
 
 WORKLOADS = {
     "gelu_chain": w_gelu,
+    "rms_norm": w_rms,
     "small_op_chain": w_chain,
     "mlp": _training(_mlp, lambda r: [r.standard_normal((128, 64)).astype(np.float32),
                                       r.integers(0, 10, 128)], _ce),

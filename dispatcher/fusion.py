@@ -113,12 +113,18 @@ class Reduction:
     the epilogue, over the outputs. Like eager mode's CPU kernel, one output (a full
     reduction) sums blocks of 65,536 elements and adds the block sums in order; several
     outputs sum each row whole."""
-    __slots__ = ("op", "index", "dtype")
+    __slots__ = ("op", "index", "dtype", "full", "row_pass")
 
-    def __init__(self, op, index, dtype):
+    def __init__(self, op, index, dtype, full):
         self.op = op                    # "sum" | "mean"
         self.index = index              # the reduction's node
         self.dtype = dtype              # its input's and output's dtype
+        self.full = full                # one output (blocks of 65,536, no row pass)
+        #: the first node of the row pass, or None: calls over the group's ``n`` elements
+        #: after the epilogue, run per row once its outputs are known (the normalisation
+        #: of ``x * rsqrt(mean(x * x) + eps)``); they read the epilogue's values as one
+        #: value per row, in registers
+        self.row_pass = None
 
 
 class FusedGroup:
@@ -137,6 +143,7 @@ class FusedGroup:
         self._by_enc: dict = {}         # operand view (_view) -> index
         self._current: dict = {}        # operand index -> value id it holds now
         self._written_view: dict = {}   # slot -> the view the group writes it through
+        self._written_phase: dict = {}  # slot -> the phase that writes it (phase_of)
         self._read_views: dict = {}     # slot -> set of views read
 
     def operand(self, enc, kind="flat", outer_stride=0) -> int:
@@ -147,11 +154,27 @@ class FusedGroup:
             self.operands.append(Operand(enc, kind, outer_stride))
         return i
 
-    @property
-    def n_out(self) -> int:
-        """The element count of the calls the group takes now: ``n``, or its reduction's
-        output count once it has one."""
-        return self.n if self.reduction is None else self.n // self.inner
+    def phase_of(self, n) -> int | None:
+        """Where a call over ``n`` elements would go: 0 (the chain before the reduction,
+        or no reduction), 1 (the epilogue), 2 (the row pass), None (nowhere)."""
+        r = self.reduction
+        if r is None:
+            return 0 if n == self.n else None
+        if r.row_pass is None and n == self.n // self.inner:
+            return 1
+        if n == self.n and not r.full:
+            return 2
+        return None
+
+    def phase_values(self) -> list:
+        """The value ids each phase makes (0, 1: the reduction's and the epilogue's, 2)."""
+        r = self.reduction
+        out = [set(), set(), set()]
+        for k, nd in enumerate(self.nodes):
+            ph = (0 if r is None or k < r.index else
+                  1 if r.row_pass is None or k < r.row_pass else 2)
+            out[ph].add(nd.value)
+        return out
 
     @property
     def runtime_values(self) -> list:
@@ -169,7 +192,8 @@ class FusedGroup:
         ops = tuple((o.dtype.name, o.single, o.load, o.store, o.kind) for o in self.operands)
         nodes = tuple((nd.op, nd.mode, nd.inputs, tuple(nd.attrs), nd.dtype.name,
                        nd.out_dtype.name, nd.value) for nd in self.nodes)
-        red = None if self.reduction is None else (self.reduction.op, self.reduction.index)
+        r = self.reduction
+        red = None if r is None else (r.op, r.index, r.full, r.row_pass)
         return (self.device, self.inner is not None, ops, nodes, red)
 
     def layout(self) -> list:
@@ -269,17 +293,23 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     if any(a[0] != "t" for a in args):
         return False
     n = _numel(out)
-    epilogue = group.reduction is not None
-    if n == 0 or group.n_out != n or group.device != dev:
+    phase = group.phase_of(n) if n and group.device == dev else None
+    if phase is None:
         return False
     places = {}
-    two_level = getattr(BACKENDS.get(dev), "fuses_broadcasts", False) and not epilogue
+    two_level = getattr(BACKENDS.get(dev), "fuses_broadcasts", False) and phase != 1
     inner = group.inner
+    from_epilogue = {}      # a row pass's input -> the epilogue value it reads
     for a in args:
         if _numel(a) != n:
             return False
+        if phase == 2 and a is not out:
+            v = _epilogue_value(group, a)
+            if v is not None:
+                from_epilogue[a] = v
+                continue
         if _contiguous_or_single(a):
-            if epilogue:
+            if phase == 1:
                 places[a] = ("outer", 0, None)
             continue
         if not two_level:
@@ -290,6 +320,8 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
         if p[2] is not None:
             inner = p[2]
         places[a] = p
+    if phase == 2 and group.reduction.row_pass is None and not from_epilogue:
+        return False        # a row pass starts with a call that reads what the epilogue made
     in_kinds, returns_bool = fn
     t_dtype = None
     for a, kind in zip(ins, in_kinds):
@@ -312,13 +344,17 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
         return False
     if _single_write(out) or places.get(out, ("flat",))[0] in ("row", "col"):
         return False
-    # the views: a storage is read and written through one view in the group
+    # the views: a storage is read and written through one view in the group; a row pass
+    # reads nothing the chain before the reduction wrote (its values are gone by then) and
+    # writes nothing written before it
     for a in ins:
+        if a in from_epilogue:
+            continue
         w = group._written_view.get(a[1])
-        if w is not None and w != _view(a):
+        if w is not None and (w != _view(a) or group._written_phase[a[1]] < phase):
             return False
     w = group._written_view.get(out[1])
-    if w is not None and w != _view(out):
+    if w is not None and (w != _view(out) or group._written_phase[out[1]] < phase):
         return False
     reads = group._read_views.get(out[1])
     if reads and any(r != _view(out) for r in reads):
@@ -339,7 +375,12 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     if inner is not None and group.inner is None:
         group.inner = inner
     refs = []
+    if phase == 2 and group.reduction.row_pass is None:
+        group.reduction.row_pass = len(group.nodes)
     for a in ins:
+        if a in from_epilogue:
+            refs.append(("value", from_epilogue[a]))
+            continue
         i = group.operand(a, *places.get(a, ("flat", 0, None))[:2])
         vid = group._current.get(i)
         if vid is None:
@@ -355,6 +396,7 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     oi = group.operand(out, *places.get(out, ("flat", 0, None))[:2])
     group._current[oi] = value
     group._written_view[out[1]] = _view(out)
+    group._written_phase[out[1]] = phase
     group.operands[oi].store = value
     return True
 
@@ -429,13 +471,30 @@ def _try_reduce(group, name, dev, args, m, values_ids):
     group._read_views.setdefault(x[1], set()).add(_view(x))
     value = values_ids[0]
     values_ids[0] += 1
-    group.reduction = Reduction(name, len(group.nodes), x[5])
+    group.reduction = Reduction(name, len(group.nodes), x[5], _numel(x) == m)
     group.nodes.append(FusedNode(name, None, (ref,), [], x[5], out[5], value))
     oi = group.operand(out, "outer")
     group._current[oi] = value
     group._written_view[out[1]] = _view(out)
+    group._written_phase[out[1]] = 1
     group.operands[oi].store = value
     return True
+
+
+def _epilogue_value(group, enc):
+    """The value id of the epilogue's result that ``enc`` reads one element of per row of
+    the group (a ``keepdim`` statistic broadcast along the row), or None."""
+    w = group._written_view.get(enc[1])
+    if w is None or group._written_phase[enc[1]] != 1 or w[0] != "contiguous":
+        return None
+    _, slot, offset, dtype, count = w
+    p = _place(group, enc)
+    if p is None or p[:2] != ("row", 1) or enc[4] != offset or enc[5] is not dtype:
+        return None
+    for i, op in enumerate(group.operands):
+        if op.slot == slot and _view(op.enc) == w:
+            return group._current.get(i)
+    return None
 
 
 def _single_write(enc) -> bool:

@@ -337,8 +337,9 @@ def render_fused_phases(group, pointer) -> dict:
     """``render_fused_loop``'s lines, split at the group's reduction (if any): ``setup``,
     ``row``, ``body`` (the nodes before the reduction, for element (``o``, ``j``), and
     their stores), ``source`` (the C++ expression of the reduction's input inside
-    ``body``), ``result`` (the name the epilogue reads the reduced value by) and
-    ``epilogue`` (the nodes after it, for output ``o``, and their stores)."""
+    ``body``), ``result`` (the name the epilogue reads the reduced value by),
+    ``epilogue`` (the nodes after it, for output ``o``, and their stores) and
+    ``row_pass`` (the nodes after the epilogue, for element (``o``, ``j``) again)."""
     red = group.reduction
     cut = red.index if red is not None else len(group.nodes)
     runtime = group.runtime_values
@@ -401,13 +402,15 @@ def render_fused_phases(group, pointer) -> dict:
 
     nodes = list(enumerate(group.nodes))
     stored = [(k, op) for k, op in enumerate(group.operands) if op.store is not None]
-    # operands the epilogue writes: those holding a value made at or after the reduction
-    late = {nd.value for nd in group.nodes[cut:]}
-    body = lines(nodes[:cut], [(k, op) for k, op in stored if op.store not in late])
-    out = {"setup": setup, "row": row, "body": body}
+    made = group.phase_values()     # the value ids of each phase: stores go with them
+
+    def phase(i):
+        return [(k, op) for k, op in stored if op.store in made[i]]
+    out = {"setup": setup, "row": row, "body": lines(nodes[:cut], phase(0))}
     if red is not None:
+        end = red.row_pass if red.row_pass is not None else len(nodes)
         out["source"] = arg(group.nodes[cut].inputs[0])
         out["result"] = f"v{group.nodes[cut].value}"
-        out["epilogue"] = lines(nodes[cut + 1:], [(k, op) for k, op in stored
-                                                  if op.store in late])
+        out["epilogue"] = lines(nodes[cut + 1:end], phase(1))
+        out["row_pass"] = lines(nodes[end:], phase(2))
     return out

@@ -160,20 +160,18 @@ def groups_in(fn, *args):
 
 
 def test_broadcasts_rows_columns_and_slices_fuse_on_cpu():
-    def f(x, bias, big):
-        # bias: one row for all rows (col); the mean: a value per row (row); big[:, 2:10]:
-        # a row per row at another outer stride (strided)
-        return ((x + bias).sigmoid() * (x - x.mean(-1, keepdim=True)) + big[:, 2:10]).tanh()
-    x, bias, big = ember.randn(33, 8), ember.randn(8), ember.randn(33, 12)
-    groups = groups_in(f, x, bias, big)
-    # (the mean joins the first group as its reduction: it reads x, as the group does)
-    assert [(g.inner, len(g.calls)) for g in groups] == [(8, 3), (8, 4)]
-    g = groups[1]
-    assert {op.kind for op in g.operands if op.load} == {"flat", "row", "strided"}
-    assert {op.kind for op in groups[0].operands if op.load} == {"flat", "col"}
-    got, d = fused_counts(lambda: ember.compile(f)(x, bias, big))
-    assert d["groups"] == 2 and d["fused_calls"] == 7
-    same(got, f(x, bias, big))
+    def f(x, bias, r, big):
+        # bias: one row for all rows (col); r: a value per row (row); big[:, 2:10]: a row
+        # per row at another outer stride (strided)
+        return ((x + bias).sigmoid() * (x - r) + big[:, 2:10]).tanh()
+    x, bias, r, big = ember.randn(33, 8), ember.randn(8), ember.randn(33, 1), ember.randn(33, 12)
+    groups = groups_in(f, x, bias, r, big)
+    assert [(g.inner, len(g.calls)) for g in groups] == [(8, 6)]
+    assert {op.kind for op in groups[0].operands if op.load} == {"flat", "col", "row",
+                                                                 "strided"}
+    got, d = fused_counts(lambda: ember.compile(f)(x, bias, r, big))
+    assert d["groups"] == 1 and d["fused_calls"] == 6
+    same(got, f(x, bias, r, big))
 
 
 @pytest.mark.parametrize("rows", [1, 3, 64, 1000])
@@ -229,9 +227,11 @@ def rms_norm(x, w):
 def test_rms_norm_statistics_fuse_with_their_epilogue(shape):
     x, w = ember.randn(*shape), ember.randn(shape[-1])
     groups = groups_in(rms_norm, x, w)
-    red = [g for g in groups if g.reduction is not None]
-    # pow, mean, add, rsqrt: the statistics and what is done to them, one kernel
-    assert len(red) == 1 and len(red[0].calls) == 4 and red[0].inner == shape[-1]
+    # pow, mean; add, rsqrt (the epilogue, per row); mul, mul (the row pass): one kernel.
+    # With one row (a full reduction, summed in blocks) the row pass is a group of its own.
+    calls = [6] if shape[0] > 1 else [4, 2]
+    assert [len(g.calls) for g in groups] == calls and groups[0].inner == shape[-1]
+    assert groups[0].reduction.row_pass == (4 if shape[0] > 1 else None)
     got, d = fused_counts(lambda: ember.compile(rms_norm)(x, w))
     same(got, rms_norm(x, w))
     xd = x.numpy().astype(np.float64)

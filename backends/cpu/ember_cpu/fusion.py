@@ -122,8 +122,9 @@ def _render_reduction(group) -> str:
     then the last ``n % 16`` values one by one: the order of eager mode's ``row_sum`` over
     the same elements. ``finish`` turns a row's total into the output as the kernel's
     store does (``(T)total``, or ``(T)(total * (1.0 / inner))`` for a mean) and runs the
-    epilogue. Several outputs: one task per row. One output: blocks of 65,536 elements
-    summed in parallel and their sums added in order, as the kernel's full reduction."""
+    epilogue, then the row pass over the row's elements. Several outputs: one task per
+    row. One output: blocks of 65,536 elements summed in parallel and their sums added in
+    order, as the kernel's full reduction (no row pass: the planner keeps it out)."""
     red = group.reduction
     t = FUSED_CTYPES[red.dtype.name]
     ph = render_fused_phases(group, lambda k: f"c->p[{k}]")
@@ -151,7 +152,7 @@ def _render_reduction(group) -> str:
         [f"    total += (double){ph['source']};", "  }", "  return total;", "}",
          "void finish(const Ctx* c, int64_t o, double total) {"] + head +
         [f"    const {t} {ph['result']} = ({t})(total{scale});"] + ph["epilogue"] +
-        ["}",
+        _row_pass(ph) + ["}",
          "void rows(void* ctx, int64_t b, int64_t e) {",
          "  const Ctx* c = (const Ctx*)ctx;",
          "  for (int64_t o = b; o < e; ++o) finish(c, o, part_sum(c, o, 0, c->d[0]));",
@@ -179,6 +180,15 @@ def _render_reduction(group) -> str:
          "  if (par) par(0, nb, 1, blocks, &c);", "  else blocks(&c, 0, nb);",
          "  double acc = 0;", "  for (int64_t k = 0; k < nb; ++k) acc = acc + part[k];",
          "  delete[] part;", "  finish(&c, 0, acc);", "}", ""])
+
+
+def _row_pass(ph) -> list:
+    """The row pass's loop over row ``o`` (inside ``finish``, after the epilogue)."""
+    if not ph["row_pass"]:
+        return []
+    return ph["row"] + ["  for (int64_t j = 0; j < inner; ++j) {",
+                        "    const int64_t i = o * inner + j;", "    (void)i;"] + \
+        ph["row_pass"] + ["  }"]
 
 
 def _build(src: str, cxx: str) -> str:
