@@ -329,6 +329,9 @@ def render_fused_loop(group, pointer) -> tuple[list, list, list]:
     and the body for element ``i`` = (``o``, ``j``): each operand loaded once, the functors
     applied with values in registers, the kept stores. (A group with a reduction:
     ``render_fused_phases``.)"""
+    if group.reduction is not None:
+        raise ValueError("render_fused_loop: this group ends in a reduction, which is not "
+                         "one loop over its elements (render_fused_phases)")
     p = render_fused_phases(group, pointer)
     return p["setup"], p["row"], p["body"]
 

@@ -255,7 +255,7 @@ def compile_elementwise(group, current_stream):
     """A callable ``(storages, byte_offsets, values, n)`` launching ``group``'s kernel on
     ``current_stream(index)``, or None when NVRTC or the driver is missing (the planner
     then runs the kernels as recorded)."""
-    if _UNAVAILABLE:
+    if _UNAVAILABLE or group.reduction is not None:
         return None
     cu = _driver()
     if cu is None:

@@ -34,6 +34,8 @@ _FAMILIES: dict = {}        # group key -> (family name, dtype name)
 
 
 def _fusible(group) -> bool:
+    if group.reduction is not None:     # (not planned here: fuses_reductions is off)
+        return False
     names = {op.dtype.name for op in group.operands} | {nd.dtype.name for nd in group.nodes}
     names |= {nd.out_dtype.name for nd in group.nodes}
     return len(names) == 1 and next(iter(names)) in _FLOATS
