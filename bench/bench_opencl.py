@@ -80,7 +80,9 @@ def ember_figures(device, rep, compile_mode=None):
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
-        return loss
+        # (the loss's value: a tensor that requires grad is not replayed, see the
+        # reduce-overhead contract in docs/compile.md; TinyJit's step returns its value too)
+        return loss.detach()
 
     if compile_mode is not None:
         step = ember.compile(step, mode=compile_mode)

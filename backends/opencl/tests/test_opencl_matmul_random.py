@@ -21,7 +21,11 @@ def test_mm_layouts(n, k, m):
         np.testing.assert_allclose(N(x @ y), exp, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("n,k,m", [(5, 3, 7), (70, 130, 65), (16, 33, 48)])
+@pytest.mark.parametrize("n,k,m", [(5, 3, 7), (70, 130, 65), (16, 33, 48),
+                                   # short k: gemm_cpu's work-items take several row
+                                   # blocks, the last group ragged; k a multiple of
+                                   # pack_b's 16 rows and not
+                                   (300, 20, 70), (40, 16, 33), (50, 17, 32)])
 def test_both_gemm_kernels_on_every_layout(monkeypatch, n, k, m):
     # float32 on a CPU device runs gemm_cpu (register-blocked, b packed into panels); the
     # local-memory tiled kernel GPUs get is checked here too, forced on this device

@@ -82,54 +82,78 @@ void K(gemm)(CAT(MGeom_, SFX) g, __global S* c, __global const S* a, __global co
 
 // b packed by pack_b as panels of PW columns, each [k][PW] contiguous (zero beyond m): a
 // work-item streams one panel front to back (no cache-set conflicts between rows of b, no
-// ragged edge). Global size (ceil(m / PW), ceil(n / CM), batch); requires g.sc[2] == 1.
+// ragged edge). Global size (ceil(m / PW), ceil(ceil(n / CM) / rb), batch): each work-item
+// computes rb blocks of CPU_CM rows in turn with the same panel (warm in its cache; PoCL
+// pays per work-group, which matters when k is short); requires g.sc[2] == 1.
 __kernel void K(gemm_cpu)(CAT(MGeom_, SFX) g, __global float* c, __global const float* a,
-                          __global const float* panels, long poff) {
-  const long p = get_global_id(0), col0 = p * PW, row0 = get_global_id(1) * CPU_CM;
+                          __global const float* panels, long poff, int rb) {
+  const long p = get_global_id(0), col0 = p * PW;
   const long bt = get_global_id(2);
   const long ao = g.aoff + bt * g.sa[0];
   const __global float* bp = panels + poff + (bt * get_global_size(0) + p) * g.k * PW;
-  long ar[CPU_CM];
-  for (int i = 0; i < CPU_CM; ++i) ar[i] = ao + min(row0 + i, g.n - 1) * g.sa[1];
-  VF acc[CPU_CM][2];
-  for (int i = 0; i < CPU_CM; ++i) acc[i][0] = acc[i][1] = (VF)(0.0f);
-  for (long kk = 0; kk < g.k; ++kk) {
-    const VF b0 = VLD(0, bp + kk * PW), b1 = VLD(1, bp + kk * PW);
-    for (int i = 0; i < CPU_CM; ++i) {
-      const VF av = (VF)(a[ar[i] + kk * g.sa[2]]);
-      acc[i][0] += av * b0;
-      acc[i][1] += av * b1;
-    }
-  }
   const long co = g.coff + bt * g.sc[0];
   const long ncol = min((long)PW, g.m - col0);
-  for (int i = 0; i < CPU_CM; ++i) {
-    if (row0 + i >= g.n) break;
-    __global float* cr = c + co + (row0 + i) * g.sc[1] + col0;
-    if (ncol == PW) {
-      VST(acc[i][0], 0, cr);
-      VST(acc[i][1], 1, cr);
-    } else {
-      float t[PW];
-      VST(acc[i][0], 0, t);
-      VST(acc[i][1], 1, t);
-      for (int j = 0; j < ncol; ++j) cr[j] = t[j];
+  for (int blk = 0; blk < rb; ++blk) {
+    const long row0 = (get_global_id(1) * rb + blk) * CPU_CM;
+    if (row0 >= g.n) break;
+    long ar[CPU_CM];
+    for (int i = 0; i < CPU_CM; ++i) ar[i] = ao + min(row0 + i, g.n - 1) * g.sa[1];
+    VF acc[CPU_CM][2];
+    for (int i = 0; i < CPU_CM; ++i) acc[i][0] = acc[i][1] = (VF)(0.0f);
+    for (long kk = 0; kk < g.k; ++kk) {
+      const VF b0 = VLD(0, bp + kk * PW), b1 = VLD(1, bp + kk * PW);
+      for (int i = 0; i < CPU_CM; ++i) {
+        const VF av = (VF)(a[ar[i] + kk * g.sa[2]]);
+        acc[i][0] += av * b0;
+        acc[i][1] += av * b1;
+      }
+    }
+    for (int i = 0; i < CPU_CM; ++i) {
+      if (row0 + i >= g.n) break;
+      __global float* cr = c + co + (row0 + i) * g.sc[1] + col0;
+      if (ncol == PW) {
+        VST(acc[i][0], 0, cr);
+        VST(acc[i][1], 1, cr);
+      } else {
+        float t[PW];
+        VST(acc[i][0], 0, t);
+        VST(acc[i][1], 1, t);
+        for (int j = 0; j < ncol; ++j) cr[j] = t[j];
+      }
     }
   }
 }
 
 // b [B, k, m] (any strides) -> gemm_cpu's panels [B][ceil(m / PW)][k][PW]. Global size
-// (PW * panels, k, B), or (k, PW * panels, B) with k_fast for a b that is contiguous
-// along k, so that neighbouring work-items read neighbouring elements.
+// (panels, ceil(k / PACK_K), B): a work-item copies PACK_K rows of one panel, with vector
+// loads when b's rows are contiguous (b row-major), reading along k when its columns are
+// (k_fast: b = w.t(), a Linear's weight), element by element otherwise.
+#define PACK_K 16
 __kernel void K(pack_b)(CAT(MGeom_, SFX) g, __global float* out, long ooff,
                         __global const float* b, int k_fast) {
-  const long j = k_fast ? get_global_id(1) : get_global_id(0);
-  const long kk = k_fast ? get_global_id(0) : get_global_id(1);
-  const long bt = get_global_id(2), np = k_fast ? get_global_size(1) / PW
-                                                 : get_global_size(0) / PW;
-  const float v = j < g.m ? b[g.boff + bt * g.sb[0] + kk * g.sb[1] + j * g.sb[2]] : 0.0f;
-  out[ooff + ((bt * np + j / PW) * g.k + kk) * PW + j % PW] = v;
+  const long p = get_global_id(0), k0 = get_global_id(1) * PACK_K, bt = get_global_id(2);
+  const long col0 = p * PW, kend = min(k0 + PACK_K, g.k);
+  const long ncol = min((long)PW, g.m - col0);
+  __global float* o = out + ooff + (bt * get_global_size(0) + p) * g.k * PW;
+  const __global float* src = b + g.boff + bt * g.sb[0];
+  if (g.sb[2] == 1 && ncol == PW) {
+    for (long kk = k0; kk < kend; ++kk) {
+      const __global float* r = src + kk * g.sb[1] + col0;
+      VST(VLD(0, r), 0, o + kk * PW);
+      VST(VLD(1, r), 1, o + kk * PW);
+    }
+  } else if (k_fast) {
+    for (int j = 0; j < PW; ++j) {
+      const __global float* col = src + (col0 + j) * g.sb[2];
+      for (long kk = k0; kk < kend; ++kk) o[kk * PW + j] = j < ncol ? col[kk] : 0.0f;
+    }
+  } else {
+    for (long kk = k0; kk < kend; ++kk)
+      for (int j = 0; j < PW; ++j)
+        o[kk * PW + j] = j < ncol ? src[kk * g.sb[1] + (col0 + j) * g.sb[2]] : 0.0f;
+  }
 }
+#undef PACK_K
 #undef PW
 #undef VF
 #undef VLD

@@ -69,9 +69,24 @@ def _gemm_cpu(dev, g, ob, ab, bb):
     # GEMM before any later use of it.
     scratch = dev.allocator_().storage(B * panels * k * cn * 4)
     k_fast = int(g[8] == 1 and g[9] != 1)       # b contiguous along k (x @ w.t())
-    size = (k, panels * cn, B) if k_fast else (panels * cn, k, B)
     poff = np.int64(scratch.offset // 4)
-    rt.enqueue(dev, dev.kernel("matmul", "pack_b_f32"), size, None, g, scratch.handle, poff,
-               bb, np.int32(k_fast))
-    rt.enqueue(dev, dev.kernel("matmul", "gemm_cpu_f32"), (panels, -(-n // cm), B),
-               (1, 1, 1), g, ob, ab, scratch.handle, poff)
+    rt.enqueue(dev, dev.kernel("matmul", "pack_b_f32"), (panels, -(-k // _PACK_K), B),
+               (1, 1, 1), g, scratch.handle, poff, bb, np.int32(k_fast))
+    blocks = -(-n // cm)
+    rb = _row_blocks(k, blocks, panels * B)
+    rt.enqueue(dev, dev.kernel("matmul", "gemm_cpu_f32"), (panels, -(-blocks // rb), B),
+               (1, 1, 1), g, ob, ab, scratch.handle, poff, np.int32(rb))
+
+
+#: pack_b's rows of a panel per work-item (PACK_K in matmul.cl)
+_PACK_K = 16
+
+
+def _row_blocks(k, blocks, columns):
+    """gemm_cpu's row blocks per work-item: enough for about 64K multiply-adds of a 12 x 32
+    block each (PoCL's cost per work-group is then small against the work), while
+    leaving at least 32 work-items to share out."""
+    rb = max(1, -(-256 // max(k, 1)))
+    while rb > 1 and columns * -(-blocks // rb) < 32:
+        rb -= 1
+    return rb
