@@ -414,7 +414,7 @@ def _reducible(name, dev, args, attrs):
     if len(args) != 2 or any(a[0] != "t" for a in args):
         return None
     out, x = args
-    if x[5].name not in _REDUCTION_DTYPES or out[5] is not x[5]:
+    if x[5].name not in _REDUCTION_DTYPES or out[5] is not x[5] or out[1] == x[1]:
         return None
     dims = None
     for k, v in attrs:
