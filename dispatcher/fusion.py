@@ -380,25 +380,35 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     for a in ins:
         if a in from_epilogue:
             refs.append(("value", from_epilogue[a]))
-            continue
-        i = group.operand(a, *places.get(a, ("flat", 0, None))[:2])
-        vid = group._current.get(i)
-        if vid is None:
-            group.operands[i].load = True
-            refs.append(("operand", i))
         else:
-            refs.append(("value", vid))
-        group._read_views.setdefault(a[1], set()).add(_view(a))
+            refs.append(_read(group, a, *places.get(a, ("flat", 0, None))[:2]))
     value = values_ids[0]
     values_ids[0] += 1
     group.nodes.append(FusedNode(name, mode, tuple(refs), node_attrs, t_dtype, out_dtype,
                                  value))
-    oi = group.operand(out, *places.get(out, ("flat", 0, None))[:2])
-    group._current[oi] = value
-    group._written_view[out[1]] = _view(out)
-    group._written_phase[out[1]] = phase
-    group.operands[oi].store = value
+    _write(group, out, places.get(out, ("flat", 0, None))[:2], value, phase)
     return True
+
+
+def _read(group, enc, kind="flat", outer_stride=0):
+    """A node's input ``enc``: the value the group holds for that view, else a load."""
+    i = group.operand(enc, kind, outer_stride)
+    group._read_views.setdefault(enc[1], set()).add(_view(enc))
+    vid = group._current.get(i)
+    if vid is None:
+        group.operands[i].load = True
+        return ("operand", i)
+    return ("value", vid)
+
+
+def _write(group, enc, place, value, phase):
+    """``value`` written through ``enc`` by ``phase`` (stored unless ``_decide_stores``
+    finds no reader)."""
+    i = group.operand(enc, *place)
+    group._current[i] = value
+    group._written_view[enc[1]] = _view(enc)
+    group._written_phase[enc[1]] = phase
+    group.operands[i].store = value
 
 
 #: the reductions a group can end in, and the dtypes they fuse in
@@ -461,23 +471,12 @@ def _try_reduce(group, name, dev, args, m, values_ids):
     if out[1] in group._written_view or out[1] in group._read_views:
         return False
     group.inner = m
-    i = group.operand(x)
-    vid = group._current.get(i)
-    if vid is None:
-        group.operands[i].load = True
-        ref = ("operand", i)
-    else:
-        ref = ("value", vid)
-    group._read_views.setdefault(x[1], set()).add(_view(x))
+    ref = _read(group, x)
     value = values_ids[0]
     values_ids[0] += 1
     group.reduction = Reduction(name, len(group.nodes), x[5], _numel(x) == m)
     group.nodes.append(FusedNode(name, None, (ref,), [], x[5], out[5], value))
-    oi = group.operand(out, "outer")
-    group._current[oi] = value
-    group._written_view[out[1]] = _view(out)
-    group._written_phase[out[1]] = 1
-    group.operands[oi].store = value
+    _write(group, out, ("outer", 0), value, 1)
     return True
 
 
@@ -491,10 +490,7 @@ def _epilogue_value(group, enc):
     p = _place(group, enc)
     if p is None or p[:2] != ("row", 1) or enc[4] != offset or enc[5] is not dtype:
         return None
-    for i, op in enumerate(group.operands):
-        if op.slot == slot and _view(op.enc) == w:
-            return group._current.get(i)
-    return None
+    return group._current.get(group._by_enc[w])
 
 
 def _single_write(enc) -> bool:

@@ -275,6 +275,7 @@ def _runner(group, entry, lib):
     return run
 
 
+@functools.lru_cache(maxsize=None)
 def _sum_address(dtype) -> int:
     """The backend's contiguous sum for ``dtype`` (a reduction group's chunks go to it)."""
     return _C.sum_addresses()[dtype.name]

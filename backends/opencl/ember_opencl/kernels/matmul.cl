@@ -128,7 +128,6 @@ __kernel void K(gemm_cpu)(CAT(MGeom_, SFX) g, __global float* c, __global const 
 // (panels, ceil(k / PACK_K), B): a work-item copies PACK_K rows of one panel, with vector
 // loads when b's rows are contiguous (b row-major), reading along k when its columns are
 // (k_fast: b = w.t(), a Linear's weight), element by element otherwise.
-#define PACK_K 16
 __kernel void K(pack_b)(CAT(MGeom_, SFX) g, __global float* out, long ooff,
                         __global const float* b, int k_fast) {
   const long p = get_global_id(0), k0 = get_global_id(1) * PACK_K, bt = get_global_id(2);
@@ -153,7 +152,6 @@ __kernel void K(pack_b)(CAT(MGeom_, SFX) g, __global float* out, long ooff,
         o[kk * PW + j] = j < ncol ? src[kk * g.sb[1] + (col0 + j) * g.sb[2]] : 0.0f;
   }
 }
-#undef PACK_K
 #undef PW
 #undef VF
 #undef VLD

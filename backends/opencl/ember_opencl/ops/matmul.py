@@ -13,6 +13,8 @@ __all__ = ["bmm"]
 
 TM = TN = 64
 TK = 16
+#: pack_b's rows of a panel per work-item
+PACK_K = 16
 
 
 def _cpu_block(dev):
@@ -26,7 +28,7 @@ def _spec(dev):
     cm, vw = _cpu_block(dev)
     return {"types": sorted(n for n in dev.dtypes if n != "bool"),
             "consts": {**CONSTS, "TM": TM, "TN": TN, "TK": TK, "CPU_CM": cm,
-                       "CPU_VW": vw}}
+                       "CPU_VW": vw, "PACK_K": PACK_K}}
 
 
 rt.SPECS["matmul"] = _spec
@@ -70,7 +72,7 @@ def _gemm_cpu(dev, g, ob, ab, bb):
     scratch = dev.allocator_().storage(B * panels * k * cn * 4)
     k_fast = int(g[8] == 1 and g[9] != 1)       # b contiguous along k (x @ w.t())
     poff = np.int64(scratch.offset // 4)
-    rt.enqueue(dev, dev.kernel("matmul", "pack_b_f32"), (panels, -(-k // _PACK_K), B),
+    rt.enqueue(dev, dev.kernel("matmul", "pack_b_f32"), (panels, -(-k // PACK_K), B),
                (1, 1, 1), g, scratch.handle, poff, bb, np.int32(k_fast))
     blocks = -(-n // cm)
     rb = _row_blocks(k, blocks, panels * B)
@@ -78,14 +80,10 @@ def _gemm_cpu(dev, g, ob, ab, bb):
                (1, 1, 1), g, ob, ab, scratch.handle, poff, np.int32(rb))
 
 
-#: pack_b's rows of a panel per work-item (PACK_K in matmul.cl)
-_PACK_K = 16
-
-
 def _row_blocks(k, blocks, columns):
-    """gemm_cpu's row blocks per work-item: enough for about 64K multiply-adds of a 12 x 32
-    block each (PoCL's cost per work-group is then small against the work), while
-    leaving at least 32 work-items to share out."""
+    """gemm_cpu's row blocks per work-item: at least 256 steps along k in all (PoCL's cost
+    per work-group is then small against the work), while leaving at least 32 work-items
+    to share out."""
     rb = max(1, -(-256 // max(k, 1)))
     while rb > 1 and columns * -(-blocks // rb) < 32:
         rb -= 1
