@@ -60,6 +60,17 @@ class Backend:
     #: only the time their launch took on the host.
     device_timer = None
 
+    def record_launches(self, fn):
+        """``ember.compile``'s replay plans (``mode="reduce-overhead"``): run ``fn()``, one
+        recorded kernel call or fused kernel whose memory and arguments are the same on
+        every run of the plan, and return a function of no arguments that repeats what it
+        enqueued without running its Python code (CUDA graphs' idea), or None: the plan
+        then runs ``fn`` each time. A backend returns None when the call did something a
+        repeat would not redo (a wait, a host transfer, an error record, memory it
+        allocated and freed). The default records nothing."""
+        fn()
+        return None
+
     def is_initialized(self) -> bool:
         """Whether the device driver has started in this process (default: yes once the
         backend is loaded, the safe answer for a backend that does not say)."""

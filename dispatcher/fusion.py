@@ -590,7 +590,7 @@ def compile_trace(info, storages=None, values=None):
             # (operands the kernel neither loads nor stores need no memory)
             live = [(op.slot, op.offset * op.dtype.itemsize) if op.load or op.store is not None
                     else (None, 0) for op in s.operands]
-            steps.append(("fused", (fn, live, s.runtime_values, s.n)))
+            steps.append(("fused", (fn, live, s.runtime_values, s.n, s.device)))
         else:
             for i in (s.calls if kind == "group" else (s,)):
                 STATS["kernel_calls"] += 1

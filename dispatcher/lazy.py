@@ -48,7 +48,8 @@ from .schema import KERNELS_GENERATION, OPS
 __all__ = ["Trace", "TraceInfo", "Region", "capture", "flush", "capturing", "replay",
            "TorchDynamoException", "Unsupported", "InvalidBackend", "suspended",
            "clear_cache", "forget", "cache_size", "STATS", "user_line", "Kept", "reading",
-           "runner", "leaves", "node_slots", "allocate", "Recipe", "saving", "resolve"]
+           "runner", "fixed_runner", "leaves", "node_slots", "allocate", "Recipe", "saving",
+           "resolve"]
 
 _ident = threading.get_ident
 _getrefcount = sys.getrefcount
@@ -821,12 +822,13 @@ def _bound_call(kernel, o, dev, args, attrs):
 def runner(info: TraceInfo, steps: list):
     """``run(storages, values, static=None) -> output storages`` for ``steps``, each
     ``("call", node index)`` (the recorded kernel call) or ``("fused", (fn, operands,
-    value indices, n))`` (a plugin's fused kernel: ``fn(storages, byte offsets, values,
-    n)`` over ``operands``, ``[(slot, byte offset)]``, slot None for one it does not
-    touch). Each buffer gets memory just
+    value indices, n, device type))`` (a plugin's fused kernel: ``fn(storages, byte
+    offsets, values, n)`` over ``operands``, ``[(slot, byte offset)]``, slot None for one
+    it does not touch). Each buffer gets memory just
     before the step that first touches it (``static``'s storage for its slot, if given)
     and gives it back after the last one, outputs excepted: the allocator hands the same
-    warm blocks to later steps, as in eager mode. ``run.groups`` counts fused steps."""
+    warm blocks to later steps, as in eager mode. ``run.groups`` counts fused steps;
+    ``run.plan`` is what ``fixed_runner`` builds on."""
     keep = set(info.outputs)
     first: dict = {}
     last: dict = {}
@@ -849,16 +851,23 @@ def runner(info: TraceInfo, steps: list):
         else:
             early.append((slot, nbytes, device))
     work = []
+    meta = []           # per step: (slots it touches, value indices it reads, its backend)
     for (kind, s), todo, done in zip(steps, allocs, frees):
         if kind == "call":
-            name, dev, args, attrs = info.nodes[s]
+            node = info.nodes[s]
+            name, dev, args, attrs = node
             backend = BACKENDS.get(dev)
             make = _bound_call if backend is not None and backend.host_accessible else \
                 _built_call
             work.append((make(info.kernels[s], OPS[name], dev, args, attrs), None, todo,
                          done))
+            vals = [x[1] for a in list(args) + [v for _, v in attrs] for x in leaves(a)
+                    if x[0] == "v"]
+            meta.append((node_slots(node), vals, backend))
         else:
             work.append((None, s, todo, done))
+            meta.append(([x for x, _ in s[1] if x is not None], list(s[2]),
+                         BACKENDS.get(s[4]) if len(s) > 4 else None))
     outputs = list(info.outputs)
 
     def give(table, todo, static):
@@ -878,7 +887,7 @@ def runner(info: TraceInfo, steps: list):
             if call is not None:
                 call(table, values)
             else:
-                fn, live, rt, n = fused
+                fn, live, rt, n = fused[:4]
                 fn([None if slot is None else table[slot] for slot, _ in live],
                    [off for _, off in live], [values[i] for i in rt], n)
             for slot in done:
@@ -886,7 +895,74 @@ def runner(info: TraceInfo, steps: list):
         return [table[s] for s in outputs]
 
     run.groups = sum(1 for kind, _ in steps if kind == "fused")
+    run.plan = (info, work, meta, early, outputs)
     return run
+
+
+def fixed_runner(run, static: dict, fixed: set, varying: set):
+    """A replay plan's runner (``mode="reduce-overhead"``): ``run`` (a ``runner``) with
+    memory of its own for every buffer, held for the plan's life (``static``'s storage for
+    the slots it has; the others from a private pool where buffers whose lives do not
+    overlap share memory, as the allocator would hand it out), so that no step allocates.
+    A step whose memory is all fixed (buffers, and the input slots in ``fixed``) and which
+    reads no runtime value in ``varying`` (the random counters) is recorded by its backend
+    on the first run (``Backend.record_launches``) and repeated without its Python code
+    from then on. Returns ``run(storages, values) -> output storages``; None when ``run``
+    is not a ``runner``."""
+    plan = getattr(run, "plan", None)
+    if plan is None:
+        return None
+    info, work, meta, early, outputs = plan
+    pool: dict = {}
+    free: dict = {}
+
+    def take(todo):
+        for slot, nbytes, device in todo:
+            if slot in static:
+                pool[slot] = static[slot]
+                continue
+            spare = free.get((nbytes, device._str))
+            pool[slot] = spare.pop() if spare else allocate(nbytes, device)
+    take(early)
+    for _, _, todo, done in work:
+        take(todo)
+        for slot in done:
+            nbytes, device = info.slot_kinds[slot][1:]
+            free.setdefault((nbytes, device._str), []).append(pool[slot])
+    known = set(pool) | set(fixed)
+    steps = []
+    for (call, fused, _, _), (slots, vals, backend) in zip(work, meta):
+        repeatable = backend is not None and all(x in known for x in slots) and \
+            not any(v in varying for v in vals)
+        steps.append([call, fused, repeatable, backend, None])
+    base = list(pool.items())
+
+    def run_fixed(storages, values):
+        table = list(storages)
+        for slot, st in base:
+            table[slot] = st
+        for step in steps:
+            if step[4] is not None:
+                step[4]()
+                continue
+            call, fused, repeatable, backend, _ = step
+            if call is not None:
+                def go(call=call):
+                    call(table, values)
+            else:
+                def go(fused=fused):
+                    fn, live, rt, n = fused[:4]
+                    fn([None if slot is None else table[slot] for slot, _ in live],
+                       [off for _, off in live], [values[i] for i in rt], n)
+            if repeatable:
+                step[2] = False     # (recorded once: a step that cannot be is run from now)
+                step[4] = backend.record_launches(go)
+            else:
+                go()
+        return [table[s] for s in outputs]
+
+    run_fixed.steps = steps
+    return run_fixed
 
 
 def replay(info: TraceInfo, storages=None, values=None):

@@ -454,6 +454,7 @@ def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
             watch.observe(region)
         return result
     compiled._ember_compiled = True
+    compiled._ember_replayer = replayer     # (its plans: tests and debugging)
     compiled._torchdynamo_orig_callable = fn
     return compiled
 
@@ -505,6 +506,13 @@ class _ReplayPlan:
             self.storages = list(kept.storages)
             for slot, _ in arg_slots:
                 self.storages[slot] = None      # (the captured call's arguments: not kept)
+            # every buffer's memory held by the plan, and launches recorded once where the
+            # backend can (lazy.fixed_runner); the arguments' memory changes per call
+            args = {slot for slot, _ in arg_slots}
+            fixed = {i for i, st in enumerate(self.storages) if st is not None
+                     and i not in args}
+            varying = {i for _, _, a, b in kept.rand for i in (a, b)}
+            self.run = L.fixed_runner(kept.runner, self.static, fixed, varying)
 
     def matches(self, leaves) -> bool:
         if MODE.grad != self.grad or len(leaves) != len(self.guard):
@@ -523,7 +531,10 @@ class _ReplayPlan:
             values = list(k.values)
             for gen, n, i_seed, i_off in k.rand:
                 values[i_seed], values[i_off] = gen._take(n)
-            k.runner(storages, values, self.static)
+            if self.run is not None:
+                self.run(storages, values)
+            else:
+                k.runner(storages, values, self.static)
         return self.result
 
 

@@ -431,6 +431,59 @@ def test_opencl_groups_are_one_kernel_with_eager_bits(dtype):
 
 
 @pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@pytest.mark.parametrize("rows,inner", [(33, 8), (1, 300), (128, 10), (7, 129)])
+def test_opencl_broadcasts_fuse_in_a_two_level_launch(rows, inner):
+    import ember_opencl.fusion as OF
+
+    def f(x, bias, r, big):
+        # a bias row (col), a value per row (row), a slice at another outer stride
+        # (strided), and an in-place write through the slice
+        y = ((x + bias).sigmoid() * (x - r) + big[:, 2:inner + 2]).tanh()
+        big[:, 2:inner + 2].mul_(0.5)
+        return y
+    x, bias, r = ember.randn(rows, inner), ember.randn(inner), ember.randn(rows, 1)
+    big = ember.randn(rows, inner + 5)
+    dev = [t.to("opencl") for t in (x, bias, r, big)]
+    big1, big2 = dev[3].clone(), dev[3].clone()
+    groups = groups_in(f, *dev[:3], big1.clone())
+    # (one row is contiguous throughout: a flat group)
+    assert [(g.inner, len(g.calls)) for g in groups] == [(inner if rows > 1 else None, 7)]
+    before = OF.STATS["groups"]
+    got = ember.compile(f)(*dev[:3], big1)
+    assert OF.STATS["groups"] - before == 1
+    # eager opencl's bits, and NumPy's values in float64
+    same(got.cpu(), f(*dev[:3], big2).cpu())
+    same(big1.cpu(), big2.cpu())
+    xd, bd, rd, gd = (t.numpy().astype(np.float64) for t in (x, bias, r, big))
+    ref = np.tanh(1 / (1 + np.exp(-(xd + bd))) * (xd - rd) + gd[:, 2:inner + 2])
+    np.testing.assert_allclose(got.cpu().numpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_opencl_groups_pass_bool_values_between_float_ops(dtype):
+    import ember_opencl.fusion as OF
+
+    def f(x, g, keep):
+        mask = x <= 0.25                    # a bool value, stored: it is returned
+        y = ember.where(mask, g * 0.5, x.exp())
+        return y.where(keep, -y), mask      # a bool input read from memory
+    dt = getattr(ember, dtype)
+    x, g = ember.randn(37, 19, dtype=dt), ember.randn(37, 19, dtype=dt)
+    keep = ember.randn(19) > 0
+    dev = [t.to("opencl") for t in (x, g, keep)]
+    before = OF.STATS["groups"]
+    y, mask = ember.compile(f)(*dev)
+    assert OF.STATS["groups"] - before == 1
+    y2, mask2 = f(*dev)
+    same(y.cpu(), y2.cpu())
+    assert mask.dtype == ember.bool and mask.cpu().tolist() == mask2.cpu().tolist()
+    xd, gd = x.numpy().astype(np.float64), g.numpy().astype(np.float64)
+    yd = np.where(xd <= 0.25, gd * 0.5, np.exp(xd))
+    np.testing.assert_allclose(y.cpu().numpy(), np.where(keep.numpy(), yd, -yd), rtol=1e-6)
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
 def test_opencl_runtime_attributes_and_in_place_inputs():
     def f(a, b, v):
         a.mul_(2)

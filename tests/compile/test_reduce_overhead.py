@@ -58,34 +58,118 @@ def test_small_op_chain_replays_with_eager_gradients():
     assert len(runs) == 2          # a warm-up and a capture; then replays
 
 
-def _model_and_opt(kind):
+def _opencl():
+    try:
+        ember.ones(1).to("opencl")
+        return True
+    except Exception:
+        return False
+
+
+DEVICES = ["cpu", pytest.param("opencl", marks=pytest.mark.skipif(
+    not _opencl(), reason="no OpenCL device (pip install ember-opencl)"))]
+
+
+def _model_and_opt(kind, device="cpu"):
     ember.manual_seed(0)
-    m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 4))
+    m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.2),
+                      nn.Linear(16, 4)).to(device)
     opt = (ember.optim.Adam(m.parameters(), lr=1e-2) if kind == "adam"
            else ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9))
     return m, opt
 
 
-@pytest.mark.parametrize("kind", ["sgd", "adam"])
-def test_training_steps_replay_to_eager_parameters(kind):
-    (m1, o1), (m2, o2) = _model_and_opt(kind), _model_and_opt(kind)
-    x, y = ember.randn(32, 8), ember.randint(0, 4, (32,))
+def _train_step(m, opt, x, y):
+    opt.zero_grad()
+    loss = F.cross_entropy(m(x), y)
+    loss.backward()
+    opt.step()
+    return loss.detach()
 
-    def step(m, opt, x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-    cstep = ember.compile(step, mode="reduce-overhead")
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+def test_training_steps_replay_to_eager_parameters(kind, device):
+    (m1, o1), (m2, o2) = _model_and_opt(kind, device), _model_and_opt(kind, device)
+    x, y = ember.randn(32, 8).to(device), ember.randint(0, 4, (32,)).to(device)
+    cstep = ember.compile(_train_step, mode="reduce-overhead")
     for i in range(6):
+        if i >= 3:          # a new batch in new memory: the arguments' steps rebind it
+            x, y = ember.randn(32, 8).to(device), ember.randint(0, 4, (32,)).to(device)
         ember.manual_seed(100 + i)        # dropout's masks: the same draws either way
         got = cstep(m1, o1, x, y).clone()
         ember.manual_seed(100 + i)
-        want = step(m2, o2, x, y)
-        same(got, want)
+        want = _train_step(m2, o2, x, y)
+        same(got.cpu(), want.cpu())
     for p1, p2 in zip(m1.parameters(), m2.parameters()):
-        same(p1, p2)
+        same(p1.cpu(), p2.cpu())
+
+
+def _plan_steps(cstep):
+    (plan,) = cstep._ember_replayer.plans
+    return plan.run.steps
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+def test_opencl_replays_repeat_recorded_launches():
+    """On opencl the launches of steps whose memory is fixed are recorded once and
+    enqueued again without the kernels' Python code; the steps that read the arguments,
+    draw random numbers or may report a kernel error run their code on every replay."""
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 5)).to("opencl")
+    opt = ember.optim.SGD(m.parameters(), lr=0.05)
+    m2 = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 5)).to("opencl")
+    m2.load_state_dict(m.state_dict())
+    opt2 = ember.optim.SGD(m2.parameters(), lr=0.05)
+    x, y = ember.randn(16, 20).to("opencl"), ember.randint(0, 5, (16,)).to("opencl")
+    body, runs = counted(_train_step)
+    cstep = ember.compile(body, mode="reduce-overhead")
+    for _ in range(5):
+        same(cstep(m, opt, x, y).cpu(), _train_step(m2, opt2, x, y).cpu())
+    assert len(runs) == 2
+    steps = _plan_steps(cstep)
+    recorded = [s for s in steps if s[4] is not None]
+    # the matmuls, the bias and ReLU groups, the gradients and the updates are recorded;
+    # the loss's steps on the labels (an argument), gather and scatter (error records) not
+    assert len(recorded) >= len(steps) // 2
+    assert any(s[4].launches > 1 for s in recorded)          # a GEMM packs, then multiplies
+    for p1, p2 in zip(m.parameters(), m2.parameters()):
+        same(p1.cpu(), p2.cpu())
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+def test_opencl_replayed_kernel_errors_are_still_reported():
+    x = ember.randn(4, 6).to("opencl")
+
+    def f(i):
+        # gather reads fixed memory only (x, and the buffer i + 1 is written to): a
+        # candidate for recording, which its error record rules out
+        return x.gather(1, i + 1) * 2
+    cf = ember.compile(f, mode="reduce-overhead")
+    for _ in range(3):
+        i = ember.randint(0, 5, (4, 3)).to("opencl")
+        same(cf(i).cpu(), f(i).cpu())
+    with pytest.raises(IndexError, match="out of bounds"):
+        cf(ember.full((4, 3), 5).to("opencl")).cpu()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_replays_allocate_no_buffers(device, monkeypatch):
+    """A plan holds memory for all its buffers (outputs and intermediates) for its life:
+    replays ask for none. (Kernels whose code runs on each replay may still take scratch
+    memory of their own.)"""
+    m = nn.Sequential(nn.Linear(10, 32), nn.Tanh(), nn.Linear(32, 3)).to(device)
+    opt = ember.optim.SGD(m.parameters(), lr=0.1)
+    x, y = ember.randn(8, 10).to(device), ember.randint(0, 3, (8,)).to(device)
+    cstep = ember.compile(_train_step, mode="reduce-overhead")
+    for _ in range(3):
+        cstep(m, opt, x, y)
+    asked = []
+    real = lazy.allocate
+    monkeypatch.setattr(lazy, "allocate", lambda *a: asked.append(a) or real(*a))
+    for _ in range(20):
+        cstep(m, opt, x, y)
+    assert asked == []
 
 
 def test_arguments_are_rebound_on_each_replay():

@@ -33,7 +33,8 @@ from ember.dispatcher.codegen import opencl as gen
 from ._source import CTYPES, render
 
 __all__ = ["Device", "devices", "device", "device_count", "LAUNCH_BLOCKING", "enqueue",
-           "KernelErrors", "KernelIndexError"]
+           "copy_buffer", "scratch", "record_launches", "not_repeatable", "KernelErrors",
+           "KernelIndexError"]
 
 try:  # the plugin must import (and report 0 devices) even where pyopencl cannot load
     import pyopencl as cl
@@ -233,6 +234,7 @@ class Device:
         if self._ctx is None:
             return
         self.host_waits += 1
+        not_repeatable("a wait on the queue")
         self.queue.finish()
         self._pending.clear()
         self.check_errors()
@@ -328,6 +330,7 @@ class Device:
     def keep_alive(self, event, host) -> None:
         """Hold ``host`` until the upload ``event`` completes (pyopencl would otherwise
         wait when the event is collected)."""
+        not_repeatable("an upload from the host")
         done = cl.command_execution_status.COMPLETE
         pend = self._pending
         while pend and pend[0][0].command_execution_status == done:
@@ -357,6 +360,7 @@ class KernelErrors:
         self.rid = None
 
     def __enter__(self):
+        not_repeatable("an error record")
         self.rid = self.dev._take_record()
         return self.dev._record_buffer(self.rid)
 
@@ -464,6 +468,14 @@ def enqueue(dev: Device, kernel, gsize, lsize, *args) -> None:
     if kernel not in _TYPED:
         _typed(kernel, args)
     kernel.set_args(*args)
+    _launch(dev, kernel, gsize, lsize)
+    rec = _REC.recording
+    if rec is not None:
+        rec.items.append((dev, kernel, gsize, lsize,
+                          tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)))
+
+
+def _launch(dev, kernel, gsize, lsize) -> None:
     try:
         ev = cl.enqueue_nd_range_kernel(dev.queue, kernel, gsize, lsize)
         if _TIMED is not None:
@@ -472,6 +484,87 @@ def enqueue(dev: Device, kernel, gsize, lsize, *args) -> None:
         if isinstance(e, cl.MemoryError) or getattr(e, "code", None) in _OOM_STATUS:
             raise _out_of_memory(dev, f"launching {kernel.function_name}", e) from None
         raise
+
+
+def copy_buffer(dev: Device, dst, src, nbytes: int, dst_offset: int, src_offset: int):
+    """Enqueue a device-to-device copy of ``nbytes`` (byte offsets into the buffers)."""
+    cl.enqueue_copy(dev.queue, dst, src, byte_count=nbytes, src_offset=src_offset,
+                    dst_offset=dst_offset)
+    rec = _REC.recording
+    if rec is not None:
+        rec.items.append((dev, None, dst, src, (nbytes, dst_offset, src_offset)))
+
+
+def scratch(dev: Device, nbytes: int):
+    """Temporary device memory for one op's launches: a storage of the caching allocator,
+    which the op drops when it returns (the in-order queue runs its kernels before any
+    later use of the block). While launches are recorded, the recording keeps it."""
+    st = dev.allocator_().storage(nbytes)
+    rec = _REC.recording
+    if rec is not None:
+        rec.keep.append(st)
+    return st
+
+
+# ---- recorded launches (ember.compile's replay plans) --------------------------------------
+
+class _Recording:
+    __slots__ = ("items", "keep", "why")
+
+    def __init__(self):
+        self.items: list = []   # (dev, kernel, gsize, lsize, args) | (dev, None, dst, src, n)
+        self.keep: list = []    # scratch storages the launches use
+        self.why = None         # what made the launches unrepeatable, if anything
+
+
+class _RecordingState(threading.local):
+    recording = None
+
+
+_REC = _RecordingState()
+
+
+def not_repeatable(why: str) -> None:
+    """Mark the launches being recorded (if any) as unrepeatable: ``why`` happened (a wait,
+    a host transfer, an error record...)."""
+    rec = _REC.recording
+    if rec is not None and rec.why is None:
+        rec.why = why
+
+
+def record_launches(fn):
+    """Run ``fn()`` (one kernel call of a replay plan: its memory is the same on every run)
+    and return a function that enqueues the same launches again, with the same arguments,
+    without running the op's Python code; None when ``fn`` did something that a repeat of
+    its launches would not (see ``not_repeatable``), or allocated memory other than through
+    ``scratch``. The returned function keeps the scratch memory the launches use."""
+    if _REC.recording is not None:
+        fn()
+        return None
+    rec = _REC.recording = _Recording()
+    allocators = [d.allocator for d in (_devices or ()) if d.started]
+    counts = [a.memory_stats().get("allocation.all.allocated", 0) for a in allocators]
+    try:
+        fn()
+    finally:
+        _REC.recording = None
+    after = [a.memory_stats().get("allocation.all.allocated", 0) for a in allocators]
+    if sum(after) - sum(counts) != len(rec.keep):
+        rec.why = "memory was allocated other than as scratch"
+    if rec.why is not None or not rec.items:
+        return None
+    items, keep = tuple(rec.items), tuple(rec.keep)
+
+    def repeat(_keep=keep):
+        for dev, kernel, a, b, c in items:
+            if kernel is None:
+                cl.enqueue_copy(dev.queue, a, b, byte_count=c[0], dst_offset=c[1],
+                                src_offset=c[2])
+            else:
+                kernel.set_args(*c)
+                _launch(dev, kernel, a, b)
+    repeat.launches = len(items)
+    return repeat
 
 
 def round_up(n: int, m: int) -> int:

@@ -52,6 +52,7 @@ def _device(storage):
 def copy_out(storage, byte_offset: int, nbytes: int) -> HostCopy:
     """Start copying ``nbytes`` of ``storage`` (from ``byte_offset``) to host memory."""
     dev = _device(storage)
+    rt.not_repeatable("a copy to the host")
     q = transfer_queue(dev)
     host = np.empty(nbytes, np.uint8)
     after = rt.cl.enqueue_marker(dev.queue)
@@ -81,4 +82,5 @@ def copy_in(copy: HostCopy, storage, byte_offset: int = 0):
 
 def ready(event, storage) -> None:
     """Kernels enqueued on ``storage``'s device from now on run after ``event``."""
+    rt.not_repeatable("a wait for a copy from the host")
     rt.cl.enqueue_barrier(_device(storage).queue, wait_for=[event])

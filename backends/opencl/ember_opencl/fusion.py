@@ -1,9 +1,10 @@
 """Fused elementwise kernels for ``ember.compile`` on OpenCL devices.
 
 The dispatcher's planner (``ember.dispatcher.fusion``) hands a ``FusedGroup``; groups
-whose values all have one of float32 and float64 (the dtypes whose compute type is their
-storage type, so that keeping values in registers between ops rounds as the op-by-op
-kernels do) become one OpenCL C kernel, rendered from the ops' bodies by
+whose functors all compute in one of float32 and float64 (the dtypes whose compute type is
+their storage type, so that keeping values in registers between ops rounds as the op-by-op
+kernels do; bool values, a comparison's result or a ``where``'s condition, may pass
+between them) become one OpenCL C kernel, rendered from the ops' bodies by
 ``ember.dispatcher.codegen.opencl.render_fused`` and built like the backend's other kernel
 families (one program per group structure and device, kept for the process). Other
 groups run op by op.
@@ -33,18 +34,25 @@ _FLOATS = ("float32", "float64")
 _FAMILIES: dict = {}        # group key -> (family name, dtype name)
 
 
-def _fusible(group) -> bool:
+def _float_of(group):
+    """The floating dtype every functor of ``group`` computes in (values and operands are
+    of it, or bool), or None when there is none."""
     if group.reduction is not None:     # (not planned here: fuses_reductions is off)
-        return False
-    names = {op.dtype.name for op in group.operands} | {nd.dtype.name for nd in group.nodes}
-    names |= {nd.out_dtype.name for nd in group.nodes}
-    return len(names) == 1 and next(iter(names)) in _FLOATS
+        return None
+    names = {nd.dtype.name for nd in group.nodes}
+    if len(names) != 1 or next(iter(names)) not in _FLOATS:
+        return None
+    t = next(iter(names))
+    others = {op.dtype.name for op in group.operands} | {nd.out_dtype.name
+                                                         for nd in group.nodes}
+    return t if others <= {t, "bool"} else None
 
 
 def compile_elementwise(group):
     """A callable ``(storages, byte_offsets, values, n)`` enqueueing ``group``'s kernel,
     or None for groups this backend runs op by op."""
-    if not _fusible(group):
+    dtype = _float_of(group)
+    if dtype is None:
         return None
     key = group.key()
     hit = _FAMILIES.get(key)
@@ -52,7 +60,6 @@ def compile_elementwise(group):
         body = render_fused(group)
         _CODE_LOG.info("generated kernel of a fused group (%d ops):\n%s", len(group.nodes),
                        body)
-        dtype = group.operands[0].dtype.name
         # (one program per body and dtype: the same text instantiates for either float)
         family = "fused_" + hashlib.sha256(f"{dtype}\n{body}".encode()).hexdigest()[:16]
         rt.SPECS[family] = lambda dev, _b=body, _t=dtype: {"types": (_t,), "body": _b}
@@ -60,26 +67,40 @@ def compile_elementwise(group):
     family, dtype = hit
     STATS["groups"] += 1
     t = CTYPES[dtype]
-    itemsize = 8 if dtype == "float64" else 4
     index = group.operands[0].enc[6].index or 0
     used = [op.load or op.store is not None for op in group.operands]
+    sizes = [op.dtype.itemsize for op in group.operands]
+    checked = group.nodes[0].dtype      # (the float type, which fp64 devices need)
     scalar = np.float64 if dtype == "float64" else np.float32
     nvals = len(group.runtime_values)
     kname = f"fused_{t.sfx}"
+
+    if group.inner is None:
+        def geometry(n):
+            local = elementwise_local(rt.device(index))
+            return (rt.round_up(n, local),), (local,), ()
+    else:   # rows of inner: a 2-D launch, columns along dim 0 (as the eager 2d kernels)
+        inner = group.inner
+        strides = tuple(np.int64(op.outer_stride) for op, u in zip(group.operands, used)
+                        if u and op.kind in ("row", "strided"))
+
+        def geometry(n):
+            local = min(elementwise_local(rt.device(index)), 64)
+            return (rt.round_up(inner, local), n // inner), (local, 1), \
+                (np.int64(inner),) + strides
 
     def run(storages, offsets, values, n):
         if n == 0:
             return
         dev = rt.device(index)
-        dev.check_dtype(group.operands[0].dtype, "ember.compile")
+        dev.check_dtype(checked, "ember.compile")
         args = [np.int64(n)]
-        for st, off, u in zip(storages, offsets, used):
+        for st, off, u, size in zip(storages, offsets, used, sizes):
             if u:
                 args.append(st.handle)
-                args.append(np.int64((st.offset + off) // itemsize))
+                args.append(np.int64((st.offset + off) // size))
         args += [scalar(v) for v in values[:nvals]]
-        k = dev.kernel(family, kname)
-        local = elementwise_local(dev)
-        rt.enqueue(dev, k, (rt.round_up(n, local),), (local,), *args)
+        size, local, tail = geometry(n)
+        rt.enqueue(dev, dev.kernel(family, kname), size, local, *args, *tail)
 
     return run

@@ -26,6 +26,8 @@ class OpenCLBackend(Backend):
     fork_safe = False
     #: the kernels' device time for ember.profiler (the queues record timestamps)
     device_timer = rt.KernelTimer()
+    #: fused groups may broadcast (a bias add): two-level layouts, a 2-D launch
+    fuses_broadcasts = True
 
     def __init__(self):
         import ember_opencl
@@ -46,6 +48,11 @@ class OpenCLBackend(Backend):
     def compile_elementwise(self, group):
         """ember.compile's fused groups as OpenCL C kernels (``ember_opencl.fusion``)."""
         return fusion.compile_elementwise(group)
+
+    def record_launches(self, fn):
+        """Replay plans' launches, recorded once and enqueued again as they were
+        (``ember_opencl._runtime.record_launches``)."""
+        return rt.record_launches(fn)
 
     def device_name(self, index: int) -> str:
         d = rt.device(index)
@@ -80,6 +87,7 @@ class OpenCLBackend(Backend):
             return out
         dev = _device_of_storage(storage)
         dev.host_waits += 1
+        rt.not_repeatable("a read back to the host")
         try:
             rt.cl.enqueue_copy(dev.queue, out, storage.handle,
                                src_offset=storage.offset + byte_offset, is_blocking=True)

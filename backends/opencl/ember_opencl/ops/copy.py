@@ -4,10 +4,8 @@ from __future__ import annotations
 import math
 import struct
 
-import pyopencl as cl
-
 from .._geometry import ew_geom
-from .._runtime import enqueue, round_up
+from .._runtime import copy_buffer, enqueue, round_up
 from .._source import CTYPES, SIZE_TYPES
 from ._common import CONSTS, buf, dev_of, elementwise_local, np, numel, rt
 
@@ -48,8 +46,7 @@ def copy(out, src):
     if out.dtype is src.dtype:
         isz = out.dtype.itemsize
         if _is_contiguous(out) and _is_contiguous(src):
-            cl.enqueue_copy(dev.queue, ob, sb, byte_count=n * isz, src_offset=so * isz,
-                            dst_offset=oo * isz)
+            copy_buffer(dev, ob, sb, n * isz, oo * isz, so * isz)
             return
         name = f"copy_s{isz}"
     else:

@@ -69,7 +69,7 @@ def _gemm_cpu(dev, g, ob, ab, bb):
     # b packed as panels of 2 * vw columns (pack_b): a work-item then streams one contiguous panel.
     # The block goes back to the caching allocator on return; the in-order queue runs the
     # GEMM before any later use of it.
-    scratch = dev.allocator_().storage(B * panels * k * cn * 4)
+    scratch = rt.scratch(dev, B * panels * k * cn * 4)
     k_fast = int(g[8] == 1 and g[9] != 1)       # b contiguous along k (x @ w.t())
     poff = np.int64(scratch.offset // 4)
     rt.enqueue(dev, dev.kernel("matmul", "pack_b_f32"), (panels, -(-k // PACK_K), B),

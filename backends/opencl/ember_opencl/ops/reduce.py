@@ -79,7 +79,7 @@ def _reduce(name, kinds):
         part, pbuf, poff = None, dev.err, 0
         if nchunk > 1:
             asz = 8 if x.dtype._kind < 2 or dev.fp64 else 4   # SACC: int64 or widest float
-            part = dev.allocator.storage(nout * nchunk * asz)
+            part = rt.scratch(dev, nout * nchunk * asz)
             pbuf, poff = part.handle, part.offset // asz
         if nchunk > 1 and dev.is_cpu:
             k = dev.kernel("reduce", f"reduce_wic_{s}")
@@ -115,7 +115,7 @@ def _var_std(name):
         part, pbuf, poff = None, dev.err, 0
         if nchunk > 1:   # (mean, m2) per output and chunk
             asz = 8 if dev.fp64 else 4
-            part = dev.allocator.storage(nout * nchunk * 2 * asz)
+            part = rt.scratch(dev, nout * nchunk * 2 * asz)
             pbuf, poff = part.handle, part.offset // asz
         if nchunk > 1 and dev.is_cpu:
             enqueue(dev, dev.kernel("reduce", f"var_wic_{s}"),

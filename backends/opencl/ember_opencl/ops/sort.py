@@ -54,8 +54,8 @@ def sort(values, indices, x, dim=-1, descending=False, stable=True):
         P *= 2
     s = sfx(x.dtype)
     ksz = _KEY_SIZE[CTYPES[x.dtype.name].compute]
-    keys = dev.allocator.storage(nlines * P * ksz)
-    idx = dev.allocator.storage(nlines * P * 8)
+    keys = rt.scratch(dev, nlines * P * ksz)
+    idx = rt.scratch(dev, nlines * P * 8)
     # temporaries from the caching allocator; dropped at return (the queue is in order)
     kb, ko = keys.handle, np.int64(keys.offset // ksz)
     jb, jo = idx.handle, np.int64(idx.offset // 8)
