@@ -152,6 +152,10 @@ WORKLOADS = {
 }
 
 
+#: a pause before each variant's timing (see run)
+_SETTLE_S = 0.03
+
+
 def _time(fn, number):
     t = time.perf_counter()
     for _ in range(number):
@@ -180,6 +184,10 @@ def run(name, rounds, ember, torch):
     best = {k: math.inf for k in variants}
     for _ in range(rounds):
         for k, fn in variants.items():
+            # the previous variant's idle threads stop spinning first: PyTorch's OpenMP
+            # workers spin for milliseconds after a parallel region (ember's for 0.3 ms),
+            # which on 2 cores took a core from the next variant's first ~15 ms
+            time.sleep(_SETTLE_S)
             fn()
             best[k] = min(best[k], _time(fn, number))
     return best, first

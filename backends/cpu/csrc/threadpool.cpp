@@ -1,5 +1,5 @@
 // ember's own thread pool: std::thread workers + condition variables (no OpenMP).
-// Workers spin briefly (~kSpinUs) for the next job before sleeping, and the caller spins
+// Workers spin briefly (~kWorkerSpinUs) for the next job before sleeping, and the caller spins
 // briefly for the last chunk: back-to-back kernels (a training step) then pay no futex
 // wake-up per region, while an idle pool still sleeps.
 //
@@ -25,7 +25,13 @@ namespace {
 
 thread_local bool tl_in_region = false;
 
+// The caller spins for the last chunk up to kSpinUs. Workers spin for the next job up to
+// kWorkerSpinUs: long enough to bridge the Python between two kernels that a captured graph
+// (ember.compile's default mode: ~10 us of capture per op) or a few eager ops put there. A
+// worker woken from its futex instead started ~50 us late on this 2-core VM, which cost a
+// compiled 1M-element GELU 0.77 vs 0.72 ms. (libgomp, under PyTorch, spins ~300k pauses.)
 constexpr int64_t kSpinUs = 50;
+constexpr int64_t kWorkerSpinUs = 300;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -33,11 +39,11 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until pred() holds or ~kSpinUs pass; returns pred().
+// Spins until pred() holds or ~us microseconds pass; returns pred().
 template <class P>
-inline bool spin_until(P&& pred) {
+inline bool spin_until(P&& pred, int64_t us = kSpinUs) {
   if (pred()) return true;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
   for (int i = 1;; ++i) {
     cpu_relax();
     if (pred()) return true;
@@ -98,7 +104,7 @@ struct Pool {
     for (;;) {
       spin_until([&] {
         return stop.load(std::memory_order_acquire) || gen.load(std::memory_order_acquire) != seen;
-      });
+      }, kWorkerSpinUs);
       {
         std::unique_lock<std::mutex> lk(mu);
         cv.wait(lk, [&] { return stop.load() || gen.load() != seen; });
