@@ -14,6 +14,9 @@ Workloads (issue 16's acceptance):
 - ``rms_norm``: RMSNorm as public models write it (``x * rsqrt(x.pow(2).mean(-1,
   keepdim=True) + eps) * w``) over 2048 x 1024 float32: a reduction with its epilogue
   and the normalisation after it (one fused kernel in ember), no target of its own.
+- ``layer_norm``: a layer norm written out (the mean, the variance of ``x - mean``, the
+  normalisation, the affine) over 2048 x 1024 float32: two reductions in one kernel in
+  ember, no target of its own.
 - ``small_op_chain``: 20 x (16x16 matmul + tanh), forward and backward, compiled with
   ``mode="reduce-overhead"``: target <= 0.5x PyTorch eager's time.
 - training steps (``mlp``, ``digits_cnn``, ``lstm_lm``, ``transformer``): the whole step
@@ -60,6 +63,21 @@ def w_rms(lib, compile_fn):
     if compile_fn is not None:
         f = compile_fn(f)
     return lambda: f(x, w)
+
+
+def w_layer_norm(lib, compile_fn):
+    rng = np.random.default_rng(0)
+    x = lib.from_numpy(rng.standard_normal((2048, 1024)).astype(np.float32))
+    w = lib.from_numpy(rng.standard_normal(1024).astype(np.float32))
+    b = lib.from_numpy(rng.standard_normal(1024).astype(np.float32))
+
+    def f(x, w, b):     # as BERT's first PyTorch port writes it
+        u = x.mean(-1, keepdim=True)
+        s = (x - u).pow(2).mean(-1, keepdim=True)
+        return w * ((x - u) / lib.sqrt(s + 1e-12)) + b
+    if compile_fn is not None:
+        f = compile_fn(f)
+    return lambda: f(x, w, b)
 
 
 def w_chain(lib, compile_fn):
@@ -140,6 +158,7 @@ def _ce(lib, out, y):
 WORKLOADS = {
     "gelu_chain": w_gelu,
     "rms_norm": w_rms,
+    "layer_norm": w_layer_norm,
     "small_op_chain": w_chain,
     "mlp": _training(_mlp, lambda r: [r.standard_normal((128, 64)).astype(np.float32),
                                       r.integers(0, 10, 128)], _ce),

@@ -34,6 +34,13 @@ row is one output), and elementwise calls over the ``outer`` outputs may follow 
 *epilogue*: ``x.pow(2).mean(-1, keepdim=True).add(eps).rsqrt()`` is one group); their
 operands are contiguous or single (kind ``outer``: read or written at the row). The chain
 feeds the same summation eager mode uses (``Reduction``), so the results are its bits.
+After the epilogue, calls over the group's elements that read its values broadcast along
+the row form the *row pass*, which may end in another reduction over the same rows, with
+its own epilogue and row pass (a layer norm written out: the mean, then the variance of
+``x - mean``, then the normalisation). Phases are numbered in order: 0 the chain, then per
+reduction ``k`` (from 1) its epilogue ``2k - 1`` and its row pass ``2k``. A phase reads
+what earlier element phases wrote only through memory the group does not write; an
+epilogue's values stay in registers for the rest of the row.
 
 Inside a group, values pass in registers. A written view is stored only when something
 outside the group reads its storage, when the trace's caller keeps it (an output), or when
@@ -135,8 +142,9 @@ class FusedGroup:
         self.device = device            # device type
         #: the row length of a two-level layout (``n // inner`` rows), or None: flat
         self.inner = None
-        #: the group's reduction (``Reduction``), or None
-        self.reduction = None
+        #: the group's reductions (``Reduction``), in order: each but the last has a row pass
+        #: that ends in the next one
+        self.reductions: list = []
         self.operands: list = []
         self.nodes: list = []
         self.calls: list = []           # the trace's node indices it stands for
@@ -154,26 +162,43 @@ class FusedGroup:
             self.operands.append(Operand(enc, kind, outer_stride))
         return i
 
+    @property
+    def reduction(self):
+        """The group's first reduction (``Reduction``), or None."""
+        return self.reductions[0] if self.reductions else None
+
     def phase_of(self, n) -> int | None:
-        """Where a call over ``n`` elements would go: 0 (the chain before the reduction,
-        or no reduction), 1 (the epilogue), 2 (the row pass), None (nowhere)."""
-        r = self.reduction
-        if r is None:
+        """Where a call over ``n`` elements would go now: 0 (the chain, no reduction yet),
+        ``2k - 1`` (the epilogue of the ``k``-th reduction, the last one), ``2k`` (its row
+        pass), None (nowhere)."""
+        if not self.reductions:
             return 0 if n == self.n else None
-        if r.row_pass is None and n == self.n // self.inner:
-            return 1
+        k = len(self.reductions)
+        r = self.reductions[-1]
+        if n == self.n // self.inner:
+            # (once the row pass started, an epilogue call joins the epilogue, before it:
+            # it reads nothing the row pass makes, whose values are the row's elements)
+            return 2 * k - 1
         if n == self.n and not r.full:
-            return 2
+            return 2 * k
         return None
 
+    def node_phase(self, index) -> int:
+        """The phase of node ``index`` (a reduction's node is in its epilogue's phase)."""
+        ph = 0
+        for k, r in enumerate(self.reductions, 1):
+            if index >= r.index:
+                ph = 2 * k - 1
+            if r.row_pass is not None and index >= r.row_pass:
+                ph = 2 * k
+        return ph
+
     def phase_values(self) -> list:
-        """The value ids each phase makes (0, 1: the reduction's and the epilogue's, 2)."""
-        r = self.reduction
-        out = [set(), set(), set()]
+        """The value ids each phase makes (``2k - 1``: the ``k``-th reduction's and its
+        epilogue's)."""
+        out = [set() for _ in range(2 * len(self.reductions) + 1)]
         for k, nd in enumerate(self.nodes):
-            ph = (0 if r is None or k < r.index else
-                  1 if r.row_pass is None or k < r.row_pass else 2)
-            out[ph].add(nd.value)
+            out[self.node_phase(k)].add(nd.value)
         return out
 
     @property
@@ -192,8 +217,7 @@ class FusedGroup:
         ops = tuple((o.dtype.name, o.single, o.load, o.store, o.kind) for o in self.operands)
         nodes = tuple((nd.op, nd.mode, nd.inputs, tuple(nd.attrs), nd.dtype.name,
                        nd.out_dtype.name, nd.value) for nd in self.nodes)
-        r = self.reduction
-        red = None if r is None else (r.op, r.index, r.full, r.row_pass)
+        red = tuple((r.op, r.index, r.full, r.row_pass) for r in self.reductions)
         return (self.device, self.inner is not None, ops, nodes, red)
 
     def layout(self) -> list:
@@ -297,19 +321,22 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     if phase is None:
         return False
     places = {}
-    two_level = getattr(BACKENDS.get(dev), "fuses_broadcasts", False) and phase != 1
+    epilogue = phase % 2 == 1
+    row_pass = phase > 0 and not epilogue
+    last = group.reductions[-1] if group.reductions else None
+    two_level = getattr(BACKENDS.get(dev), "fuses_broadcasts", False) and not epilogue
     inner = group.inner
     from_epilogue = {}      # a row pass's input -> the epilogue value it reads
     for a in args:
         if _numel(a) != n:
             return False
-        if phase == 2 and a is not out:
+        if row_pass and a is not out:
             v = _epilogue_value(group, a)
             if v is not None:
                 from_epilogue[a] = v
                 continue
         if _contiguous_or_single(a):
-            if phase == 1:
+            if epilogue:
                 places[a] = ("outer", 0, None)
             continue
         if not two_level:
@@ -320,7 +347,7 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
         if p[2] is not None:
             inner = p[2]
         places[a] = p
-    if phase == 2 and group.reduction.row_pass is None and not from_epilogue:
+    if row_pass and last.row_pass is None and not from_epilogue:
         return False        # a row pass starts with a call that reads what the epilogue made
     in_kinds, returns_bool = fn
     t_dtype = None
@@ -351,7 +378,7 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
         if a in from_epilogue:
             continue
         w = group._written_view.get(a[1])
-        if w is not None and (w != _view(a) or group._written_phase[a[1]] < phase):
+        if w is not None and (w != _view(a) or not _live_in(group, a[1], phase)):
             return False
     w = group._written_view.get(out[1])
     if w is not None and (w != _view(out) or group._written_phase[out[1]] < phase):
@@ -375,8 +402,8 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     if inner is not None and group.inner is None:
         group.inner = inner
     refs = []
-    if phase == 2 and group.reduction.row_pass is None:
-        group.reduction.row_pass = len(group.nodes)
+    if row_pass and last.row_pass is None:
+        last.row_pass = len(group.nodes)
     for a in ins:
         if a in from_epilogue:
             refs.append(("value", from_epilogue[a]))
@@ -384,10 +411,21 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
             refs.append(_read(group, a, *places.get(a, ("flat", 0, None))[:2]))
     value = values_ids[0]
     values_ids[0] += 1
-    group.nodes.append(FusedNode(name, mode, tuple(refs), node_attrs, t_dtype, out_dtype,
-                                 value))
+    node = FusedNode(name, mode, tuple(refs), node_attrs, t_dtype, out_dtype, value)
+    if epilogue and last.row_pass is not None:      # a late epilogue call: moved before
+        group.nodes.insert(last.row_pass, node)
+        last.row_pass += 1
+    else:
+        group.nodes.append(node)
     _write(group, out, places.get(out, ("flat", 0, None))[:2], value, phase)
     return True
+
+
+def _live_in(group, slot, phase) -> bool:
+    """Whether what the group wrote into ``slot`` is still a value in ``phase``: written in
+    that phase, or in an epilogue read by a later epilogue (per row, in registers)."""
+    written = group._written_phase[slot]
+    return written == phase or (written % 2 == 1 and phase % 2 == 1)
 
 
 def _read(group, enc, kind="flat", outer_stride=0):
@@ -460,13 +498,18 @@ def _reducible(name, dev, args, attrs):
 
 
 def _try_reduce(group, name, dev, args, m, values_ids):
-    """End ``group``'s chain in the reduction call if it fits; returns whether it did."""
+    """End ``group``'s chain, or the row pass of its last reduction, in the reduction call
+    if it fits; returns whether it did."""
     out, x = args
-    if (group.reduction is not None or group.device != dev or group.n != _numel(x)
+    if (group.device != dev or group.n != _numel(x)
             or (group.inner is not None and group.inner != m)):
         return False
+    phase = 2 * len(group.reductions)   # the chain, or the last reduction's row pass
+    if group.reductions and (group.reductions[-1].row_pass is None
+                             or x[5] is not group.reductions[0].dtype):
+        return False
     w = group._written_view.get(x[1])
-    if w is not None and w != _view(x):
+    if w is not None and (w != _view(x) or group._written_phase[x[1]] != phase):
         return False
     if out[1] in group._written_view or out[1] in group._read_views:
         return False
@@ -474,9 +517,9 @@ def _try_reduce(group, name, dev, args, m, values_ids):
     ref = _read(group, x)
     value = values_ids[0]
     values_ids[0] += 1
-    group.reduction = Reduction(name, len(group.nodes), x[5], _numel(x) == m)
+    group.reductions.append(Reduction(name, len(group.nodes), x[5], _numel(x) == m))
     group.nodes.append(FusedNode(name, None, (ref,), [], x[5], out[5], value))
-    _write(group, out, ("outer", 0), value, 1)
+    _write(group, out, ("outer", 0), value, phase + 1)
     return True
 
 
@@ -484,7 +527,7 @@ def _epilogue_value(group, enc):
     """The value id of the epilogue's result that ``enc`` reads one element of per row of
     the group (a ``keepdim`` statistic broadcast along the row), or None."""
     w = group._written_view.get(enc[1])
-    if w is None or group._written_phase[enc[1]] != 1 or w[0] != "contiguous":
+    if w is None or group._written_phase[enc[1]] % 2 != 1 or w[0] != "contiguous":
         return None
     _, slot, offset, dtype, count = w
     p = _place(group, enc)

@@ -311,9 +311,8 @@ def _fused_scalar(ref) -> str:
 def render_fused_prelude(group) -> list:
     """The includes, the functors ``group`` applies and ``scalar_of`` (a runtime value as
     an ``em::Scalar``): the top of a fused group's source."""
-    red = group.reduction
-    uses = {(nd.op, nd.mode) for k, nd in enumerate(group.nodes)
-            if red is None or k != red.index}
+    cuts = {r.index for r in group.reductions}
+    uses = {(nd.op, nd.mode) for k, nd in enumerate(group.nodes) if k not in cuts}
     return ["#include <cstdint>", "#include <cmath>", "#include <ember/dtype.h>",
             "#include <ember/scalar_ops.h>", "", render_functors(uses),
             "using namespace ember;", "namespace {",
@@ -337,14 +336,17 @@ def render_fused_loop(group, pointer) -> tuple[list, list, list]:
 
 
 def render_fused_phases(group, pointer) -> dict:
-    """``render_fused_loop``'s lines, split at the group's reduction (if any): ``setup``,
-    ``row``, ``body`` (the nodes before the reduction, for element (``o``, ``j``), and
-    their stores), ``source`` (the C++ expression of the reduction's input inside
-    ``body``), ``result`` (the name the epilogue reads the reduced value by),
-    ``epilogue`` (the nodes after it, for output ``o``, and their stores) and
-    ``row_pass`` (the nodes after the epilogue, for element (``o``, ``j``) again)."""
-    red = group.reduction
-    cut = red.index if red is not None else len(group.nodes)
+    """``render_fused_loop``'s lines, split at the group's reductions (if any): ``setup``,
+    ``row``, ``body`` (the nodes before the first reduction, for element (``o``, ``j``),
+    and their stores) and ``stages``, one per reduction: ``source`` (the C++ expression of
+    its input inside the element lines before it), ``result`` (the name its epilogue
+    reads the reduced value by), ``epilogue`` (the nodes after it, for output ``o``, and
+    their stores) and ``row_pass`` (the nodes after the epilogue, for element (``o``,
+    ``j``) again: the next reduction's input is computed there). The first stage's
+    entries are also ``source``, ``result``, ``epilogue`` and ``row_pass``."""
+    reds = group.reductions
+    cuts = {r.index for r in reds}
+    cut = reds[0].index if reds else len(group.nodes)
     runtime = group.runtime_values
     slot_of_runtime = {v: i for i, v in enumerate(runtime)}
     # no stored operand shares a storage with another one: the pointers do not alias
@@ -371,7 +373,7 @@ def render_fused_phases(group, pointer) -> dict:
         elif op.kind == "strided":
             row.append(f"    {const}{ct}*{qual} q{k} = p{k} + o * d[{1 + k}];")
     for k, nd in enumerate(group.nodes):
-        if k == cut:
+        if k in cuts:
             continue
         fname = functor_name(nd.op, nd.mode)
         inits = ", ".join(_fused_scalar(("runtime", slot_of_runtime[r[1]])
@@ -409,11 +411,15 @@ def render_fused_phases(group, pointer) -> dict:
 
     def phase(i):
         return [(k, op) for k, op in stored if op.store in made[i]]
-    out = {"setup": setup, "row": row, "body": lines(nodes[:cut], phase(0))}
-    if red is not None:
+    out = {"setup": setup, "row": row, "body": lines(nodes[:cut], phase(0)), "stages": []}
+    for k, red in enumerate(reds):
         end = red.row_pass if red.row_pass is not None else len(nodes)
-        out["source"] = arg(group.nodes[cut].inputs[0])
-        out["result"] = f"v{group.nodes[cut].value}"
-        out["epilogue"] = lines(nodes[cut + 1:end], phase(1))
-        out["row_pass"] = lines(nodes[end:], phase(2))
+        stop = reds[k + 1].index if k + 1 < len(reds) else len(nodes)
+        out["stages"].append({
+            "source": arg(group.nodes[red.index].inputs[0]),
+            "result": f"v{group.nodes[red.index].value}",
+            "epilogue": lines(nodes[red.index + 1:end], phase(2 * k + 1)),
+            "row_pass": lines(nodes[end:stop], phase(2 * k + 2))})
+    if reds:
+        out.update(out["stages"][0])
     return out

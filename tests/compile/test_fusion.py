@@ -310,6 +310,86 @@ def test_values_the_chain_makes_are_stored_when_read_after_it():
     np.testing.assert_allclose(got.numpy(), xd / xd.sum(-1, keepdims=True), rtol=1e-5)
 
 
+def layer_norm_by_hand(x, w, b, eps=1e-12):
+    # as BERT's original PyTorch port writes it (trailing dim, x - u twice)
+    u = x.mean(-1, keepdim=True)
+    s = (x - u).pow(2).mean(-1, keepdim=True)
+    x = (x - u) / ember.sqrt(s + eps)
+    return w * x + b
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(64, 256), (3, 2050), (5, 17), (2, 4099), (4, 3, 40)])
+def test_a_layer_norm_by_hand_is_one_kernel_of_two_reductions(shape, dtype):
+    dt = getattr(ember, dtype)
+    x, w, b = (ember.randn(*s, dtype=dt) for s in (shape, shape[-1:], shape[-1:]))
+    groups = groups_in(layer_norm_by_hand, x, w, b)
+    # mean; sub, pow (row pass 1), mean; add, sqrt (its epilogue: the add and the sqrt
+    # come after the second x - u, which starts row pass 2, and move before it); sub,
+    # div, mul, add (row pass 2)
+    assert [len(g.calls) for g in groups] == [10]
+    assert [(r.index, r.row_pass) for r in groups[0].reductions] == [(0, 1), (3, 6)]
+    got, d = fused_counts(lambda: ember.compile(layer_norm_by_hand)(x, w, b))
+    assert d["groups"] == 1 and d["kernel_calls"] == 0
+    same(got, layer_norm_by_hand(x, w, b))
+    xd = x.numpy().astype(np.float64)
+    mu = xd.mean(-1, keepdims=True)
+    ref = (xd - mu) / np.sqrt(((xd - mu) ** 2).mean(-1, keepdims=True) + 1e-12)
+    ref = ref * w.numpy() + b.numpy()
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(got.numpy(), ref, rtol=tol, atol=tol)
+
+
+def test_three_reductions_and_values_read_across_stages():
+    def f(x):
+        m1 = x.sum(-1, keepdim=True)                 # stage 1
+        a = (x * m1).mean(-1, keepdim=True)          # row pass 1, stage 2
+        s = a - m1                                   # epilogue 2 reads epilogue 1's value
+        c = (x - s).abs().sum(-1, keepdim=True)      # row pass 2, stage 3
+        return (x / c + s).tanh(), c                 # row pass 3
+    x = ember.randn(21, 700)
+    groups = groups_in(f, x)
+    assert [len(g.reductions) for g in groups] == [3] and len(groups[0].calls) == 10
+    got, want = ember.compile(f)(x), f(x)
+    same(got[0], want[0])
+    same(got[1], want[1])
+    xd = x.numpy().astype(np.float64)
+    m1 = xd.sum(-1, keepdims=True)
+    s = (xd * m1).mean(-1, keepdims=True) - m1
+    c = np.abs(xd - s).sum(-1, keepdims=True)
+    np.testing.assert_allclose(got[1].numpy(), c, rtol=1e-4)
+    np.testing.assert_allclose(got[0].numpy(), np.tanh(xd / c + s), rtol=1e-4, atol=1e-5)
+
+
+def test_a_late_epilogue_write_moves_before_the_row_pass_that_read_the_old_value():
+    def f(x):
+        u = x.mean(-1, keepdim=True)
+        y = x - u           # the row pass starts, reading u
+        u.mul_(2)           # an epilogue call after it: runs before it, as a new value
+        return y * u, u
+    x = ember.randn(6, 50)
+    groups = groups_in(f, x)
+    assert [len(g.calls) for g in groups] == [4]
+    got, want = ember.compile(f)(x), f(x)
+    same(got[0], want[0])
+    same(got[1], want[1])
+    xd = x.numpy().astype(np.float64)
+    u = xd.mean(-1, keepdims=True)
+    np.testing.assert_allclose(got[0].numpy(), (xd - u) * 2 * u, rtol=1e-5, atol=1e-6)
+
+
+def test_a_row_pass_value_is_not_read_by_the_next_row_pass():
+    def f(x):
+        d = x - x.mean(-1, keepdim=True)             # d: written by row pass 1
+        v = (d * d).mean(-1, keepdim=True)
+        return d * (v + 1e-5).rsqrt()                # d again: gone from registers
+    x = ember.randn(8, 300)
+    groups = groups_in(f, x)
+    assert [len(g.reductions) for g in groups if g.reductions] == [2]
+    assert groups[0].reductions[1].row_pass is None  # the epilogue ends the group
+    same(ember.compile(f)(x), f(x))
+
+
 @pytest.mark.parametrize("case", ["columns", "middle", "int", "half", "dtype", "strided"])
 def test_reductions_eager_mode_sums_otherwise_run_their_kernel(case):
     x = ember.randn(12, 34)
@@ -329,22 +409,26 @@ def test_devices_without_reduction_fusion_keep_the_kernel(monkeypatch):
     assert all(g.reduction is None for g in groups_in(rms_norm, x, w))
 
 
-def test_reduction_groups_in_a_training_step():
+@pytest.mark.parametrize("norm", ["rms", "layer_norm_by_hand"])
+def test_reduction_groups_in_a_training_step(norm):
     ember.manual_seed(0)
     lin = ember.nn.Linear(32, 32)
     w = ember.ones(32, requires_grad=True)
+    b = ember.zeros(32, requires_grad=True)
+    params = (*lin.parameters(), w) + ((b,) if norm != "rms" else ())
 
     def step(x, y):
-        loss = ((rms_norm(lin(x), w) - y) ** 2).mean()
+        h = rms_norm(lin(x), w) if norm == "rms" else layer_norm_by_hand(lin(x), w, b)
+        loss = ((h - y) ** 2).mean()
         loss.backward()
         return loss.detach()
     x, y = ember.randn(16, 32), ember.randn(16, 32)
     got = ember.compile(step)(x, y)
-    grads = [p.grad.clone() for p in (*lin.parameters(), w)]
-    for p in (*lin.parameters(), w):
+    grads = [p.grad.clone() for p in params]
+    for p in params:
         p.grad = None
     same(got, step(x, y))
-    for g, p in zip(grads, (*lin.parameters(), w)):
+    for g, p in zip(grads, params):
         same(g, p.grad)
 
 

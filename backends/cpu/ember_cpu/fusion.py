@@ -124,13 +124,18 @@ def _render_reduction(group) -> str:
     store does (``(T)total``, or ``(T)(total * (1.0 / inner))`` for a mean) and runs the
     epilogue, then the row pass over the row's elements. Several outputs: one task per
     row. One output: blocks of 65,536 elements summed in parallel and their sums added in
-    order, as the kernel's full reduction (no row pass: the planner keeps it out)."""
+    order, as the kernel's full reduction (no row pass: the planner keeps it out). Each
+    later reduction's input is computed by the row pass before it, in ``finish``, into
+    chunks summed the same way (``_stage``)."""
     red = group.reduction
     t = FUSED_CTYPES[red.dtype.name]
     ph = render_fused_phases(group, lambda k: f"c->p[{k}]")
     head = ["  const double* s = c->s;", "  (void)s;", "  const int64_t* d = c->d;",
             "  (void)d;", "  const int64_t inner = d[0];", "  (void)inner;"] + ph["setup"]
     scale = " * (1.0 / (double)inner)" if red.op == "mean" else ""
+    later = []
+    for k, (r, st) in enumerate(zip(group.reductions[1:], ph["stages"][1:]), 2):
+        later += _stage(k, r, ph["stages"][k - 2]["row_pass"], st)
     return "\n".join(
         render_fused_prelude(group) +
         ["struct Ctx {", "  void* const* p; const double* s; const int64_t* d;",
@@ -150,9 +155,9 @@ def _render_reduction(group) -> str:
          "    const int64_t i = o * inner + j;", "    (void)i;"] +
         ph["body"] +
         [f"    total += (double){ph['source']};", "  }", "  return total;", "}",
-         "void finish(const Ctx* c, int64_t o, double total) {"] + head +
+         "void finish(const Ctx* c, int64_t o, double total) {"] + head + ph["row"] +
         [f"    const {t} {ph['result']} = ({t})(total{scale});"] + ph["epilogue"] +
-        _row_pass(ph) + ["}",
+        later + _row_pass(ph["stages"][-1]["row_pass"]) + ["}",
          "void rows(void* ctx, int64_t b, int64_t e) {",
          "  const Ctx* c = (const Ctx*)ctx;",
          "  for (int64_t o = b; o < e; ++o) finish(c, o, part_sum(c, o, 0, c->d[0]));",
@@ -182,13 +187,33 @@ def _render_reduction(group) -> str:
          "  delete[] part;", "  finish(&c, 0, acc);", "}", ""])
 
 
-def _row_pass(ph) -> list:
-    """The row pass's loop over row ``o`` (inside ``finish``, after the epilogue)."""
-    if not ph["row_pass"]:
+def _row_pass(lines) -> list:
+    """The last row pass's loop over row ``o`` (inside ``finish``, after its epilogue)."""
+    if not lines:
         return []
-    return ph["row"] + ["  for (int64_t j = 0; j < inner; ++j) {",
-                        "    const int64_t i = o * inner + j;", "    (void)i;"] + \
-        ph["row_pass"] + ["  }"]
+    return ["  for (int64_t j = 0; j < inner; ++j) {",
+            "    const int64_t i = o * inner + j;", "    (void)i;"] + lines + ["  }"]
+
+
+def _stage(k, red, row_pass, stage) -> list:
+    """Inside ``finish``: the row pass before reduction ``k`` (from 2) over row ``o``,
+    its input summed as ``part_sum`` sums (chunks of 2,048 to ``vsum``, then the last
+    ``n % 16`` one by one), then the reduced value and its epilogue."""
+    t = FUSED_CTYPES[red.dtype.name]
+    scale = " * (1.0 / (double)inner)" if red.op == "mean" else ""
+    b, tot, j0 = f"buf{k}", f"total{k}", f"j0_{k}"
+    element = ["    const int64_t i = o * inner + j;", "    (void)i;"] + row_pass
+    return ([f"  {t} {b}[{_SUM_CHUNK}];", f"  double {tot} = 0;", f"  int64_t {j0} = 0;",
+             f"  while (inner - {j0} >= 16) {{",
+             f"    const int64_t whole = (inner - {j0}) / 16 * 16;",
+             f"    const int64_t len = whole < {_SUM_CHUNK} ? whole : {_SUM_CHUNK};",
+             "    for (int64_t t = 0; t < len; ++t) {", f"    const int64_t j = {j0} + t;"]
+            + element +
+            [f"    {b}[t] = {stage['source']};", "    }", f"    {tot} += c->vsum({b}, len);",
+             f"    {j0} += len;", "  }",
+             f"  for (int64_t j = {j0}; j < inner; ++j) {{"] + element +
+            [f"    {tot} += (double){stage['source']};", "  }",
+             f"  const {t} {stage['result']} = ({t})({tot}{scale});"] + stage["epilogue"])
 
 
 def _build(src: str, cxx: str) -> str:
