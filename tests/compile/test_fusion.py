@@ -568,6 +568,53 @@ def test_opencl_groups_pass_bool_values_between_float_ops(dtype):
 
 
 @pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@pytest.mark.parametrize("plan", ["wi", "wg"])
+@pytest.mark.parametrize("shape", [(64, 256), (3, 2050), (5, 17), (40, 70000), (1, 300)])
+def test_opencl_reductions_fuse_and_sum_as_the_reduce_kernels(shape, plan, monkeypatch):
+    """Fused sums follow the plan eager mode's reduce kernels take for the shape: a
+    work-item per row in order ("wi", CPU devices), or a work-group per row and its
+    local-memory tree ("wg", GPUs: forced here on PoCL, for eager and compiled alike)."""
+    import ember_opencl.fusion as OF
+    from ember_opencl import _runtime as rt
+    from ember_opencl.ops.reduce import plan_of
+    for d in rt.devices():
+        monkeypatch.setattr(d, "is_cpu", plan == "wi")
+    dev = [t.to("opencl") for t in (ember.randn(*shape), ember.randn(shape[-1]),
+                                    ember.randn(shape[-1]))]
+    eager_plan = plan_of(rt.device(0), shape[0], shape[-1])
+    for f, args in ((rms_norm, dev[:2]), (layer_norm_by_hand, dev)):
+        before = OF.STATS["groups"]
+        got = ember.compile(f)(*args)
+        # one kernel (with one row, the row passes are groups of their own)
+        assert OF.STATS["groups"] - before == (1 if shape[0] > 1 else
+                                               2 if f is rms_norm else 3)
+        same(got.cpu(), f(*args).cpu())
+    x, w, b = (t.cpu().numpy().astype(np.float64) for t in dev)
+    mu = x.mean(-1, keepdims=True)
+    ref = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-12) * w + b
+    np.testing.assert_allclose(got.cpu().numpy(), ref, rtol=1e-4, atol=1e-4)
+    # (rows of 32 or fewer elements are walked by one work-item on every device)
+    assert eager_plan == ("wi" if plan == "wi" or shape[-1] <= 32 else "wg")
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@pytest.mark.parametrize("n", [300, 65535, 65536])
+def test_opencl_full_reductions_fuse_unless_the_kernel_splits_them(n):
+    import ember_opencl.fusion as OF
+
+    def f(x):
+        return (x * 2 - 1).sum(), x.exp().mean()
+    x = ember.randn(n).to("opencl")
+    before = OF.STATS["groups"]
+    got = ember.compile(f)(x)
+    # 65,536 elements and more: the reduce kernel sums chunks, then their partials; the
+    # group is left to it
+    assert OF.STATS["groups"] - before == (2 if n < 65536 else 0)
+    for a, b in zip(got, f(x)):
+        same(a.cpu(), b.cpu())
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
 def test_opencl_runtime_attributes_and_in_place_inputs():
     def f(a, b, v):
         a.mul_(2)

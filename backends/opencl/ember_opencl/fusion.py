@@ -16,11 +16,12 @@ import logging
 
 import numpy as np
 
-from ember.dispatcher.codegen.opencl import render_fused
+from ember.dispatcher.codegen.opencl import render_fused, render_fused_reduction
 
 from . import _runtime as rt
 from ._source import CTYPES
-from .ops._common import elementwise_local
+from .ops._common import CONSTS, elementwise_local
+from .ops.reduce import plan_of, reduce_local
 
 #: ember.compile's output_code log (EMBER_LOGS=output_code turns it on)
 _CODE_LOG = logging.getLogger("ember.compile.output_code")
@@ -37,8 +38,6 @@ _FAMILIES: dict = {}        # group key -> (family name, dtype name)
 def _float_of(group):
     """The floating dtype every functor of ``group`` computes in (values and operands are
     of it, or bool), or None when there is none."""
-    if group.reduction is not None:     # (not planned here: fuses_reductions is off)
-        return None
     names = {nd.dtype.name for nd in group.nodes}
     if len(names) != 1 or next(iter(names)) not in _FLOATS:
         return None
@@ -54,20 +53,26 @@ def compile_elementwise(group):
     dtype = _float_of(group)
     if dtype is None:
         return None
-    key = group.key()
+    index = group.operands[0].enc[6].index or 0
+    plan = None
+    if group.reductions:    # summed as the backend's reduce kernels sum this shape
+        plan = plan_of(rt.device(index), group.n // group.inner, group.inner)
+        if plan == "split":
+            return None
+    key = (group.key(), plan)
     hit = _FAMILIES.get(key)
     if hit is None:
-        body = render_fused(group)
+        body = render_fused(group) if plan is None else render_fused_reduction(group, plan)
         _CODE_LOG.info("generated kernel of a fused group (%d ops):\n%s", len(group.nodes),
                        body)
         # (one program per body and dtype: the same text instantiates for either float)
         family = "fused_" + hashlib.sha256(f"{dtype}\n{body}".encode()).hexdigest()[:16]
-        rt.SPECS[family] = lambda dev, _b=body, _t=dtype: {"types": (_t,), "body": _b}
+        rt.SPECS[family] = lambda dev, _b=body, _t=dtype: {
+            "types": (_t,), "body": _b, "consts": {**CONSTS, "RL": reduce_local(dev)}}
         hit = _FAMILIES[key] = (family, dtype)
     family, dtype = hit
     STATS["groups"] += 1
     t = CTYPES[dtype]
-    index = group.operands[0].enc[6].index or 0
     used = [op.load or op.store is not None for op in group.operands]
     sizes = [op.dtype.itemsize for op in group.operands]
     checked = group.nodes[0].dtype      # (the float type, which fp64 devices need)
@@ -75,7 +80,18 @@ def compile_elementwise(group):
     nvals = len(group.runtime_values)
     kname = f"fused_{t.sfx}"
 
-    if group.inner is None:
+    if plan is not None:
+        inner = group.inner
+        strides = tuple(np.int64(op.outer_stride) for op, u in zip(group.operands, used)
+                        if u and op.kind in ("row", "strided"))
+
+        def geometry(n):
+            nout = n // inner
+            if plan == "wg":
+                rl = reduce_local(rt.device(index))
+                return (nout * rl,), (rl,), (np.int64(inner),) + strides
+            return (rt.round_up(nout, 64),), (64,), (np.int64(inner),) + strides
+    elif group.inner is None:
         def geometry(n):
             local = elementwise_local(rt.device(index))
             return (rt.round_up(n, local),), (local,), ()

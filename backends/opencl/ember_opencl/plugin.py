@@ -28,6 +28,8 @@ class OpenCLBackend(Backend):
     device_timer = rt.KernelTimer()
     #: fused groups may broadcast (a bias add): two-level layouts, a 2-D launch
     fuses_broadcasts = True
+    #: fused groups may hold sums and means over rows, summed as the reduce kernels sum
+    fuses_reductions = True
 
     def __init__(self):
         import ember_opencl

@@ -10,7 +10,7 @@ from .._runtime import enqueue, round_up
 from .._source import CTYPES
 from ._common import CONSTS, OPCODES, buf, check_kind, check_same, dev_of, np, numel, rt
 
-__all__ = ["KERNELS", "reduce_local"]
+__all__ = ["KERNELS", "reduce_local", "plan_of"]
 
 _WI_LOCAL = 64
 
@@ -30,19 +30,30 @@ def _spec(dev):
 rt.SPECS["reduce"] = _spec
 
 
+def plan_of(dev, nout: int, nred: int) -> str:
+    """How ``nout`` reductions of ``nred`` elements each are launched: "wi" (a work-item
+    per output, its elements in order), "wg" (a work-group per output: a strided walk,
+    then the local-memory tree) or "split" (few long reductions: chunks, then their
+    partials). ember.compile's fused reductions sum as this plan does."""
+    if nout < 32 and nred >= 1 << 16:
+        return "split"
+    if nred <= 32 or nout >= 2048 or dev.is_cpu:
+        return "wi"
+    return "wg"
+
+
 def _plan(dev, g):
     """How to launch a reduction of geometry ``g``: "wi" (a work-item per output) or
     "wg" (a work-group per output, or per chunk when few long reductions are split: the
     chunk count is written into ``g``)."""
     nout, nred = int(g[0]), int(g[1])
-    if nout < 32 and nred >= 1 << 16:   # few long reductions: split them
+    plan = plan_of(dev, nout, nred)
+    if plan == "split":     # few long reductions: split them
         nchunk = min(reduce_local(dev), nred >> 14)
         g[6] = -(-nred // nchunk)
         g[7] = nchunk
         return "wg"
-    if nred <= 32 or nout >= 2048 or dev.is_cpu:
-        return "wi"
-    return "wg"
+    return plan
 
 
 def _line_args(name, out, x, dims, kinds):
