@@ -16,6 +16,7 @@ import functools
 import logging
 import weakref
 import os
+import time
 import sys
 
 from ember.dispatcher import core as C
@@ -309,6 +310,8 @@ def _on_break(reason, where):
 
 #: calls after which a compiled function whose graphs fused nothing runs eagerly
 EAGER_AFTER = 3
+#: calls of each kind (eager, compiled) the timed trial of a fusing function makes (0: none)
+TRIAL_CALLS = 3
 
 _FIELDS = ("storage", "shape", "stride", "offset", "dtype", "device")
 
@@ -385,11 +388,21 @@ class _Watch:
         self.calls = 0
         self.fused = False
         self.eager = False      # (see observe)
+        self.host = True        # every graph so far ran on host devices (cpu)
+        self.trial = None       # the timed trial's [(eager?, seconds)], while it runs
+        self.tried = False
 
-    def observe(self, region) -> None:
-        """After a call: whether its graphs fused anything. A function none of whose first
-        ``EAGER_AFTER`` calls ran a fused kernel runs eagerly from then on (the same
-        results: capture only ever runs eager mode's kernels, and here no faster)."""
+    def observe(self, region, seconds) -> None:
+        """After a compiled call (``seconds`` long): whether its graphs fused anything. A
+        function none of whose first ``EAGER_AFTER`` calls ran a fused kernel runs
+        eagerly from then on (the same results: capture only ever runs eager mode's
+        kernels, and here no faster). One whose graphs fuse, on host devices only, is
+        then timed: ``TRIAL_CALLS`` calls run eagerly and as many compiled, in turn; if
+        the fastest eager call beat the fastest compiled one, capture costs more Python
+        time than its fused kernels save, and it runs eagerly from then on. (Fused
+        kernels on host devices compute eager mode's bits, so the switch changes no
+        result; on asynchronous devices a call's time is not its work, and they keep
+        compiling.)"""
         self.calls += 1
         if any(getattr(r, "groups", 0) for r in region.runners):
             self.fused = True
@@ -398,9 +411,38 @@ class _Watch:
             if "recompiles" in _LOGS or "graph_breaks" in _LOGS:
                 log.info("%s runs eagerly from now on: its graphs fuse no kernels, so "
                          "capturing them only costs time", self.name)
+        elif self.trial is not None:
+            self.trial.append((False, seconds))
+            self._decide()
+        elif self.calls >= EAGER_AFTER and self.host and not self.tried and TRIAL_CALLS > 0:
+            self.trial = []
+
+    def trial_call(self) -> bool:
+        """Whether the next call is one of the trial's eager ones."""
+        return self.trial is not None and len(self.trial) % 2 == 0
+
+    def timed_eager(self, seconds) -> None:
+        self.trial.append((True, seconds))
+
+    def _decide(self) -> None:
+        if len(self.trial) < 2 * TRIAL_CALLS:
+            return
+        eager = min(t for e, t in self.trial if e)
+        compiled = min(t for e, t in self.trial if not e)
+        self.trial, self.tried = None, True
+        if eager < compiled:
+            self.eager = True
+            if "recompiles" in _LOGS or "graph_breaks" in _LOGS:
+                log.info("%s runs eagerly from now on: a call took %.1f us eagerly and "
+                         "%.1f us compiled (capture costs more than fusion saves)",
+                         self.name, eager * 1e6, compiled * 1e6)
 
     def on_compile(self, info):
         self.compiles += 1
+        for node in info.nodes:
+            b = L.BACKENDS.get(node[1])
+            if b is None or not b.host_accessible:
+                self.host = False
         if "recompiles" in _LOGS and self.last is not None:
             log.info("Recompiling %s: %s (first call made at\n  %s)", self.name,
                      why_recompiled(self.last, info),
@@ -446,15 +488,22 @@ def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
             return replayer(*args, **kwargs)
         if watch.eager:
             return fn(*args, **kwargs)
+        if adaptive and watch.trial_call():
+            t = time.perf_counter()
+            result = fn(*args, **kwargs)
+            watch.timed_eager(time.perf_counter() - t)
+            return result
         region = L.Region(compile_graph, key, fullgraph, _on_break, watch.on_compile,
                           "recompiles" in _LOGS, backward=backward_region)
+        t = time.perf_counter()
         with L.capture(region):
             result = fn(*args, **kwargs)
         if adaptive:
-            watch.observe(region)
+            watch.observe(region, time.perf_counter() - t)
         return result
     compiled._ember_compiled = True
     compiled._ember_replayer = replayer     # (its plans: tests and debugging)
+    compiled._ember_watch = watch           # (what it learnt about itself: the same)
     compiled._torchdynamo_orig_callable = fn
     return compiled
 
@@ -762,3 +811,4 @@ def reset() -> None:
     L.clear_cache()
     for w in list(_WATCHES):
         w.calls, w.fused, w.eager, w.last = 0, False, False, None
+        w.host, w.trial, w.tried = True, None, False

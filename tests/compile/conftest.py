@@ -28,3 +28,18 @@ def ember_logs():
             ember._logging.set_logs()
             logger.removeHandler(keep)
     return collect
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "timed_trial: the test keeps ember.compile's timed "
+                            "trial (eager or compiled, whichever is faster) on")
+
+
+@pytest.fixture(autouse=True)
+def _no_timed_trial(request, monkeypatch):
+    """Compiled functions keep capturing in these tests: the timed trial that may send a
+    function that fuses back to eager mode (``_compile.TRIAL_CALLS``) depends on the
+    machine's speed, so it is off except in the tests of it (marked ``timed_trial``)."""
+    if request.node.get_closest_marker("timed_trial") is None:
+        from ember import _compile
+        monkeypatch.setattr(_compile, "TRIAL_CALLS", 0)

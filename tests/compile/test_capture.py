@@ -554,6 +554,28 @@ def test_functions_whose_graphs_fuse_nothing_run_eagerly_after_three_calls():
     assert fusion.STATS["groups"] > 0
 
 
+@pytest.mark.timed_trial
+def test_a_function_that_fuses_but_runs_faster_eagerly_goes_eager_after_a_timed_trial():
+    from ember import _compile
+    # tiny tensors: capture costs several times what the fused kernel saves
+    small = ember.compile(lambda t: ((t * 2).sin() + 1).cos() * t)
+    # a million elements: the fused kernel saves far more than capture costs
+    big = ember.compile(lambda t: 0.5 * t * (1 + ((t + 0.044715 * t * t * t) * 0.79).tanh()))
+    xs, xb = ember.randn(8), ember.randn(1 << 20)
+    n = _compile.EAGER_AFTER + 2 * _compile.TRIAL_CALLS + 2
+    for _ in range(n):
+        same(small(xs), ((xs * 2).sin() + 1).cos() * xs)   # eager's bits either way
+        same(big(xb), 0.5 * xb * (1 + ((xb + 0.044715 * xb * xb * xb) * 0.79).tanh()))
+    ws, wb = small._ember_watch, big._ember_watch
+    assert ws.tried and wb.tried
+    assert ws.eager and not wb.eager
+    before = stats()
+    small(xs)
+    assert delta(before)["flushes"] == 0        # no capture any more
+    ember.compiler.reset()
+    assert not ws.eager and not ws.tried
+
+
 def test_a_kernel_argument_that_cannot_be_hashed_is_compiled_uncached():
     from ember.dispatcher.schema import KERNELS_GENERATION, OPS
     calls = []
