@@ -408,13 +408,14 @@ def _at(op, k) -> str:
 
 
 def _loads(group, ks, indent) -> list:
+    """``const C x<k> = ...`` per operand (a bool one: ``int``, from its ``uchar``)."""
     out = []
     for k in ks:
         op = group.operands[k]
-        if op.dtype.name == "bool":
-            out.append(f"{indent}const int x{k} = (a{k}[{_at(op, k)}] != 0);")
-        else:
-            out.append(f"{indent}const C x{k} = LD(a{k}, {_at(op, k)});")
+        at = _at(op, k)
+        load = f"int x{k} = (a{k}[{at}] != 0)" if op.dtype.name == "bool" else \
+            f"C x{k} = LD(a{k}, {at})"
+        out.append(f"{indent}const {load};")
     return out
 
 
@@ -441,13 +442,13 @@ def _nodes(group, nodes, indent) -> list:
 
 
 def _stores(group, ks, indent) -> list:
+    """Each operand's stored value (a bool one as ``uchar`` 0 or 1)."""
     out = []
     for k in ks:
         op = group.operands[k]
-        if op.dtype.name == "bool":
-            out.append(f"{indent}a{k}[{_at(op, k)}] = (uchar)(v{op.store} != 0);")
-        else:
-            out.append(f"{indent}ST(a{k}, {_at(op, k)}, v{op.store});")
+        at, v = _at(op, k), f"v{op.store}"
+        out.append(f"{indent}a{k}[{at}] = (uchar)({v} != 0);" if op.dtype.name == "bool"
+                   else f"{indent}ST(a{k}, {at}, {v});")
     return out
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ember
+from compile_helpers import requires_opencl
 from ember.dispatcher import fusion, lazy
 from ember.dispatcher.plugins import backend_for
 
@@ -491,15 +492,7 @@ def test_training_step_with_fused_optimizer_math():
         same(p1, p2)
 
 
-def _opencl():
-    try:
-        ember.ones(1).to("opencl")
-        return True
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@requires_opencl
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 def test_opencl_groups_are_one_kernel_with_eager_bits(dtype):
     import ember_opencl.fusion as OF
@@ -514,7 +507,7 @@ def test_opencl_groups_are_one_kernel_with_eager_bits(dtype):
     same(got.cpu(), gelu_tanh(x).cpu())
 
 
-@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@requires_opencl
 @pytest.mark.parametrize("rows,inner", [(33, 8), (1, 300), (128, 10), (7, 129)])
 def test_opencl_broadcasts_fuse_in_a_two_level_launch(rows, inner):
     import ember_opencl.fusion as OF
@@ -543,7 +536,7 @@ def test_opencl_broadcasts_fuse_in_a_two_level_launch(rows, inner):
     np.testing.assert_allclose(got.cpu().numpy(), ref, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@requires_opencl
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_opencl_groups_pass_bool_values_between_float_ops(dtype):
     import ember_opencl.fusion as OF
@@ -567,7 +560,7 @@ def test_opencl_groups_pass_bool_values_between_float_ops(dtype):
     np.testing.assert_allclose(y.cpu().numpy(), np.where(keep.numpy(), yd, -yd), rtol=1e-6)
 
 
-@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@requires_opencl
 @pytest.mark.parametrize("plan", ["wi", "wg"])
 @pytest.mark.parametrize("shape", [(64, 256), (3, 2050), (5, 17), (40, 70000), (1, 300)])
 def test_opencl_reductions_fuse_and_sum_as_the_reduce_kernels(shape, plan, monkeypatch):
@@ -597,7 +590,7 @@ def test_opencl_reductions_fuse_and_sum_as_the_reduce_kernels(shape, plan, monke
     assert eager_plan == ("wi" if plan == "wi" or shape[-1] <= 32 else "wg")
 
 
-@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@requires_opencl
 @pytest.mark.parametrize("n", [300, 65535, 65536])
 def test_opencl_full_reductions_fuse_unless_the_kernel_splits_them(n):
     import ember_opencl.fusion as OF
@@ -614,7 +607,7 @@ def test_opencl_full_reductions_fuse_unless_the_kernel_splits_them(n):
         same(a.cpu(), b.cpu())
 
 
-@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@requires_opencl
 def test_opencl_runtime_attributes_and_in_place_inputs():
     def f(a, b, v):
         a.mul_(2)

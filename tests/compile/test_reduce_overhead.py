@@ -10,6 +10,7 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
+from compile_helpers import requires_opencl
 from ember.dispatcher import lazy
 
 
@@ -58,16 +59,7 @@ def test_small_op_chain_replays_with_eager_gradients():
     assert len(runs) == 2          # a warm-up and a capture; then replays
 
 
-def _opencl():
-    try:
-        ember.ones(1).to("opencl")
-        return True
-    except Exception:
-        return False
-
-
-DEVICES = ["cpu", pytest.param("opencl", marks=pytest.mark.skipif(
-    not _opencl(), reason="no OpenCL device (pip install ember-opencl)"))]
+DEVICES = ["cpu", pytest.param("opencl", marks=requires_opencl)]
 
 
 def _model_and_opt(kind, device="cpu"):
@@ -110,7 +102,7 @@ def _plan_steps(cstep):
     return plan.run.steps
 
 
-@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@requires_opencl
 def test_opencl_replays_repeat_recorded_launches():
     """On opencl the launches of steps whose memory is fixed are recorded once and
     enqueued again without the kernels' Python code; the steps that read the arguments,
@@ -137,7 +129,7 @@ def test_opencl_replays_repeat_recorded_launches():
         same(p1.cpu(), p2.cpu())
 
 
-@pytest.mark.skipif(not _opencl(), reason="no OpenCL device (pip install ember-opencl)")
+@requires_opencl
 def test_opencl_replayed_kernel_errors_are_still_reported():
     x = ember.randn(4, 6).to("opencl")
 
