@@ -18,6 +18,7 @@ import weakref
 import os
 import time
 import sys
+import threading
 
 from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
@@ -412,8 +413,10 @@ class _Watch:
                 log.info("%s runs eagerly from now on: its graphs fuse no kernels, so "
                          "capturing them only costs time", self.name)
         elif self.trial is not None:
-            self.trial.append((False, seconds))
-            self._decide()
+            trial = self.trial          # (another thread's call may end the trial)
+            if trial is not None:
+                trial.append((False, seconds))
+                self._decide(trial)
         elif self.calls >= EAGER_AFTER and self.host and not self.tried and TRIAL_CALLS > 0:
             self.trial = []
 
@@ -422,15 +425,19 @@ class _Watch:
         return self.trial is not None and len(self.trial) % 2 == 0
 
     def timed_eager(self, seconds) -> None:
-        self.trial.append((True, seconds))
+        trial = self.trial
+        if trial is not None:
+            trial.append((True, seconds))
 
-    def _decide(self) -> None:
-        if len(self.trial) < 2 * TRIAL_CALLS:
+    def _decide(self, trial) -> None:
+        if len(trial) < 2 * TRIAL_CALLS:
             return
-        eager = min(t for e, t in self.trial if e)
-        compiled = min(t for e, t in self.trial if not e)
+        eager = [t for e, t in trial if e]
+        compiled = [t for e, t in trial if not e]
         self.trial, self.tried = None, True
-        if eager < compiled:
+        # (a graph on an asynchronous device compiled meanwhile: its time is not its work)
+        if self.host and eager and compiled and min(eager) < min(compiled):
+            eager, compiled = min(eager), min(compiled)
             self.eager = True
             if "recompiles" in _LOGS or "graph_breaks" in _LOGS:
                 log.info("%s runs eagerly from now on: a call took %.1f us eagerly and "
@@ -550,6 +557,7 @@ class _ReplayPlan:
         self.arg_slots = arg_slots
         self.result = result
         self.kept = kept
+        self.lock = threading.Lock()
         self.static = {s: r for s, r in zip(kept.outputs, kept.results)} if kept else {}
         if kept is not None:
             self.storages = list(kept.storages)
@@ -574,17 +582,21 @@ class _ReplayPlan:
     def replay(self, leaves):
         k = self.kept
         if k is not None:
-            storages = list(self.storages)
-            for slot, pos in self.arg_slots:
-                storages[slot] = leaves[pos]._storage
-            values = list(k.values)
-            for gen, n, i_seed, i_off in k.rand:
-                values[i_seed], values[i_off] = gen._take(n)
-            if self.run is not None:
-                self.run(storages, values)
-            else:
-                k.runner(storages, values, self.static)
+            with self.lock:     # (one replay at a time: the plan's buffers are shared)
+                self._replay(k, leaves)
         return self.result
+
+    def _replay(self, k, leaves):
+        storages = list(self.storages)
+        for slot, pos in self.arg_slots:
+            storages[slot] = leaves[pos]._storage
+        values = list(k.values)
+        for gen, n, i_seed, i_off in k.rand:
+            values[i_seed], values[i_off] = gen._take(n)
+        if self.run is not None:
+            self.run(storages, values)
+        else:
+            k.runner(storages, values, self.static)
 
 
 def _plan_of(region, leaves, guard, result):

@@ -71,14 +71,22 @@ def compile_elementwise(group):
             "types": (_t,), "body": _b, "consts": {**CONSTS, "RL": reduce_local(dev)}}
         hit = _FAMILIES[key] = (family, dtype)
     family, dtype = hit
-    STATS["groups"] += 1
     t = CTYPES[dtype]
+    kname = f"fused_{t.sfx}"
+    if plan == "wg":
+        # a work-group of RL, as reduce_wg's tree: a kernel whose own limit is lower (a
+        # long body on a GPU) could not launch, and a smaller tree would change the sums
+        dev = rt.device(index)
+        k = dev.kernel(family, kname)
+        if k.get_work_group_info(rt.cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                 dev.cl_device) < reduce_local(dev):
+            return None
+    STATS["groups"] += 1
     used = [op.load or op.store is not None for op in group.operands]
     sizes = [op.dtype.itemsize for op in group.operands]
     checked = group.nodes[0].dtype      # (the float type, which fp64 devices need)
     scalar = np.float64 if dtype == "float64" else np.float32
     nvals = len(group.runtime_values)
-    kname = f"fused_{t.sfx}"
 
     if plan is not None:
         inner = group.inner
