@@ -153,6 +153,8 @@ class FusedGroup:
         self._written_view: dict = {}   # slot -> the view the group writes it through
         self._written_phase: dict = {}  # slot -> the phase that writes it (phase_of)
         self._read_views: dict = {}     # slot -> set of views read
+        #: slots whose loads a row pass recomputes a value from (the group writes none)
+        self._remat_slots: set = set()
 
     def operand(self, enc, kind="flat", outer_stride=0) -> int:
         v = _view(enc)
@@ -192,6 +194,26 @@ class FusedGroup:
             if r.row_pass is not None and index >= r.row_pass:
                 ph = 2 * k
         return ph
+
+    def rematerialized(self, phase) -> list:
+        """The nodes of earlier element phases (the chain, earlier row passes) whose values
+        the row pass ``phase`` (or the reduction that ends it) reads: it computes them
+        again, from the operands they load (which the group does not write) and values
+        still in registers (epilogues'), instead of keeping them. In node order."""
+        producer = {nd.value: k for k, nd in enumerate(self.nodes)}
+        mine = [k for k in range(len(self.nodes)) if self.node_phase(k) == phase]
+        nxt = [r.index for r in self.reductions if self.node_phase(r.index) == phase + 1]
+        need: set = set()
+        todo = [ref[1] for k in mine + nxt for ref in self.nodes[k].inputs
+                if ref[0] == "value"]
+        while todo:
+            k = producer[todo.pop()]
+            ph = self.node_phase(k)
+            if ph % 2 == 1 or ph == phase or k in need:
+                continue        # (an epilogue's value is in registers; this phase's own)
+            need.add(k)
+            todo += [ref[1] for ref in self.nodes[k].inputs if ref[0] == "value"]
+        return sorted(need)
 
     def phase_values(self) -> list:
         """The value ids each phase makes (``2k - 1``: the ``k``-th reduction's and its
@@ -374,12 +396,18 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     # the views: a storage is read and written through one view in the group; a row pass
     # reads nothing the chain before the reduction wrote (its values are gone by then) and
     # writes nothing written before it
+    remat = []              # slots a row pass's recomputed values load
     for a in ins:
         if a in from_epilogue:
             continue
         w = group._written_view.get(a[1])
         if w is not None and (w != _view(a) or not _live_in(group, a[1], phase)):
-            return False
+            slots = _recomputable(group, a, phase) if w == _view(a) and row_pass else None
+            if slots is None:
+                return False
+            remat += slots
+    if out[1] in group._remat_slots or out[1] in remat:
+        return False        # (a recomputed value would read what this writes)
     w = group._written_view.get(out[1])
     if w is not None and (w != _view(out) or group._written_phase[out[1]] < phase):
         return False
@@ -401,6 +429,7 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
             return False
     if inner is not None and group.inner is None:
         group.inner = inner
+    group._remat_slots.update(remat)
     refs = []
     if row_pass and last.row_pass is None:
         last.row_pass = len(group.nodes)
@@ -419,6 +448,46 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
         group.nodes.append(node)
     _write(group, out, places.get(out, ("flat", 0, None))[:2], value, phase)
     return True
+
+
+#: ops a row pass computes again rather than keep (a few cycles a vector: storing and
+#: loading the value costs more); exp, tanh, division... are kept (measured on a
+#: hand-written softmax: computing exp twice took 1.39 ms where storing it took 1.12)
+_CHEAP = frozenset({"add", "sub", "mul", "neg", "abs", "clamp", "where", "maximum",
+                    "minimum", "relu"})
+
+
+def _recomputable(group, enc, phase):
+    """The slots the row pass ``phase`` would load to compute again the value an earlier
+    element phase wrote through ``enc`` (its chain back to operands and epilogue values),
+    or None when it cannot or should not: a reduction's value, a load of memory the group
+    writes, or an op that costs more to compute again than to keep (``_CHEAP``)."""
+    vid = group._current.get(group._by_enc.get(_view(enc)))
+    if vid is None:
+        return None
+    producer = {nd.value: k for k, nd in enumerate(group.nodes)}
+    cuts = {r.index for r in group.reductions}
+    slots, todo, seen = [], [vid], set()
+    while todo:
+        v = todo.pop()
+        k = producer.get(v)
+        if k is None or k in seen:
+            continue
+        seen.add(k)
+        ph = group.node_phase(k)
+        if ph % 2 == 1 or ph == phase:
+            continue            # in registers in this phase
+        if k in cuts or group.nodes[k].op not in _CHEAP:
+            return None
+        for ref in group.nodes[k].inputs:
+            if ref[0] == "value":
+                todo.append(ref[1])
+            else:
+                op = group.operands[ref[1]]
+                if op.slot in group._written_view:
+                    return None
+                slots.append(op.slot)
+    return slots
 
 
 def _live_in(group, slot, phase) -> bool:
@@ -509,10 +578,15 @@ def _try_reduce(group, name, dev, args, m, values_ids):
                              or x[5] is not group.reductions[0].dtype):
         return False
     w = group._written_view.get(x[1])
+    remat = []
     if w is not None and (w != _view(x) or group._written_phase[x[1]] != phase):
-        return False
+        slots = _recomputable(group, x, phase) if w == _view(x) and phase > 0 else None
+        if slots is None:
+            return False
+        remat = slots
     if out[1] in group._written_view or out[1] in group._read_views:
         return False
+    group._remat_slots.update(remat)
     group.inner = m
     ref = _read(group, x)
     value = values_ids[0]

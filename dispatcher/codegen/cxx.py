@@ -419,7 +419,9 @@ def render_fused_phases(group, pointer) -> dict:
             "source": arg(group.nodes[red.index].inputs[0]),
             "result": f"v{group.nodes[red.index].value}",
             "epilogue": lines(nodes[red.index + 1:end], phase(2 * k + 1)),
-            "row_pass": lines(nodes[end:stop], phase(2 * k + 2))})
+            # (values of earlier element phases it reads are computed again: no stores)
+            "row_pass": lines([(i, group.nodes[i]) for i in group.rematerialized(2 * k + 2)],
+                              []) + lines(nodes[end:stop], phase(2 * k + 2))})
     if reds:
         out.update(out["stages"][0])
     return out

@@ -529,7 +529,9 @@ def render_fused_reduction(group, plan: str) -> str:
     starts = [0] + [r.row_pass if r.row_pass is not None else cuts[k + 1]
                     for k, r in enumerate(reds)]
     for k in range(len(reds) + 1):
-        nodes = group.nodes[starts[k]:cuts[k]]
+        # (a row pass computes again the earlier element values it reads: no stores)
+        again = [group.nodes[i] for i in group.rematerialized(2 * k)] if k else []
+        nodes = again + group.nodes[starts[k]:cuts[k]]
         src = group.nodes[cuts[k]].inputs[0] if k < len(reds) else None
         if k == len(reds) and not nodes:
             break

@@ -297,18 +297,50 @@ def test_a_row_pass_starts_only_at_a_read_of_the_epilogue():
     same(got[1], want[1])
 
 
-def test_values_the_chain_makes_are_stored_when_read_after_it():
-    def softmax(x):
-        e = (x - 3).exp()
-        return e / e.sum(-1, keepdim=True)
-    x = ember.randn(40, 130)
-    groups = groups_in(softmax, x)
-    g = [g for g in groups if g.reduction is not None][0]
-    assert len(g.calls) == 3            # sub, exp, sum; e stored for the division
-    got, d = fused_counts(lambda: ember.compile(softmax)(x))
-    same(got, softmax(x))
-    xd = np.exp(x.numpy().astype(np.float64) - 3)
-    np.testing.assert_allclose(got.numpy(), xd / xd.sum(-1, keepdims=True), rtol=1e-5)
+def softmax_by_hand(x):
+    m = x.amax(-1, keepdim=True)        # (amax is not fused: its kernel runs first)
+    e = (x - m).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("opencl", marks=requires_opencl)])
+@pytest.mark.parametrize("shape", [(40, 130), (3, 2050), (1, 300)])
+def test_costly_values_the_chain_made_are_stored_for_the_ops_after_it(shape, device):
+    x = ember.randn(*shape).to(device)
+    groups = groups_in(softmax_by_hand, x)
+    # sub, exp, sum; e stored for the division, which runs apart: computing exp again in
+    # a row pass would cost more than storing and loading it
+    assert [len(g.calls) for g in groups] == [3]
+    assert groups[0].reduction is not None and groups[0].reduction.row_pass is None
+    got = ember.compile(softmax_by_hand)(x).cpu()
+    same(got, softmax_by_hand(x).cpu())
+    xd = x.cpu().numpy().astype(np.float64)
+    ed = np.exp(xd - xd.max(-1, keepdims=True))
+    np.testing.assert_allclose(got.numpy(), ed / ed.sum(-1, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("opencl", marks=requires_opencl)])
+def test_cheap_values_are_computed_again_and_keep_their_inputs_unwritten(device):
+    def f(x, b):
+        e = x * 2 - b                   # cheap: computed again by the row pass ...
+        s = e.sum(-1, keepdim=True)
+        y = (e * s).tanh()
+        x.mul_(3)                       # ... so x may not be written in the group
+        return y, s
+    x, b = ember.randn(6, 70).to(device), ember.randn(70).to(device)
+    groups = groups_in(f, x.clone(), b)
+    assert [len(g.calls) for g in groups if g.reductions] == [5]
+    assert groups[0].rematerialized(2) == [0, 1]
+    assert sum(op.store is not None for op in groups[0].operands) == 2     # y and s
+    x1, x2 = x.clone(), x.clone()
+    got, want = ember.compile(f)(x1, b), f(x2, b)
+    same(got[0].cpu(), want[0].cpu())
+    same(got[1].cpu(), want[1].cpu())
+    same(x1.cpu(), x2.cpu())
+    xd, bd = x.cpu().numpy().astype(np.float64), b.cpu().numpy().astype(np.float64)
+    ed = xd * 2 - bd
+    np.testing.assert_allclose(got[0].cpu().numpy(), np.tanh(ed * ed.sum(-1, keepdims=True)),
+                               rtol=1e-4, atol=1e-5)
 
 
 def layer_norm_by_hand(x, w, b, eps=1e-12):
@@ -379,16 +411,21 @@ def test_a_late_epilogue_write_moves_before_the_row_pass_that_read_the_old_value
     np.testing.assert_allclose(got[0].numpy(), (xd - u) * 2 * u, rtol=1e-5, atol=1e-6)
 
 
-def test_a_row_pass_value_is_not_read_by_the_next_row_pass():
+def test_a_row_pass_value_read_by_the_next_row_pass_is_computed_again():
     def f(x):
-        d = x - x.mean(-1, keepdim=True)             # d: written by row pass 1
+        d = x - x.mean(-1, keepdim=True)             # d: made by row pass 1
         v = (d * d).mean(-1, keepdim=True)
-        return d * (v + 1e-5).rsqrt()                # d again: gone from registers
+        return d * (v + 1e-5).rsqrt()                # d again, in row pass 2
     x = ember.randn(8, 300)
     groups = groups_in(f, x)
-    assert [len(g.reductions) for g in groups if g.reductions] == [2]
-    assert groups[0].reductions[1].row_pass is None  # the epilogue ends the group
-    same(ember.compile(f)(x), f(x))
+    assert [len(g.calls) for g in groups] == [7] and len(groups[0].reductions) == 2
+    assert groups[0].rematerialized(4) == [1]        # x - mean, from x and the mean
+    got = ember.compile(f)(x)
+    same(got, f(x))
+    xd = x.numpy().astype(np.float64)
+    dd = xd - xd.mean(-1, keepdims=True)
+    np.testing.assert_allclose(got.numpy(), dd / np.sqrt((dd * dd).mean(-1, keepdims=True)
+                                                         + 1e-5), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("case", ["columns", "middle", "int", "half", "dtype", "strided"])
