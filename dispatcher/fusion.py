@@ -200,20 +200,29 @@ class FusedGroup:
         the row pass ``phase`` (or the reduction that ends it) reads: it computes them
         again, from the operands they load (which the group does not write) and values
         still in registers (epilogues'), instead of keeping them. In node order."""
-        producer = {nd.value: k for k, nd in enumerate(self.nodes)}
         mine = [k for k in range(len(self.nodes)) if self.node_phase(k) == phase]
-        nxt = [r.index for r in self.reductions if self.node_phase(r.index) == phase + 1]
-        need: set = set()
-        todo = [ref[1] for k in mine + nxt for ref in self.nodes[k].inputs
-                if ref[0] == "value"]
+        mine += [r.index for r in self.reductions if self.node_phase(r.index) == phase + 1]
+        return sorted(self.earlier_producers(
+            [ref[1] for k in mine for ref in self.nodes[k].inputs if ref[0] == "value"],
+            phase))
+
+    def earlier_producers(self, values, phase) -> list:
+        """The nodes that make ``values`` and, back through their inputs, the values those
+        read, in element phases before ``phase`` (an epilogue's values are in registers,
+        ``phase``'s own are made there): what ``phase`` must compute again to have them."""
+        producer = {nd.value: k for k, nd in enumerate(self.nodes)}
+        need: list = []
+        todo = list(values)
         while todo:
-            k = producer[todo.pop()]
+            k = producer.get(todo.pop())
+            if k is None or k in need:
+                continue
             ph = self.node_phase(k)
-            if ph % 2 == 1 or ph == phase or k in need:
-                continue        # (an epilogue's value is in registers; this phase's own)
-            need.add(k)
+            if ph % 2 == 1 or ph == phase:
+                continue
+            need.append(k)
             todo += [ref[1] for ref in self.nodes[k].inputs if ref[0] == "value"]
-        return sorted(need)
+        return need
 
     def phase_values(self) -> list:
         """The value ids each phase makes (``2k - 1``: the ``k``-th reduction's and its
@@ -400,12 +409,10 @@ def _try_add(group, name, o, dev, args, attrs, mode, fn, values_ids):
     for a in ins:
         if a in from_epilogue:
             continue
-        w = group._written_view.get(a[1])
-        if w is not None and (w != _view(a) or not _live_in(group, a[1], phase)):
-            slots = _recomputable(group, a, phase) if w == _view(a) and row_pass else None
-            if slots is None:
-                return False
-            remat += slots
+        slots = _readable(group, a, phase)
+        if slots is None:
+            return False
+        remat += slots
     if out[1] in group._remat_slots or out[1] in remat:
         return False        # (a recomputed value would read what this writes)
     w = group._written_view.get(out[1])
@@ -465,29 +472,30 @@ def _recomputable(group, enc, phase):
     vid = group._current.get(group._by_enc.get(_view(enc)))
     if vid is None:
         return None
-    producer = {nd.value: k for k, nd in enumerate(group.nodes)}
     cuts = {r.index for r in group.reductions}
-    slots, todo, seen = [], [vid], set()
-    while todo:
-        v = todo.pop()
-        k = producer.get(v)
-        if k is None or k in seen:
-            continue
-        seen.add(k)
-        ph = group.node_phase(k)
-        if ph % 2 == 1 or ph == phase:
-            continue            # in registers in this phase
+    slots = []
+    for k in group.earlier_producers([vid], phase):
         if k in cuts or group.nodes[k].op not in _CHEAP:
             return None
         for ref in group.nodes[k].inputs:
-            if ref[0] == "value":
-                todo.append(ref[1])
-            else:
+            if ref[0] == "operand":
                 op = group.operands[ref[1]]
                 if op.slot in group._written_view:
                     return None
                 slots.append(op.slot)
     return slots
+
+
+def _readable(group, enc, phase):
+    """How ``phase`` reads ``enc``: ``[]`` when the group does not write that storage or
+    holds the value in registers, the slots a row pass loads to compute the value again
+    (``_recomputable``), or None when it cannot read it."""
+    w = group._written_view.get(enc[1])
+    if w is None or (w == _view(enc) and _live_in(group, enc[1], phase)):
+        return []
+    if w != _view(enc) or phase == 0 or phase % 2 == 1:
+        return None
+    return _recomputable(group, enc, phase)
 
 
 def _live_in(group, slot, phase) -> bool:
@@ -577,13 +585,9 @@ def _try_reduce(group, name, dev, args, m, values_ids):
     if group.reductions and (group.reductions[-1].row_pass is None
                              or x[5] is not group.reductions[0].dtype):
         return False
-    w = group._written_view.get(x[1])
-    remat = []
-    if w is not None and (w != _view(x) or group._written_phase[x[1]] != phase):
-        slots = _recomputable(group, x, phase) if w == _view(x) and phase > 0 else None
-        if slots is None:
-            return False
-        remat = slots
+    remat = _readable(group, x, phase)
+    if remat is None:
+        return False
     if out[1] in group._written_view or out[1] in group._read_views:
         return False
     group._remat_slots.update(remat)

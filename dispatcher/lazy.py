@@ -819,6 +819,18 @@ def _bound_call(kernel, o, dev, args, attrs):
     return call
 
 
+def _fused_call(fn, live, rt, n):
+    """A plugin's fused kernel as a recorded call ``(table, values)``: ``fn(storages, byte
+    offsets, values, n)`` over the operands ``live`` (``[(slot, byte offset)]``, slot None
+    for one it does not touch) and the runtime values at ``rt``."""
+    offsets = [off for _, off in live]
+
+    def call(table, values):
+        fn([None if slot is None else table[slot] for slot, _ in live], offsets,
+           [values[i] for i in rt], n)
+    return call
+
+
 def runner(info: TraceInfo, steps: list):
     """``run(storages, values, static=None) -> output storages`` for ``steps``, each
     ``("call", node index)`` (the recorded kernel call) or ``("fused", (fn, operands,
@@ -859,13 +871,12 @@ def runner(info: TraceInfo, steps: list):
             backend = BACKENDS.get(dev)
             make = _bound_call if backend is not None and backend.host_accessible else \
                 _built_call
-            work.append((make(info.kernels[s], OPS[name], dev, args, attrs), None, todo,
-                         done))
+            work.append((make(info.kernels[s], OPS[name], dev, args, attrs), todo, done))
             vals = [x[1] for a in list(args) + [v for _, v in attrs] for x in leaves(a)
                     if x[0] == "v"]
             meta.append((node_slots(node), vals, backend))
         else:
-            work.append((None, s, todo, done))
+            work.append((_fused_call(*s[:4]), todo, done))
             meta.append(([x for x, _ in s[1] if x is not None], list(s[2]),
                          BACKENDS.get(s[4]) if len(s) > 4 else None))
     outputs = list(info.outputs)
@@ -881,15 +892,10 @@ def runner(info: TraceInfo, steps: list):
         table = list(storages)
         if early:
             give(table, early, static)
-        for call, fused, todo, done in work:
+        for call, todo, done in work:
             if todo:
                 give(table, todo, static)
-            if call is not None:
-                call(table, values)
-            else:
-                fn, live, rt, n = fused[:4]
-                fn([None if slot is None else table[slot] for slot, _ in live],
-                   [off for _, off in live], [values[i] for i in rt], n)
+            call(table, values)
             for slot in done:
                 table[slot] = None
         return [table[s] for s in outputs]
@@ -924,17 +930,17 @@ def fixed_runner(run, static: dict, fixed: set, varying: set):
             spare = free.get((nbytes, device._str))
             pool[slot] = spare.pop() if spare else allocate(nbytes, device)
     take(early)
-    for _, _, todo, done in work:
+    for _, todo, done in work:
         take(todo)
         for slot in done:
             nbytes, device = info.slot_kinds[slot][1:]
             free.setdefault((nbytes, device._str), []).append(pool[slot])
     known = set(pool) | set(fixed)
-    steps = []
-    for (call, fused, _, _), (slots, vals, backend) in zip(work, meta):
+    steps = []      # [call, its backend if it may be recorded, its recording]
+    for (call, _, _), (slots, vals, backend) in zip(work, meta):
         repeatable = backend is not None and all(x in known for x in slots) and \
             not any(v in varying for v in vals)
-        steps.append([call, fused, repeatable, backend, None])
+        steps.append([call, backend if repeatable else None, None])
     base = list(pool.items())
 
     def run_fixed(storages, values):
@@ -942,23 +948,14 @@ def fixed_runner(run, static: dict, fixed: set, varying: set):
         for slot, st in base:
             table[slot] = st
         for step in steps:
-            if step[4] is not None:
-                step[4]()
-                continue
-            call, fused, repeatable, backend, _ = step
-            if call is not None:
-                def go(call=call):
-                    call(table, values)
+            call, backend, recorded = step
+            if recorded is not None:
+                recorded()
+            elif backend is not None:
+                step[1] = None      # (recorded once: a step that cannot be is run from now)
+                step[2] = backend.record_launches(lambda: call(table, values))
             else:
-                def go(fused=fused):
-                    fn, live, rt, n = fused[:4]
-                    fn([None if slot is None else table[slot] for slot, _ in live],
-                       [off for _, off in live], [values[i] for i in rt], n)
-            if repeatable:
-                step[2] = False     # (recorded once: a step that cannot be is run from now)
-                step[4] = backend.record_launches(go)
-            else:
-                go()
+                call(table, values)
         return [table[s] for s in outputs]
 
     run_fixed.steps = steps

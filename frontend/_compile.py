@@ -412,11 +412,9 @@ class _Watch:
             if "recompiles" in _LOGS or "graph_breaks" in _LOGS:
                 log.info("%s runs eagerly from now on: its graphs fuse no kernels, so "
                          "capturing them only costs time", self.name)
-        elif self.trial is not None:
-            trial = self.trial          # (another thread's call may end the trial)
-            if trial is not None:
-                trial.append((False, seconds))
-                self._decide(trial)
+        elif (trial := self.trial) is not None:     # (read once: threads may end it)
+            trial.append((False, seconds))
+            self._decide(trial)
         elif self.calls >= EAGER_AFTER and self.host and not self.tried and TRIAL_CALLS > 0:
             self.trial = []
 

@@ -132,31 +132,22 @@ def _render_reduction(group) -> str:
     ph = render_fused_phases(group, lambda k: f"c->p[{k}]")
     head = ["  const double* s = c->s;", "  (void)s;", "  const int64_t* d = c->d;",
             "  (void)d;", "  const int64_t inner = d[0];", "  (void)inner;"] + ph["setup"]
-    scale = " * (1.0 / (double)inner)" if red.op == "mean" else ""
     later = []
     for k, (r, st) in enumerate(zip(group.reductions[1:], ph["stages"][1:]), 2):
-        later += _stage(k, r, ph["stages"][k - 2]["row_pass"], st)
+        # the row pass before reduction k, into its sum, then its value and epilogue
+        later += _chunked_sum(t, str(k), "0", "inner", ph["stages"][k - 2]["row_pass"],
+                              st["source"])
+        later += [f"  const {t} {st['result']} = ({t})(total{k}{_scale(r)});"]
+        later += st["epilogue"]
     return "\n".join(
         render_fused_prelude(group) +
         ["struct Ctx {", "  void* const* p; const double* s; const int64_t* d;",
          f"  double (*vsum)(const {t}*, int64_t); double* part; int64_t n;", "};",
          "double part_sum(const Ctx* c, int64_t o, int64_t jb, int64_t je) {"] + head +
-        ph["row"] +
-        [f"  {t} buf[{_SUM_CHUNK}];", "  double total = 0;", "  int64_t j0 = jb;",
-         "  while (je - j0 >= 16) {",
-         "    const int64_t whole = (je - j0) / 16 * 16;",
-         f"    const int64_t len = whole < {_SUM_CHUNK} ? whole : {_SUM_CHUNK};",
-         "    for (int64_t t = 0; t < len; ++t) {",
-         "    const int64_t j = j0 + t, i = o * inner + j;", "    (void)i; (void)j;"] +
-        ph["body"] +
-        [f"    buf[t] = {ph['source']};", "    }", "    total += c->vsum(buf, len);",
-         "    j0 += len;", "  }",
-         "  for (int64_t j = j0; j < je; ++j) {",
-         "    const int64_t i = o * inner + j;", "    (void)i;"] +
-        ph["body"] +
-        [f"    total += (double){ph['source']};", "  }", "  return total;", "}",
+        ph["row"] + _chunked_sum(t, "", "jb", "je", ph["body"], ph["source"]) +
+        ["  return total;", "}",
          "void finish(const Ctx* c, int64_t o, double total) {"] + head + ph["row"] +
-        [f"    const {t} {ph['result']} = ({t})(total{scale});"] + ph["epilogue"] +
+        [f"    const {t} {ph['result']} = ({t})(total{_scale(red)});"] + ph["epilogue"] +
         later + _row_pass(ph["stages"][-1]["row_pass"]) + ["}",
          "void rows(void* ctx, int64_t b, int64_t e) {",
          "  const Ctx* c = (const Ctx*)ctx;",
@@ -195,25 +186,28 @@ def _row_pass(lines) -> list:
             "    const int64_t i = o * inner + j;", "    (void)i;"] + lines + ["  }"]
 
 
-def _stage(k, red, row_pass, stage) -> list:
-    """Inside ``finish``: the row pass before reduction ``k`` (from 2) over row ``o``,
-    its input summed as ``part_sum`` sums (chunks of 2,048 to ``vsum``, then the last
-    ``n % 16`` one by one), then the reduced value and its epilogue."""
-    t = FUSED_CTYPES[red.dtype.name]
-    scale = " * (1.0 / (double)inner)" if red.op == "mean" else ""
-    b, tot, j0 = f"buf{k}", f"total{k}", f"j0_{k}"
-    element = ["    const int64_t i = o * inner + j;", "    (void)i;"] + row_pass
-    return ([f"  {t} {b}[{_SUM_CHUNK}];", f"  double {tot} = 0;", f"  int64_t {j0} = 0;",
-             f"  while (inner - {j0} >= 16) {{",
-             f"    const int64_t whole = (inner - {j0}) / 16 * 16;",
+def _scale(red) -> str:
+    """What a reduction's total is multiplied by before it is rounded: eager mode's mean."""
+    return " * (1.0 / (double)inner)" if red.op == "mean" else ""
+
+
+def _chunked_sum(t, tag, begin, end, element, source) -> list:
+    """``double total<tag>``: ``source`` (computed by the ``element`` lines for element
+    ``j`` of row ``o``) over ``j`` in ``[begin, end)``, added as eager mode's ``row_sum``
+    adds memory: chunks of 2,048 values to ``vsum``, then the last ``n % 16`` one by
+    one."""
+    b, tot, j0 = f"buf{tag}", f"total{tag}", f"j0{tag}"
+    element = ["    const int64_t i = o * inner + j;", "    (void)i; (void)j;"] + element
+    return ([f"  {t} {b}[{_SUM_CHUNK}];", f"  double {tot} = 0;", f"  int64_t {j0} = {begin};",
+             f"  while ({end} - {j0} >= 16) {{",
+             f"    const int64_t whole = ({end} - {j0}) / 16 * 16;",
              f"    const int64_t len = whole < {_SUM_CHUNK} ? whole : {_SUM_CHUNK};",
              "    for (int64_t t = 0; t < len; ++t) {", f"    const int64_t j = {j0} + t;"]
             + element +
-            [f"    {b}[t] = {stage['source']};", "    }", f"    {tot} += c->vsum({b}, len);",
+            [f"    {b}[t] = {source};", "    }", f"    {tot} += c->vsum({b}, len);",
              f"    {j0} += len;", "  }",
-             f"  for (int64_t j = {j0}; j < inner; ++j) {{"] + element +
-            [f"    {tot} += (double){stage['source']};", "  }",
-             f"  const {t} {stage['result']} = ({t})({tot}{scale});"] + stage["epilogue"])
+             f"  for (int64_t j = {j0}; j < {end}; ++j) {{"] + element +
+            [f"    {tot} += (double){source};", "  }"])
 
 
 def _build(src: str, cxx: str) -> str:

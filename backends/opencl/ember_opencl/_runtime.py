@@ -488,11 +488,16 @@ def _launch(dev, kernel, gsize, lsize) -> None:
 
 def copy_buffer(dev: Device, dst, src, nbytes: int, dst_offset: int, src_offset: int):
     """Enqueue a device-to-device copy of ``nbytes`` (byte offsets into the buffers)."""
-    cl.enqueue_copy(dev.queue, dst, src, byte_count=nbytes, src_offset=src_offset,
-                    dst_offset=dst_offset)
+    _copy(dev, dst, src, (nbytes, dst_offset, src_offset))
     rec = _REC.recording
     if rec is not None:
         rec.items.append((dev, None, dst, src, (nbytes, dst_offset, src_offset)))
+
+
+def _copy(dev, dst, src, sizes) -> None:
+    nbytes, dst_offset, src_offset = sizes
+    cl.enqueue_copy(dev.queue, dst, src, byte_count=nbytes, src_offset=src_offset,
+                    dst_offset=dst_offset)
 
 
 def scratch(dev: Device, nbytes: int):
@@ -558,8 +563,7 @@ def record_launches(fn):
     def repeat(_keep=keep):
         for dev, kernel, a, b, c in items:
             if kernel is None:
-                cl.enqueue_copy(dev.queue, a, b, byte_count=c[0], dst_offset=c[1],
-                                src_offset=c[2])
+                _copy(dev, a, b, c)
             else:
                 kernel.set_args(*c)
                 _launch(dev, kernel, a, b)

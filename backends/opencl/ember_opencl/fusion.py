@@ -21,7 +21,7 @@ from ember.dispatcher.codegen.opencl import render_fused, render_fused_reduction
 from . import _runtime as rt
 from ._source import CTYPES
 from .ops._common import CONSTS, elementwise_local
-from .ops.reduce import plan_of, reduce_local
+from .ops.reduce import WI_LOCAL, plan_of, reduce_local
 
 #: ember.compile's output_code log (EMBER_LOGS=output_code turns it on)
 _CODE_LOG = logging.getLogger("ember.compile.output_code")
@@ -88,30 +88,26 @@ def compile_elementwise(group):
     scalar = np.float64 if dtype == "float64" else np.float32
     nvals = len(group.runtime_values)
 
-    if plan is not None:
-        inner = group.inner
-        strides = tuple(np.int64(op.outer_stride) for op, u in zip(group.operands, used)
-                        if u and op.kind in ("row", "strided"))
-
+    inner = group.inner
+    # (the row length and the outer strides of row and strided operands: kernel arguments)
+    tail = () if inner is None else (np.int64(inner),) + tuple(
+        np.int64(op.outer_stride) for op, u in zip(group.operands, used)
+        if u and op.kind in ("row", "strided"))
+    if plan is not None:    # launched as reduce_wg / reduce_wi are
         def geometry(n):
             nout = n // inner
             if plan == "wg":
                 rl = reduce_local(rt.device(index))
-                return (nout * rl,), (rl,), (np.int64(inner),) + strides
-            return (rt.round_up(nout, 64),), (64,), (np.int64(inner),) + strides
-    elif group.inner is None:
+                return (nout * rl,), (rl,), tail
+            return (rt.round_up(nout, WI_LOCAL),), (WI_LOCAL,), tail
+    elif inner is None:
         def geometry(n):
             local = elementwise_local(rt.device(index))
             return (rt.round_up(n, local),), (local,), ()
     else:   # rows of inner: a 2-D launch, columns along dim 0 (as the eager 2d kernels)
-        inner = group.inner
-        strides = tuple(np.int64(op.outer_stride) for op, u in zip(group.operands, used)
-                        if u and op.kind in ("row", "strided"))
-
         def geometry(n):
             local = min(elementwise_local(rt.device(index)), 64)
-            return (rt.round_up(inner, local), n // inner), (local, 1), \
-                (np.int64(inner),) + strides
+            return (rt.round_up(inner, local), n // inner), (local, 1), tail
 
     def run(storages, offsets, values, n):
         if n == 0:

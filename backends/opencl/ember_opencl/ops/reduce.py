@@ -10,9 +10,10 @@ from .._runtime import enqueue, round_up
 from .._source import CTYPES
 from ._common import CONSTS, OPCODES, buf, check_kind, check_same, dev_of, np, numel, rt
 
-__all__ = ["KERNELS", "reduce_local", "plan_of"]
+__all__ = ["KERNELS", "reduce_local", "plan_of", "WI_LOCAL"]
 
-_WI_LOCAL = 64
+#: work-group size of the work-item-per-output kernels (reduce_wi, var_wi, ...)
+WI_LOCAL = 64
 
 
 def reduce_local(dev) -> int:
@@ -83,7 +84,7 @@ def _reduce(name, kinds):
         nout, nchunk = int(g[0]), int(g[7])
         if plan == "wi":
             k = dev.kernel("reduce", f"reduce_wi_{s}")
-            enqueue(dev, k, (round_up(nout, _WI_LOCAL),), (_WI_LOCAL,), np.int32(code), g, ob, xb)
+            enqueue(dev, k, (round_up(nout, WI_LOCAL),), (WI_LOCAL,), np.int32(code), g, ob, xb)
             return
         # partial results of a split reduction: a temporary from the caching allocator
         # (dropping it right after the enqueue is safe: the queue is in order)
@@ -94,7 +95,7 @@ def _reduce(name, kinds):
             pbuf, poff = part.handle, part.offset // asz
         if nchunk > 1 and dev.is_cpu:
             k = dev.kernel("reduce", f"reduce_wic_{s}")
-            enqueue(dev, k, (round_up(nout * nchunk, _WI_LOCAL),), (_WI_LOCAL,), np.int32(code),
+            enqueue(dev, k, (round_up(nout * nchunk, WI_LOCAL),), (WI_LOCAL,), np.int32(code),
                     g, xb, pbuf, np.int64(poff))
         else:
             k = dev.kernel("reduce", f"reduce_wg_{s}")
@@ -120,8 +121,8 @@ def _var_std(name):
         plan = _plan(dev, g)
         nout, nchunk = int(g[0]), int(g[7])
         if plan == "wi":
-            enqueue(dev, dev.kernel("reduce", f"var_wi_{s}"), (round_up(nout, _WI_LOCAL),),
-                    (_WI_LOCAL,), sq, g, ob, xb, corr)
+            enqueue(dev, dev.kernel("reduce", f"var_wi_{s}"), (round_up(nout, WI_LOCAL),),
+                    (WI_LOCAL,), sq, g, ob, xb, corr)
             return
         part, pbuf, poff = None, dev.err, 0
         if nchunk > 1:   # (mean, m2) per output and chunk
@@ -130,15 +131,15 @@ def _var_std(name):
             pbuf, poff = part.handle, part.offset // asz
         if nchunk > 1 and dev.is_cpu:
             enqueue(dev, dev.kernel("reduce", f"var_wic_{s}"),
-                    (round_up(nout * nchunk, _WI_LOCAL),), (_WI_LOCAL,), g, xb, pbuf,
+                    (round_up(nout * nchunk, WI_LOCAL),), (WI_LOCAL,), g, xb, pbuf,
                     np.int64(poff))
         else:
             RL = reduce_local(dev)
             enqueue(dev, dev.kernel("reduce", f"var_wg_{s}"), (nout * nchunk * RL,), (RL,),
                     sq, g, ob, xb, pbuf, np.int64(poff), corr)
         if nchunk > 1:
-            enqueue(dev, dev.kernel("reduce", f"var_part_{s}"), (round_up(nout, _WI_LOCAL),),
-                    (_WI_LOCAL,), sq, g, ob, pbuf, np.int64(poff), corr)
+            enqueue(dev, dev.kernel("reduce", f"var_part_{s}"), (round_up(nout, WI_LOCAL),),
+                    (WI_LOCAL,), sq, g, ob, pbuf, np.int64(poff), corr)
     kernel.__name__ = name
     return kernel
 
@@ -162,7 +163,7 @@ def _arg_reduce(name):
         s = CTYPES[x.dtype.name].sfx
         if nred <= 64 or nout >= 2048 or dev.is_cpu:
             k = dev.kernel("reduce", f"argreduce_wi_{s}")
-            enqueue(dev, k, (round_up(nout, _WI_LOCAL),), (_WI_LOCAL,), np.int32(code), g, ob, xb)
+            enqueue(dev, k, (round_up(nout, WI_LOCAL),), (WI_LOCAL,), np.int32(code), g, ob, xb)
         else:
             RL = reduce_local(dev)
             k = dev.kernel("reduce", f"argreduce_wg_{s}")
