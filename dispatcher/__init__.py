@@ -29,10 +29,33 @@ def get_include() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 
 
+def include_digest() -> str:
+    """A SHA-256 of every header under :func:`get_include` (names and contents): generated
+    kernels that include them are cached on disk under keys holding it, so that a changed
+    header (an ember upgrade) never loads a library built against the old one."""
+    global _INCLUDE_DIGEST
+    if _INCLUDE_DIGEST is None:
+        import hashlib
+        h = hashlib.sha256()
+        root = get_include()
+        for folder, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for name in sorted(files):
+                path = os.path.join(folder, name)
+                h.update(os.path.relpath(path, root).encode() + b"\0")
+                with open(path, "rb") as f:
+                    h.update(f.read() + b"\0")
+        _INCLUDE_DIGEST = h.hexdigest()
+    return _INCLUDE_DIGEST
+
+
+_INCLUDE_DIGEST = None
+
+
 __all__ = [
     "API_VERSION", "Backend", "BACKENDS", "ENTRY_POINT_GROUP", "Generator", "OPS", "OpDef",
     "PRIMITIVES", "PluginRecord", "TensorBase", "backend_for", "coverage", "default_generator",
-    "device", "dtypes", "ensure_loaded", "get_include", "hookimpl", "hookspec", "ops",
+    "device", "dtypes", "ensure_loaded", "get_include", "hookimpl", "include_digest", "hookspec", "ops",
     "plugin_records", "register_backend", "schema", "set_tensor_factory", "to_device",
     "unregister_backend", "views",
 ]

@@ -484,6 +484,25 @@ def test_the_disk_cache_is_reused(tmp_path, monkeypatch):
     assert F.STATS["compiled"] == built      # loaded from disk, not compiled again
 
 
+def test_a_header_change_is_not_served_from_the_disk_cache(tmp_path, monkeypatch):
+    # a library built against other headers (an ember upgrade) is compiled again
+    import ember.dispatcher as D
+    import ember_cpu.fusion as F
+    monkeypatch.setenv("EMBER_COMPILE_CACHE", str(tmp_path))
+    x = ember.randn(33)
+    f = lambda t: (t * 3).sin() + 1     # noqa: E731
+    F._LOADED.clear()
+    lazy.clear_cache()
+    ember.compile(f)(x)
+    built = F.STATS["compiled"]
+    F._LOADED.clear()
+    lazy.clear_cache()
+    monkeypatch.setattr(D, "_INCLUDE_DIGEST", "0" * 64)
+    same(ember.compile(f)(x), f(x))
+    assert F.STATS["compiled"] == built + 1
+    assert len(list(tmp_path.glob("fused_*.so"))) == 2
+
+
 def test_generated_source_is_readable():
     import ember_cpu.fusion as F
     region = lazy.Region(lambda i, s, v: _keep(d, i) or lazy.replay(i), "spy")

@@ -11,8 +11,8 @@ body) and the call releases the GIL (ctypes).
 
 Sources are compiled with the system C++ compiler (``$CXX``, else ``c++``) into a shared
 library, cached on disk under ``$EMBER_COMPILE_CACHE`` (default
-``~/.cache/ember/compile``) by a hash of the source, the flags, the compiler and the
-machine's CPU flags; a second process, or a second run, loads the library without
+``~/.cache/ember/compile``) by a hash of the source, the flags, the compiler, ember's
+headers (``include_digest``) and the machine's CPU flags; a second process, or a second run, loads the library without
 compiling. Without a compiler, groups are left to the kernels as recorded.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ import tempfile
 import threading
 import warnings
 
-from ember.dispatcher import get_include
+from ember.dispatcher import get_include, include_digest
 from ember.dispatcher.codegen import cache_dir
 from ember.dispatcher.codegen.cxx import (FUSED_CTYPES, render_fused_loop,
                                           render_fused_phases, render_fused_prelude)
@@ -214,7 +214,7 @@ def _build(src: str, cxx: str) -> str:
     """The path of the library compiled from ``src`` (compiled now unless cached)."""
     flags = _FLAGS + [f"-I{get_include()}"]
     h = hashlib.sha256("\0".join([src, " ".join(flags), _compiler_version(cxx),
-                                  _machine()]).encode())
+                                  _machine(), include_digest()]).encode())
     name = h.hexdigest()[:32]
     folder = cache_dir()
     lib = os.path.join(folder, f"fused_{name}.so")

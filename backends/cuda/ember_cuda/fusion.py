@@ -32,7 +32,7 @@ import os
 import threading
 import warnings
 
-from ember.dispatcher import get_include
+from ember.dispatcher import get_include, include_digest
 from ember.dispatcher.codegen import cache_dir
 from ember.dispatcher.codegen.cxx import render_fused_loop, render_fused_prelude
 
@@ -169,14 +169,15 @@ def _nvrtc():
 
 def compile_ptx(src: str, arch: str = "compute_90") -> bytes:
     """PTX of the CUDA source ``src`` for ``arch``, through NVRTC with ember's include
-    paths and the standard-header shims; cached on disk by a hash of the source, the
-    options and NVRTC's version. Raises RuntimeError when NVRTC is missing or fails."""
+    paths and the standard-header shims; cached on disk by a hash of the source, ember's
+    headers, the options and NVRTC's version. Raises RuntimeError when NVRTC is missing or fails."""
     nv = _nvrtc()
     if nv is None:
         raise RuntimeError("ember.compile: NVRTC was not found (pip install "
                            "'ember-cuda[nvrtc]', or a CUDA toolkit with lib64/libnvrtc.so)")
     options = [f"--gpu-architecture={arch}", *_OPTIONS] + [f"-I{d}" for d in include_dirs()]
-    h = hashlib.sha256("\0".join([src, " ".join(options), nv.version]).encode())
+    h = hashlib.sha256("\0".join([src, " ".join(options), nv.version,
+                                  include_digest()]).encode())
     folder = cache_dir()
     path = os.path.join(folder, f"fused_{h.hexdigest()[:32]}.ptx")
     if os.path.exists(path):

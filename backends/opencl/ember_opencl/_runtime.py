@@ -124,6 +124,28 @@ def device(index: int | None) -> "Device":
                        f"device(s): opencl:0..opencl:{len(devs) - 1})")
 
 
+#: LLVM CPU models with AVX-512 (PoCL names the one it compiles for in its version string)
+_AVX512_CPUS = ("skylake-avx512", "skx", "cascadelake", "cooperlake", "cannonlake",
+                "icelake", "tigerlake", "rocketlake", "sapphirerapids", "graniterapids",
+                "emeraldrapids", "diamondrapids", "knl", "knm", "znver4", "znver5",
+                "x86-64-v4")
+
+
+def _float_lanes(cl_device) -> int:
+    """The float lanes of the vectors the device's compiler targets. PoCL reports the
+    host's width (16 with AVX-512) even when the LLVM it ships compiles for an older CPU
+    model (a Zen 4 seen as ``znver3``); 16-float vectors there abort LLVM ("Do not know
+    how to scalarize") or come back from PoCL's kernel cache without kernels. So on PoCL
+    the width is 16 only for a CPU model known to have AVX-512, and at most 8 otherwise."""
+    lanes = max(1, int(cl_device.native_vector_width_float or 1))
+    version = cl_device.version or ""
+    if lanes > 8 and "PoCL" in version and bool(cl_device.type & cl.device_type.CPU):
+        target = version.split("HSTR:")[-1].strip()   # pthread-<triple>-<cpu model>
+        if not any("-" + cpu in target for cpu in _AVX512_CPUS):
+            lanes = 8
+    return lanes
+
+
 class Device:
     """One OpenCL device: context, in-order queue, allocator, programs, error buffer."""
 
@@ -140,7 +162,7 @@ class Device:
         # beat local-memory trees, which GPUs want
         self.is_cpu = bool(cl_device.type & cl.device_type.CPU)
         #: float lanes of the device's vector registers (16 on AVX-512, 8 on AVX2)
-        self.float_lanes = max(1, int(cl_device.native_vector_width_float or 1))
+        self.float_lanes = _float_lanes(cl_device)
         self.host_waits = 0          # blocking waits of the host (tests count them)
         self._ctx = None
         self._programs: dict = {}
@@ -218,15 +240,22 @@ class Device:
             with _lock:
                 prg = self._programs.get(family)
                 if prg is None:
-                    src = render(family, fp64=self.fp64, **SPECS[family](self))
-                    try:
-                        prg = cl.Program(self.ctx, src).build(options=["-cl-std=CL1.2"])
-                    except cl.Error as e:
-                        raise RuntimeError(f"opencl:{self.index} ({self.name}): the {family!r} "
-                                           f"kernels failed to compile:\n{e}") from None
-                    self._programs[family] = prg
+                    prg = self._programs[family] = self._build(family)
                 k = self._kernels[(family, name)] = cl.Kernel(prg, name)
         return k
+
+    def _build(self, family: str):
+        src = render(family, fp64=self.fp64, **SPECS[family](self))
+        try:
+            prg = cl.Program(self.ctx, src).build(options=["-cl-std=CL1.2"])
+        except cl.Error as e:
+            raise RuntimeError(f"opencl:{self.index} ({self.name}): the {family!r} "
+                               f"kernels failed to compile:\n{e}") from None
+        if prg.num_kernels == 0 and "__kernel" in src:
+            raise RuntimeError(f"opencl:{self.index} ({self.name}): the {family!r} program "
+                               f"built without its kernels (a broken driver kernel cache? for "
+                               f"PoCL, try POCL_KERNEL_CACHE=0 or remove ~/.cache/pocl)")
+        return prg
 
     # -- waiting --------------------------------------------------------------------------
     def synchronize(self) -> None:

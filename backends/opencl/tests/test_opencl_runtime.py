@@ -109,3 +109,31 @@ def test_launch_blocking_wrapper_raises_at_the_op(monkeypatch):
     out = ember.empty(1, 1, device=DEV)
     with pytest.raises(IndexError, match="out of bounds"):
         gather(out, x, 1, T([[5]]))
+
+
+class _FakeCL:
+    def __init__(self, version, lanes=16, cpu=True):
+        import pyopencl as cl
+        self.version = version
+        self.native_vector_width_float = lanes
+        self.type = cl.device_type.CPU if cpu else cl.device_type.GPU
+
+
+@pytest.mark.parametrize("version,cpu,lanes", [
+    # PoCL's LLVM compiling for a model without AVX-512 on an AVX-512 host: 8 lanes
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3", True, 8),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-haswell", True, 8),
+    ("OpenCL 3.0 PoCL", True, 8),
+    # models with AVX-512 keep the reported 16
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-skylake-avx512", True, 16),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver4", True, 16),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-icelake-server", True, 16),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-sapphirerapids", True, 16),
+    # other drivers, and GPUs, are taken at their word
+    ("OpenCL 3.0 (Build 0)", True, 16),
+    ("OpenCL 3.0 CUDA", False, 16),
+])
+def test_float_lanes_follow_the_compiler_target(version, cpu, lanes):
+    from ember_opencl._runtime import _float_lanes
+    assert _float_lanes(_FakeCL(version, 16, cpu)) == lanes
+    assert _float_lanes(_FakeCL(version, 8, cpu)) == 8

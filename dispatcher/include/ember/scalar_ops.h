@@ -77,8 +77,10 @@ EMBER_HD inline C select(bool c, C a, C b) {
 // ---- float32 exp / tanh for the host, written so that gcc vectorises loops calling them ----
 // (Cephes polynomials, <= 2 ulp; libm's scalar expf / tanhf do not vectorise without
 // -ffast-math.) The cuda backend uses the device's expf / tanhf.
-inline float fast_expf(float x) {
-  const float xc = std::min(std::max(x, -104.0f), 89.0f);
+// fast_expf's arithmetic on xc in [-104, 89]; MayBeNaN: xc may also be NaN (the result is
+// then discarded by the caller, but the conversion to int must not see it)
+template <bool MayBeNaN>
+inline float expf_poly(float xc) {
   const float z = xc * 1.44269504088896341f;
   const float n = (z + 12582912.0f) - 12582912.0f;  // round to nearest (|z| < 2^22)
   float r = xc - n * 0.693359375f;
@@ -90,20 +92,27 @@ inline float fast_expf(float x) {
   p = p * r + 1.6666665459E-1f;
   p = p * r + 5.0000001201E-1f;
   p = p * r * r + r + 1.0f;
-  const int32_t ni = (int32_t)(n == n ? n : 0.0f);  // |n| <= 150 (NaN handled below)
+  const int32_t ni = (int32_t)(MayBeNaN ? (n == n ? n : 0.0f) : n);  // |n| <= 150
   const int32_t n1 = ni >> 1, n2 = ni - n1;
   uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
   float s1, s2;
   std::memcpy(&s1, &b1, 4);
   std::memcpy(&s2, &b2, 4);
-  float res = (p * s1) * s2;
+  return (p * s1) * s2;
+}
+inline float fast_expf(float x) {
+  const float xc = std::min(std::max(x, -104.0f), 89.0f);
+  float res = expf_poly<true>(xc);
   res = x < -103.97f ? 0.0f : res;
   return x != x ? x : res;
 }
 inline float fast_tanhf(float x) {
   const float ax = std::fabs(x);
-  // |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1)
-  const float e = fast_expf(std::min(ax + ax, 88.0f));
+  // |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1). The exponent's argument is in [0, 88] (NaN maps
+  // to 88; the last line returns x for it), where fast_expf's clamps and fix-ups change
+  // nothing: expf_poly without them gives its bits with 14 fewer vector instructions.
+  const float t = ax + ax;
+  const float e = expf_poly<false>(t < 88.0f ? t : 88.0f);
   const float big = 1.0f - 2.0f / (e + 1.0f);
   // |x| < 0.625: odd polynomial
   const float s = x * x;
