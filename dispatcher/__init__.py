@@ -55,7 +55,7 @@ _INCLUDE_DIGEST = None
 __all__ = [
     "API_VERSION", "Backend", "BACKENDS", "ENTRY_POINT_GROUP", "Generator", "OPS", "OpDef",
     "PRIMITIVES", "PluginRecord", "TensorBase", "backend_for", "coverage", "default_generator",
-    "device", "dtypes", "ensure_loaded", "get_include", "hookimpl", "include_digest", "hookspec", "ops",
-    "plugin_records", "register_backend", "schema", "set_tensor_factory", "to_device",
+    "device", "dtypes", "ensure_loaded", "get_include", "hookimpl", "hookspec", "include_digest",
+    "ops", "plugin_records", "register_backend", "schema", "set_tensor_factory", "to_device",
     "unregister_backend", "views",
 ]

@@ -12,8 +12,9 @@ body) and the call releases the GIL (ctypes).
 Sources are compiled with the system C++ compiler (``$CXX``, else ``c++``) into a shared
 library, cached on disk under ``$EMBER_COMPILE_CACHE`` (default
 ``~/.cache/ember/compile``) by a hash of the source, the flags, the compiler, ember's
-headers (``include_digest``) and the machine's CPU flags; a second process, or a second run, loads the library without
-compiling. Without a compiler, groups are left to the kernels as recorded.
+headers (``include_digest``) and the machine's CPU flags; a second process, or a second
+run, loads the library without compiling. Without a compiler, groups are left to the
+kernels as recorded.
 """
 from __future__ import annotations
 
