@@ -243,7 +243,15 @@ for name, fn, make in [
          lambda: (ember.randint(-50, 50, (4096,), device="cuda"),
                   ember.randint(1, 9, (4096,), device="cuda"))),
         ("scalars", lambda x: (x.clamp(-0.5, 0.7) * 1.5 + 2.5).addcmul(x, x, value=0.25),
-         lambda: (ember.randn(4096, device="cuda"),))]:
+         lambda: (ember.randn(4096, device="cuda"),)),
+        # fused reductions (reduce.cu's block order): one, and two with a row pass between
+        ("rms_norm", lambda x: x * ember.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6),
+         lambda: (ember.randn(512, 1000, device="cuda"),)),
+        ("layer_norm_written_out",
+         lambda x: (x - x.mean(-1, keepdim=True)) / ((x - x.mean(-1, keepdim=True)).pow(2)
+                                                     .mean(-1, keepdim=True) + 1e-5).sqrt(),
+         lambda: (ember.randn(300, 2048, device="cuda"),)),
+        ("full_sum", lambda x: (x * x).sum(), lambda: (ember.randn(100000, device="cuda"),))]:
     args = make()
     groups = FU.STATS["groups"]
     got = ember.compile(fn)(*args)

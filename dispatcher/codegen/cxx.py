@@ -341,8 +341,9 @@ def render_fused_phases(group, pointer) -> dict:
     and their stores) and ``stages``, one per reduction: ``source`` (the C++ expression of
     its input inside the element lines before it), ``result`` (the name its epilogue
     reads the reduced value by), ``epilogue`` (the nodes after it, for output ``o``, and
-    their stores) and ``row_pass`` (the nodes after the epilogue, for element (``o``,
-    ``j``) again: the next reduction's input is computed there). The first stage's
+    their stores; ``epilogue_values`` and ``epilogue_stores`` hold the two parts) and
+    ``row_pass`` (the nodes after the epilogue, for element (``o``, ``j``) again: the next
+    reduction's input is computed there). The first stage's
     entries are also ``source``, ``result``, ``epilogue`` and ``row_pass``."""
     reds = group.reductions
     cuts = {r.index for r in reds}
@@ -419,6 +420,10 @@ def render_fused_phases(group, pointer) -> dict:
             "source": arg(group.nodes[red.index].inputs[0]),
             "result": f"v{group.nodes[red.index].value}",
             "epilogue": lines(nodes[red.index + 1:end], phase(2 * k + 1)),
+            # (the same lines apart: a generator whose threads share a row computes the
+            # values on every thread and stores them from one)
+            "epilogue_values": lines(nodes[red.index + 1:end], []),
+            "epilogue_stores": lines([], phase(2 * k + 1)),
             # (values of earlier element phases it reads are computed again: no stores)
             "row_pass": lines([(i, group.nodes[i]) for i in group.rematerialized(2 * k + 2)],
                               []) + lines(nodes[end:stop], phase(2 * k + 2))})

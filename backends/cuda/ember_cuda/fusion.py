@@ -34,7 +34,8 @@ import warnings
 
 from ember.dispatcher import get_include, include_digest
 from ember.dispatcher.codegen import cache_dir
-from ember.dispatcher.codegen.cxx import render_fused_loop, render_fused_prelude
+from ember.dispatcher.codegen.cxx import (FUSED_CTYPES, render_fused_loop,
+                                          render_fused_phases, render_fused_prelude)
 
 from ._find import library_candidates, toolkits, wheel_roots
 
@@ -69,24 +70,110 @@ _OPTIONS = ["-std=c++17", "-default-device", "--fmad=false", "-diag-suppress=161
 def render_group(group) -> str:
     """The CUDA C++ source of ``group``'s kernel: ``extern "C" __global__
     ember_fused(Args a, int64_t n)``, ``Args`` holding the operand pointers, the runtime
-    values and the layout (``FusedGroup.layout()``)."""
+    values and the layout (``FusedGroup.layout()``). A group with reductions:
+    ``_render_reduction``."""
+    if group.reductions:
+        return _render_reduction(group)
     setup, row, body = render_fused_loop(group, lambda k: f"a.p[{k}]")
-    k = max(len(group.operands), 1)
-    m = max(len(group.runtime_values), 1)
     if group.inner is None:
         index = []
     else:
         index = ["    const int64_t o = i / d[0], j = i - o * d[0];", "    (void)j;"] + row
     return "\n".join(
         render_fused_prelude(group) +
-        ["}  // namespace", "",
-         f"struct Args {{ void* p[{k}]; double s[{m}]; int64_t d[{k + 1}]; }};", "",
+        ["}  // namespace", "", _args_struct(group), "",
          'extern "C" __global__ void ember_fused(const Args a, const int64_t n) {',
          "  const double* s = a.s;", "  (void)s;", "  const int64_t* d = a.d;", "  (void)d;"]
         + setup +
         ["  const int64_t step = (int64_t)blockDim.x * gridDim.x;",
          "  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
          "i += step) {"] + index + body + ["  }", "}", ""])
+
+
+#: the eager reduce kernels' block: at most 512 threads, and blocks over rows up to 2^20
+_RED_THREADS = 512
+_RED_GRID = 1 << 20
+
+
+def reduction_threads(inner: int) -> int:
+    """The threads of the block that sums a row of ``inner`` elements: the power of two
+    from 32 up to 512 that reaches ``inner``, as ``run_reduce`` in reduce.cu picks them (a
+    fused reduction must add in the same order as the eager kernel)."""
+    threads = 32
+    while threads < _RED_THREADS and threads < inner:
+        threads *= 2
+    return threads
+
+
+def _args_struct(group) -> str:
+    k = max(len(group.operands), 1)
+    m = max(len(group.runtime_values), 1)
+    return f"struct Args {{ void* p[{k}]; double s[{m}]; int64_t d[{k + 1}]; }};"
+
+
+def _render_reduction(group) -> str:
+    """A group with reductions (sums or means over rows of ``inner`` = ``d[0]``
+    elements; ``n / inner`` rows) as CUDA C++, adding in the order of reduce.cu's
+    ``reduce_block_kernel`` for the same row, launched as it is (``reduction_threads``
+    threads, a block per row, blocks striding over rows): thread ``t`` adds elements
+    ``t, t + blockDim.x, ...`` of the chain's value in the accumulator type (the group's
+    float type), the warps add by ``__shfl_down_sync`` (16 down to 1), lane 0 of each warp
+    leaves its sum in shared memory and the first warp adds those the same way; a mean
+    divides the total by ``inner`` in that type. Every thread gets the total and computes
+    the epilogue (thread 0 stores it), then the row pass over its elements, which may feed
+    the next reduction."""
+    t = FUSED_CTYPES[group.reductions[0].dtype.name]
+    ph = render_fused_phases(group, lambda k: f"a.p[{k}]")
+    stages = ph["stages"]
+
+    def indent(lines):
+        return ["  " + ln for ln in lines]
+
+    def summed(tag, element, source):
+        return [f"    {t} acc{tag} = 0;",
+                "    for (int64_t j = threadIdx.x; j < inner; j += blockDim.x) {",
+                "      const int64_t i = o * inner + j;", "      (void)i;"] + \
+            indent(element) + [f"      acc{tag} = acc{tag} + ({t})({source});", "    }",
+                               f"    acc{tag} = block_sum(acc{tag}, smem);"]
+
+    def finish(k, red, st):
+        total = f"acc{k} / ({t})inner" if red.op == "mean" else f"acc{k}"
+        out = [f"    const {t} {st['result']} = {total};"] + st["epilogue_values"]
+        if st["epilogue_stores"]:
+            out += ["    if (threadIdx.x == 0) {"] + indent(st["epilogue_stores"]) + ["    }"]
+        return out
+
+    rows = summed(0, ph["body"], stages[0]["source"]) + \
+        finish(0, group.reductions[0], stages[0])
+    for k in range(1, len(stages)):
+        rows += summed(k, stages[k - 1]["row_pass"], stages[k]["source"])
+        rows += finish(k, group.reductions[k], stages[k])
+    if stages[-1]["row_pass"]:
+        rows += ["    for (int64_t j = threadIdx.x; j < inner; j += blockDim.x) {",
+                 "      const int64_t i = o * inner + j;", "      (void)i;"] + \
+            indent(stages[-1]["row_pass"]) + ["    }"]
+    return "\n".join(
+        render_fused_prelude(group) +
+        ["}  // namespace", "",
+         "// reduce.cu's block sum: lanes by shuffles, then the warps' sums by the first warp",
+         f"__device__ inline {t} block_sum({t} acc, {t}* smem) {{",
+         "  for (int d = 16; d > 0; d >>= 1) acc = acc + __shfl_down_sync(0xffffffffu, acc, d);",
+         "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;",
+         "  if (lane == 0) smem[warp] = acc;", "  __syncthreads();", "  if (warp == 0) {",
+         f"    acc = lane < (int)(blockDim.x / 32) ? smem[lane] : ({t})0;",
+         "    for (int d = 16; d > 0; d >>= 1) acc = acc + __shfl_down_sync(0xffffffffu, acc, d);",
+         "    if (lane == 0) smem[32] = acc;", "  }", "  __syncthreads();",
+         f"  const {t} total = smem[32];",
+         "  __syncthreads();  // every thread has read it before smem is used again",
+         "  return total;", "}", "",
+         _args_struct(group), "",
+         'extern "C" __global__ void ember_fused(const Args a, const int64_t n) {',
+         f"  __shared__ {t} smem[33];",
+         "  const double* s = a.s;", "  (void)s;", "  const int64_t* d = a.d;", "  (void)d;",
+         "  const int64_t inner = d[0], nout = n / inner;"]
+        + ph["setup"] +
+        ["  for (int64_t o = blockIdx.x; o < nout; o += gridDim.x) {"] + ph["row"] + rows +
+        ["  }", "}", ""])
 
 
 # ---- finding NVRTC and the headers --------------------------------------------------------
@@ -256,7 +343,7 @@ def compile_elementwise(group, current_stream):
     """A callable ``(storages, byte_offsets, values, n)`` launching ``group``'s kernel on
     ``current_stream(index)``, or None when NVRTC or the driver is missing (the planner
     then runs the kernels as recorded)."""
-    if _UNAVAILABLE or group.reduction is not None:
+    if _UNAVAILABLE:
         return None
     cu = _driver()
     if cu is None:
@@ -281,6 +368,7 @@ def compile_elementwise(group, current_stream):
 
     used = [op.load or op.store is not None for op in group.operands]
     nvals = len(group.runtime_values)
+    reduces = bool(group.reductions)
 
     def function(index):
         fn = _FUNCTIONS.get((key, index))
@@ -306,8 +394,13 @@ def compile_elementwise(group, current_stream):
             args.d[i] = v
         count = ctypes.c_int64(n)
         params = (ctypes.c_void_p * 2)(ctypes.addressof(args), ctypes.addressof(count))
-        grid = min((n + _BLOCK - 1) // _BLOCK, _MAX_GRID)
-        _check(cu.cuLaunchKernel(fn, grid, 1, 1, _BLOCK, 1, 1, 0,
+        if reduces:     # a block per row (striding over rows), as the reduce kernels
+            block = reduction_threads(layout[0])
+            grid = min(n // layout[0], _RED_GRID)
+        else:
+            block = _BLOCK
+            grid = min((n + _BLOCK - 1) // _BLOCK, _MAX_GRID)
+        _check(cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0,
                                  ctypes.c_void_p(current_stream(index)), params, None),
                "cuLaunchKernel")
 

@@ -69,6 +69,8 @@ class CUDABackend(Backend):
 
     #: fused groups may hold broadcast and outer-strided operands (ember.dispatcher.fusion)
     fuses_broadcasts = True
+    #: and end in sums or means over rows (summed as the reduce kernels sum)
+    fuses_reductions = True
 
     def compile_elementwise(self, group):
         """ember.compile's fused groups as CUDA C++ built by NVRTC (``ember_cuda.fusion``)."""

@@ -70,8 +70,8 @@ CASES = {
 @pytest.mark.parametrize("arch", ["compute_80", "compute_90"])
 def test_generated_kernels_compile_with_nvrtc(name, arch, tmp_path, monkeypatch):
     monkeypatch.setenv("EMBER_COMPILE_CACHE", str(tmp_path))
-    # (the groups are planned on cpu traces: planned as for cuda, which takes no reductions)
-    monkeypatch.setattr(type(backend_for("cpu")), "fuses_reductions", False)
+    # (the groups are planned on cpu traces: planned as for cuda, which fuses broadcasts
+    # and reductions too)
     fn, make = CASES[name]
     groups = groups_of(fn, *make())
     assert groups, "the trace fused nothing"
@@ -87,6 +87,50 @@ def test_generated_kernels_compile_with_nvrtc(name, arch, tmp_path, monkeypatch)
         assert ".param .u64 ember_fused_param_1" in ptx
         # the kernel loads its inputs and stores its kept results in global memory
         assert "ld.global" in ptx and "st.global" in ptx
+
+
+def _layer_norm(x):
+    u = x.mean(-1, keepdim=True)
+    s = (x - u).pow(2).mean(-1, keepdim=True)
+    return (x - u) / (s + 1e-5).sqrt()
+
+
+REDUCTIONS = {
+    "rms_norm": (lambda x, w: x * ember.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w,
+                 lambda: (ember.randn(8, 48), ember.randn(48)), 1),
+    "layer_norm_written_out": (_layer_norm, lambda: (ember.randn(6, 40),), 2),
+    "float64_sum_with_a_stored_epilogue": (
+        lambda x: (x.exp().sum(-1, keepdim=True) * 2, (x * 3).sum(-1)),
+        lambda: (ember.randn(5, 7, dtype=ember.float64),), 1),
+    "full_mean": (lambda x: (x * x + 1).mean(), lambda: (ember.randn(3, 33),), 1),
+}
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_fused_reductions_compile_with_nvrtc(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_COMPILE_CACHE", str(tmp_path))
+    fn, make, most = REDUCTIONS[name]
+    groups = [g for g in groups_of(fn, *make()) if g.reductions]
+    assert groups and max(len(g.reductions) for g in groups) == most
+    for g in groups:
+        src = CF.render_group(g)
+        ptx = CF.compile_ptx(src, "compute_90").decode()
+        assert re.search(r"\.entry ember_fused\(", ptx)
+        # the reduce kernels' order: warp shuffles, and the block's barrier per sum
+        assert "shfl.sync.down" in ptx and "bar.sync" in ptx
+        assert src.count("block_sum(acc") == len(g.reductions)
+        mean = "/ (double)inner" if g.reductions[0].dtype == ember.float64 else \
+            "/ (float)inner"
+        assert (mean in src) == any(r.op == "mean" for r in g.reductions)
+
+
+def test_fused_reductions_use_the_reduce_kernels_block():
+    # reduce.cu's run_reduce: a power of two from 32, up to 512, reaching the row
+    want = {1: 32, 2: 32, 32: 32, 33: 64, 64: 64, 65: 128, 200: 256, 256: 256, 257: 512,
+            512: 512, 513: 512, 100000: 512}
+    assert {n: CF.reduction_threads(n) for n in want} == want
+    assert backend_for("cuda").fuses_reductions
 
 
 @needs_nvrtc
