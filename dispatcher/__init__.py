@@ -4,6 +4,7 @@ This package is what backends import (and the only part of ember they may import
 It never imports a backend: backends find it through the ``ember.backends`` entry
 points and register their kernels into :data:`schema.OPS`.
 """
+import hashlib
 import os
 
 from . import dtypes, schema
@@ -35,7 +36,6 @@ def include_digest() -> str:
     header (an ember upgrade) never loads a library built against the old one."""
     global _INCLUDE_DIGEST
     if _INCLUDE_DIGEST is None:
-        import hashlib
         h = hashlib.sha256()
         root = get_include()
         for folder, dirs, files in sorted(os.walk(root)):
