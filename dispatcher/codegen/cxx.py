@@ -416,14 +416,16 @@ def render_fused_phases(group, pointer) -> dict:
     for k, red in enumerate(reds):
         end = red.row_pass if red.row_pass is not None else len(nodes)
         stop = reds[k + 1].index if k + 1 < len(reds) else len(nodes)
+        # (apart too: a generator whose threads share a row computes the values on every
+        # thread and stores them from one)
+        values = lines(nodes[red.index + 1:end], [])
+        stores = lines([], phase(2 * k + 1))
         out["stages"].append({
             "source": arg(group.nodes[red.index].inputs[0]),
             "result": f"v{group.nodes[red.index].value}",
-            "epilogue": lines(nodes[red.index + 1:end], phase(2 * k + 1)),
-            # (the same lines apart: a generator whose threads share a row computes the
-            # values on every thread and stores them from one)
-            "epilogue_values": lines(nodes[red.index + 1:end], []),
-            "epilogue_stores": lines([], phase(2 * k + 1)),
+            "epilogue": values + stores,
+            "epilogue_values": values,
+            "epilogue_stores": stores,
             # (values of earlier element phases it reads are computed again: no stores)
             "row_pass": lines([(i, group.nodes[i]) for i in group.rematerialized(2 * k + 2)],
                               []) + lines(nodes[end:stop], phase(2 * k + 2))})

@@ -129,12 +129,15 @@ def _render_reduction(group) -> str:
     def indent(lines):
         return ["  " + ln for ln in lines]
 
-    def summed(tag, element, source):
-        return [f"    {t} acc{tag} = 0;",
-                "    for (int64_t j = threadIdx.x; j < inner; j += blockDim.x) {",
+    def over_row(body):     # this thread's elements of row o
+        return ["    for (int64_t j = threadIdx.x; j < inner; j += blockDim.x) {",
                 "      const int64_t i = o * inner + j;", "      (void)i;"] + \
-            indent(element) + [f"      acc{tag} = acc{tag} + ({t})({source});", "    }",
-                               f"    acc{tag} = block_sum(acc{tag}, smem);"]
+            indent(body) + ["    }"]
+
+    def summed(tag, element, source):
+        return [f"    {t} acc{tag} = 0;"] + \
+            over_row(element + [f"    acc{tag} = acc{tag} + ({t})({source});"]) + \
+            [f"    acc{tag} = block_sum(acc{tag}, smem);"]
 
     def finish(k, red, st):
         total = f"acc{k} / ({t})inner" if red.op == "mean" else f"acc{k}"
@@ -149,9 +152,7 @@ def _render_reduction(group) -> str:
         rows += summed(k, stages[k - 1]["row_pass"], stages[k]["source"])
         rows += finish(k, group.reductions[k], stages[k])
     if stages[-1]["row_pass"]:
-        rows += ["    for (int64_t j = threadIdx.x; j < inner; j += blockDim.x) {",
-                 "      const int64_t i = o * inner + j;", "      (void)i;"] + \
-            indent(stages[-1]["row_pass"]) + ["    }"]
+        rows += over_row(stages[-1]["row_pass"])
     return "\n".join(
         render_fused_prelude(group) +
         ["}  // namespace", "",
@@ -368,7 +369,9 @@ def compile_elementwise(group, current_stream):
 
     used = [op.load or op.store is not None for op in group.operands]
     nvals = len(group.runtime_values)
+    # a reduction: a block per row (striding over rows), as the reduce kernels launch
     reduces = bool(group.reductions)
+    block = reduction_threads(layout[0]) if reduces else _BLOCK
 
     def function(index):
         fn = _FUNCTIONS.get((key, index))
@@ -394,12 +397,8 @@ def compile_elementwise(group, current_stream):
             args.d[i] = v
         count = ctypes.c_int64(n)
         params = (ctypes.c_void_p * 2)(ctypes.addressof(args), ctypes.addressof(count))
-        if reduces:     # a block per row (striding over rows), as the reduce kernels
-            block = reduction_threads(layout[0])
-            grid = min(n // layout[0], _RED_GRID)
-        else:
-            block = _BLOCK
-            grid = min((n + _BLOCK - 1) // _BLOCK, _MAX_GRID)
+        grid = min(n // layout[0], _RED_GRID) if reduces else \
+            min((n + _BLOCK - 1) // _BLOCK, _MAX_GRID)
         _check(cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0,
                                  ctypes.c_void_p(current_stream(index)), params, None),
                "cuLaunchKernel")
