@@ -313,6 +313,22 @@ def _on_break(reason, where):
 EAGER_AFTER = 3
 #: calls of each kind (eager, compiled) the timed trial of a fusing function makes (0: none)
 TRIAL_CALLS = 3
+#: size classes a compiled function keeps trial decisions for (then it stops trying)
+_MAX_CLASSES = 64
+
+
+def _size_class(args, kwargs) -> int:
+    """The bit length of the element count of a call's tensor arguments (top level, and
+    in lists and tuples): the timed trial's key."""
+    n = 0
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        if isinstance(a, C.TensorBase):
+            n += a.numel()
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, C.TensorBase):
+                    n += b.numel()
+    return n.bit_length()
 
 _FIELDS = ("storage", "shape", "stride", "offset", "dtype", "device")
 
@@ -390,17 +406,33 @@ class _Watch:
         self.fused = False
         self.eager = False      # (see observe)
         self.host = True        # every graph so far ran on host devices (cpu)
-        self.trial = None       # the timed trial's [(eager?, seconds)], while it runs
-        self.tried = False
+        # the timed trial, per size class of the call's tensor arguments (what capture
+        # saves grows with the data, what it costs does not): calls made, the running
+        # trial's [(eager?, seconds)], and the classes decided (True: eager is faster)
+        self.class_calls = {}
+        self.trials = {}
+        self.decided = {}
 
-    def observe(self, region, seconds) -> None:
-        """After a compiled call (``seconds`` long): whether its graphs fused anything. A
-        function none of whose first ``EAGER_AFTER`` calls ran a fused kernel runs
-        eagerly from then on (the same results: capture only ever runs eager mode's
-        kernels, and here no faster). One whose graphs fuse, on host devices only, is
-        then timed: ``TRIAL_CALLS`` calls run eagerly and as many compiled, in turn; if
-        the fastest eager call beat the fastest compiled one, capture costs more Python
-        time than its fused kernels save, and it runs eagerly from then on. (Fused
+    @property
+    def tried(self) -> bool:
+        """Whether a timed trial has decided for some size class."""
+        return bool(self.decided)
+
+    def eager_for(self, size) -> bool:
+        """Whether calls of this size class run eagerly (capture costs more than fusion
+        saves at that size)."""
+        return self.decided.get(size, False)
+
+    def observe(self, region, seconds, size=0) -> None:
+        """After a compiled call (``seconds`` long, its tensor arguments in size class
+        ``size``): whether its graphs fused anything. A function none of whose first
+        ``EAGER_AFTER`` calls ran a fused kernel runs eagerly from then on (the same
+        results: capture only ever runs eager mode's kernels, and here no faster). One
+        whose graphs fuse, on host devices only, is then timed, per size class: after
+        ``EAGER_AFTER`` calls of a class, ``TRIAL_CALLS`` calls run eagerly and as many
+        compiled, in turn; if the fastest eager call beat the fastest compiled one,
+        capture costs more Python time than its fused kernels save at that size, and calls
+        of that class run eagerly from then on (a larger class is tried anew). (Fused
         kernels on host devices compute eager mode's bits, so the switch changes no
         result; on asynchronous devices a call's time is not its work, and they keep
         compiling.)"""
@@ -412,35 +444,45 @@ class _Watch:
             if "recompiles" in _LOGS or "graph_breaks" in _LOGS:
                 log.info("%s runs eagerly from now on: its graphs fuse no kernels, so "
                          "capturing them only costs time", self.name)
-        elif (trial := self.trial) is not None:     # (read once: threads may end it)
+            return
+        if (trial := self.trials.get(size)) is not None:
             trial.append((False, seconds))
-            self._decide(trial)
-        elif self.calls >= EAGER_AFTER and self.host and not self.tried and TRIAL_CALLS > 0:
-            self.trial = []
+            self._decide(size, trial)
+            return
+        n = self.class_calls[size] = self.class_calls.get(size, 0) + 1
+        if (n >= EAGER_AFTER and self.fused and self.host and size not in self.decided
+                and TRIAL_CALLS > 0 and len(self.decided) < _MAX_CLASSES):
+            self.trials[size] = []
 
-    def trial_call(self) -> bool:
-        """Whether the next call is one of the trial's eager ones."""
-        return self.trial is not None and len(self.trial) % 2 == 0
+    def trial_call(self, size) -> bool:
+        """Whether the next call of this size class is one of the trial's eager ones."""
+        trial = self.trials.get(size)
+        return trial is not None and len(trial) % 2 == 0
 
-    def timed_eager(self, seconds) -> None:
-        trial = self.trial
+    def timed_eager(self, size, seconds) -> None:
+        trial = self.trials.get(size)
         if trial is not None:
             trial.append((True, seconds))
 
-    def _decide(self, trial) -> None:
+    def _decide(self, size, trial) -> None:
         if len(trial) < 2 * TRIAL_CALLS:
             return
         eager = [t for e, t in trial if e]
         compiled = [t for e, t in trial if not e]
-        self.trial, self.tried = None, True
+        self.trials.pop(size, None)
         # (a graph on an asynchronous device compiled meanwhile: its time is not its work)
-        if self.host and eager and compiled and min(eager) < min(compiled):
-            eager, compiled = min(eager), min(compiled)
-            self.eager = True
-            if "recompiles" in _LOGS or "graph_breaks" in _LOGS:
-                log.info("%s runs eagerly from now on: a call took %.1f us eagerly and "
-                         "%.1f us compiled (capture costs more than fusion saves)",
-                         self.name, eager * 1e6, compiled * 1e6)
+        slower = self.host and eager and compiled and min(eager) < min(compiled)
+        self.decided[size] = bool(slower)
+        if slower and ("recompiles" in _LOGS or "graph_breaks" in _LOGS):
+            log.info("%s runs eagerly from now on for tensor arguments of about 2^%d "
+                     "elements: a call took %.1f us eagerly and %.1f us compiled (capture "
+                     "costs more than fusion saves)", self.name, max(size - 1, 0),
+                     min(eager) * 1e6, min(compiled) * 1e6)
+
+    def reset(self) -> None:
+        self.calls, self.fused, self.eager, self.last = 0, False, False, None
+        self.host = True
+        self.class_calls, self.trials, self.decided = {}, {}, {}
 
     def on_compile(self, info):
         self.compiles += 1
@@ -493,18 +535,23 @@ def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
             return replayer(*args, **kwargs)
         if watch.eager:
             return fn(*args, **kwargs)
-        if adaptive and watch.trial_call():
-            t = time.perf_counter()
-            result = fn(*args, **kwargs)
-            watch.timed_eager(time.perf_counter() - t)
-            return result
+        size = 0
+        if adaptive:
+            size = _size_class(args, kwargs)
+            if watch.eager_for(size):
+                return fn(*args, **kwargs)
+            if watch.trial_call(size):
+                t = time.perf_counter()
+                result = fn(*args, **kwargs)
+                watch.timed_eager(size, time.perf_counter() - t)
+                return result
         region = L.Region(compile_graph, key, fullgraph, _on_break, watch.on_compile,
                           "recompiles" in _LOGS, backward=backward_region)
         t = time.perf_counter()
         with L.capture(region):
             result = fn(*args, **kwargs)
         if adaptive:
-            watch.observe(region, time.perf_counter() - t)
+            watch.observe(region, time.perf_counter() - t, size)
         return result
     compiled._ember_compiled = True
     compiled._ember_replayer = replayer     # (its plans: tests and debugging)
@@ -820,5 +867,4 @@ def reset() -> None:
     (``torch._dynamo.reset``)."""
     L.clear_cache()
     for w in list(_WATCHES):
-        w.calls, w.fused, w.eager, w.last = 0, False, False, None
-        w.host, w.trial, w.tried = True, None, False
+        w.reset()

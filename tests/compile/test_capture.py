@@ -568,12 +568,33 @@ def test_a_function_that_fuses_but_runs_faster_eagerly_goes_eager_after_a_timed_
         same(big(xb), 0.5 * xb * (1 + ((xb + 0.044715 * xb * xb * xb) * 0.79).tanh()))
     ws, wb = small._ember_watch, big._ember_watch
     assert ws.tried and wb.tried
-    assert ws.eager and not wb.eager
+    assert ws.eager_for(_compile._size_class((xs,), {}))
+    assert not wb.eager_for(_compile._size_class((xb,), {}))
     before = stats()
     small(xs)
     assert delta(before)["flushes"] == 0        # no capture any more
     ember.compiler.reset()
-    assert not ws.eager and not ws.tried
+    assert not ws.eager_for(_compile._size_class((xs,), {})) and not ws.tried
+
+
+@pytest.mark.timed_trial
+def test_the_timed_trial_decides_per_size_class_and_tries_a_larger_input_anew():
+    # the same function: capture costs more than fusion saves on 8 elements and far
+    # less on a million; going eager at 8 must not make the million-element calls eager
+    from ember import _compile
+    f = ember.compile(lambda t: 0.5 * t * (1 + ((t + 0.044715 * t * t * t) * 0.79).tanh()))
+    xs, xb = ember.randn(8), ember.randn(1 << 20)
+    n = _compile.EAGER_AFTER + 2 * _compile.TRIAL_CALLS + 2
+    w = f._ember_watch
+    for x in (xs, xb):
+        for _ in range(n):
+            same(f(x), 0.5 * x * (1 + ((x + 0.044715 * x * x * x) * 0.79).tanh()))
+    small, big = _compile._size_class((xs,), {}), _compile._size_class((xb,), {})
+    assert small in w.decided and big in w.decided
+    assert not w.eager_for(big)
+    before = stats()
+    f(xb)
+    assert delta(before)["flushes"] == 1        # the large input is still captured
 
 
 def test_a_kernel_argument_that_cannot_be_hashed_is_compiled_uncached():

@@ -77,10 +77,11 @@ EMBER_HD inline C select(bool c, C a, C b) {
 // ---- float32 exp / tanh for the host, written so that gcc vectorises loops calling them ----
 // (Cephes polynomials, <= 2 ulp; libm's scalar expf / tanhf do not vectorise without
 // -ffast-math.) The cuda backend uses the device's expf / tanhf.
-// fast_expf's arithmetic on xc in [-104, 89]; MayBeNaN: xc may also be NaN (the result is
-// then discarded by the caller, but the conversion to int must not see it)
+// exp's reduction and polynomial on xc in [-104, 89] (Cody-Waite: xc = n ln2 + r, |r| <=
+// ln2 / 2): returns p = exp(r) and n. MayBeNaN: xc may also be NaN (the result is then
+// discarded by the caller, but the conversion to int must not see it)
 template <bool MayBeNaN>
-inline float expf_poly(float xc) {
+inline float expf_reduced(float xc, int32_t& ni) {
   const float z = xc * 1.44269504088896341f;
   const float n = (z + 12582912.0f) - 12582912.0f;  // round to nearest (|z| < 2^22)
   float r = xc - n * 0.693359375f;
@@ -91,37 +92,43 @@ inline float expf_poly(float xc) {
   p = p * r + 4.1665795894E-2f;
   p = p * r + 1.6666665459E-1f;
   p = p * r + 5.0000001201E-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t ni = (int32_t)(MayBeNaN ? (n == n ? n : 0.0f) : n);  // |n| <= 150
+  ni = (int32_t)(MayBeNaN ? (n == n ? n : 0.0f) : n);  // |n| <= 150
+  return p * r * r + r + 1.0f;
+}
+inline float fast_expf(float x) {
+  const float xc = std::min(std::max(x, -104.0f), 89.0f);
+  int32_t ni;
+  const float p = expf_reduced<true>(xc, ni);
+  // 2^n as two factors: n in [-150, 128] leaves the exponent range of one
   const int32_t n1 = ni >> 1, n2 = ni - n1;
   uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
   float s1, s2;
   std::memcpy(&s1, &b1, 4);
   std::memcpy(&s2, &b2, 4);
-  return (p * s1) * s2;
-}
-inline float fast_expf(float x) {
-  const float xc = std::min(std::max(x, -104.0f), 89.0f);
-  float res = expf_poly<true>(xc);
+  float res = (p * s1) * s2;
   res = x < -103.97f ? 0.0f : res;
   return x != x ? x : res;
 }
 inline float fast_tanhf(float x) {
   const float ax = std::fabs(x);
   // |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1). The exponent's argument is in [0, 88] (NaN maps
-  // to 88; the last line returns x for it), where fast_expf's clamps and fix-ups change
-  // nothing: expf_poly without them gives its bits with 14 fewer vector instructions.
+  // to 88), so n is in [0, 127] and 2^n is one factor: p 2^n is the bits of fast_expf's
+  // (p 2^n1) 2^n2 (both products are exact), with none of its clamps and fix-ups.
   const float t = ax + ax;
-  const float e = expf_poly<false>(t < 88.0f ? t : 88.0f);
-  const float big = 1.0f - 2.0f / (e + 1.0f);
+  int32_t ni;
+  const float p = expf_reduced<false>(t < 88.0f ? t : 88.0f, ni);
+  const uint32_t bits = (uint32_t)(ni + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  const float big = 1.0f - 2.0f / (p * scale + 1.0f);
   // |x| < 0.625: odd polynomial
   const float s = x * x;
   const float small =
       ((((-5.70498872745E-3f * s + 2.06390887954E-2f) * s - 5.37397155531E-2f) * s + 1.33314422036E-1f) * s -
        3.33332819422E-1f) * s * ax + ax;
+  // NaN: ax >= 0.625 is false, and the polynomial of NaN is NaN
   const float r = ax >= 0.625f ? big : small;
-  const float sr = std::copysign(r, x);
-  return x != x ? x : sr;
+  return std::copysign(r, x);
 }
 
 // ---- library functions on the compute types (float, double) -----------------------------
