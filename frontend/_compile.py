@@ -313,8 +313,6 @@ def _on_break(reason, where):
 EAGER_AFTER = 3
 #: calls of each kind (eager, compiled) the timed trial of a fusing function makes (0: none)
 TRIAL_CALLS = 3
-#: size classes a compiled function keeps trial decisions for (then it stops trying)
-_MAX_CLASSES = 64
 
 
 def _size_class(args, kwargs) -> int:
@@ -401,17 +399,7 @@ class _Watch:
         _WATCHES.add(self)
         self.name = name
         self.compiles = 0
-        self.last = None
-        self.calls = 0
-        self.fused = False
-        self.eager = False      # (see observe)
-        self.host = True        # every graph so far ran on host devices (cpu)
-        # the timed trial, per size class of the call's tensor arguments (what capture
-        # saves grows with the data, what it costs does not): calls made, the running
-        # trial's [(eager?, seconds)], and the classes decided (True: eager is faster)
-        self.class_calls = {}
-        self.trials = {}
-        self.decided = {}
+        self.reset()
 
     @property
     def tried(self) -> bool:
@@ -451,7 +439,7 @@ class _Watch:
             return
         n = self.class_calls[size] = self.class_calls.get(size, 0) + 1
         if (n >= EAGER_AFTER and self.fused and self.host and size not in self.decided
-                and TRIAL_CALLS > 0 and len(self.decided) < _MAX_CLASSES):
+                and TRIAL_CALLS > 0):
             self.trials[size] = []
 
     def trial_call(self, size) -> bool:
@@ -480,9 +468,18 @@ class _Watch:
                      min(eager) * 1e6, min(compiled) * 1e6)
 
     def reset(self) -> None:
-        self.calls, self.fused, self.eager, self.last = 0, False, False, None
-        self.host = True
-        self.class_calls, self.trials, self.decided = {}, {}, {}
+        """Forget what the calls taught (``ember.compiler.reset``)."""
+        self.last = None
+        self.calls = 0
+        self.fused = False
+        self.eager = False      # (see observe)
+        self.host = True        # every graph so far ran on host devices (cpu)
+        # the timed trial, per size class of the call's tensor arguments (what capture
+        # saves grows with the data, what it costs does not): calls made, the running
+        # trial's [(eager?, seconds)], and the classes decided (True: eager is faster)
+        self.class_calls = {}
+        self.trials = {}
+        self.decided = {}
 
     def on_compile(self, info):
         self.compiles += 1

@@ -101,11 +101,7 @@ inline float fast_expf(float x) {
   const float p = expf_reduced<true>(xc, ni);
   // 2^n as two factors: n in [-150, 128] leaves the exponent range of one
   const int32_t n1 = ni >> 1, n2 = ni - n1;
-  uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
-  float s1, s2;
-  std::memcpy(&s1, &b1, 4);
-  std::memcpy(&s2, &b2, 4);
-  float res = (p * s1) * s2;
+  float res = (p * f32_from((uint32_t)(n1 + 127) << 23)) * f32_from((uint32_t)(n2 + 127) << 23);
   res = x < -103.97f ? 0.0f : res;
   return x != x ? x : res;
 }
@@ -117,10 +113,7 @@ inline float fast_tanhf(float x) {
   const float t = ax + ax;
   int32_t ni;
   const float p = expf_reduced<false>(t < 88.0f ? t : 88.0f, ni);
-  const uint32_t bits = (uint32_t)(ni + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, 4);
-  const float big = 1.0f - 2.0f / (p * scale + 1.0f);
+  const float big = 1.0f - 2.0f / (p * f32_from((uint32_t)(ni + 127) << 23) + 1.0f);
   // |x| < 0.625: odd polynomial
   const float s = x * x;
   const float small =
