@@ -45,6 +45,37 @@ def test_both_gemm_kernels_on_every_layout(monkeypatch, n, k, m):
             np.testing.assert_allclose(N(ember.matmul(x, y)), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("block", [(6, 8), (12, 16)], ids=["6x16", "12x32"])
+def test_gemm_cpu_register_blocks(monkeypatch, block):
+    # gemm_cpu's two register blocks (6 rows x 2 AVX2 vectors; 12 rows x 2 AVX-512 vectors,
+    # which a device with 16 float lanes gets): built here whatever the device reports, on
+    # ragged n, m and k, transposed and batched operands, against float64 NumPy
+    from ember_opencl import _runtime as rt
+    from ember_opencl.ops import matmul as mm
+    dev = rt.device(0)
+    if not dev.is_cpu:
+        pytest.skip("gemm_cpu runs on CPU devices only")
+
+    def forget():
+        dev._programs.pop("matmul", None)
+        for key in [k for k in dev._kernels if k[0] == "matmul"]:
+            del dev._kernels[key]
+    monkeypatch.setattr(mm, "_cpu_block", lambda d: block)
+    forget()
+    try:
+        for n, k, m in [(1, 1, 1), (13, 7, 33), (25, 40, 31), (12, 300, 64), (37, 129, 100)]:
+            a = rng.standard_normal((3, n, k)).astype(np.float32)
+            b = rng.standard_normal((3, k, m)).astype(np.float32)
+            exp = a.astype(np.float64) @ b
+            ta_t = T(np.ascontiguousarray(a.transpose(0, 2, 1))).transpose(1, 2)
+            tb_t = T(np.ascontiguousarray(b.transpose(0, 2, 1))).transpose(1, 2)
+            for x, y in ((T(a), T(b)), (ta_t, tb_t), (T(a), tb_t)):
+                np.testing.assert_allclose(N(ember.matmul(x, y)), exp, rtol=1e-4, atol=1e-4)
+    finally:
+        monkeypatch.undo()
+        forget()
+
+
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.float16, ember.int64,
                                    ember.int32], ids=lambda d: d.name)
 def test_bmm_dtypes(dtype):
