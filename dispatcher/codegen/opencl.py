@@ -336,7 +336,7 @@ def render_class(cls: str, ops=None) -> str:
 
     lines += [f"__kernel void K({cls})(int op, Geom g, {', '.join(args)}) {{",
               "  const long i = get_global_id(0);",
-              "  if (i >= g.n) return;",
+              "  if (PAST_END(i, g.n)) return;",
               f"  long off[{n + 1}];",
               f"  EW_OFFSETS(&g, i, {n + 1}, off);"] + loads("strided")
     lines += [f"  {'int' if out_bool else 'C'} v = 0;", "  switch (op) {"]
@@ -358,9 +358,9 @@ def render_class(cls: str, ops=None) -> str:
             lines.append(f"    case {code}: {{  // {macro(o.name, mode)}")
             lines += checks + [call, "      break;", "    }", "#endif"]
             for u, head in (("1d", ["  const long i = get_global_id(0);",
-                                    "  if (i >= g.n) return;"]),
+                                    "  if (PAST_END(i, g.n)) return;"]),
                             ("2d", ["  const long i = get_global_id(0), r = get_global_id(1);",
-                                    "  if (i >= g.shape[1]) return;"])):
+                                    "  if (PAST_END(i, g.shape[1])) return;"])):
                 unit += [f"#if {_guard(kinds)}",
                          f"__kernel void K({cls}_op{code}_{u})(int op, Geom g, "
                          f"{', '.join(args)}) {{"] + head
@@ -472,9 +472,9 @@ def render_fused(group) -> str:
     lines.append(f"__kernel void K(fused)({', '.join(_fused_params(group, used, two))}) {{")
     if two:
         lines += ["  const long j = get_global_id(0), row = get_global_id(1);",
-                  "  if (j >= inner) return;", "  const long i = row * inner + j;"]
+                  "  if (PAST_END(j, inner)) return;", "  const long i = row * inner + j;"]
     else:
-        lines += ["  const long i = get_global_id(0);", "  if (i >= n) return;"]
+        lines += ["  const long i = get_global_id(0);", "  if (PAST_END(i, n)) return;"]
     lines += _loads(group, [k for k in used if group.operands[k].load], "  ")
     lines += _nodes(group, group.nodes, "  ")
     lines += _stores(group, [k for k in used if group.operands[k].store is not None], "  ")
@@ -519,7 +519,7 @@ def render_fused_reduction(group, plan: str) -> str:
                   "  const int lid = get_local_id(0);", "  (void)lid;"]
         first, step, one = "lid", "RL", "  if (lid == 0) {"
     else:
-        lines += ["  const long row = get_global_id(0);", "  if (row >= n / inner) return;"]
+        lines += ["  const long row = get_global_id(0);", "  if (PAST_END(row, n / inner)) return;"]
         first, step, one = "0", "1", "  {"
     per_row = [k for k in loaded if group.operands[k].kind in ("single", "row")]
     lines += _loads(group, per_row, "  ")

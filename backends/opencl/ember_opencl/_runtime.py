@@ -247,7 +247,9 @@ class Device:
     def _build(self, family: str):
         src = render(family, fp64=self.fp64, **SPECS[family](self))
         try:
-            prg = cl.Program(self.ctx, src).build(options=["-cl-std=CL1.2"])
+            # (EMBER_HOST_CPU: common.cl's inline math for CPU devices)
+            opts = ["-cl-std=CL1.2"] + (["-DEMBER_HOST_CPU=1"] if self.is_cpu else [])
+            prg = cl.Program(self.ctx, src).build(options=opts)
         except cl.Error as e:
             raise RuntimeError(f"opencl:{self.index} ({self.name}): the {family!r} "
                                f"kernels failed to compile:\n{e}") from None

@@ -285,3 +285,65 @@ def test_isnan_isinf_isfinite_by_comparison():
     np.testing.assert_array_equal(N(ember.isinf(tx)), np.isinf(x))
     np.testing.assert_array_equal(N(ember.isfinite(tx)), np.isfinite(x))
     np.testing.assert_array_equal(N(ember.nan_to_num(tx)), np.nan_to_num(x))
+
+
+# ---- CPU devices: common.cl's inline math (EMBER_HOST_CPU) ------------------------------
+
+_SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-38, 0.5, -0.5,
+                     1.5, 2.5, -2.5, 3.5, 0.625, -0.625, 0.6249999, 9.02, -9.02, 88.0, 88.8,
+                     89.0, 89.5, -87.0, -103.0, -103.97, -104.0, -110.0, 1e30, -1e30,
+                     3.4e38, -3.4e38], np.float32)
+
+
+def _sweep():
+    r = np.random.default_rng(11)
+    return np.concatenate([_SPECIAL, r.uniform(-110, 90, 20000).astype(np.float32),
+                           r.standard_normal(20000).astype(np.float32),
+                           (r.standard_normal(5000) * 1e-3).astype(np.float32)])
+
+
+def _ulps(got, want):
+    """|got - want| in units of the float32 spacing at want (float64 want)."""
+    spacing = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - want) / spacing
+
+
+@pytest.mark.parametrize("name,ref,bound", [("exp", np.exp, 2.0), ("tanh", np.tanh, 2.0)])
+def test_exp_tanh_within_two_ulp_of_float64(name, ref, bound):
+    # on a CPU device these are ember's polynomials, not the device's builtins: checked
+    # against float64 NumPy over normal, tiny, huge and special inputs, NaN and the signs
+    # of zeros included
+    x = _sweep()
+    got = N(getattr(ember, name)(T(x)))
+    with np.errstate(over="ignore"):
+        want = ref(x.astype(np.float64))
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    fin = np.abs(want) < float(np.finfo(np.float32).max)
+    over = ~fin & ~np.isnan(want)     # beyond float32: its infinity
+    with np.errstate(over="ignore"):
+        assert np.array_equal(got[over], want[over].astype(np.float32))
+    worst = _ulps(got[fin], want[fin])
+    # (exp's results below float32's normal range are subnormal: compared absolutely)
+    tiny = np.abs(want[fin]) < 1.2e-38
+    assert worst[~tiny].max() <= bound, x[fin][~tiny][np.argmax(worst[~tiny])]
+    assert np.abs(got[fin][tiny] - want[fin][tiny]).max() <= 1.5e-45
+    zeros = x == 0
+    assert np.array_equal(np.signbit(got[zeros]), np.signbit(ref(x[zeros]))), name
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=lambda d: d.name)
+def test_rounding_abs_sqrt_copysign_agree_with_numpy(dtype):
+    # the clang builtins CPU devices get for fabs, floor, ceil, trunc, rint, sqrt and
+    # copysign (and isnan as a comparison): exact, as NumPy, on zeros, halves, infinities
+    # and NaN
+    x = _sweep().astype(np_dtype(dtype))
+    t = T(x, dtype)
+    for got, want in ((t.abs(), np.abs(x)), (t.floor(), np.floor(x)),
+                      (t.ceil(), np.ceil(x)), (t.trunc(), np.trunc(x)),
+                      (t.round(), np.round(x)), (t.abs().sqrt(), np.sqrt(np.abs(x))),
+                      (ember.copysign(t, -t), np.copysign(x, -x)),
+                      (t.isnan(), np.isnan(x))):
+        g = N(got)
+        np.testing.assert_array_equal(g, want)
+        if g.dtype.kind == "f":
+            assert np.array_equal(np.signbit(g), np.signbit(want))
