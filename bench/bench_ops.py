@@ -83,6 +83,22 @@ def main():
     row("sum 16M float32", "GB/s", gb_sum / te, {"torch": gb_sum / tt, "numpy": gb_sum / tn},
         True, lambda v, r: r["torch"] >= 0.9)
 
+    # ---- activations and transcendental functions (compute-bound) --------------------
+    # elements per second, 4M float32; GELU is one op in each (exact erf form and tanh form)
+    M4 = 4 * 1024 * 1024
+    ex4, tx4 = ex[:M4].contiguous(), tx[:M4].contiguous()
+    for op, e_fn, t_fn in (
+            ("exp", lambda: ember.exp(ex4), lambda: torch.exp(tx4)),
+            ("tanh", lambda: ember.tanh(ex4), lambda: torch.tanh(tx4)),
+            ("erf", lambda: ember.erf(ex4), lambda: torch.erf(tx4)),
+            ("sigmoid", lambda: ember.sigmoid(ex4), lambda: torch.sigmoid(tx4)),
+            ("gelu", lambda: ember.nn.functional.gelu(ex4),
+             lambda: torch.nn.functional.gelu(tx4)),
+            ("gelu tanh", lambda: ember.nn.functional.gelu(ex4, approximate="tanh"),
+             lambda: torch.nn.functional.gelu(tx4, approximate="tanh"))):
+        te, tt = (best_of(f, rep) for f in (e_fn, t_fn))
+        row(f"{op} 4M float32", "Gelem/s", M4 / te / 1e9, {"torch": M4 / tt / 1e9}, True)
+
     # ---- GEMM ------------------------------------------------------------------------
     M = 1024
     p = np.random.default_rng(2).standard_normal((M, M), dtype=np.float32)

@@ -84,8 +84,15 @@ unary("log1p", {"float": precise("log1p", (x,), log(1 + x))}, domain=(-0.9, 3.0)
 unary("log2", {"float": precise("log2", (x,), log(x) * (1 / math.log(2.0)))}, domain=POS)
 unary("rsqrt", {"float": precise("rsqrt", (x,), 1 / sqrt(x))}, domain=POS)
 unary("tan", {"float": precise("tan", (x,), sin(x) / cos(x))}, domain=(-1.2, 1.2))
-# 1 - 2 / (exp(2x) + 1) saturates cleanly to ±1 where exp overflows or underflows
-unary("tanh", {"float": precise("tanh", (x,), 1 - 2 / (exp(2 * x) + 1))})
+
+
+def _tanh(v):
+    """tanh(v): libm's, or 1 - 2 / (exp(2v) + 1), which saturates cleanly to ±1 where exp
+    overflows or underflows."""
+    return precise("tanh", (v,), 1 - 2 / (exp(2 * v) + 1))
+
+
+unary("tanh", {"float": _tanh(x)})
 unary("sigmoid", {"float": 1 / (1 + exp(-x))})
 unary("reciprocal", {"float": 1 / x})
 
@@ -201,6 +208,39 @@ for _n, _body in (("tanh_backward", a * (1 - b * b)), ("sigmoid_backward", a * (
            signature=f"{_n}(Tensor grad_output, Tensor output) -> Tensor",
            doc="grad_output * (1 - output^2)" if _n == "tanh_backward"
            else "grad_output * (1 - output) * output")
+
+# GELU and its gradient, one pass each (PyTorch's gelu and gelu_backward, the constants and
+# the order of operations of its CPU kernels; internal: F.gelu and nn.GELU call them).
+# approximate="tanh" is a mode; the default (PyTorch's "none", None here) is the erf form.
+_GELU_A = math.sqrt(0.5)                              # 1 / sqrt(2)
+_GELU_PDF = 2 / math.sqrt(math.pi) * math.sqrt(0.5) * 0.5   # 1 / sqrt(2 pi)
+_GELU_B = math.sqrt(2.0) * 2 / math.sqrt(math.pi) * 0.5    # sqrt(2 / pi)
+_GELU_K = 0.044715
+
+
+def _gelu_tanh_inner(v):
+    return _tanh(_GELU_B * (v + _GELU_K * (v * v * v)))
+
+
+def _gelu_tanh_grad(g, v):
+    t = _gelu_tanh_inner(v)
+    right = 1 + t
+    dright = (1 - t * t) * _GELU_B * (1 + 3 * _GELU_K * (v * v))
+    return g * (0.5 * right + 0.5 * v * dright)
+
+
+defop("gelu", "elementwise", "gelu(Tensor self, *, str? approximate=None) -> Tensor",
+      promotion="default", variants=(),
+      scalar={"float": x * 0.5 * (1 + erf(x * _GELU_A))},
+      modes={"approximate": {"tanh": {"float": 0.5 * x * (1 + _gelu_tanh_inner(x))}}},
+      doc="x Phi(x) (approximate='tanh': 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))))")
+defop("gelu_backward", "elementwise",
+      "gelu_backward(Tensor grad_output, Tensor x, *, str? approximate=None) -> Tensor",
+      promotion="default", variants=(),
+      scalar={"float": a * (0.5 * (1 + erf(b * _GELU_A))
+                            + b * (_GELU_PDF * exp(-0.5 * (b * b))))},
+      modes={"approximate": {"tanh": {"float": _gelu_tanh_grad(a, b)}}},
+      doc="grad_output * gelu'(x)")
 _ZERO_DIV = Check(1, b == 0, ("sint", "uint"), "zero_div")
 binary("div", {"float": a / b}, primitive=True, checks=(_ZERO_DIV,),
        signature="div(Tensor|Scalar self, Tensor|Scalar other, *, str? rounding_mode=None) "
@@ -679,6 +719,30 @@ def _(g, grad_output, output):
 def _(g, grad_output, output):
     return (E("sigmoid_backward", g, output) if _requires(grad_output) else None,
             g * grad_output * (1 - 2 * output) if _requires(output) else None)
+
+
+@gradient("gelu")
+def _(g, self, approximate=None):
+    return (E("gelu_backward", g, self, approximate=approximate),)
+
+
+@gradient("gelu_backward")
+def _(g, grad_output, x, approximate=None):
+    # d/d(grad_output): gelu'(x); d/d(x): grad_output gelu''(x)
+    gi = E("gelu_backward", g, x, approximate=approximate) if _requires(grad_output) \
+        else None
+    if not _requires(x):
+        return gi, None
+    if approximate == "tanh":
+        t = E("tanh", _GELU_B * (x + _GELU_K * (x * x * x)))
+        sech2 = 1 - t * t
+        h = _GELU_B * (1 + 3 * _GELU_K * (x * x))
+        second = sech2 * h + 0.5 * x * (sech2 * (6 * _GELU_K * _GELU_B) * x
+                                        - 2 * t * sech2 * h * h)
+    else:
+        pdf = _GELU_PDF * E("exp", -0.5 * (x * x))
+        second = pdf * (2 - x * x)
+    return gi, g * grad_output * second
 
 
 @gradient("erf")

@@ -1247,12 +1247,11 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)`` (exact, via erf) or the tanh approximation."""
-    if approximate == "none":
-        return input * (ember.erf(input * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
-    if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * (ember.tanh(inner) + 1.0) * 0.5
-    raise RuntimeError("approximate argument must be either none or tanh.")
+    _tensor_input("gelu", input)
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return _ops.elementwise("gelu", input,
+                            approximate=None if approximate == "none" else approximate)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:

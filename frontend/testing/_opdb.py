@@ -298,6 +298,16 @@ for _n in ("tanh_backward", "sigmoid_backward"):
                 [S(T(3, 4), T(3, 4, low=-1, high=1)), S(T(3, 4), T(4, low=-1, high=1))],
                 special=True, dtypes=(F32, F64, ember.float16, ember.bfloat16)))
 
+# GELU and its gradient, both approximations (internal ops: F.gelu and nn.GELU call them)
+_add(OpInfo("gelu", lambda x, **k: ember.dispatcher.ops.elementwise("gelu", x, **k),
+            [S(T(3, 4, low=-4, high=4)), S(T(3, 4, low=-4, high=4), approximate="tanh")],
+            special=True, dtypes=(F32, F64, ember.float16, ember.bfloat16)))
+_add(OpInfo("gelu_backward",
+            lambda g, x, **k: ember.dispatcher.ops.elementwise("gelu_backward", g, x, **k),
+            [S(T(3, 4), T(3, 4, low=-4, high=4)),
+             S(T(3, 4), T(4, low=-4, high=4), approximate="tanh")],
+            special=True, dtypes=(F32, F64, ember.float16, ember.bfloat16)))
+
 for _o in elementwise_ops():
     if _o.name not in OP_DB:
         _add(_generic_elementwise(_o))

@@ -183,6 +183,12 @@ RECIPES = {
                       [X(3, 4), X(3, 4)]),
     "sigmoid_backward": (lambda g, y: ember.dispatcher.ops.elementwise("sigmoid_backward",
                                                                        g, y), [X(3, 4), X(4)]),
+    # GELU (both forms) and its gradient (both inputs differentiable: double backward)
+    "gelu": (lambda x: (F.gelu(x), F.gelu(x, approximate="tanh")), [X(3, 4, low=-3, high=3)]),
+    "gelu_backward": (lambda g, x: (
+        ember.dispatcher.ops.elementwise("gelu_backward", g, x),
+        ember.dispatcher.ops.elementwise("gelu_backward", g, x, approximate="tanh")),
+        [X(3, 4), X(3, 4, low=-3, high=3)]),
     "batch_norm_inference": (lambda x, w, b, m, v: NN.batch_norm_inference(x, w, b, m, v, 1e-3),
                              [X(4, 3, 2), X(3), X(3), X(3), X(3, low=0.5, high=2.0)]),
     "batch_norm_train": (lambda x, w, b: NN.batch_norm_train(x, w, b, 1e-5)[0],

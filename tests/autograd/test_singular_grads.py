@@ -228,10 +228,11 @@ def _public(lib, name):
         return getattr(lib.special, name[len("special_"):])
     if name == "polygamma":
         return lambda x, n=1: lib.polygamma(n, x)
-    if name in ("tanh_backward", "sigmoid_backward"):  # internal ops in both libraries
+    if name in ("tanh_backward", "sigmoid_backward", "gelu", "gelu_backward"):
+        # internal ops in both libraries
         if lib is torch:
             return getattr(torch.ops.aten, name)
-        return lambda g, y: lib.dispatcher.ops.elementwise(name, g, y)
+        return lambda *a, **k: lib.dispatcher.ops.elementwise(name, *a, **k)
     return getattr(lib, name)
 
 

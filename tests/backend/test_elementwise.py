@@ -1033,6 +1033,9 @@ def _public(module, name):
         return getattr(module.special, name[len("special_"):])
     if OPS[name].variants == ():  # internal ops (tanh_backward): aten's, the dispatcher's
         if module is torch:
+            if name == "gelu_backward":     # (aten's takes operands of one shape only)
+                return lambda *args: torch.ops.aten.gelu_backward(
+                    *[t.contiguous() for t in torch.broadcast_tensors(*args)])
             return getattr(torch.ops.aten, name)
         return lambda *args: module.dispatcher.ops.elementwise(name, *args)
     return getattr(module, name)

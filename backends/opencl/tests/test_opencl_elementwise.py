@@ -308,8 +308,9 @@ def _ulps(got, want):
     return np.abs(got.astype(np.float64) - want) / spacing
 
 
-@pytest.mark.parametrize("name,ref,bound", [("exp", np.exp, 2.0), ("tanh", np.tanh, 2.0)])
-def test_exp_tanh_within_two_ulp_of_float64(name, ref, bound):
+@pytest.mark.parametrize("name,ref,bound", [("exp", np.exp, 2.0), ("tanh", np.tanh, 2.0),
+                                            ("erf", np.vectorize(math.erf), 2.0)])
+def test_exp_tanh_erf_within_two_ulp_of_float64(name, ref, bound):
     # on a CPU device these are ember's polynomials, not the device's builtins: checked
     # against float64 NumPy over normal, tiny, huge and special inputs, NaN and the signs
     # of zeros included

@@ -15,9 +15,10 @@
 // work-group's work-items, so a kernel calling fabs or exp ran one element at a time (4M
 // floats on PoCL, AVX2: copysign(sqrt(fabs(x)), x) + floor(x) 19.9 ms through the
 // builtins, 0.9 ms through clang's). Here the cheap ones become clang builtins (inline
-// instructions, exact as the OpenCL ones), and float exp and tanh the CPU backend's
-// polynomials (dispatcher/include/ember/scalar_ops.h: fast_expf, fast_tanhf; within 2 ulp,
-// where OpenCL allows exp 3 ulp and tanh 5). Double, and every GPU, keeps the builtins.
+// instructions, exact as the OpenCL ones), and float exp, tanh and erf the CPU backend's
+// polynomials (dispatcher/include/ember/scalar_ops.h: fast_expf, fast_tanhf, fast_erff;
+// within 2 ulp, where OpenCL allows exp 3 ulp, tanh 5 and erf 16). Double, and every GPU,
+// keeps the builtins.
 #if defined(EMBER_HOST_CPU)
 #define OVL __attribute__((overloadable))
 // exp's range reduction: x = n ln 2 + r, |r| <= ln 2 / 2; (exp(r), n) for xc in
@@ -57,11 +58,29 @@ inline float OVL em_tanh(float x) {
                        3.33332819422E-1f) * s * ax + ax;
   return __builtin_copysignf(ax >= 0.625f ? big : small, x);
 }
+// scalar_ops.h's fast_erff: |x| < 1: x + x P(x^2); else 1 - exp(-x^2) Q(1 / (1 + |x| / 2))
+inline float OVL em_erf(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float s = x * x;
+  const float p = ((((((7.8542208939e-05f * s - 8.0103112850e-04f) * s + 5.1883426495e-03f) * s -
+                      2.6853820309e-02f) * s + 1.1283585429e-01f) * s - 3.7612625957e-01f) * s +
+                   1.2837916613e-01f);
+  const float small = x + x * p;
+  const float xc = ax > 4.0f ? 4.0f : ax;
+  const float t = 1.0f / (1.0f + 0.5f * xc);
+  const float q = (((((((1.1901632696e-01f * t - 4.7015270591e-01f) * t + 5.6187444925e-01f) * t -
+                       1.0259354115e-01f) * t + 3.4736144543e-01f) * t + 2.5980156660e-01f) * t +
+                    2.8489625454e-01f) * t - 1.5318891383e-04f);
+  const float2 pn = em_exp_reduced(-(xc * xc));   // in [-16, 0]: 2^n is one factor
+  const float big = 1.0f - (pn.x * as_float((uint)((int)pn.y + 127) << 23)) * q;
+  return ax < 1.0f ? small : __builtin_copysignf(big, x);
+}
 inline float OVL em_sqrt(float x) { return __builtin_sqrtf(x); }
 inline float OVL em_copysign(float x, float y) { return __builtin_copysignf(x, y); }
 #if HAS_FP64
 inline double OVL em_exp(double x) { return exp(x); }
 inline double OVL em_tanh(double x) { return tanh(x); }
+inline double OVL em_erf(double x) { return erf(x); }
 inline double OVL em_sqrt(double x) { return sqrt(x); }
 inline double OVL em_copysign(double x, double y) { return __builtin_copysign(x, y); }
 #endif
@@ -71,6 +90,8 @@ inline double OVL em_copysign(double x, double y) { return __builtin_copysign(x,
 #define exp(x) em_exp(x)
 #undef tanh
 #define tanh(x) em_tanh(x)
+#undef erf
+#define erf(x) em_erf(x)
 #undef sqrt
 #define sqrt(x) em_sqrt(x)
 #undef copysign
