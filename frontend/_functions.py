@@ -255,6 +255,9 @@ def _generate(o):
     return fn, method, fn_
 
 
+#: the internal elementwise ops (no function or method of their own), as
+#: ``torch.ops.aten.<name>``: positional tensors must be tensors
+INTERNAL: dict = {}
 for _o in elementwise_ops():
     if _o.name in _HANDWRITTEN:
         continue
@@ -263,6 +266,8 @@ for _o in elementwise_ops():
         _fn.__name__ = _fn.__qualname__ = _o.name[len("special_"):]
         SPECIAL[_fn.__name__] = _fn
         continue
+    if not _o.variants:     # internal ops (tanh_backward, gelu): aten's typed entry points
+        INTERNAL[_o.name] = _fn
     if "function" in _o.variants:
         globals()[_o.name] = _fn
         ELEMENTWISE.append(_o.name)

@@ -266,7 +266,7 @@ def public_function(lib, name):
     if OPS[name].variants == ():  # internal ops (tanh_backward): aten's, the dispatcher's
         if lib.__name__ == "torch":
             return getattr(lib.ops.aten, name)
-        return lambda *args: lib.dispatcher.ops.elementwise(name, *args)
+        return lib._functions.INTERNAL[name]
     return getattr(lib, name)
 
 
