@@ -63,7 +63,6 @@ namespace {
 // and its gradient): this file is built for baseline x86-64, where their generic loops run
 // 4 lanes wide (or not vectorised at all); the AVX-512 / AVX2 clones run the same functor,
 // so every clone gives the same bits as the generic loop and as ember.compile's fused code.
-#define EMBER_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #define EMBER_VEC_UNARY(NAME, OP) \
   EMBER_CLONES void NAME(float* o, const float* a, int64_t n) { \
     const OP f{}; \
@@ -81,7 +80,6 @@ EMBER_VEC_BINARY(vgelu_backward_f32, gen::gelu_backward_op)
 EMBER_VEC_BINARY(vgelu_backward_tanh_f32, gen::gelu_backward_tanh_op)
 #undef EMBER_VEC_UNARY
 #undef EMBER_VEC_BINARY
-#undef EMBER_CLONES
 
 // out = Op(x) over float32 tensors of one shape: contiguous runs through Vec, the rest
 // through the functor
@@ -133,8 +131,8 @@ void k_erf_fast(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   fast_float_unary<verf_f32, gen::erf_op>("erf", a, n, kw);
 }
 
-// gelu: float32 operands of one shape in the multiversioned loops; anything else (other
-// dtypes, broadcasting, an unknown approximate) in the generated kernel
+// gelu: float32 operands in the multiversioned loops; other dtypes and an unknown
+// approximate in the generated kernel
 void k_gelu_fast(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Args args("gelu", a, n, kw, {"out", "x", "approximate"}, 2);
   Tensor out = args.out(0), x = args.tensor(1);
@@ -172,16 +170,11 @@ void k_gelu_backward_fast(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Args args("gelu_backward", a, n, kw, {"out", "a", "b", "approximate"}, 3);
   Tensor out = args.out(0), g = args.tensor(1), x = args.tensor(2);
   const std::string mode = args.get_str(3);
+  // (operand shapes: ElemIter::build checks them, as the generated kernel's loop does)
   if (g.dtype != kFloat32 || x.dtype != kFloat32 || out.dtype != kFloat32 ||
-      g.ndim != out.ndim || x.ndim != out.ndim || (!mode.empty() && mode != "tanh")) {
+      (!mode.empty() && mode != "tanh")) {
     k_gelu_backward(a, n, kw);
     return;
-  }
-  for (int d = 0; d < out.ndim; ++d) {
-    if (g.shape[d] != out.shape[d] || x.shape[d] != out.shape[d]) {
-      k_gelu_backward(a, n, kw);
-      return;
-    }
   }
   if (mode.empty()) {
     float_binary<gen::gelu_backward_op>("gelu_backward", out, g, x, vgelu_backward_f32);

@@ -14,7 +14,6 @@
 
 #include "ember.h"
 
-#define EMBER_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 namespace ember {
 

@@ -2,6 +2,10 @@
 #pragma once
 #include <cstdint>
 
+// AVX-512 / AVX2 / baseline clones of a function, picked at load time by an ifunc (the
+// same IEEE operations in each: CMakeLists.txt sets -ffp-contract=off)
+#define EMBER_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
 namespace ember {
 void vexp_f32(float* o, const float* a, int64_t n);
 void vsigmoid_f32(float* o, const float* a, int64_t n);
