@@ -46,7 +46,7 @@ from .random import Generator
 from .schema import KERNELS_GENERATION, OPS
 
 __all__ = ["Trace", "TraceInfo", "Region", "capture", "flush", "capturing", "replay",
-           "TorchDynamoException", "Unsupported", "InvalidBackend", "suspended",
+           "TorchDynamoException", "Unsupported", "InvalidBackend", "suspended", "graph_break",
            "clear_cache", "forget", "cache_size", "STATS", "user_line", "Kept", "reading",
            "runner", "fixed_runner", "leaves", "node_slots", "allocate", "Recipe", "saving",
            "resolve"]
@@ -1001,6 +1001,26 @@ def backward_region():
     if _S.thread is not None and _S.thread == _ident():
         return _S.region.backward
     return None
+
+
+def graph_break(reason: str) -> None:
+    """A graph break the program asks for (``ember._dynamo.graph_break()``): what this
+    thread's region captured so far runs now, and capture resumes. Under ``fullgraph``
+    it raises ``Unsupported`` naming the line, even with nothing captured yet."""
+    if not capturing():
+        return
+    region = _S.region
+    if _S.trace.sig:
+        flush(reason)
+        return
+    where = user_line()
+    if region.fullgraph:
+        raise Unsupported(f"ember.compile(fullgraph=True): the graph breaks at {reason}. "
+                          f"From user code:\n  {where}")
+    STATS["breaks"] += 1
+    region.breaks.append((reason, where))
+    if region.on_break is not None:
+        region.on_break(reason, where)
 
 
 class suspended:

@@ -35,7 +35,7 @@ from . import distributions, linalg, sparse, special
 from ._device_ns import cuda, opencl, DeviceNamespace as _DeviceNamespace
 from ember.dispatcher.plugins import BACKENDS as _BACKENDS, ensure_loaded as _ensure_loaded
 from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
-from . import _dynamo, _logging
+from . import _dynamo, _inductor, _logging
 from . import onnx
 from . import _autocast_entries, _docstrings
 import sys as _sys

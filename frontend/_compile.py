@@ -107,6 +107,11 @@ def register_backend(compiler_fn=None, name: str | None = None, tags=()):
 _BACKENDS["eager"] = (None, ("debug",))
 _BACKENDS["ember"] = (None, ())
 _BACKENDS["inductor"] = (None, ())
+# PyTorch's AOTAutograd debug backends trace forward and backward and run the graphs op by
+# op: ember's capture records the backward as well, so they are the "eager" replay
+_EAGER_ALIASES = ("aot_eager", "aot_eager_decomp_partition", "aot_eager_default_partitioner")
+for _name in _EAGER_ALIASES:
+    _BACKENDS[_name] = (None, ("debug",))
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list:
@@ -126,7 +131,9 @@ def lookup_backend(backend):
                                    f"`ember._dynamo.list_backends()` for available backends.")
         fn = entry[0]
         if fn is None:
-            return (L.replay if backend == "eager" else fusion.compile_trace), backend
+            if backend == "eager" or backend in _EAGER_ALIASES:
+                return L.replay, "eager"
+            return fusion.compile_trace, backend
         return _fx_compiler(fn), ("fx", id(fn))
     if not callable(backend):
         raise L.InvalidBackend(f"Invalid backend: {backend!r}, see "
@@ -500,6 +507,7 @@ class _Watch:
 # ---- ember.compile -----------------------------------------------------------------------
 
 def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
+    from ._dynamo import config as dynamo_config    # (ember._dynamo imports this module)
     compiler, key = compiled_by
     watch = _Watch(name)
 
@@ -526,7 +534,7 @@ def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
 
     @functools.wraps(fn)
     def compiled(*args, **kwargs):
-        if _STANCE[0] == "force_eager" or L.capturing():
+        if _STANCE[0] == "force_eager" or L.capturing() or dynamo_config.disable:
             return fn(*args, **kwargs)
         if replayer is not None:
             return replayer(*args, **kwargs)

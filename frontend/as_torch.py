@@ -13,7 +13,7 @@ so version checks in libraries see the API they are written against and the labe
 what is really running. ``torch._C`` and ``torch.utils._pytree`` are the small shims in
 ``ember._torch_c`` (only the private names registry packages need, each documented there;
 any other ``torch._C`` name raises ``AttributeError`` naming it). Any other module ember
-does not have (``torch._inductor``, ``torch._export``, ...) raises ``ModuleNotFoundError``
+does not have (``torch._export``, ``torch._functorch``, ...) raises ``ModuleNotFoundError``
 naming it. A real PyTorch imported before ``install()`` is left alone: installing then
 raises, since two libraries would answer to one name.
 """

@@ -33,13 +33,15 @@ def test_import_torch_gives_ember(tmp_path):
         torch.backends_probe = 1                   # attribute writes reach ember
         assert ember.backends_probe == 1
         try:
-            import torch._inductor  # noqa: F401
+            import torch._export  # noqa: F401
         except ModuleNotFoundError as e:
-            assert "torch._inductor" in str(e)
+            assert "torch._export" in str(e)
         else:
-            raise AssertionError("torch._inductor imported")
+            raise AssertionError("torch._export imported")
         import torch._dynamo
+        import torch._inductor.config
         assert torch._dynamo.reset is ember._dynamo.reset
+        assert torch._inductor.config is ember._inductor.config
         print("ok")
     """, "--flag", "7")
     assert r.returncode == 0, r.stderr
