@@ -37,6 +37,7 @@ from ember.dispatcher.plugins import BACKENDS as _BACKENDS, ensure_loaded as _en
 from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
 from . import _dynamo, _inductor, _logging
 from . import onnx
+from . import export
 from . import _autocast_entries, _docstrings
 import sys as _sys
 from ._compile import compile  # noqa: A001  (torch.compile's name)

@@ -39,9 +39,13 @@ def is_dynamo_compiling() -> bool:
     return _lazy.capturing()
 
 
+#: set while ``ember.export.export`` runs a model
+_EXPORTING = [False]
+
+
 def is_exporting() -> bool:
-    """Whether a model is being exported: always False (ember has no ``export``)."""
-    return False
+    """Whether ``ember.export.export`` is running a model now."""
+    return _EXPORTING[0]
 
 
 def allow_in_graph(fn):

@@ -43,6 +43,7 @@ NAMESPACES = [
     ("ember.compiler", "Compiler controls (see also ``ember.compile``)."),
     ("ember.fx", "The graph IR."),
     ("ember.onnx", "Export to ONNX."),
+    ("ember.export", "Models as self-contained graph programs (``torch.export``)."),
     ("ember.jit", "TorchScript's names (ember runs the code eagerly)."),
     ("ember.utils.data", "Datasets, samplers and the DataLoader."),
     ("ember.utils.checkpoint", "Activation checkpointing."),
