@@ -17,6 +17,7 @@ import logging
 import weakref
 import os
 import time
+import types
 import sys
 import threading
 
@@ -506,8 +507,11 @@ class _Watch:
 
 # ---- ember.compile -----------------------------------------------------------------------
 
+#: ``ember._dynamo.config`` (it imports this module and sets itself here): its ``disable``
+_DYNAMO_CONFIG = [types.SimpleNamespace(disable=False)]
+
+
 def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
-    from ._dynamo import config as dynamo_config    # (ember._dynamo imports this module)
     compiler, key = compiled_by
     watch = _Watch(name)
 
@@ -534,7 +538,7 @@ def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
 
     @functools.wraps(fn)
     def compiled(*args, **kwargs):
-        if _STANCE[0] == "force_eager" or L.capturing() or dynamo_config.disable:
+        if _STANCE[0] == "force_eager" or L.capturing() or _DYNAMO_CONFIG[0].disable:
             return fn(*args, **kwargs)
         if replayer is not None:
             return replayer(*args, **kwargs)

@@ -11,6 +11,7 @@ from ember.dispatcher import lazy as _lazy
 
 from .. import _compile, compiler
 from .._tensor import Tensor
+from ..nn.modules.module import Module
 from . import config, exc
 
 __all__ = ["reset", "explain", "list_backends", "register_backend", "lookup_backend",
@@ -19,6 +20,7 @@ __all__ = ["reset", "explain", "list_backends", "register_backend", "lookup_back
            "mark_static", "mark_static_address", "allow_in_graph", "assume_constant_result",
            "substitute_in_graph", "set_stance"]
 
+_compile._DYNAMO_CONFIG[0] = config     # (compiled functions read its ``disable``)
 reset = _compile.reset
 explain = _compile.explain
 list_backends = _compile.list_backends
@@ -110,7 +112,6 @@ def mark_static(t, index=None) -> None:
     if isinstance(t, Tensor):
         _marks_of(t)["static"].update(range(t.dim()) if index is None else _dims(index))
         return
-    from ..nn import Module
     if isinstance(t, Module) or (isinstance(t, type) and issubclass(t, Module)):
         return
     raise TypeError(f"mark_static expects a tensor or an nn.Module but received {type(t)}")

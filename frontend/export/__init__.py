@@ -24,6 +24,7 @@ import enum
 import inspect
 
 from ember.dispatcher import core as C
+from ember.dispatcher import dtypes as D
 from ember.dispatcher import lazy as L
 
 from .. import _compile, compiler
@@ -47,16 +48,19 @@ class InputKind(enum.Enum):
 
 
 class OutputKind(enum.Enum):
+    """What a graph output is: a value the model returns."""
     USER_OUTPUT = enum.auto()
 
 
 @dataclasses.dataclass
 class TensorArgument:
+    """A graph value that is a tensor, by its node's name."""
     name: str
 
 
 @dataclasses.dataclass
 class ConstantArgument:
+    """A graph value fixed at export (a Python number), by name, with its value."""
     name: str
     value: object
 
@@ -73,6 +77,7 @@ class InputSpec:
 
 @dataclasses.dataclass
 class OutputSpec:
+    """A graph output: its kind and its value (``arg``)."""
     kind: OutputKind
     arg: object
     target: str | None = None
@@ -458,7 +463,7 @@ def export(mod, args=(), kwargs=None, *, dynamic_shapes=None, strict: bool = Fal
                            name)
         else:
             name = f"<constant {len(constants)}>"
-            t = C.new_tensor(s, (s.nbytes,), (1,), 0, _uint8(), _device_of(trace, slot),
+            t = C.new_tensor(s, (s.nbytes,), (1,), 0, D.uint8, _device_of(trace, slot),
                              [0])
             constants[name] = t
             sources[slot] = ("state", name, t)
@@ -507,11 +512,6 @@ def export(mod, args=(), kwargs=None, *, dynamic_shapes=None, strict: bool = Fal
     return ExportedProgram(gm, order, sources, values, in_spec, in_checks, out_spec,
                            out_leaves, signature, state_dict, constants, (args, kwargs),
                            type(mod).__name__)
-
-
-def _uint8():
-    from ember.dispatcher import dtypes as D
-    return D.uint8
 
 
 def _device_of(trace, slot):
