@@ -190,6 +190,80 @@ def test_float32_transcendentals_within_two_ulp_of_float64(device, name, ref, bo
     assert np.array_equal(np.signbit(got[zeros]), np.signbit(ref(x[zeros].astype(np.float64))))
 
 
+def test_float32_log_within_one_ulp_of_float64(device):
+    # host backends compute float32 log with their own reduction and series (scalar_ops.h
+    # fast_logf; common.cl on CPU OpenCL devices): checked against float64 log over random
+    # bit patterns of every exponent (subnormals too), the ends of the mantissa reduction
+    # (sqrt(1/2), sqrt(2)), 1 and its neighbours, and the special values
+    r = np.random.default_rng(6)
+    bits = r.integers(1, 0x7F800000, 40000, dtype=np.uint32)
+    x = np.concatenate([
+        bits.view(np.float32),
+        np.array([1.0, 0.99999994, 1.0000001, 0.70710677, 0.7071068, 1.4142135, 1.4142137,
+                  2.0, 0.5, 1e-45, 1.1754942e-38, 1.1754944e-38, 3.4028235e38, 10.0, np.e],
+                 np.float32),
+        r.uniform(0.5, 2.0, 10000).astype(np.float32),
+    ])
+    got = N(ember.log(T(x, device))).astype(np.float64)
+    want = np.log(x.astype(np.float64))
+    worst = _f32_ulps(got, want)
+    assert worst.max() <= 1.0, (x[np.argmax(worst)], worst.max())
+    assert got[x == 1.0].tolist() == [0.0] and not np.signbit(got[x == 1.0]).any()
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, -1e-45], np.float32)
+    g = N(ember.log(T(special, device)))
+    assert g[0] == g[1] == -np.inf and g[2] == np.inf
+    assert np.isnan(g[3:]).all()
+
+
+def _sincos_args():
+    r = np.random.default_rng(7)
+    return np.concatenate([
+        r.uniform(-10, 10, 20000), r.uniform(-1e4, 1e4, 5000), r.uniform(-6e5, 6e5, 5000),
+        r.standard_normal(2000) * 1e-4,
+        # near multiples of pi / 2 (cancellation in the reduction), the 2^19 boundary of the
+        # fast reduction, and beyond it
+        np.pi / 2 * np.arange(-60, 61), np.pi * np.array([1e3, 1e4, 1e5, 1.5e5]),
+        [524287.97, 524288.0, 524288.06, -524288.06, 1e6, -3e7, 1e30, 3.4e38, 1e-45, 1e-38],
+    ]).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_float32_sin_cos_within_one_ulp_of_float64(device, name):
+    # the CPU backend reduces |x| <= 2^19 in double (scalar_ops.h sincosf_small) and leaves
+    # larger arguments to libm; every device is held to 1 ulp of float64 here
+    x = _sincos_args()
+    got = N(getattr(ember, name)(T(x, device))).astype(np.float64)
+    want = getattr(np, name)(x.astype(np.float64))
+    worst = _f32_ulps(got, want)
+    assert worst.max() <= 1.0, (x[np.argmax(worst)], worst.max())
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], np.float32)
+    g = N(getattr(ember, name)(T(special, device)))
+    assert np.isnan(g[2:]).all()
+    if name == "sin":
+        assert g[0] == 0 and not np.signbit(g[0]) and g[1] == 0 and np.signbit(g[1])
+    else:
+        assert g[0] == g[1] == 1.0
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "log", "exp", "tanh", "erf"])
+def test_float32_fast_loops_match_the_generated_loop_bit_for_bit(name):
+    # contiguous float32 runs go to multiversioned loops (sin / cos: a vectorised pass, then
+    # libm again beyond 2^19); strided ones, in place or out, to the generated kernel: the
+    # same bits everywhere
+    x = _sincos_args()
+    if name == "log":
+        x = np.abs(x)
+    x = np.repeat(x, 2)
+    t = ember.from_numpy(x.copy())
+    fn = getattr(ember, name)
+    strided = fn(t[::2])                        # the generated loop
+    contiguous = fn(t[::2].contiguous())         # the multiversioned one
+    np.testing.assert_array_equal(N(strided).view(np.uint32), N(contiguous).view(np.uint32))
+    inplace = t[::2].contiguous()
+    getattr(inplace, name + "_")()              # o is a: the chunked pass must read first
+    np.testing.assert_array_equal(N(inplace).view(np.uint32), N(contiguous).view(np.uint32))
+
+
 def test_neg_and_sub_of_bool_raise(device):
     b = T([True, False], device)
     with pytest.raises(RuntimeError, match="bool"):

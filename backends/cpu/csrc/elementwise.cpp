@@ -59,8 +59,8 @@ namespace ember {
 
 namespace {
 
-// Multiversioned float32 loops over the generated functors of compute-bound ops (erf, GELU
-// and its gradient): this file is built for baseline x86-64, where their generic loops run
+// Multiversioned float32 loops over the generated functors of compute-bound ops (erf, log,
+// GELU and its gradient): this file is built for baseline x86-64, where their generic loops run
 // 4 lanes wide (or not vectorised at all); the AVX-512 / AVX2 clones run the same functor,
 // so every clone gives the same bits as the generic loop and as ember.compile's fused code.
 #define EMBER_VEC_UNARY(NAME, OP) \
@@ -74,6 +74,7 @@ namespace {
     for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]); \
   }
 EMBER_VEC_UNARY(verf_f32, gen::erf_op)
+EMBER_VEC_UNARY(vlog_f32, gen::log_op)
 EMBER_VEC_UNARY(vgelu_f32, gen::gelu_op)
 EMBER_VEC_UNARY(vgelu_tanh_f32, gen::gelu_tanh_op)
 EMBER_VEC_BINARY(vgelu_backward_f32, gen::gelu_backward_op)
@@ -101,7 +102,7 @@ void float_unary(const char* name, const Tensor& out, const Tensor& x,
   });
 }
 
-// float32 runs of exp / tanh / sigmoid / erf go to the multiversioned (AVX-512 / AVX2) loops;
+// float32 runs of exp / tanh / sigmoid / erf / log / sin / cos go to the multiversioned (AVX-512 / AVX2) loops;
 // every other dtype and layout to the generated functor.
 template <void (*Vec)(float*, const float*, int64_t), class Op>
 void fast_float_unary(const char* name, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
@@ -129,6 +130,15 @@ void k_sigmoid_fast(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
 }
 void k_erf_fast(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   fast_float_unary<verf_f32, gen::erf_op>("erf", a, n, kw);
+}
+void k_log_fast(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  fast_float_unary<vlog_f32, gen::log_op>("log", a, n, kw);
+}
+void k_sin_fast(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  fast_float_unary<vsin_f32, gen::sin_op>("sin", a, n, kw);
+}
+void k_cos_fast(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  fast_float_unary<vcos_f32, gen::cos_op>("cos", a, n, kw);
 }
 
 // gelu: float32 operands in the multiversioned loops; other dtypes and an unknown
@@ -189,6 +199,9 @@ const PyMethodDef kHandWritten[] = {
     EMBER_DEF("tanh", k_tanh_fast),
     EMBER_DEF("sigmoid", k_sigmoid_fast),
     EMBER_DEF("erf", k_erf_fast),
+    EMBER_DEF("log", k_log_fast),
+    EMBER_DEF("sin", k_sin_fast),
+    EMBER_DEF("cos", k_cos_fast),
     EMBER_DEF("gelu", k_gelu_fast),
     EMBER_DEF("gelu_backward", k_gelu_backward_fast),
 };

@@ -90,6 +90,8 @@ inline void store_as(int code, char* o, A v) {
 // (<ember/scalar_ops.h>) that loops vectorise, double through libm.
 using em::fast_expf;
 using em::fast_tanhf;
+using em::kSinCosFast;
+using em::sincosf_small;
 template <class C> inline C exp_c(C x) { return em::exp(x); }
 template <class C> inline C tanh_c(C x) { return em::tanh(x); }
 

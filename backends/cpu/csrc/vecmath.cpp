@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ember.h"
@@ -28,6 +29,33 @@ EMBER_CLONES void vsigmoid_f32(float* o, const float* a, int64_t n) {
 EMBER_CLONES void vtanh_f32(float* o, const float* a, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = fast_tanhf(a[i]);
 }
+
+// sin / cos: every element by sincosf_small, vectorised (into a chunk of the stack: o may
+// be a), then the few beyond kSinCosFast (and inf, NaN) again by libm, as fast_sinf /
+// fast_cosf do one at a time: the same bits as the generated loop and compiled code (inlined
+// into each clone, which then vectorises it for its own ISA)
+template <int Cosine>
+__attribute__((always_inline)) static inline void vsincos_f32(float* o, const float* a,
+                                                             int64_t n) {
+  constexpr int64_t kChunk = 1024;
+  float tmp[kChunk];
+  for (int64_t b = 0; b < n; b += kChunk) {
+    const int64_t m = std::min(kChunk, n - b);
+    const float* x = a + b;
+    int far = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      tmp[i] = sincosf_small(x[i], Cosine);
+      far |= !(std::fabs(x[i]) <= kSinCosFast);
+    }
+    if (far) {
+      for (int64_t i = 0; i < m; ++i)
+        if (!(std::fabs(x[i]) <= kSinCosFast)) tmp[i] = Cosine ? std::cos(x[i]) : std::sin(x[i]);
+    }
+    std::memcpy(o + b, tmp, (size_t)m * sizeof(float));
+  }
+}
+EMBER_CLONES void vsin_f32(float* o, const float* a, int64_t n) { vsincos_f32<0>(o, a, n); }
+EMBER_CLONES void vcos_f32(float* o, const float* a, int64_t n) { vsincos_f32<1>(o, a, n); }
 
 EMBER_CLONES void vacc_f32(float* acc, const float* a, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += a[i];

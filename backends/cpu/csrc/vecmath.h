@@ -10,6 +10,8 @@ namespace ember {
 void vexp_f32(float* o, const float* a, int64_t n);
 void vsigmoid_f32(float* o, const float* a, int64_t n);
 void vtanh_f32(float* o, const float* a, int64_t n);
+void vsin_f32(float* o, const float* a, int64_t n);
+void vcos_f32(float* o, const float* a, int64_t n);
 void vacc_f32(float* acc, const float* a, int64_t n);                // acc += a
 double vsum_f32(const float* p, int64_t n);                          // row_sum(p, n)
 double vsum_f64(const double* p, int64_t n);                         // row_sum(p, n)

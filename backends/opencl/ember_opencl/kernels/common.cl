@@ -15,10 +15,10 @@
 // work-group's work-items, so a kernel calling fabs or exp ran one element at a time (4M
 // floats on PoCL, AVX2: copysign(sqrt(fabs(x)), x) + floor(x) 19.9 ms through the
 // builtins, 0.9 ms through clang's). Here the cheap ones become clang builtins (inline
-// instructions, exact as the OpenCL ones), and float exp, tanh and erf the CPU backend's
-// polynomials (dispatcher/include/ember/scalar_ops.h: fast_expf, fast_tanhf, fast_erff;
-// within 2 ulp, where OpenCL allows exp 3 ulp, tanh 5 and erf 16). Double, and every GPU,
-// keeps the builtins.
+// instructions, exact as the OpenCL ones), and float exp, tanh, erf and log the CPU
+// backend's polynomials (dispatcher/include/ember/scalar_ops.h: fast_expf, fast_tanhf,
+// fast_erff, fast_logf; within 2 ulp, log within 1, where OpenCL allows exp and log 3 ulp,
+// tanh 5 and erf 16). Double, and every GPU, keeps the builtins.
 #if defined(EMBER_HOST_CPU)
 #define OVL __attribute__((overloadable))
 // exp's range reduction: x = n ln 2 + r, |r| <= ln 2 / 2; (exp(r), n) for xc in
@@ -75,12 +75,35 @@ inline float OVL em_erf(float x) {
   const float big = 1.0f - (pn.x * as_float((uint)((int)pn.y + 127) << 23)) * q;
   return ax < 1.0f ? small : __builtin_copysignf(big, x);
 }
+// scalar_ops.h's fast_logf: x = 2^e m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f);
+// log(1 + f) = f - s (f - T(s^2)) (atanh's series), e ln2 added in two parts
+inline float OVL em_log(float x) {
+  const int sub = x < 1.17549435e-38f;
+  const float xs = sub ? x * 8388608.0f : x;
+  const uint v = as_uint(xs);
+  uint mb = (v & 0x007FFFFFu) | 0x3F800000u;
+  int e = (int)((v >> 23) & 0xFFu) - 127 - (sub ? 23 : 0);
+  const int big = mb > 0x3FB504F3u;
+  mb -= big ? 0x00800000u : 0u;
+  e += big ? 1 : 0;
+  const float f = as_float(mb) - 1.0f;
+  const float s = f / (2.0f + f);
+  const float z = s * s;
+  const float t = z * (0.666666667f + z * (0.4f + z * (0.285714286f + z * 0.222222222f)));
+  const float ef = (float)e;
+  float r = ef * 0.693145751953125f + ((f - s * (f - t)) + ef * 1.42860682030941723212e-6f);
+  r = x == 0.0f ? -INFINITY : r;
+  r = x < 0.0f ? NAN : r;
+  r = x == INFINITY ? x : r;
+  return x != x ? x : r;
+}
 inline float OVL em_sqrt(float x) { return __builtin_sqrtf(x); }
 inline float OVL em_copysign(float x, float y) { return __builtin_copysignf(x, y); }
 #if HAS_FP64
 inline double OVL em_exp(double x) { return exp(x); }
 inline double OVL em_tanh(double x) { return tanh(x); }
 inline double OVL em_erf(double x) { return erf(x); }
+inline double OVL em_log(double x) { return log(x); }
 inline double OVL em_sqrt(double x) { return sqrt(x); }
 inline double OVL em_copysign(double x, double y) { return __builtin_copysign(x, y); }
 #endif
@@ -92,6 +115,8 @@ inline double OVL em_copysign(double x, double y) { return __builtin_copysign(x,
 #define tanh(x) em_tanh(x)
 #undef erf
 #define erf(x) em_erf(x)
+#undef log
+#define log(x) em_log(x)
 #undef sqrt
 #define sqrt(x) em_sqrt(x)
 #undef copysign
