@@ -87,11 +87,15 @@ def main():
     # elements per second, 4M float32; GELU is one op in each (exact erf form and tanh form)
     M4 = 4 * 1024 * 1024
     ex4, tx4 = ex[:M4].contiguous(), tx[:M4].contiguous()
+    ax4, tax4 = ember.abs(ex4), torch.abs(tx4)
     for op, e_fn, t_fn in (
             ("exp", lambda: ember.exp(ex4), lambda: torch.exp(tx4)),
             ("tanh", lambda: ember.tanh(ex4), lambda: torch.tanh(tx4)),
             ("erf", lambda: ember.erf(ex4), lambda: torch.erf(tx4)),
             ("sigmoid", lambda: ember.sigmoid(ex4), lambda: torch.sigmoid(tx4)),
+            ("log", lambda: ember.log(ax4), lambda: torch.log(tax4)),
+            ("sin", lambda: ember.sin(ex4), lambda: torch.sin(tx4)),
+            ("cos", lambda: ember.cos(ex4), lambda: torch.cos(tx4)),
             ("gelu", lambda: ember.nn.functional.gelu(ex4),
              lambda: torch.nn.functional.gelu(tx4)),
             ("gelu tanh", lambda: ember.nn.functional.gelu(ex4, approximate="tanh"),
