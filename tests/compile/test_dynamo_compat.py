@@ -13,6 +13,17 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch._dynamo")
 pytest.importorskip("torch._inductor.config")
 
+
+
+@pytest.fixture(autouse=True)
+def _keep_torch_distribution_validation():
+    """TorchDynamo turns off PyTorch's distribution argument checks when it compiles;
+    later tests compare those checks' errors with ember's."""
+    was = torch.distributions.Distribution._validate_args
+    yield
+    torch.distributions.Distribution.set_default_validate_args(was)
+
+
 CONFIGS = [(ember._dynamo.config, torch._dynamo.config),
            (ember._inductor.config, torch._inductor.config)]
 
