@@ -441,12 +441,13 @@ def export(mod, args=(), kwargs=None, *, dynamic_shapes=None, strict: bool = Fal
     slot_of = {id(real(s)): slot for slot, s in enumerate(storages)}
 
     # what feeds each input slot: a user input, a parameter or buffer, or a constant
+    own_params, own_buffers = list(mod.named_parameters()), list(mod.named_buffers())
     named = {}
-    params = {id(p._storage): n for n, p in mod.named_parameters()}
-    for n, t in [*mod.named_parameters(), *mod.named_buffers()]:
+    params = {id(p._storage): n for n, p in own_params}
+    for n, t in own_params + own_buffers:
         named.setdefault(id(t._storage), (n, t))
     users = {id(t._storage): i for i, t in enumerate(fresh) if isinstance(t, C.TensorBase)}
-    sources, state_dict, constants = {}, {}, {}
+    sources, constants = {}, {}
     kinds = {}
     for slot, kind in enumerate(trace.slot_kinds):
         if kind[0] != "i":
@@ -458,7 +459,6 @@ def export(mod, args=(), kwargs=None, *, dynamic_shapes=None, strict: bool = Fal
         elif id(s) in named:
             name, t = named[id(s)]
             sources[slot] = ("state", name, t)
-            state_dict[name] = t
             kinds[slot] = (InputKind.PARAMETER if id(s) in params else InputKind.BUFFER,
                            name)
         else:
@@ -504,10 +504,9 @@ def export(mod, args=(), kwargs=None, *, dynamic_shapes=None, strict: bool = Fal
                                            ConstantArgument(f"output_{i}", o)))
     # every parameter and buffer, in the model's order (PyTorch's ``state_dict``), those
     # the graph does not read too (``module()`` holds them all)
-    pnames = [n for n, _ in mod.named_parameters()]
-    bnames = [n for n, _ in mod.named_buffers()]
-    everything = dict([*mod.named_parameters(), *mod.named_buffers()])
-    state_dict = {n: everything[n] for n in pnames + bnames}
+    pnames = [n for n, _ in own_params]
+    bnames = [n for n, _ in own_buffers]
+    state_dict = dict(own_params + own_buffers)
     signature = ExportGraphSignature(input_specs, output_specs, pnames, bnames)
     return ExportedProgram(gm, order, sources, values, in_spec, in_checks, out_spec,
                            out_leaves, signature, state_dict, constants, (args, kwargs),
