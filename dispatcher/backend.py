@@ -43,6 +43,11 @@ class Backend:
     #: n)`` that runs them over ``n`` elements as one kernel, or None to leave them to the
     #: kernels one by one (docs/plugins.md).
     compile_elementwise = None
+    #: optional: ``prepare_elementwise(groups)`` gets all of a graph's groups for this device
+    #: before ``compile_elementwise`` is asked for each one, so that their kernels can be
+    #: built together (the CPU backend runs its C++ compiler on the uncached ones in
+    #: parallel); errors are left to ``compile_elementwise``
+    prepare_elementwise = None
     #: whether ``compile_elementwise`` takes groups with a two-level layout
     #: (``FusedGroup.inner`` set: broadcast rows and columns, outer-strided operands; see
     #: ``ember.dispatcher.fusion``); without it, groups only hold contiguous and

@@ -700,7 +700,16 @@ def compile_trace(info, storages=None, values=None):
     recorded (``lazy.runner``). A device whose plugin has no ``compile_elementwise``
     runs everything as recorded."""
     steps = []
-    for kind, s in plan(info):
+    planned = plan(info)
+    by_device: dict = {}
+    for kind, s in planned:
+        if kind == "group":
+            by_device.setdefault(s.device, []).append(s)
+    for dev, groups in by_device.items():
+        prepare = getattr(BACKENDS.get(dev), "prepare_elementwise", None)
+        if prepare is not None and len(groups) > 1:
+            prepare(groups)
+    for kind, s in planned:
         fn = None
         if kind == "group":
             make = getattr(BACKENDS.get(s.device), "compile_elementwise", None)

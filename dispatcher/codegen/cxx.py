@@ -19,7 +19,11 @@ from .. import expr as X
 from ..schema import CHECK_MESSAGES, KIND_MASKS, OPS, elementwise_ops, table_hash
 
 __all__ = ["render_header", "render_functors", "functor_name", "check_extension",
-           "render_fused_prelude", "render_fused_loop", "FUSED_CTYPES"]
+           "render_fused_prelude", "render_fused_loop", "FUSED_CTYPES", "FUSED_INCLUDES"]
+
+#: the headers a fused group's C++ source includes first (the CPU backend precompiles
+#: them)
+FUSED_INCLUDES = ("<cstdint>", "<cmath>", "<ember/dtype.h>", "<ember/scalar_ops.h>")
 
 _KIND_TEST = {
     "float": "em::kind_v<T> == em::kFloatKind",
@@ -313,8 +317,7 @@ def render_fused_prelude(group) -> list:
     an ``em::Scalar``): the top of a fused group's source."""
     cuts = {r.index for r in group.reductions}
     uses = {(nd.op, nd.mode) for k, nd in enumerate(group.nodes) if k not in cuts}
-    return ["#include <cstdint>", "#include <cmath>", "#include <ember/dtype.h>",
-            "#include <ember/scalar_ops.h>", "", render_functors(uses),
+    return [f"#include {h}" for h in FUSED_INCLUDES] + ["", render_functors(uses),
             "using namespace ember;", "namespace {",
             "EMBER_HD inline em::Scalar scalar_of(double v) {",
             "  return em::Scalar{false, std::isfinite(v) ? (int64_t)v : 0, v};", "}"]

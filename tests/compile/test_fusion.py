@@ -484,6 +484,42 @@ def test_the_disk_cache_is_reused(tmp_path, monkeypatch):
     assert F.STATS["compiled"] == built      # loaded from disk, not compiled again
 
 
+def test_a_graphs_new_kernels_are_built_in_parallel(tmp_path, monkeypatch):
+    # a cold graph with several fused groups waits for its slowest build, not their sum:
+    # every compiler run starts before the first one is waited for (on 2 or more cores)
+    import os
+    import ember_cpu.fusion as F
+    monkeypatch.setenv("EMBER_COMPILE_CACHE", str(tmp_path))
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    events = []
+    real = F._Build
+
+    class Logged(real):
+        def __init__(self, *a):
+            events.append("start")
+            super().__init__(*a)
+
+        def finish(self):
+            events.append("finish")
+            super().finish()
+    monkeypatch.setattr(F, "_Build", Logged)
+    F._LOADED.clear()
+    lazy.clear_cache()
+    x, w = ember.randn(8, 8), ember.randn(8, 8)
+
+    def f(t, w):
+        h = ((t * 3).cos() + 1) @ w
+        return ((h.sin() * 2) @ w).exp() - 1
+    before = F.STATS["compiled"]
+    same(ember.compile(f)(x, w), f(x, w))
+    assert F.STATS["compiled"] - before == 3
+    assert events == ["start"] * 3 + ["finish"] * 3
+    assert len(list(tmp_path.glob("fused_*.so"))) == 3
+    # GCC gets ember's headers precompiled once, next to the libraries
+    if F._pch_flags(F._compiler(), F._FLAGS + [f"-I{ember.dispatcher.get_include()}"]):
+        assert len(list(tmp_path.glob("prelude_*.h.gch"))) == 1
+
+
 def test_a_header_change_is_not_served_from_the_disk_cache(tmp_path, monkeypatch):
     # a library built against other headers (an ember upgrade) is compiled again
     import ember.dispatcher as D

@@ -31,7 +31,7 @@ import warnings
 
 from ember.dispatcher import get_include, include_digest
 from ember.dispatcher.codegen import cache_dir
-from ember.dispatcher.codegen.cxx import (FUSED_CTYPES, render_fused_loop,
+from ember.dispatcher.codegen.cxx import (FUSED_CTYPES, FUSED_INCLUDES, render_fused_loop,
                                           render_fused_phases, render_fused_prelude)
 
 from . import _C
@@ -39,7 +39,8 @@ from . import _C
 #: ember.compile's output_code log (EMBER_LOGS=output_code turns it on)
 _CODE_LOG = logging.getLogger("ember.compile.output_code")
 
-__all__ = ["compile_elementwise", "render_group", "cache_dir", "STATS"]
+__all__ = ["compile_elementwise", "prepare_elementwise", "render_group", "cache_dir",
+           "STATS"]
 
 #: libraries compiled and loaded (tests read it)
 STATS = {"compiled": 0, "loaded": 0, "hits": 0}
@@ -211,32 +212,143 @@ def _chunked_sum(t, tag, begin, end, element, source) -> list:
             [f"    {tot} += (double){source};", "  }"])
 
 
-def _build(src: str, cxx: str) -> str:
-    """The path of the library compiled from ``src`` (compiled now unless cached)."""
+def _library(src: str, cxx: str) -> tuple:
+    """``(path, flags)``: where the library compiled from ``src`` is cached, and the flags
+    it is compiled with."""
     flags = _FLAGS + [f"-I{get_include()}"]
     h = hashlib.sha256("\0".join([src, " ".join(flags), _compiler_version(cxx),
-                                  _machine(), include_digest()]).encode())
-    name = h.hexdigest()[:32]
+                                   _machine(), include_digest()]).encode())
+    return os.path.join(cache_dir(), f"fused_{h.hexdigest()[:32]}.so"), flags
+
+
+#: what every generated source includes first: precompiled once per cache folder
+_PRELUDE = "".join(f"#include {h}\n" for h in FUSED_INCLUDES)
+_PCH: dict = {}     # (cache folder, flags) -> the flags that use the precompiled header
+
+
+def _pch_flags(cxx: str, flags: list) -> list:
+    """``["-include", header]`` for GCC, with the header's precompiled form next to it in
+    the cache (built on first use; ember's headers take most of a small kernel's compile
+    time), or ``[]`` (another compiler, or the build failed: sources then parse the
+    headers themselves). The libraries are the same bits either way, so their cache key
+    leaves this out."""
     folder = cache_dir()
-    lib = os.path.join(folder, f"fused_{name}.so")
+    key = (folder, tuple(flags))
+    hit = _PCH.get(key)
+    if hit is not None:
+        return hit
+    version = _compiler_version(cxx)
+    if "GCC" not in version and "g++" not in version:
+        _PCH[key] = []
+        return []
+    h = hashlib.sha256("\0".join([_PRELUDE, " ".join(flags), version, _machine(),
+                                   include_digest()]).encode()).hexdigest()[:32]
+    header = os.path.join(folder, f"prelude_{h}.h")
+    result = ["-include", header]
+    if not os.path.exists(header + ".gch"):
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=folder) as tmp:
+                src = os.path.join(tmp, "prelude.h")
+                with open(src, "w") as f:
+                    f.write(_PRELUDE)
+                r = subprocess.run([cxx, *[f for f in flags if f != "-shared"],
+                                    "-x", "c++-header", src, "-o", src + ".gch"],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    result = []
+                else:       # the header, then its precompiled form: each one atomic
+                    if not os.path.exists(header):
+                        os.replace(src, header)
+                    os.replace(src + ".gch", header + ".gch")
+        except OSError:
+            result = []
+    _PCH[key] = result
+    return result
+
+
+class _Build:
+    """One run of the C++ compiler on a generated source, into a private folder next to
+    the cache; ``finish()`` waits for it and moves the library into place."""
+
+    def __init__(self, src: str, cxx: str, lib: str, flags: list):
+        folder = os.path.dirname(lib)
+        os.makedirs(folder, exist_ok=True)
+        self.src, self.cxx, self.lib = src, cxx, lib
+        self.tmp = tempfile.TemporaryDirectory(dir=folder)
+        cpp = os.path.join(self.tmp.name, "fused.cpp")
+        with open(cpp, "w") as f:
+            f.write(src)
+        self.out = os.path.join(self.tmp.name, "fused.so")
+        self.proc = subprocess.Popen([cxx, *flags, *_pch_flags(cxx, flags), cpp, "-o",
+                                      self.out],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True)
+
+    def finish(self) -> None:
+        try:
+            _, err = self.proc.communicate()
+            if self.proc.returncode != 0:
+                raise RuntimeError(f"ember.compile: the C++ compiler failed on a generated "
+                                   f"kernel ({self.cxx}):\n{err[-4000:]}\n--- source ---\n"
+                                   f"{self.src}")
+            with open(self.lib[:-3] + ".cpp", "w") as f:
+                f.write(self.src)
+            os.replace(self.out, self.lib)  # atomic: another process sees all or nothing
+            STATS["compiled"] += 1
+        finally:
+            self.tmp.cleanup()
+
+
+def _build(src: str, cxx: str) -> str:
+    """The path of the library compiled from ``src`` (compiled now unless cached)."""
+    lib, flags = _library(src, cxx)
     if os.path.exists(lib):
         STATS["hits"] += 1
         return lib
-    os.makedirs(folder, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        cpp = os.path.join(tmp, "fused.cpp")
-        with open(cpp, "w") as f:
-            f.write(src)
-        out = os.path.join(tmp, "fused.so")
-        r = subprocess.run([cxx, *flags, cpp, "-o", out], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"ember.compile: the C++ compiler failed on a generated "
-                               f"kernel ({cxx}):\n{r.stderr[-4000:]}\n--- source ---\n{src}")
-        with open(os.path.join(folder, f"fused_{name}.cpp"), "w") as f:
-            f.write(src)
-        os.replace(out, lib)        # atomic: another process sees all of it or nothing
-    STATS["compiled"] += 1
+    _Build(src, cxx, lib, flags).finish()
     return lib
+
+
+def prepare_elementwise(groups) -> None:
+    """Compile the libraries of a graph's groups that are neither loaded nor cached, in
+    parallel (as many compiler runs at once as the machine has cores), so that
+    ``compile_elementwise`` then finds them on disk: a graph's first call waits for its
+    slowest kernel, not for the sum of them. A failed build is left for
+    ``compile_elementwise`` to report."""
+    cxx = _compiler()
+    if cxx is None:
+        return
+    todo = {}
+    with _LOCK:
+        for g in groups:
+            key = g.key()
+            if key in _LOADED or key in todo:
+                continue
+            src = render_group(g)
+            lib, flags = _library(src, cxx)
+            if not os.path.exists(lib):
+                todo[key] = (src, lib, flags)
+    if len(todo) < 2:
+        return      # (one build: compile_elementwise runs it)
+    width = max(1, os.cpu_count() or 1)
+    running = []
+    for src, lib, flags in todo.values():
+        if len(running) >= width:
+            _finish_quietly(running.pop(0))
+        try:
+            running.append(_Build(src, cxx, lib, flags))
+        except OSError:
+            break
+    for b in running:
+        _finish_quietly(b)
+
+
+def _finish_quietly(build: _Build) -> None:
+    try:
+        build.finish()
+    except RuntimeError:
+        pass        # (compile_elementwise builds it again and raises the error)
 
 
 def _parallel() -> int:

@@ -89,6 +89,10 @@ class CPUBackend(Backend):
         """ember.compile's fused groups as generated C++ (``ember_cpu.fusion``)."""
         return fusion.compile_elementwise(group)
 
+    def prepare_elementwise(self, groups):
+        """A graph's groups before ``compile_elementwise``: their C++ compiled in parallel."""
+        fusion.prepare_elementwise(groups)
+
     # oneDNN for float32 convolution and matrix products, when installed
     # (ember.backends.mkldnn)
     def onednn_available(self) -> bool:
