@@ -121,9 +121,9 @@ class Kept:
 
 class TraceInfo:
     """What a compiler gets: the trace's structure (shared by every trace of its key)."""
-    __slots__ = ("nodes", "slot_kinds", "outputs", "kernels", "stacks")
+    __slots__ = ("nodes", "slot_kinds", "outputs", "kernels", "stacks", "reason")
 
-    def __init__(self, nodes, slot_kinds, outputs, kernels, stacks):
+    def __init__(self, nodes, slot_kinds, outputs, kernels, stacks, reason=None):
         #: per node ``(op name, device type, args, attrs)``; a tensor argument is
         #: ``("t", slot, shape, stride, offset, dtype, device)``, a runtime value
         #: ``("v", index)``, a constant ``("c", value)``, a list or tuple ``("l"|"T", items)``
@@ -136,6 +136,9 @@ class TraceInfo:
         #: per node its kernel
         self.kernels = kernels
         self.stacks = stacks
+        #: the graph break that ended the trace compiled first with this structure (None:
+        #: the region's end)
+        self.reason = reason
 
 
 # ---- recording -------------------------------------------------------------------------
@@ -437,7 +440,7 @@ def flush(reason: str | None = None) -> None:
     if runner is None:
         info = TraceInfo(key[0], key[1], key[2],
                          [_ORIGINAL.get((n[0], n[1])) or OPS[n[0]].kernels[n[1]]
-                          for n in key[0]], tr.stacks)
+                          for n in key[0]], tr.stacks, reason)
         thread, _S.thread = _S.thread, None
         try:
             runner = region.compiler(info, storages, tr.values)

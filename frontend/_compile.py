@@ -12,6 +12,7 @@ kernels one by one; ``"ember"``, also called ``"inductor"``: the default).
 """
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import weakref
@@ -312,6 +313,14 @@ def _fx_compiler(backend_fn):
 
 # ---- logging the regions --------------------------------------------------------------
 
+#: ``ember._dynamo.utils.counters`` (PyTorch's ``torch._dynamo.utils.counters``): per
+#: category a Counter. ember fills ``"stats"`` (``unique_graphs``: graphs compiled,
+#: ``calls_captured``: the ops in them) and ``"graph_break"`` (reason -> breaks met while
+#: compiling: a cached graph's break is not counted again); clear it
+#: with ``counters.clear()``
+COUNTERS: collections.defaultdict = collections.defaultdict(collections.Counter)
+
+
 def _on_break(reason, where):
     if "graph_breaks" in _LOGS:
         log.info("Graph break: %s\n  %s", reason, where)
@@ -491,6 +500,11 @@ class _Watch:
 
     def on_compile(self, info):
         self.compiles += 1
+        stats = COUNTERS["stats"]
+        stats["unique_graphs"] += 1
+        stats["calls_captured"] += len(info.nodes)
+        if info.reason is not None:     # (a break is counted where its graph is compiled)
+            COUNTERS["graph_break"][info.reason] += 1
         for node in info.nodes:
             b = L.BACKENDS.get(node[1])
             if b is None or not b.host_accessible:

@@ -12,10 +12,10 @@ from ember.dispatcher import lazy as _lazy
 from .. import _compile, compiler
 from .._tensor import Tensor
 from ..nn.modules.module import Module
-from . import config, exc
+from . import config, exc, utils
 
 __all__ = ["reset", "explain", "list_backends", "register_backend", "lookup_backend",
-           "config", "exc", "OptimizedModule", "disable", "is_compiling", "optimize",
+           "config", "exc", "utils", "OptimizedModule", "disable", "is_compiling", "optimize",
            "optimize_assert", "graph_break", "mark_dynamic", "maybe_mark_dynamic",
            "mark_static", "mark_static_address", "allow_in_graph", "assume_constant_result",
            "substitute_in_graph", "set_stance"]

@@ -188,6 +188,34 @@ def test_graph_break_values_and_fullgraph():
     assert ember._dynamo.graph_break() is None      # outside a compiled function
 
 
+def _counted(lib, counters):
+    """Counters after three calls of a function with a break and a data-dependent branch
+    (the second call reuses every graph, the third takes the other branch)."""
+    def f(x):
+        y = x.sin() * 2
+        lib._dynamo.graph_break()
+        if y.sum() > 0:
+            return y.cos() + 1
+        return y.tan() - 1
+    counters.clear()
+    cf = lib.compile(f, **({"backend": "eager"} if lib is torch else {}))
+    x = np.linspace(-1, 2, 8).astype(np.float32)
+    for v in (x, x, -x):
+        cf(lib.from_numpy(v))
+    return dict(counters["stats"]), dict(counters["graph_break"])
+
+
+def test_counters_count_graphs_ops_and_breaks_as_pytorch():
+    import torch._dynamo.utils
+    mine, mine_breaks = _counted(ember, ember._dynamo.utils.counters)
+    theirs, theirs_breaks = _counted(torch, torch._dynamo.utils.counters)
+    assert mine["unique_graphs"] == theirs["unique_graphs"]
+    assert mine["calls_captured"] == theirs["calls_captured"]
+    # the explicit break is met once, while the first call compiles
+    assert sum(v for k, v in theirs_breaks.items() if "graph_break" in k) == 1
+    assert sum(v for k, v in mine_breaks.items() if "graph_break" in k) == 1
+
+
 # ---- shape markers ------------------------------------------------------------------------
 
 def test_markers_record_and_check_as_pytorch():
