@@ -1016,3 +1016,37 @@ def _im2col(tr, op, args, attrs):
             + (np.arange(blocks[i]) * stride[i] * es[i]).reshape(shape_b)
     y = B.node("Gather", [flat, B.const(idx)], {"axis": 2})
     tr.write(out, y, tuple(out[2]))
+
+
+@_translator("col2im")
+def _col2im(tr, op, args, attrs):
+    """The columns (N, C, *kernel, *blocks) summed into (N, C, *size): a grouped
+    ConvTranspose (one group per channel) whose weights pick each kernel offset's column
+    (a one-hot filter per offset), with col2im's strides, dilation and padding."""
+    out, cols = args
+    B = tr.b
+    kernel = list(tr.value(attrs["kernel"]))
+    dilation = list(tr.value(attrs["dilation"]))
+    padding = list(tr.value(attrs["padding"]))
+    stride = list(tr.value(attrs["stride"]))
+    size = list(tr.value(attrs["size"]))
+    if not cols[5].is_floating_point:
+        raise NotImplementedError(f"ember.onnx.export: col2im (fold, transposed convolution) of "
+                                  f"{cols[5].name} has no ONNX translation: ONNX's "
+                                  f"ConvTranspose takes floating point types only")
+    cn, cs = tr.read(cols)
+    nd = len(kernel)
+    n, c, blocks = cs[0], cs[1], list(cs[2 + nd:])
+    k = math.prod(kernel)
+    x = B.node("Reshape", [cn, B.ints([n, c * k] + blocks)])
+    w = np.zeros((c, k, 1, k), dtype=_np(cols[5]))
+    w[:, np.arange(k), 0, np.arange(k)] = 1
+    weight = B.const(w.reshape([c * k, 1] + kernel))
+    natural = [(b - 1) * st + d * (kk - 1) + 1
+               for b, st, d, kk in zip(blocks, stride, dilation, kernel)]
+    ends = [max(0, e - p - s) for e, p, s in zip(natural, padding, size)]
+    extra = [max(0, s - (e - p)) for e, p, s in zip(natural, padding, size)]
+    y = B.node("ConvTranspose", [x, weight],
+               {"group": c, "strides": stride, "dilations": dilation,
+                "kernel_shape": kernel, "pads": padding + ends, "output_padding": extra})
+    tr.write(out, y, tuple(out[2]))

@@ -102,6 +102,22 @@ def test_lstm_language_model():
     export_and_compare(LM(enn)(), LM(torch.nn)(), tokens, atol=2e-5)
 
 
+@pytest.mark.parametrize("dims,kw", [
+    (2, dict(kernel_size=2, stride=2)),
+    (2, dict(kernel_size=3, stride=2, padding=1, output_padding=1)),
+    (2, dict(kernel_size=3, stride=3, padding=2, dilation=2, groups=2, output_padding=1)),
+    (1, dict(kernel_size=4, stride=2, padding=1)),
+    (3, dict(kernel_size=2, stride=(1, 2, 2), padding=(0, 1, 0))),
+])
+def test_transposed_convolutions(dims, kw):
+    # a decoder / GAN generator's upsampling layer: col2im is a grouped ConvTranspose
+    def build(nn):
+        conv = {1: nn.ConvTranspose1d, 2: nn.ConvTranspose2d, 3: nn.ConvTranspose3d}[dims]
+        return nn.Sequential(conv(4, 6, **kw), nn.ReLU())
+    ember.manual_seed(0)
+    export_and_compare(build(enn), build(torch.nn), rand(2, 4, *([5] * dims)))
+
+
 def test_mlp_with_norms_and_gelu():
     def build(nn):
         return nn.Sequential(nn.Linear(10, 16), nn.LayerNorm(16), nn.GELU(),
