@@ -66,6 +66,10 @@ class Builder:
         return self.const(np.asarray(list(values), dtype=np.int64).reshape(-1))
 
 
+#: dtypes onnxruntime's CPU ``Where`` lacks: their partial writes stay ``ScatterND``s
+_NO_WHERE = {"bool", "int16", "bfloat16"}
+
+
 def _contiguous(shape, stride) -> bool:
     return all(st == cs for n, st, cs in zip(shape, stride, C.contiguous_strides(shape))
                if n != 1)
@@ -78,6 +82,54 @@ def _indices(shape, stride, offset) -> np.ndarray:
         ax = np.arange(n, dtype=np.int64) * st
         idx = idx + ax.reshape([n if i == d else 1 for i in range(len(shape))])
     return idx
+
+
+def _box(shape, stride, offset, base):
+    """A strided view of a contiguous buffer of shape ``base`` as a box of it: per base dim
+    ``(start, view dim or None, step)``, where each view dim of size > 1 runs along its own
+    base dim with a step and every other base dim is held at ``start``; None when the
+    view is not such a box (a diagonal, a view across dims)."""
+    cs = C.contiguous_strides(tuple(base))
+    starts = []
+    rem = offset
+    for d, n in enumerate(base):
+        q, rem = divmod(rem, cs[d])
+        if q >= n:
+            return None
+        starts.append(q)
+    if rem:
+        return None
+    axes = [None] * len(base)
+    steps = [1] * len(base)
+    for j, (n, st) in enumerate(zip(shape, stride)):
+        if n == 1:
+            continue
+        for d in range(len(base)):
+            if axes[d] is None and base[d] > 1 and st >= cs[d] and st % cs[d] == 0 and \
+                    starts[d] + st // cs[d] * (n - 1) < base[d]:
+                axes[d], steps[d] = j, st // cs[d]
+                break
+        else:
+            return None
+    return [(starts[d], axes[d], steps[d]) for d in range(len(base))]
+
+
+def _base_of(shape, stride, numel):
+    """A contiguous shape of ``numel`` elements whose strides include every stride of the
+    view (dims of size 1 aside), so that the view is a box of it; or None."""
+    strides = sorted(st for n, st in zip(shape, stride) if n != 1)
+    if len(set(strides)) != len(strides) or (strides and strides[0] < 1):
+        return None
+    bs = ([1] if not strides or strides[0] != 1 else []) + strides
+    sizes = []
+    for lo, hi in zip(bs, bs[1:]):
+        if hi % lo:
+            return None
+        sizes.append(hi // lo)
+    if numel % bs[-1]:
+        return None
+    sizes.append(numel // bs[-1])
+    return list(reversed(sizes))
 
 
 def _permutation(shape, stride):
@@ -191,11 +243,34 @@ class Translator:
                 r = self.b.node("Reshape", [fname, self.b.ints([shape[d] for d in p])])
                 inv = [p.index(d) for d in range(len(shape))]
                 return self.b.node("Transpose", [r], {"perm": inv})
+        if s.full is not None and s.full[1] and n:
+            fname, fshape = s.full
+            box = _box(shape, stride, offset, fshape)
+            if box is not None:
+                return self._slice(fname, box, shape)
         flat = self._flat(s)
         if offset == 0 and n == s.numel and _contiguous(shape, stride):
             return self.b.node("Reshape", [flat, self.b.ints(shape)])
         idx = self.b.const(_indices(shape, stride, offset))
         return self.b.node("Gather", [flat, idx], {"axis": 0})
+
+    def _slice(self, name, box, shape):
+        """The view ``box`` (``_box``) of the value ``name``: a Slice, the view's dims put
+        in its order, and a Reshape to ``shape``."""
+        B = self.b
+        nd = len(box)
+        starts = [st for st, _, _ in box]
+        ends = [st + step * ((shape[j] - 1) if j is not None else 0) + 1
+                for st, j, step in box]
+        steps = [step for _, _, step in box]
+        out = B.node("Slice", [name, B.ints(starts), B.ints(ends), B.ints(range(nd)),
+                               B.ints(steps)])
+        order = sorted((d for d in range(nd) if box[d][1] is not None),
+                       key=lambda d: box[d][1])
+        perm = order + [d for d in range(nd) if box[d][1] is None]
+        if perm != list(range(nd)):
+            out = B.node("Transpose", [out], {"perm": perm})
+        return B.node("Reshape", [out, B.ints(shape)])
 
     def _flat(self, s):
         if s.flat is None:
@@ -244,6 +319,8 @@ class Translator:
         if any(st == 0 and n > 1 for n, st in zip(vshape, stride)):
             raise NotImplementedError("ember.onnx.export: a kernel writes an overlapping "
                                       "(stride 0) view")
+        if self._write_box(s, name, vshape, stride, offset, dtype, numel):
+            return
         if s.full is None and s.flat is None:
             s.flat = self.b.node("ConstantOfShape", [self.b.ints([numel])],
                                  {"value": np.zeros(1, dtype=dtype.to_numpy())})
@@ -253,6 +330,51 @@ class Translator:
         upd = self.b.node("Reshape", [name, self.b.ints([-1])])
         s.flat = self.b.node("ScatterND", [old, idx, upd])
         s.full = None
+
+    def _write_box(self, s, name, vshape, stride, offset, dtype, numel) -> bool:
+        """A write of a unit-step box of the buffer (a piece of ``cat``, a slice
+        assignment): the value padded to the buffer's shape, chosen where the box is
+        (``Where``), no element indices. False when the view is no such box."""
+        if not numel or not math.prod(vshape) or dtype.name in _NO_WHERE:
+            return False
+        base = s.full[1] if s.full is not None else None
+        box = _box(vshape, stride, offset, base) if base else None
+        if box is None:
+            base = _base_of(vshape, stride, numel)
+            box = _box(vshape, stride, offset, base) if base else None
+        if box is None or any(step != 1 for _, _, step in box):
+            return False
+        B = self.b
+        nd = len(base)
+        if s.full is not None:
+            old = s.full[0] if tuple(s.full[1]) == tuple(base) else \
+                B.node("Reshape", [s.full[0], B.ints(base)])
+        elif s.flat is not None:
+            old = B.node("Reshape", [s.flat, B.ints(base)])
+        else:
+            old = B.node("ConstantOfShape", [B.ints(base)],
+                         {"value": np.zeros(1, dtype=dtype.to_numpy())})
+        # the value in the base's dim order, with the held dims as 1
+        order = sorted((d for d in range(nd) if box[d][1] is not None),
+                       key=lambda d: box[d][1])
+        inner = [vshape[box[d][1]] for d in order]
+        val = B.node("Reshape", [name, B.ints(inner)]) if tuple(inner) != tuple(vshape) \
+            else name
+        ranked = sorted(range(len(order)), key=lambda i: order[i])
+        if ranked != list(range(len(order))):
+            val = B.node("Transpose", [val], {"perm": ranked})
+        sizes = [vshape[j] if j is not None else 1 for _, j, _ in box]
+        val = B.node("Reshape", [val, B.ints(sizes)])
+        pads = [st for st, _, _ in box] + [n - st - m for n, (st, _, _), m in
+                                           zip(base, box, sizes)]
+        if any(pads):
+            padded = B.node("Pad", [val, B.ints(pads)], {"mode": "constant"})
+            ones = B.node("ConstantOfShape", [B.ints(sizes)],
+                          {"value": np.ones(1, dtype=np.bool_)})
+            mask = B.node("Pad", [ones, B.ints(pads)], {"mode": "constant"})
+            val = B.node("Where", [mask, padded, old])
+        s.full, s.flat, s.dtype, s.numel = (val, tuple(base)), None, dtype, numel
+        return True
 
     # ---- the trace ---------------------------------------------------------------------
     def run(self):
@@ -877,12 +999,21 @@ def _convolution(tr, op, args, attrs):
 
 @_translator("arange")
 def _arange(tr, op, args, attrs):
+    # start + step * i over i = 0 .. n - 1, in float64 (int64 for integer results) as the
+    # kernel computes it; a Range, so that the length may be a dynamic size
     out, start, step = args
+    B = tr.b
     n = out[2][0]
-    v = tr.value(start) + tr.value(step) * np.arange(n, dtype=np.float64)
-    if not out[5].is_floating_point:
-        v = tr.value(start) + tr.value(step) * np.arange(n, dtype=np.int64)
-    tr.write(out, tr.b.const(v.astype(_np(out[5]))), (n,))
+    wide = np.float64 if out[5].is_floating_point else np.int64
+    i = B.node("Range", [B.const(np.array(0, np.int64)), B.const(np.array(n, np.int64)),
+                         B.const(np.array(1, np.int64))])
+    if wide is np.float64:
+        i = B.node("Cast", [i], {"to": ("dtype", "float64")})
+    v = B.node("Add", [B.node("Mul", [i, B.const(np.array(tr.value(step), wide))]),
+                       B.const(np.array(tr.value(start), wide))])
+    if out[5].name != np.dtype(wide).name:
+        v = B.node("Cast", [v], {"to": ("dtype", out[5].name)})
+    tr.write(out, v, (n,))
 
 
 @_translator("lstm_cell")
