@@ -5,8 +5,9 @@
 The model runs once inside a capture region (``fullgraph``: any read of a computed value
 on the host, such as ``if x.sum() > 0``, is an error naming the line); the kernel calls it
 records are translated to ONNX operators (``_graph.py``), the model's parameters and
-buffers become initializers named as in its ``state_dict``. Shapes are static: the graph
-is valid for the shapes of the example inputs. Needs the ``onnx`` package
+buffers become initializers named as in its ``state_dict``. Shapes are the example inputs'
+unless ``dynamic_axes`` names axes whose sizes the graph computes from its inputs (see
+``_dynamic_graph``). Needs the ``onnx`` package
 (``pip install onnx``); running an ``ONNXProgram`` needs ``onnxruntime``.
 """
 from __future__ import annotations
@@ -14,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import enum
 import inspect
+import math
 import os
+import warnings
 
 import numpy as np
 
@@ -23,7 +26,7 @@ from ember.dispatcher import lazy as L
 
 
 from .. import __version__
-from .._creation import tensor
+from .._creation import arange, tensor
 from .._torch_c import tree_leaves, tree_map_only
 from ..autograd._engine import no_grad
 from ..nn.modules.module import Module
@@ -164,7 +167,7 @@ def _input_names(model, args, kwargs, given) -> list:
     return names
 
 
-_UNSUPPORTED = {"dynamic_shapes": None, "dynamic_axes": None, "custom_translation_table": None,
+_UNSUPPORTED = {"dynamic_shapes": None, "custom_translation_table": None,
                 "export_params": True, "keep_initializers_as_inputs": False, "custom_opsets":
                 None, "export_modules_as_functions": False, "verify": False, "report": False,
                 "profile": False, "dump_exported_program": False}
@@ -195,9 +198,14 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     Returns:
         an :class:`ONNXProgram` (``None`` with ``dynamo=False``, as PyTorch).
 
-    The graph has the example inputs' static shapes: ``dynamic_axes`` and
-    ``dynamic_shapes`` raise ``NotImplementedError``, as do ops without a translation
-    (the message names the op). Random ops (dropout in training mode) are not exported.
+    ``dynamic_axes`` (``{"x": {0: "batch"}}`` or ``{"x": [0]}``, PyTorch's forms) makes
+    those axes symbolic: the model is captured again at other sizes, the constants that
+    change are computed from the inputs' shapes, and onnxruntime checks the graph at sizes
+    it was not built from; a model whose operators change with those sizes is refused
+    with ``NotImplementedError`` (docs/onnx.md). Without it the graph has the example
+    inputs' static shapes. ``dynamic_shapes`` raises ``NotImplementedError``, as do ops
+    without a translation (the message names the op). Random ops (dropout in training
+    mode) are not exported.
 
     Example::
 
@@ -226,11 +234,31 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     if args and isinstance(args[-1], dict) and not kwargs:
         args, kwargs = args[:-1], dict(args[-1])
     flat = _tensors((args, kwargs))
+    names = _input_names(model, args, kwargs, input_names)
+    if dynamic_axes is not None:
+        b, onames = _dynamic_graph(model, args, kwargs, flat, names, output_names, training,
+                                   dynamic_axes, opset)
+    else:
+        b, onames, _ = _graph(model, args, kwargs, flat, names, output_names, training)
+    proto = _model_proto(b, opset)
+    if verbose:
+        print(onnx.helper.printable_graph(proto.graph))
+    program = ONNXProgram(proto, onames)
+    if f is not None:
+        if isinstance(f, (str, os.PathLike)):
+            onnx.save_model(proto, os.fspath(f))
+        else:
+            f.write(proto.SerializeToString())
+    return program if dynamo else None
+
+
+def _graph(model, args, kwargs, flat, names, output_names, training):
+    """Capture one call of ``model`` on copies of the ``flat`` tensors of ``(args,
+    kwargs)`` and translate it: ``(builder, output names, the call's result)``."""
     fresh = [t.detach().contiguous().clone() for t in flat]
     copies = iter(fresh)
     call_args, call_kwargs = tree_map_only(C.TensorBase, lambda t: next(copies),
                                            (args, kwargs))
-    names = _input_names(model, args, kwargs, input_names)
 
     mode = select_model_mode_for_export(model, TrainingMode(training)) \
         if isinstance(model, Module) else contextlib.nullcontext()
@@ -277,16 +305,258 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     for n, t in zip(onames, outs):
         b.nodes.append(("Identity", [tr.output(t)], [n], {}))
         b.outputs.append((n, t.dtype.name, tuple(t.shape)))
-    proto = _model_proto(b, opset)
-    if verbose:
-        print(onnx.helper.printable_graph(proto.graph))
-    program = ONNXProgram(proto, onames)
-    if f is not None:
-        if isinstance(f, (str, os.PathLike)):
-            onnx.save_model(proto, os.fspath(f))
+    return b, onames, result
+
+
+
+# ---- dynamic_axes ------------------------------------------------------------------------
+#
+# A capture records concrete shapes. For ``dynamic_axes`` the model is captured again with
+# other sizes on those axes; the graphs must have the same operators, and every constant
+# that differs between them must be an integer polynomial (terms 1, s_i, s_i s_j) of the
+# dynamic sizes, which the graph then computes from its inputs' shapes (``Shape``). The
+# result is run by onnxruntime at the example's sizes and at sizes not used to build it,
+# against ember's eager result, before it is returned: a model this cannot express is
+# refused with NotImplementedError, never exported wrong.
+
+#: per attempt, the sizes tried: near the example's (a model may take a bounded size, such
+#: as positions of an embedding), then primes (sizes that coincide with no other dim)
+_OFFSETS = (1, -1, 2, -2, 3, -3, 4, 5, 6, 7, 8, 9)
+_PRIMES = ((11, 13, 17, 19, 23, 29, 31, 37, 41), (43, 47, 53, 59, 61, 67, 71, 73, 79))
+
+
+def _axes_spec(dynamic_axes, names, onames, shapes):
+    """``{(tensor name, axis): symbol}`` from PyTorch's ``dynamic_axes`` forms: ``{name:
+    {axis: symbol}}`` or ``{name: [axes]}`` (symbols ``<name>_dynamic_axes_<k>``)."""
+    spec = {}
+    if not isinstance(dynamic_axes, dict):
+        raise TypeError(f"dynamic_axes must be a dict, got {type(dynamic_axes).__name__}")
+    for key, axes in dynamic_axes.items():
+        if key not in names and key not in onames:
+            warnings.warn(f"Provided key {key} for dynamic axes is not a valid input/output "
+                          f"name")
+            continue
+        if isinstance(axes, dict):
+            pairs = [(a, str(sym)) for a, sym in axes.items()]
+        elif isinstance(axes, (list, tuple)):
+            pairs = [(a, f"{key}_dynamic_axes_{k + 1}") for k, a in enumerate(axes)]
         else:
-            f.write(proto.SerializeToString())
-    return program if dynamo else None
+            raise TypeError(f"dynamic_axes[{key!r}] must be a dict or a list of axes, got "
+                            f"{type(axes).__name__}")
+        rank = len(shapes[key]) if key in shapes else None
+        for a, sym in pairs:
+            a = int(a)
+            if rank is not None:
+                if not -rank <= a < rank:
+                    raise ValueError(f"dynamic_axes[{key!r}]: axis {a} is out of range for a "
+                                     f"tensor of {rank} dims")
+                a %= rank
+            spec[(key, a)] = sym
+    return spec
+
+
+def _resized(t, axes_sizes):
+    """``t`` with the given axes cut or repeated (cyclically) to new sizes."""
+    for axis, n in axes_sizes:
+        idx = arange(n, device=t.device) % t.shape[axis]
+        t = t.index_select(axis, idx)
+    return t.contiguous()
+
+
+def _signature(b):
+    def norm(v):
+        if isinstance(v, np.ndarray):
+            return (v.dtype.str, v.shape, v.tobytes())
+        return v
+    return ([(op, tuple(ins), tuple(outs), tuple(sorted((k, repr(norm(v)))
+                                                        for k, v in attrs.items())))
+             for op, ins, outs, attrs in b.nodes],
+            sorted((n, a.dtype.str) for n, a in b.initializers.items()),
+            [(n, d) for n, d, _ in b.inputs], [(n, d) for n, d, _ in b.outputs])
+
+
+def _monomials(m):
+    return [()] + [(i,) for i in range(m)] + [(i, j) for i in range(m)
+                                              for j in range(i + 1, m)]
+
+
+def _dynamic_graph(model, args, kwargs, flat, names, output_names, training, dynamic_axes,
+                   opset):
+    """The graph of ``model`` with the ``dynamic_axes`` sizes computed from its inputs."""
+    shapes = {n: tuple(t.shape) for n, t in zip(names, flat)}
+    probe, onames, result = _graph(model, args, kwargs, flat, names, output_names, training)
+    shapes.update({n: tuple(s) for n, _, s in probe.outputs})
+    spec = _axes_spec(dynamic_axes, names, onames, shapes)
+    if not spec:
+        return probe, onames
+    syms, base, source = [], [], {}
+    for (name, axis), sym in spec.items():
+        if name not in shapes or name in onames:
+            continue
+        n = shapes[name][axis]
+        if sym not in source:
+            syms.append(sym)
+            base.append(n)
+            source[sym] = (name, axis)
+        elif base[syms.index(sym)] != n:
+            raise ValueError(f"dynamic_axes: the axes named {sym!r} have different sizes in "
+                             f"the example inputs ({base[syms.index(sym)]} and {n})")
+    out_only = {sym for (name, _), sym in spec.items() if name in onames} - set(syms)
+    if out_only and not syms:
+        raise ValueError(f"dynamic_axes: {sorted(out_only)} name axes of outputs only; an "
+                         f"output's dynamic size must come from an input's dynamic axis")
+    mono = _monomials(len(syms))
+
+    def inputs_at(sizes):
+        by = dict(zip(syms, sizes))
+        out = []
+        for n, t in zip(names, flat):
+            axes = [(a, by[sym]) for (name, a), sym in spec.items() if name == n and sym in by]
+            out.append(_resized(t, axes) if axes else t)
+        return out
+
+    def call_args(tensors):
+        it = iter(tensors)
+        return tree_map_only(C.TensorBase, lambda t: next(it), (args, kwargs))
+
+    pools = [[[u + d for d in _OFFSETS if u + d >= 2] for u in base]]
+    pools += [[list(p) for _ in base] for p in _PRIMES]
+    failures = []
+    for pool in pools:
+        count = len(mono) + 1
+        assign = [[p[(k + 3 * i) % len(p)] for i, p in enumerate(pool)] for k in range(count)]
+        M = np.array([[math.prod(sz[i] for i in t) for t in mono] for sz in assign],
+                     dtype=np.float64)
+        if np.linalg.matrix_rank(M) < len(mono):
+            continue
+        builders = []
+        for sz in assign:
+            vals = inputs_at(sz)
+            a2, k2 = call_args(vals)
+            try:
+                builders.append(_graph(model, a2, k2, vals, names, output_names,
+                                       training)[0])
+            except Exception as e:
+                failures.append(f"the model failed with the sizes {dict(zip(syms, sz))} "
+                                f"({type(e).__name__}: {e})")
+                break
+        if len(builders) < count:
+            continue
+        sig = _signature(builders[0])
+        if any(_signature(b) != sig for b in builders[1:]):
+            failures.append("its operators change with the sizes of the dynamic axes (a loop "
+                            "over a dynamic dimension, such as an LSTM's unrolled steps over "
+                            "time, or a choice made on a size)")
+            continue
+        try:
+            b = _symbolic(builders, assign, mono, syms, source, spec, onames)
+        except NotImplementedError as e:
+            failures.append(str(e))
+            continue
+        fresh = [[x for x in p if x not in {a[i] for a in assign}] or p
+                 for i, p in enumerate(pool)]
+        _verify(b, opset, model, training, names, onames, flat, inputs_at,
+                [base, [p[-1] for p in fresh]], call_args, syms)
+        return b, onames
+    raise NotImplementedError(f"ember.onnx.export: dynamic_axes={dynamic_axes!r}: the graph "
+                              f"cannot be made independent of those sizes: "
+                              f"{'; '.join(dict.fromkeys(failures))}")
+
+
+def _symbolic(builders, assign, mono, syms, source, spec, onames):
+    """The first builder with every constant that varies across ``builders`` computed from
+    the inputs' dynamic sizes."""
+    b = builders[0]
+    M = np.array([[math.prod(sz[i] for i in t) for t in mono] for sz in assign],
+                 dtype=np.float64)
+    pre = []
+    terms = {}
+    for i, sym in enumerate(syms):
+        name, axis = source[sym]
+        out = b.fresh(f"size_{i}")
+        pre.append(("Shape", [name], [out], {"start": axis, "end": axis + 1}))
+        terms[(i,)] = out
+    for t in mono:
+        if len(t) == 2:
+            out = b.fresh("size_product")
+            pre.append(("Mul", [terms[(t[0],)], terms[(t[1],)]], [out], {}))
+            terms[t] = out
+    for name, arr in list(b.initializers.items()):
+        values = [bb.initializers[name] for bb in builders]
+        if all(v.shape == arr.shape and np.array_equal(v, arr) for v in values[1:]):
+            continue
+        if arr.dtype != np.int64 or any(v.shape != arr.shape for v in values[1:]):
+            users = sorted({op for op, ins, _, _ in b.nodes if name in ins})
+            raise NotImplementedError(
+                f"a constant of {', '.join(users) or 'the graph'} ({arr.dtype}, shape "
+                f"{arr.shape}) changes with the dynamic sizes in a way a shape "
+                f"computation cannot express")
+        Y = np.stack([v.reshape(-1).astype(np.float64) for v in values])
+        coef = np.rint(np.linalg.lstsq(M, Y, rcond=None)[0]).astype(np.int64)
+        if not np.array_equal(M.astype(np.int64) @ coef, Y.astype(np.int64)):
+            raise NotImplementedError(
+                f"a shape constant ({arr.reshape(-1).tolist()} at the first sizes) is not a "
+                f"polynomial of the dynamic sizes")
+        acc = b.const(coef[0], name=b.fresh("dyn_const"))
+        for k, t in enumerate(mono[1:], 1):
+            if coef[k].any():
+                c = b.const(coef[k], name=b.fresh("dyn_const"))
+                prod = b.fresh("dyn_term")
+                pre.append(("Mul", [c, terms[t]], [prod], {}))
+                total = b.fresh("dyn_sum")
+                pre.append(("Add", [acc, prod], [total], {}))
+                acc = total
+        pre.append(("Reshape", [acc, b.const(np.array(arr.shape, np.int64),
+                                             name=b.fresh("dyn_shape"))], [name], {}))
+        del b.initializers[name]
+    b.nodes[:0] = pre
+    b._consts.clear()
+
+    def dims(name, shape, others):
+        out = []
+        for a, n in enumerate(shape):
+            sym = spec.get((name, a))
+            if sym is None and any(o[a] != n for o in others):
+                sym = f"{name}_dim_{a}"
+            out.append(sym if sym is not None else n)
+        return tuple(out)
+    b.inputs = [(n, d, dims(n, s, [bb.inputs[k][2] for bb in builders[1:]]))
+                for k, (n, d, s) in enumerate(b.inputs)]
+    b.outputs = [(n, d, dims(n, s, [bb.outputs[k][2] for bb in builders[1:]]))
+                 for k, (n, d, s) in enumerate(b.outputs)]
+    return b
+
+
+def _verify(b, opset, model, training, names, onames, flat, inputs_at, sizes_list, call_args,
+            syms):
+    """Run the dynamic graph with onnxruntime at each of ``sizes_list`` against ember's
+    eager result; NotImplementedError when it differs."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise ImportError("ember.onnx.export(dynamic_axes=...) checks the graph it builds "
+                          "with onnxruntime: pip install onnxruntime") from None
+    proto = _model_proto(b, opset)
+    sess = onnxruntime.InferenceSession(proto.SerializeToString(),
+                                        providers=["CPUExecutionProvider"])
+    for sizes in sizes_list:
+        vals = inputs_at(sizes)
+        a2, k2 = call_args(vals)
+        mode = select_model_mode_for_export(model, TrainingMode(training)) \
+            if isinstance(model, Module) else contextlib.nullcontext()
+        with mode, no_grad():
+            want = _tensors(model(*a2, **k2))
+        feed = {n: np.ascontiguousarray(t.detach().cpu().numpy()) for n, t in zip(names, vals)}
+        try:
+            got = sess.run(None, feed)
+            for g, w in zip(got, want):
+                w = w.detach().cpu().numpy()
+                scale = float(np.max(np.abs(w))) if w.size and w.dtype.kind == "f" else 1.0
+                np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * max(1.0, scale))
+        except Exception as e:
+            raise NotImplementedError(
+                f"ember.onnx.export: dynamic_axes: the graph built for dynamic sizes does not "
+                f"reproduce the model at {dict(zip(syms, sizes))}: {str(e)[:500]}") from None
 
 
 _AXES_AS_ATTRIBUTE = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"}

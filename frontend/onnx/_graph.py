@@ -248,6 +248,11 @@ class Translator:
             box = _box(shape, stride, offset, fshape)
             if box is not None:
                 return self._slice(fname, box, shape)
+            base = _base_of(shape, stride, s.numel)   # (a box of another shape of it)
+            box = _box(shape, stride, offset, base) if base else None
+            if box is not None:
+                return self._slice(self.b.node("Reshape", [fname, self.b.ints(base)]), box,
+                                   shape)
         flat = self._flat(s)
         if offset == 0 and n == s.numel and _contiguous(shape, stride):
             return self.b.node("Reshape", [flat, self.b.ints(shape)])
@@ -506,10 +511,9 @@ def _max_pool(tr, op, args, attrs):
     y, ind = tr.b.node("MaxPool", [xn], at, outputs=2)
     tr.write(values, y, tuple(values[2]))
     # ONNX counts indices over the whole tensor, PyTorch within each (n, c) plane
-    n, c = xs[0], xs[1]
+    # (plane (n, c) starts at (n C + c) * plane: the remainder is the index within it)
     plane = math.prod(xs[2:])
-    base = (np.arange(n * c, dtype=np.int64) * plane).reshape([n, c] + [1] * (len(xs) - 2))
-    ind = tr.b.node("Sub", [ind, tr.b.const(base)])
+    ind = tr.b.node("Mod", [ind, tr.b.const(np.array(plane, np.int64))])
     tr.write(indices, _cast(tr, ind, D.int64, indices[5]), tuple(indices[2]))
 
 
@@ -704,8 +708,14 @@ def _sdpa(tr, op, args, attrs):
     s = B.node("Mul", [s, B.const(np.array(scale, dtype=npd))])
     L, S = qs[-2], ks[-2]
     if tr.value(attrs.get("is_causal", ("c", False))):
-        keep = np.tril(np.ones((L, S), dtype=bool))
-        s = B.node("Where", [B.const(keep), s, B.const(np.array(-np.inf, dtype=npd))])
+        # keep key j <= query i: a comparison of two ranges (no L x S constant)
+        zero, one = B.const(np.array(0, np.int64)), B.const(np.array(1, np.int64))
+        rows = B.node("Reshape", [B.node("Range", [zero, B.const(np.array(L, np.int64)), one]),
+                                  B.ints([L, 1])])
+        cols = B.node("Reshape", [B.node("Range", [zero, B.const(np.array(S, np.int64)), one]),
+                                  B.ints([1, S])])
+        keep = B.node("LessOrEqual", [cols, rows])
+        s = B.node("Where", [keep, s, B.const(np.array(-np.inf, dtype=npd))])
     if mask[0] == "t":
         mn, _ = tr.read(mask, broadcast=True)
         if mask[5].name == "bool":

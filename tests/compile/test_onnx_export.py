@@ -118,6 +118,102 @@ def test_transposed_convolutions(dims, kw):
     export_and_compare(build(enn), build(torch.nn), rand(2, 4, *([5] * dims)))
 
 
+def _dims(value_info):
+    return [d.dim_param or d.dim_value for d in value_info.type.tensor_type.shape.dim]
+
+
+class _TinyGPT:
+    """A GPT block as public reimplementations write it: token and position embeddings
+    (``arange(T)``), a fused qkv projection split in three, heads by view / transpose,
+    causal attention, and the view back."""
+
+    @staticmethod
+    def build(nn, lib):
+        F = nn.functional
+
+        class GPT(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tok, self.pos = nn.Embedding(20, 8), nn.Embedding(16, 8)
+                self.ln = nn.LayerNorm(8)
+                self.qkv, self.head = nn.Linear(8, 24), nn.Linear(8, 20)
+
+            def forward(self, idx):
+                B, T = idx.shape
+                x = self.ln(self.tok(idx) + self.pos(lib.arange(T)))
+                q, k, v = self.qkv(x).split(8, dim=2)
+                q, k, v = (t.view(B, T, 2, 4).transpose(1, 2) for t in (q, k, v))
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return self.head(x + y.transpose(1, 2).contiguous().view(B, T, 8))
+        return GPT()
+
+
+@pytest.mark.parametrize("name", ["cnn", "gpt", "cat"])
+def test_dynamic_axes_graphs_run_at_other_sizes_as_pytorch(name):
+    # the graph takes other batch (and sequence, and image) sizes; onnxruntime runs it at
+    # sizes the export never saw, against PyTorch with the same weights
+    rng = np.random.default_rng(0)
+    if name == "cnn":
+        def build(nn, lib):
+            return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                                 nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 4 * 4, 5))
+        example = rand(2, 3, 8, 8)
+        axes = {"x": {0: "batch"}, "logits": {0: "batch"}}
+        others = [rand(7, 3, 8, 8, seed=1), rand(1, 3, 8, 8, seed=2)]
+    elif name == "gpt":
+        build = _TinyGPT.build
+        example = rng.integers(0, 20, (2, 6))
+        axes = {"x": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
+        others = [rng.integers(0, 20, (3, 11)), rng.integers(0, 20, (1, 16))]
+    else:
+        def build(nn, lib):    # a U-Net's skip connection: cat along channels
+            class Skip(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+                def forward(self, x):
+                    return lib.cat([x, self.conv(x).relu()], 1)[:, 1:]
+            return Skip()
+        example = rand(2, 3, 8, 8)
+        axes = {"x": {0: "batch", 2: "h", 3: "w"}, "logits": [0, 2, 3]}
+        others = [rand(1, 3, 12, 10, seed=3), rand(4, 3, 5, 9, seed=4)]
+    ember.manual_seed(0)
+    e, t = twin(build(enn, ember), build(torch.nn, torch))
+    prog = ember.onnx.export(e, (ember.tensor(example),), input_names=["x"],
+                             output_names=["logits"], dynamic_axes=axes)
+    graph = prog.model_proto.graph
+    want_in = [axes["x"].get(a, n) for a, n in enumerate(example.shape)]
+    assert _dims(graph.input[0]) == want_in
+    out_axes = axes["logits"]
+    if isinstance(out_axes, list):      # PyTorch's names for a list of axes
+        out_axes = {a: f"logits_dynamic_axes_{k + 1}" for k, a in enumerate(out_axes)}
+    assert all(_dims(graph.output[0])[a] == sym for a, sym in out_axes.items())
+    for x in [example] + others:
+        got = run_ort(prog.model_proto, x)[0]
+        with torch.no_grad():
+            want = t(torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+
+
+def test_dynamic_axes_that_cannot_be_expressed_are_refused():
+    # an LSTM layer is unrolled over its time steps: the operators change with the length
+    lstm = enn.LSTM(4, 8, batch_first=True)
+    x = ember.randn(2, 5, 4)
+    with pytest.raises(NotImplementedError, match="operators change"):
+        ember.onnx.export(lstm, (x,), dynamic_axes={"input": {0: "b", 1: "t"}})
+    prog = ember.onnx.export(lstm, (x,), dynamic_axes={"input": {0: "b"}})  # batch only
+    got = run_ort(prog.model_proto, rand(3, 5, 4))
+    with ember.no_grad():
+        want = lstm.eval()(ember.tensor(rand(3, 5, 4)))[0].numpy()
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="different sizes"):
+        ember.onnx.export(lambda a, b: a.sum(0) + b.sum(0), (ember.ones(2, 3), ember.ones(4, 3)),
+                          dynamic_axes={"a": {0: "n"}, "b": {0: "n"}})
+    with pytest.raises(ValueError, match="out of range"):
+        ember.onnx.export(lambda a: a * 2, (ember.ones(2, 3),), dynamic_axes={"a": {2: "n"}})
+
+
 def test_mlp_with_norms_and_gelu():
     def build(nn):
         return nn.Sequential(nn.Linear(10, 16), nn.LayerNorm(16), nn.GELU(),
@@ -205,9 +301,8 @@ def test_data_dependent_control_flow_is_an_error_naming_the_line():
 def test_unsupported_ops_and_options_raise_not_implemented():
     with pytest.raises(NotImplementedError, match="random op 'uniform'"):
         ember.onnx.export(lambda x: x + ember.rand(3), (ember.ones(3),))
-    with pytest.raises(NotImplementedError, match="dynamic_axes"):
-        ember.onnx.export(lambda x: x + 1, (ember.ones(3),),
-                          dynamic_axes={"x": {0: "batch"}})
+    with pytest.raises(NotImplementedError, match="dynamic_shapes"):
+        ember.onnx.export(lambda x: x + 1, (ember.ones(3),), dynamic_shapes={"x": {0: "b"}})
     with pytest.raises(NotImplementedError, match="linalg_qr"):
         ember.onnx.export(lambda x: ember.linalg.qr(x)[0], (ember.ones(3, 3),))
     with pytest.raises(ValueError, match="opset_version"):
