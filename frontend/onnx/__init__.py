@@ -573,18 +573,27 @@ def _model_proto(b: Builder, opset: int):
     def attr(v):
         if isinstance(v, tuple) and len(v) == 2 and v[0] == "dtype":
             return elem(v[1])
+        if isinstance(v, tuple) and len(v) == 4 and v[0] == "graph":    # a loop's body
+            _, body, ins, outs = v
+            inner.update(x for _, i, _, _ in body for x in i)
+            return helper.make_graph(
+                [helper.make_node(op, i, o, **{k: attr(a) for k, a in at.items()})
+                 for op, i, o, at in body], "body",
+                [helper.make_tensor_value_info(n, elem(d), None) for n, d in ins],
+                [helper.make_tensor_value_info(n, elem(d), None) for n, d in outs])
         if isinstance(v, np.ndarray):
             return numpy_helper.from_array(v)
         return v
 
     nodes = []
+    inner = set()       # names a loop body reads from the graph around it
     for op_type, ins, outs, attrs in b.nodes:
         attrs = {k: attr(v) for k, v in attrs.items()}
         if opset < 18 and op_type in _AXES_AS_ATTRIBUTE and len(ins) == 2:
             attrs["axes"] = [int(a) for a in b.initializers[ins[1]]]
             ins = ins[:1]
         nodes.append(helper.make_node(op_type, ins, outs, **attrs))
-    used = {i for n in nodes for i in n.input}
+    used = {i for n in nodes for i in n.input} | inner
     inits = [numpy_helper.from_array(np.array(a, order="C", copy=True), name)
              for name, a in b.initializers.items() if name in used]
     graph = helper.make_graph(

@@ -728,29 +728,37 @@ def _sdpa(tr, op, args, attrs):
 
 @_translator("lstm_layer")
 def _lstm_layer(tr, op, args, attrs):
-    """The recurrence unrolled over its (static) steps, gates in PyTorch's i, f, g, o
-    order: h, c of every step stacked as (2, T, B, H)."""
+    """The recurrence as an ONNX ``Scan`` over the steps (any length), gates in PyTorch's
+    i, f, g, o order; its body is one step: h, c of every step stacked as (2, T, B, H)."""
     out, gi, whh, h0, c0 = args
     B = tr.b
     gn, gs = tr.read(gi)
     wn, _ = tr.read(whh)
     h, _ = tr.read(h0)
     c, _ = tr.read(c0)
-    T, H = gs[0], gs[2] // 4
+    H = gs[2] // 4
+    dt = gi[5].name
     wt = B.node("Transpose", [wn], {"perm": [1, 0]})
-    steps = range(T - 1, -1, -1) if tr.value(attrs.get("reverse", ("c", False))) else range(T)
-    hs, cs = [None] * T, [None] * T
-    for t in steps:
-        g_t = B.node("Gather", [gn, B.const(np.array(t, np.int64))], {"axis": 0})
-        gates = B.node("Add", [g_t, B.node("MatMul", [h, wt])])
-        i, f, g, o = B.node("Split", [gates, B.ints([H] * 4)], {"axis": 1}, outputs=4)
-        c = B.node("Add", [B.node("Mul", [B.node("Sigmoid", [f]), c]),
-                           B.node("Mul", [B.node("Sigmoid", [i]), B.node("Tanh", [g])])])
-        h = B.node("Mul", [B.node("Sigmoid", [o]), B.node("Tanh", [c])])
-        hs[t], cs[t] = h, c
+    hp, cp, g_t = B.fresh("h_prev"), B.fresh("c_prev"), B.fresh("gates_in")
+    body = []
+
+    def step(op_type, ins, attrs=None, outputs=1):
+        outs = [B.fresh(op_type) for _ in range(outputs)]
+        body.append((op_type, list(ins), outs, dict(attrs or {})))
+        return outs[0] if outputs == 1 else outs
+    gates = step("Add", [g_t, step("MatMul", [hp, wt])])   # (w_hh from the outer graph)
+    i, f, g, o = step("Split", [gates, B.ints([H] * 4)], {"axis": 1}, outputs=4)
+    c_new = step("Add", [step("Mul", [step("Sigmoid", [f]), cp]),
+                         step("Mul", [step("Sigmoid", [i]), step("Tanh", [g])])])
+    h_new = step("Mul", [step("Sigmoid", [o]), step("Tanh", [c_new])])
+    h_out, c_out = step("Identity", [h_new]), step("Identity", [c_new])
+    graph = ("graph", body, [(hp, dt), (cp, dt), (g_t, dt)],
+             [(h_new, dt), (c_new, dt), (h_out, dt), (c_out, dt)])
+    rev = 1 if tr.value(attrs.get("reverse", ("c", False))) else 0
+    _, _, hh, cc = B.node("Scan", [h, c, gn],
+                          {"body": graph, "num_scan_inputs": 1, "scan_input_directions": [rev],
+                           "scan_output_directions": [rev, rev]}, outputs=4)
     zero = B.ints([0])
-    hh = B.node("Concat", [B.node("Unsqueeze", [x, zero]) for x in hs], {"axis": 0})
-    cc = B.node("Concat", [B.node("Unsqueeze", [x, zero]) for x in cs], {"axis": 0})
     y = B.node("Concat", [B.node("Unsqueeze", [hh, zero]), B.node("Unsqueeze", [cc, zero])],
                {"axis": 0})
     tr.write(out, y, tuple(out[2]))

@@ -197,16 +197,34 @@ def test_dynamic_axes_graphs_run_at_other_sizes_as_pytorch(name):
 
 
 def test_dynamic_axes_that_cannot_be_expressed_are_refused():
-    # an LSTM layer is unrolled over its time steps: the operators change with the length
-    lstm = enn.LSTM(4, 8, batch_first=True)
-    x = ember.randn(2, 5, 4)
+    # a Python loop over a dynamic dimension: the operators change with its size
+    def rows(x):
+        return sum(x[i] * (i + 1) for i in range(x.shape[0]))
     with pytest.raises(NotImplementedError, match="operators change"):
-        ember.onnx.export(lstm, (x,), dynamic_axes={"input": {0: "b", 1: "t"}})
-    prog = ember.onnx.export(lstm, (x,), dynamic_axes={"input": {0: "b"}})  # batch only
-    got = run_ort(prog.model_proto, rand(3, 5, 4))
-    with ember.no_grad():
-        want = lstm.eval()(ember.tensor(rand(3, 5, 4)))[0].numpy()
-    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-5)
+        ember.onnx.export(rows, (ember.randn(3, 4),), dynamic_axes={"x": {0: "n"}})
+    assert run_ort(ember.onnx.export(rows, (ember.randn(3, 4),), dynamic_axes={
+        "x": {1: "m"}}).model_proto, rand(3, 6))[0].shape == (6,)
+
+
+def test_lstm_exports_as_a_scan_over_any_length():
+    # the time loop is an ONNX Scan: batch and sequence length may both change
+    def build(nn):
+        return nn.LSTM(4, 8, num_layers=2, batch_first=True, bidirectional=True)
+    ember.manual_seed(0)
+    e, t = twin(build(enn), build(torch.nn))
+    prog = ember.onnx.export(e, (ember.randn(2, 5, 4),), input_names=["x"],
+                             dynamic_axes={"x": {0: "b", 1: "t"}})
+    assert "Scan" in {n.op_type for n in prog.model_proto.graph.node}
+    for shape in [(2, 5, 4), (3, 9, 4), (1, 2, 4)]:
+        x = rand(*shape)
+        got = run_ort(prog.model_proto, x)
+        with torch.no_grad():
+            want = torch.utils._pytree.tree_leaves(t(torch.from_numpy(x)))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=2e-5)
+
+
+def test_dynamic_axes_errors():
     with pytest.raises(ValueError, match="different sizes"):
         ember.onnx.export(lambda a, b: a.sum(0) + b.sum(0), (ember.ones(2, 3), ember.ones(4, 3)),
                           dynamic_axes={"a": {0: "n"}, "b": {0: "n"}})
