@@ -445,8 +445,9 @@ def _dynamic_graph(model, args, kwargs, flat, names, output_names, training, dyn
         sig = _signature(builders[0])
         if any(_signature(b) != sig for b in builders[1:]):
             failures.append("its operators change with the sizes of the dynamic axes (a loop "
-                            "over a dynamic dimension, such as an LSTM's unrolled steps over "
-                            "time, or a choice made on a size)")
+                            "over a dynamic dimension, such as a GRU's or RNN's steps over "
+                            "time, a pooling window set by a size, or a choice made on a "
+                            "size)")
             continue
         try:
             b = _symbolic(builders, assign, mono, syms, source, spec, onames)
@@ -461,6 +462,54 @@ def _dynamic_graph(model, args, kwargs, flat, names, output_names, training, dyn
     raise NotImplementedError(f"ember.onnx.export: dynamic_axes={dynamic_axes!r}: the graph "
                               f"cannot be made independent of those sizes: "
                               f"{'; '.join(dict.fromkeys(failures))}")
+
+
+def _fit(M, Y, assign, mono, arr, reshape_target=False):
+    """Per term (a monomial of ``mono``, or ``("floor", i, a, d)``: (s_i + a) // d, the
+    output size of a strided convolution or pooling) the integer coefficient vector that
+    gives each element of the varying constant (rows of ``Y``: its values at ``assign``);
+    the constant term under ``()``. An element that fits neither is -1 when the constant is
+    only a Reshape's target shape (``reshape_target``) and it is the only one (Reshape
+    infers it); else NotImplementedError."""
+    L = Y.shape[1]
+    coef = np.rint(np.linalg.lstsq(M, Y.astype(np.float64), rcond=None)[0]).astype(np.int64)
+    exact = np.all(M.astype(np.int64) @ coef == Y, axis=0)
+    vectors = {t: coef[k] * exact for k, t in enumerate(mono)}
+    S = np.array(assign, dtype=np.int64)
+    unfitted = []
+    for e in np.flatnonzero(~exact):
+        y = Y[:, e]
+        for i in range(S.shape[1]):
+            found = None
+            for d in range(2, 65):
+                for a in range(-1, d):
+                    f = (S[:, i] + a) // d
+                    if f[0] == f[1] == f[-1]:
+                        continue
+                    A = np.stack([np.ones_like(f), f], 1).astype(np.float64)
+                    c = np.rint(np.linalg.lstsq(A, y.astype(np.float64), rcond=None)[0])
+                    c = c.astype(np.int64)
+                    if np.array_equal(c[0] + c[1] * f, y):
+                        found = (("floor", i, a, d), c)
+                        break
+                if found:
+                    break
+            if found:
+                break
+        if not found:
+            if not reshape_target or (Y == -1).any() or unfitted:
+                raise NotImplementedError(
+                    f"a shape constant ({arr.reshape(-1).tolist()} at the first sizes) is "
+                    f"neither a polynomial of the dynamic sizes nor a strided layer's "
+                    f"(s + a) // d")
+            unfitted.append(e)      # a Reshape infers one size from the others: -1
+            vectors[()][e] = -1
+            continue
+        t, c = found
+        vectors[()][e] = c[0]
+        vectors.setdefault(t, np.zeros(L, np.int64))[e] = c[1]
+    const = vectors.pop(())
+    return {(): const, **{t: v for t, v in vectors.items() if v.any()}}
 
 
 def _symbolic(builders, assign, mono, syms, source, spec, onames):
@@ -491,21 +540,28 @@ def _symbolic(builders, assign, mono, syms, source, spec, onames):
                 f"a constant of {', '.join(users) or 'the graph'} ({arr.dtype}, shape "
                 f"{arr.shape}) changes with the dynamic sizes in a way a shape "
                 f"computation cannot express")
-        Y = np.stack([v.reshape(-1).astype(np.float64) for v in values])
-        coef = np.rint(np.linalg.lstsq(M, Y, rcond=None)[0]).astype(np.int64)
-        if not np.array_equal(M.astype(np.int64) @ coef, Y.astype(np.int64)):
-            raise NotImplementedError(
-                f"a shape constant ({arr.reshape(-1).tolist()} at the first sizes) is not a "
-                f"polynomial of the dynamic sizes")
-        acc = b.const(coef[0], name=b.fresh("dyn_const"))
-        for k, t in enumerate(mono[1:], 1):
-            if coef[k].any():
-                c = b.const(coef[k], name=b.fresh("dyn_const"))
-                prod = b.fresh("dyn_term")
-                pre.append(("Mul", [c, terms[t]], [prod], {}))
-                total = b.fresh("dyn_sum")
-                pre.append(("Add", [acc, prod], [total], {}))
-                acc = total
+        Y = np.stack([v.reshape(-1).astype(np.int64) for v in values])
+        target = all(op == "Reshape" and name not in ins[:1] and ins[1:2] == [name]
+                     for op, ins, _, _ in b.nodes if name in ins)
+        vectors = _fit(M, Y, assign, mono, arr, target)
+        acc = b.const(vectors.pop(()), name=b.fresh("dyn_const"))
+        for t, vec in vectors.items():
+            if t not in terms:      # a floor term: (size_i + a) // d
+                _, i, a, d = t
+                plus = b.fresh("dyn_shift")
+                pre.append(("Add", [terms[(i,)], b.const(np.array([a], np.int64),
+                                                         name=b.fresh("dyn_const"))],
+                            [plus], {}))
+                terms[t] = b.fresh("dyn_floor")
+                pre.append(("Div", [plus, b.const(np.array([d], np.int64),
+                                                  name=b.fresh("dyn_const"))],
+                            [terms[t]], {}))
+            c = b.const(vec, name=b.fresh("dyn_const"))
+            prod = b.fresh("dyn_term")
+            pre.append(("Mul", [c, terms[t]], [prod], {}))
+            total = b.fresh("dyn_sum")
+            pre.append(("Add", [acc, prod], [total], {}))
+            acc = total
         pre.append(("Reshape", [acc, b.const(np.array(arr.shape, np.int64),
                                              name=b.fresh("dyn_shape"))], [name], {}))
         del b.initializers[name]

@@ -504,6 +504,18 @@ def _max_pool(tr, op, args, attrs):
     kernel = list(tr.value(attrs["kernel"]))
     dilation = list(tr.value(attrs["dilation"]))
     xn, xs = tr.read(x)
+    B = tr.b
+    if (kernel == list(xs[2:]) and all(b == 1 for b in tr.value(attrs["blocks"]))
+            and not any(tr.value(attrs["padding"]))):
+        # one window over the whole plane (adaptive max pooling to 1): no window size in
+        # the graph, so the plane's size may be dynamic
+        y = B.node("GlobalMaxPool", [xn])
+        flat = B.node("Reshape", [xn, B.ints([xs[0], xs[1], -1])])
+        ind = B.node("ArgMax", [flat], {"axis": 2, "keepdims": 1})
+        ind = B.node("Reshape", [ind, B.ints(list(values[2]))])
+        tr.write(values, y, tuple(values[2]))
+        tr.write(indices, _cast(tr, ind, D.int64, indices[5]), tuple(indices[2]))
+        return
     at = _pool_attrs(xs, kernel, list(tr.value(attrs["stride"])),
                      list(tr.value(attrs["padding"])), dilation,
                      list(tr.value(attrs["blocks"])))
@@ -511,9 +523,10 @@ def _max_pool(tr, op, args, attrs):
     y, ind = tr.b.node("MaxPool", [xn], at, outputs=2)
     tr.write(values, y, tuple(values[2]))
     # ONNX counts indices over the whole tensor, PyTorch within each (n, c) plane
-    # (plane (n, c) starts at (n C + c) * plane: the remainder is the index within it)
-    plane = math.prod(xs[2:])
-    ind = tr.b.node("Mod", [ind, tr.b.const(np.array(plane, np.int64))])
+    # (plane (n, c) starts at (n C + c) * plane: the remainder is the index within it;
+    # the plane's size from the input's shape, which may be dynamic)
+    plane = B.node("ReduceProd", [B.node("Shape", [xn], {"start": 2})], {"keepdims": 0})
+    ind = B.node("Mod", [ind, plane])
     tr.write(indices, _cast(tr, ind, D.int64, indices[5]), tuple(indices[2]))
 
 

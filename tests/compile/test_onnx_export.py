@@ -148,7 +148,7 @@ class _TinyGPT:
         return GPT()
 
 
-@pytest.mark.parametrize("name", ["cnn", "gpt", "cat"])
+@pytest.mark.parametrize("name", ["cnn", "gpt", "cat", "strided"])
 def test_dynamic_axes_graphs_run_at_other_sizes_as_pytorch(name):
     # the graph takes other batch (and sequence, and image) sizes; onnxruntime runs it at
     # sizes the export never saw, against PyTorch with the same weights
@@ -165,6 +165,14 @@ def test_dynamic_axes_graphs_run_at_other_sizes_as_pytorch(name):
         example = rng.integers(0, 20, (2, 6))
         axes = {"x": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
         others = [rng.integers(0, 20, (3, 11)), rng.integers(0, 20, (1, 16))]
+    elif name == "strided":
+        def build(nn, lib):    # image sizes through strided layers: (s + a) // d sizes
+            return nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
+                                 nn.MaxPool2d(2), nn.Conv2d(8, 8, 1), nn.AdaptiveAvgPool2d(1),
+                                 nn.Flatten(), nn.Linear(8, 4))
+        example = rand(2, 3, 16, 16)
+        axes = {"x": {0: "batch", 2: "h", 3: "w"}, "logits": {0: "batch"}}
+        others = [rand(1, 3, 23, 18, seed=5), rand(3, 3, 9, 30, seed=6)]
     else:
         def build(nn, lib):    # a U-Net's skip connection: cat along channels
             class Skip(nn.Module):
