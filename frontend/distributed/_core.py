@@ -6,6 +6,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 import zlib
 from datetime import timedelta
 
@@ -14,6 +15,7 @@ import numpy as np
 import ember
 from ember.dispatcher.core import TensorBase
 
+from . import _backend as backends
 from . import _lifecycle as lifecycle
 
 
@@ -75,7 +77,43 @@ class ProcessGroup:
         return f"<ProcessGroup mpi rank {self.rank()} of {self.size()}>"
 
 
+class _WorldMeta(type):
+    """Gives ``group.WORLD`` and ``GroupMember.WORLD`` the default group of the moment."""
+
+    @property
+    def WORLD(cls) -> ProcessGroup | None:
+        return _WORLD
+
+
+class GroupMember(metaclass=_WorldMeta):
+    """``GroupMember.WORLD``: the default process group (None before
+    ``init_process_group``); ``GroupMember.NON_GROUP_MEMBER``: what ``new_group`` returns
+    on the ranks outside the new group (collectives given it do nothing, as PyTorch's).
+    """
+
+    NON_GROUP_MEMBER = -100
+
+
+class group(metaclass=_WorldMeta):
+    """``group.WORLD``: the default process group (None before ``init_process_group``),
+    for ``group=`` arguments.
+    """
+
+
+def _outside(group, what: str) -> bool:
+    """Whether ``group`` is ``NON_GROUP_MEMBER`` (this rank is not in it): the collective
+    then returns without doing anything, with PyTorch's warning."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        rank = _WORLD.rank() if _WORLD is not None else -1
+        warnings.warn(f"Running {what} on global rank {rank} which does not belong to the "
+                      "given group.", stacklevel=3)
+        return True
+    return False
+
+
 _WORLD: ProcessGroup | None = None
+#: process groups made since the default group (get_pg_count)
+_PG_COUNT = 0
 _TIMEOUT = 300.0
 _SEQ = {}
 #: how long a wait goes on after a member of its group announced its exit: its last
@@ -87,16 +125,41 @@ def _checks() -> bool:
     return os.environ.get("EMBER_DIST_CHECKS", "1") != "0"
 
 
-def init_process_group(backend: str = "mpi", init_method=None, timeout=None, world_size=-1,
-                       rank=-1, store=None, group_name: str = "", **kwargs) -> None:
-    """Join the job started by ``mpiexec`` / ``python -m ember.distributed.run``.
-    Only the ``"mpi"`` backend exists; ``world_size`` and ``rank`` come from MPI (passing
-    other values than MPI's is an error)."""
-    global _WORLD, _TIMEOUT
-    if backend not in ("mpi", None):
-        raise ValueError(f"ember.distributed supports backend='mpi' only, got {backend!r}")
+def init_process_group(backend: str | None = None, init_method: str | None = None,
+                       timeout: timedelta | None = None, world_size: int = -1, rank: int = -1,
+                       store=None, group_name: str = "", pg_options=None,
+                       device_id=None) -> None:
+    """Join the job started by ``python -m ember.distributed.run -n N script.py`` (or
+    ``mpiexec``): every process of the MPI job becomes one rank of the default group.
+
+    ``backend``: ``"mpi"`` (also the default, ``None``). PyTorch's ``"gloo"``, ``"nccl"``
+    and ``"ucc"`` (and device lists such as ``"cpu:gloo,cuda:nccl"``) are accepted and run
+    over MPI too, so that a PyTorch script runs unchanged: the collectives and their
+    results are the same, only the transport differs (tensors of devices other than the CPU
+    are staged through the host; ``get_backend()`` answers ``"mpi"``). Other names are a
+    ``ValueError`` naming what ember supports.
+
+    The processes find each other through MPI, not through ``init_method``, ``store``, or
+    torchrun's ``MASTER_ADDR``/``MASTER_PORT`` (these are accepted and not used).
+    ``world_size`` and ``rank`` come from MPI (other values than MPI's are an error). A
+    process that no MPI launcher started is a world of size 1; if ``world_size`` or the
+    ``WORLD_SIZE`` environment variable (torchrun sets it) asks for more, this is a
+    ``RuntimeError`` that says how to launch, never a silent one-process run.
+
+    ``timeout``: how long any collective waits for the other ranks (default 300 s, or
+    ``EMBER_DIST_TIMEOUT``). ``pg_options`` and ``device_id`` are accepted and ignored.
+
+    Example (run with ``python -m ember.distributed.run -n 2 script.py``)::
+
+        import ember.distributed as dist
+        dist.init_process_group("gloo")      # runs over MPI
+        print(dist.get_rank(), dist.get_world_size())
+    """
+    global _WORLD, _TIMEOUT, _PG_COUNT
+    backends.transport_for(backend)
     if _WORLD is not None:
         raise RuntimeError("trying to initialize the default process group twice!")
+    backends.check_launch_environment(world_size)
     _start_mpi()
     comm = _mpi().COMM_WORLD.Dup()
     if world_size not in (-1, None) and world_size != comm.Get_size():
@@ -110,6 +173,7 @@ def init_process_group(backend: str = "mpi", init_method=None, timeout=None, wor
     elif os.environ.get("EMBER_DIST_TIMEOUT"):
         _TIMEOUT = float(os.environ["EMBER_DIST_TIMEOUT"])
     _WORLD = ProcessGroup(comm)
+    _PG_COUNT = 1
     threads = os.environ.get("EMBER_NUM_THREADS")
     if threads:   # set by ember.distributed.run: each rank's share of the cores
         ember.set_num_threads(int(threads))
@@ -146,52 +210,80 @@ def _group(group) -> ProcessGroup:
 
 
 def get_rank(group=None) -> int:
-    """The rank of this process in ``group`` (the default group if None).
+    """The rank of this process in ``group`` (the default group if None); -1 for
+    ``GroupMember.NON_GROUP_MEMBER``.
 
     Raises RuntimeError when the default process group is not initialised.
     """
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
     return _group(group).rank()
 
 
 def get_world_size(group=None) -> int:
-    """The number of processes in ``group`` (the default group if None)."""
+    """The number of processes in ``group`` (the default group if None); -1 for
+    ``GroupMember.NON_GROUP_MEMBER``."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
     return _group(group).size()
 
 
 def get_backend(group=None) -> str:
-    """The backend of ``group``: always ``"mpi"``."""
+    """The backend of ``group``: always ``"mpi"`` (also when ``init_process_group`` was
+    given PyTorch's ``"gloo"`` or ``"nccl"``, which run over MPI)."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("Invalid process group specified")
     _group(group)
-    return "mpi"
+    return backends.Backend.MPI
 
 
 def destroy_process_group(group=None) -> None:
     """Free ``group``'s communicator; with no argument (or the default group) tear down the
     default process group, after which ``is_initialized()`` is False.
     """
-    global _WORLD
+    global _WORLD, _PG_COUNT
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return
     if group is None or group is _WORLD:
         if _WORLD is not None:
             _WORLD.comm.Free()
         _WORLD = None
+        _PG_COUNT = 0
     else:
         group.comm.Free()
 
 
-def new_group(ranks=None, timeout=None, backend=None) -> ProcessGroup | None:
-    """A sub-group of ``ranks`` (every rank must call it, as in PyTorch). Ranks outside
-    the group get None."""
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
+              use_local_synchronization: bool = False, group_desc=None, device_id=None,
+              sort_ranks: bool = True):
+    """A sub-group of ``ranks`` (global ranks; every rank must call it, as in PyTorch;
+    group rank i is the i-th of the sorted ranks, or of ``ranks`` as given when
+    ``sort_ranks=False``). Ranks outside the group get
+    ``GroupMember.NON_GROUP_MEMBER``, on which collectives do nothing.
+
+    ``timeout``, ``backend``, ``pg_options``, ``group_desc`` and ``device_id`` are accepted
+    and ignored (every group runs over MPI with the default group's timeout);
+    ``use_local_synchronization=True`` (only the members call it) is not supported.
+    """
+    global _PG_COUNT
+    if use_local_synchronization:
+        raise NotImplementedError("new_group(use_local_synchronization=True): ember makes a "
+                                  "group with MPI_Comm_split, which every rank of the default "
+                                  "group must call; call new_group on every rank instead")
     world = _group(None)
+    _PG_COUNT += 1
     if ranks is None:
         barrier(world)     # MPI_Comm_dup blocks with no timeout
         return ProcessGroup(world.comm.Dup())
-    ranks = sorted(int(r) for r in ranks)
+    ranks = [int(r) for r in ranks]
+    ranks = sorted(ranks) if sort_ranks else ranks
     # MPI_Comm_split blocks with no timeout: first make sure every rank got here
     barrier(world)
     me = world.rank()
     color = 0 if me in ranks else _mpi().UNDEFINED
     comm = world.comm.Split(color, ranks.index(me) if me in ranks else 0)
     if comm == _mpi().COMM_NULL:
-        return None
+        return GroupMember.NON_GROUP_MEMBER
     return ProcessGroup(comm, ranks)
 
 
@@ -245,13 +337,15 @@ def _check_op(op):
         raise ValueError(f"unknown reduce op {op!r}; use ember.distributed.ReduceOp")
 
 
-def _wait(req, what, group, status=None):
-    """Wait for an MPI request, with the group's timeout (no silent hang)."""
+def _wait(req, what, group, status=None, timeout=None):
+    """Wait for an MPI request, with the group's timeout (or ``timeout`` seconds): no
+    silent hang."""
     if isinstance(req, list):
         for r in req:
-            _wait(r, what, group)
+            _wait(r, what, group, timeout=timeout)
         return
-    deadline = time.monotonic() + _TIMEOUT
+    limit = _TIMEOUT if timeout is None else timeout
+    deadline = time.monotonic() + limit
     spins = 0
     next_check = 0.0     # when to look for departure notices next
     gone_since = None
@@ -268,9 +362,9 @@ def _wait(req, what, group, status=None):
                 if now - gone_since > _DEPARTURE_GRACE_S:
                     _raise_departed(what, group, gone)
         if now > deadline:
-            raise RuntimeError(f"{what}: timed out after {_TIMEOUT:.0f} s waiting for the other "
-                               f"ranks of {group} (a rank died, or ranks called different "
-                               f"collectives)")
+            raise backends.DistBackendError(
+                f"{what}: timed out after {limit:.0f} s waiting for the other ranks of "
+                f"{group} (a rank died, or ranks called different collectives)")
 
 
 def _raise_departed(what, group, gone):
@@ -283,40 +377,69 @@ def _raise_departed(what, group, gone):
                        "calls in the same order.")
 
 
-def _agree(group, what, sig):
+#: the collectives that exchange descriptors, by checksum: to name the one another rank called
+_COLLECTIVES = {zlib.crc32(n.encode()): n for n in (
+    "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor", "gather",
+    "scatter", "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
+    "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list",
+    "new_subgroups")}
+
+
+def _agree(group, what, sig, describe=None):
     """All ranks must call the same collective with matching tensors: exchange a small
-    descriptor first and raise a clear error on mismatch (EMBER_DIST_CHECKS=0: skip)."""
+    descriptor first and raise a clear error on mismatch (EMBER_DIST_CHECKS=0: skip).
+    ``describe(sig)`` words a rank's descriptor for the error (default: dtype and shape)."""
     if not _checks():
         return
     MPI = _mpi()
     seq = _SEQ.get(id(group), 0) + 1
     _SEQ[id(group)] = seq
     mine = np.array([zlib.crc32(what.encode()), seq] + list(sig), dtype=np.int64)
-    n = np.array([mine.size], np.int64)
-    sizes = np.empty(group.size(), np.int64)
-    req = group.comm.Iallgather(n, sizes)
-    _wait(req, what, group)
-    if (sizes != sizes[0]).any():
-        bad = int(np.nonzero(sizes != sizes[0])[0][0])
-        raise RuntimeError(f"{what}: ranks disagree on the collective or tensor rank "
-                           f"(rank {bad} sent a different descriptor from rank 0)")
-    allsig = np.empty((group.size(), mine.size), np.int64)
-    req = group.comm.Iallgather(mine, allsig)
-    _wait(req, what, group)
+    # first which collective each rank called and its descriptor's length, then the rest
+    head = np.array([mine[0], mine.size], np.int64)
+    heads = np.empty((group.size(), 2), np.int64)
+    _wait(group.comm.Iallgather(head, heads), what, group)
     del MPI
     for r in range(group.size()):
+        if heads[r][0] != heads[0][0]:
+            names = [_COLLECTIVES.get(int(heads[i][0]), "another collective") for i in (0, r)]
+            raise RuntimeError(f"{what}: ranks called different collectives: rank 0 called "
+                               f"{names[0]}, rank {r} called {names[1]}")
+        if heads[r][1] != heads[0][1]:
+            raise RuntimeError(f"{what}: ranks disagree on the collective or tensor rank "
+                               f"(rank {r} sent a different descriptor from rank 0)")
+    allsig = np.empty((group.size(), mine.size), np.int64)
+    _wait(group.comm.Iallgather(mine, allsig), what, group)
+    for r in range(group.size()):
         if (allsig[r] != allsig[0]).any():
+            words = describe or _describe
             raise RuntimeError(f"{what}: mismatched tensors across ranks: rank 0 has "
-                               f"{_describe(allsig[0])}, rank {r} has {_describe(allsig[r])}")
+                               f"{words(allsig[0][2:])}, rank {r} has {words(allsig[r][2:])}")
+
+
+def _agree_or_raise(group, what, sig, problem, describe=None):
+    """:func:`_agree` for a collective whose arguments this rank found wrong
+    (``problem``, a sentence, or None): the other ranks learn it through the descriptor
+    and raise too, instead of waiting for this one; this rank raises ``ValueError``."""
+    if problem and not _checks():
+        raise ValueError(problem)
+    try:
+        _agree(group, what, list(sig) + [1 if problem else 0], describe)
+    except RuntimeError:
+        if problem:
+            raise ValueError(problem) from None
+        raise
+    if problem:
+        raise ValueError(problem)
 
 
 def _describe(sig):
     names = {v: k for k, v in _CODES.items()}
-    if len(sig) < 4:
+    if len(sig) < 2:
         return "?"
-    dtype = names.get(int(sig[2]), "?")
-    nd = int(sig[3])
-    return f"dtype {dtype} shape {tuple(int(v) for v in sig[4:4 + nd])}"
+    dtype = names.get(int(sig[0]), "?")
+    nd = int(sig[1])
+    return f"dtype {dtype} shape {tuple(int(v) for v in sig[2:2 + nd])}"
 
 
 def _sig(t):
@@ -372,6 +495,8 @@ def _run(req, what, group, async_op, finish):
 # ---- collectives ------------------------------------------------------------------------
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``tensor`` over all ranks, in place on every rank."""
+    if _outside(group, "all_reduce"):
+        return None
     g = _group(group)
     _check_op(op)
     _agree(g, "all_reduce", _sig(tensor) + [zlib.crc32(op.encode())])
@@ -401,6 +526,8 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
         async_op (bool): return a :class:`Work` to ``wait()`` on instead of blocking.
             Default: False.
     """
+    if _outside(group, "reduce"):
+        return None
     g = _group(group)
     _check_op(op)
     _agree(g, "reduce", _sig(tensor) + [dst])
@@ -420,6 +547,8 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
 
 def broadcast(tensor, src, group=None, async_op=False):
     """Copy ``tensor`` from rank ``src`` into the same tensor on every rank."""
+    if _outside(group, "broadcast"):
+        return None
     g = _group(group)
     _agree(g, "broadcast", _sig(tensor) + [src])
     b = _Buf(tensor, "broadcast", True)
@@ -429,6 +558,8 @@ def broadcast(tensor, src, group=None, async_op=False):
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """``tensor_list[r]`` receives rank r's ``tensor``."""
+    if _outside(group, "all_gather"):
+        return None
     g = _group(group)
     if len(tensor_list) != g.size():
         raise ValueError(f"all_gather(): tensor_list has {len(tensor_list)} tensors for a "
@@ -447,6 +578,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """Concatenate every rank's ``input_tensor`` along dim 0 into ``output_tensor``."""
+    if _outside(group, "all_gather_into_tensor"):
+        return None
     g = _group(group)
     if output_tensor.numel() != input_tensor.numel() * g.size():
         raise ValueError(f"all_gather_into_tensor(): output has {output_tensor.numel()} "
@@ -469,6 +602,8 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
         group (ProcessGroup, optional): the group; the default group if None.
         async_op (bool): return a :class:`Work` instead of blocking. Default: False.
     """
+    if _outside(group, "gather"):
+        return None
     g = _group(group)
     root = g.rank() == dst
     if root and (gather_list is None or len(gather_list) != g.size()):
@@ -495,6 +630,8 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
         group (ProcessGroup, optional): the group; the default group if None.
         async_op (bool): return a :class:`Work` instead of blocking. Default: False.
     """
+    if _outside(group, "scatter"):
+        return None
     g = _group(group)
     root = g.rank() == src
     if root and (scatter_list is None or len(scatter_list) != g.size()):
@@ -514,6 +651,8 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
     """``output`` on rank r receives the reduction over ranks of ``input_list[r]``."""
+    if _outside(group, "reduce_scatter"):
+        return None
     g = _group(group)
     _check_op(op)
     if len(input_list) != g.size():
@@ -530,6 +669,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """``input`` is every rank's contribution, ``world_size`` chunks along dim 0."""
+    if _outside(group, "reduce_scatter_tensor"):
+        return None
     g = _group(group)
     _check_op(op)
     if input.numel() != output.numel() * g.size():
@@ -551,17 +692,26 @@ def _reduce_scatter_block(g, send, output, op, async_op, what):
     return _run(req, what, g, async_op, finish)
 
 
-def barrier(group=None, async_op=False, device_ids=None):
+def barrier(group=None, async_op=False, device_ids=None, timeout: timedelta | None = None):
     """Block until every rank of ``group`` has reached the barrier (or return a
-    :class:`Work` to wait on when ``async_op``). ``device_ids`` is accepted and ignored.
+    :class:`Work` to wait on when ``async_op``). ``timeout`` (a ``timedelta``) replaces the
+    group's timeout for a blocking barrier; ``device_ids`` is accepted and ignored.
     """
+    if _outside(group, "barrier"):
+        return None
     g = _group(group)
     req = g.comm.Ibarrier()
+    if timeout is not None and not async_op:
+        _wait(req, "barrier", g, timeout=timeout.total_seconds()
+              if isinstance(timeout, timedelta) else float(timeout))
+        return None
     return _run(req, "barrier", g, async_op, None)
 
 
 def _p2p_tag(tag):
-    return 1000 + int(tag)
+    """The MPI tag of a send's header (its data goes with the next one): user tags are
+    spaced by two so that tag t's data and tag t+1's header never share an MPI tag."""
+    return 1000 + 2 * int(tag)
 
 
 def isend(tensor, dst, group=None, tag=0) -> Work:
@@ -574,6 +724,8 @@ def isend(tensor, dst, group=None, tag=0) -> Work:
         group (ProcessGroup, optional): the group; the default group if None.
         tag (int): matches this send with a receive of the same tag. Default: 0.
     """
+    if _outside(group, "isend"):
+        return None
     g = _group(group)
     b = _Buf(tensor, "send", False)
     header = np.array([_CODES[tensor.dtype.name], b.array.size], np.int64)
@@ -596,6 +748,8 @@ def irecv(tensor, src=None, group=None, tag=0) -> Work:
         group (ProcessGroup, optional): the group; the default group if None.
         tag (int): matches a send of the same tag. Default: 0.
     """
+    if _outside(group, "irecv"):
+        return None
     g = _group(group)
     MPI = _mpi()
     b = _Buf(tensor, "recv", True)
@@ -617,6 +771,8 @@ def irecv(tensor, src=None, group=None, tag=0) -> Work:
 
 def send(tensor, dst, group=None, tag=0) -> None:
     """Send ``tensor`` to rank ``dst`` and wait until the send completes (see :func:`isend`)."""
+    if _outside(group, "send"):
+        return
     isend(tensor, dst, group, tag).wait()
 
 
@@ -626,6 +782,8 @@ def recv(tensor, src=None, group=None, tag=0) -> int:
 
     Returns the sender's (global) rank, which is ``src`` when given.
     """
+    if _outside(group, "recv"):
+        return -1
     work = irecv(tensor, src, group, tag)
     work.wait()
     return src if src is not None else _group(group).world_ranks[work._source]

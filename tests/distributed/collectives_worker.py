@@ -116,7 +116,7 @@ if rank == 1:
     check(t, np.ones(2, np.float32), "sub-group")
     assert dist.get_world_size(g) == 1
 else:
-    assert g is None
+    assert g is dist.GroupMember.NON_GROUP_MEMBER
 g0 = dist.new_group([0])
 dist.barrier()
 print(f"rank {rank}: {checks} checks passed", flush=True)

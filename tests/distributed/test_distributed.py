@@ -79,3 +79,9 @@ def test_distributed_sampler_shuffles_per_epoch_and_partitions():
     assert [list(p) for p in parts] != got
     assert np.array_equal(sorted(sum([list(p) for p in parts], []))[:23], sorted(flat)[:23]) \
         or set(sum([list(p) for p in parts], [])) == set(range(n))
+
+
+def test_object_collectives_all_to_all_groups_and_their_errors():
+    r = launch("objects_worker.py", timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("checks passed") == 2, r.stdout + r.stderr
