@@ -49,7 +49,7 @@ __all__ = ["Trace", "TraceInfo", "Region", "capture", "flush", "capturing", "rep
            "TorchDynamoException", "Unsupported", "InvalidBackend", "suspended", "graph_break",
            "clear_cache", "forget", "cache_size", "STATS", "user_line", "Kept", "reading",
            "runner", "fixed_runner", "leaves", "node_slots", "allocate", "Recipe", "saving",
-           "resolve"]
+           "resolve", "exporting"]
 
 _ident = threading.get_ident
 _getrefcount = sys.getrefcount
@@ -977,7 +977,8 @@ class Region:
     callbacks the frontend's logging uses."""
 
     def __init__(self, compiler=replay, compiler_key="eager", fullgraph=False,
-                 on_break=None, on_compile=None, stacks=False, keep=False, backward=None):
+                 on_break=None, on_compile=None, stacks=False, keep=False, backward=None,
+                 export=False):
         #: makes the region the backward pass of autograd nodes recorded here is captured
         #: in (the engine enters a fresh one per pass), or None: their backward runs eagerly
         self.backward = backward
@@ -991,6 +992,15 @@ class Region:
         self.on_break = on_break
         self.on_compile = on_compile
         self.breaks: list = []
+        #: an export (``ember.export``, ``ember.onnx.export``): the graph is kept, not run
+        #: for its values; ops whose eager checks read values skip them (as PyTorch's
+        #: traced forms do)
+        self.export = export
+
+
+def exporting() -> bool:
+    """Whether this thread is capturing a graph for an export."""
+    return _S.thread == _ident() and _S.region is not None and _S.region.export
 
 
 def capturing() -> bool:

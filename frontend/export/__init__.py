@@ -406,7 +406,7 @@ def export(mod, args=(), kwargs=None, *, dynamic_shapes=None, strict: bool = Fal
     fresh = [x.detach().contiguous().clone() if isinstance(x, C.TensorBase) else x
              for x in leaves]
     call_args, call_kwargs = tree_unflatten(fresh, in_spec)
-    region = L.Region(keep=True, fullgraph=True)
+    region = L.Region(keep=True, fullgraph=True, export=True)
     # the capture runs the model's kernels: buffers it updates (BatchNorm's running
     # statistics in training mode) are put back afterwards, as export leaves the model be
     saved = [(b, b.detach().clone()) for b in mod.buffers()]

@@ -21,6 +21,7 @@ import warnings
 
 import ember
 from ember import Tensor
+from ember.dispatcher import lazy as _lazy
 from ember.dispatcher import ops as _ops
 from ember.dispatcher.defs import linalg as _linalg
 from ember.dispatcher.defs import nn as _nn
@@ -1879,6 +1880,8 @@ def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:
     if tensor.numel() == 0:
         if num_classes == -1:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    elif num_classes != -1 and _lazy.exporting():
+        pass    # (an exported graph has no value checks, as PyTorch's traced one_hot)
     else:
         if bool((tensor < 0).any()):
             raise RuntimeError("Class values must be non-negative.")

@@ -262,7 +262,7 @@ def _graph(model, args, kwargs, flat, names, output_names, training):
 
     mode = select_model_mode_for_export(model, TrainingMode(training)) \
         if isinstance(model, Module) else contextlib.nullcontext()
-    region = L.Region(keep=True, fullgraph=True)
+    region = L.Region(keep=True, fullgraph=True, export=True)
     _EXPORTING[0] = True
     try:
         with mode, no_grad(), L.capture(region) as cap:

@@ -240,6 +240,23 @@ def test_dynamic_axes_errors():
         ember.onnx.export(lambda a: a * 2, (ember.ones(2, 3),), dynamic_axes={"a": {2: "n"}})
 
 
+def test_one_hot_exports_without_its_value_checks():
+    # as PyTorch's traced one_hot: with num_classes given, the graph has no value checks
+    # (eager mode's are host reads, which would break the graph)
+    class M:
+        @staticmethod
+        def build(nn):
+            class OneHot(nn.Module):
+                def forward(self, a):
+                    return nn.functional.one_hot(a.argmax(-1), 5) * 2
+            return OneHot()
+    export_and_compare(M.build(enn), M.build(torch.nn), rand(4, 5))
+    with pytest.raises(ember.onnx.OnnxExporterError, match="graph breaks"):
+        ember.onnx.export(lambda a: F.one_hot(a.argmax(-1)), (ember.randn(4, 5),))
+    with pytest.raises(RuntimeError, match="smaller than num_classes"):   # eager still checks
+        F.one_hot(ember.tensor([1, 7]), 5)
+
+
 def test_mlp_with_norms_and_gelu():
     def build(nn):
         return nn.Sequential(nn.Linear(10, 16), nn.LayerNorm(16), nn.GELU(),
