@@ -3404,6 +3404,11 @@ def _embedding_bag(input, weight, offsets, max_norm, norm_type, mode, per_sample
                              "is a mini-batch of fixed length sequences. However, found "
                              f"offsets of type {type(offsets)}")
         b, length = input.shape
+        if not length:     # (PyTorch builds offsets with arange(0, numel, 0))
+            raise RuntimeError("step must be nonzero")
+        if not include_last_offset:     # bags of one length: no offsets needed
+            return _embedding_bag_fixed(input, weight, b, length, max_norm, norm_type, mode,
+                                        per_sample_weights, padding_idx)
         offsets = ember.arange(0, b * length, max(length, 1), device=input.device)[:b] \
             if length else ember.zeros(b, dtype=ember.int64, device=input.device)
         input = input.reshape(-1)
@@ -3417,21 +3422,8 @@ def _embedding_bag(input, weight, offsets, max_norm, norm_type, mode, per_sample
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.dim()}")
-    modes = {"sum": 0, "mean": 1, "max": 2}
-    if mode not in modes:
-        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
-    if per_sample_weights is not None and mode != "sum":
-        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
-                                  f"per_sample_weights is only supported for mode='sum' (got "
-                                  f"mode='{mode}'). Please open a feature request on GitHub.")
     num = weight.shape[0]
-    if padding_idx is not None:
-        if padding_idx > 0 and padding_idx >= num:
-            raise AssertionError("padding_idx must be within num_embeddings")
-        if padding_idx < 0:
-            if padding_idx < -num:
-                raise AssertionError("padding_idx must be within num_embeddings")
-            padding_idx = num + padding_idx
+    padding_idx = _bag_checks(mode, per_sample_weights, padding_idx, num)
     flat = input.long().reshape(-1)
     if flat.numel() and bool(((flat < 0) | (flat >= num)).any()):
         bad = int(((flat < 0) | (flat >= num)).long().argmax().item())
@@ -3498,6 +3490,65 @@ def _embedding_bag(input, weight, offsets, max_norm, norm_type, mode, per_sample
             out = ember.zeros((nbags, d), dtype=weight.dtype, device=weight.device)
             max_idx = ember.full((nbags, d), -1, dtype=ember.int64, device=weight.device)
     return out, bag, count, max_idx
+
+
+def _bag_checks(mode, per_sample_weights, padding_idx, num):
+    """embedding_bag's argument checks; the padding index made non-negative."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    if padding_idx is not None:
+        if padding_idx > 0 and padding_idx >= num:
+            raise AssertionError("padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -num:
+                raise AssertionError("padding_idx must be within num_embeddings")
+            padding_idx = num + padding_idx
+    return padding_idx
+
+
+def _embedding_bag_fixed(input, weight, nbags, length, max_norm, norm_type, mode,
+                         per_sample_weights, padding_idx):
+    """embedding_bag of a 2-D input: ``nbags`` bags of ``length`` indices each, reduced
+    over the bag dimension with tensor ops (no per-element Python; an export captures it
+    without reading values)."""
+    num, d = weight.shape
+    padding_idx = _bag_checks(mode, per_sample_weights, padding_idx, num)
+    flat = input.long().reshape(-1)
+    dev = weight.device
+    if flat.numel() and not _lazy.exporting() and \
+            bool(((flat < 0) | (flat >= num)).any()):
+        bad = int(((flat < 0) | (flat >= num)).long().argmax().item())
+        raise RuntimeError(f"Index {bad} of input takes value {int(flat[bad].item())} which is "
+                           f"not in the valid range [0, {num})")
+    if max_norm is not None:
+        _embedding_renorm_(weight, flat, max_norm, norm_type)
+    bag = ember.arange(nbags, device=dev).repeat_interleave(length)     # (length >= 1)
+    rows = weight.index_select(0, flat)
+    keep = (flat != padding_idx).unsqueeze(1) if padding_idx is not None else None
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1, 1).to(rows.dtype)
+    count = keep.reshape(nbags, length).long().sum(1) if keep is not None else \
+        ember.full((nbags,), length, dtype=ember.int64, device=dev)
+    if mode in ("sum", "mean"):
+        if keep is not None:
+            rows = ember.where(keep, rows, 0.0)
+        out = rows.reshape(nbags, length, d).sum(1)
+        if mode == "mean":
+            out = out / count.clamp(min=1).to(out.dtype).unsqueeze(1)
+        return out, bag, count, ember.zeros(0, dtype=ember.int64, device=dev)
+    if keep is not None:
+        rows = ember.where(keep, rows, -math.inf)
+    dense = rows.reshape(nbags, length, d)
+    arg = dense.detach().argmax(1, keepdim=True)
+    out = dense.gather(1, arg).squeeze(1)
+    empty = (count == 0).unsqueeze(1)
+    out = ember.where(empty, 0.0, out)
+    max_idx = flat.reshape(nbags, length, 1).expand(nbags, length, d).gather(1, arg).squeeze(1)
+    return out, bag, count, ember.where(empty, -1, max_idx)
 
 
 # ==== spatial transformers =============================================================

@@ -257,6 +257,16 @@ def test_one_hot_exports_without_its_value_checks():
         F.one_hot(ember.tensor([1, 7]), 5)
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_of_fixed_length_bags(mode):
+    # fastText-style: 2-D indices, one bag per row, a padding index
+    def build(nn):
+        return nn.EmbeddingBag(12, 4, mode=mode, padding_idx=0)
+    ember.manual_seed(0)
+    idx = np.array([[1, 5, 0, 7], [0, 0, 0, 0], [11, 3, 3, 2]], dtype=np.int64)
+    export_and_compare(build(enn), build(torch.nn), idx)
+
+
 def test_mlp_with_norms_and_gelu():
     def build(nn):
         return nn.Sequential(nn.Linear(10, 16), nn.LayerNorm(16), nn.GELU(),

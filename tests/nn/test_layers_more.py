@@ -356,6 +356,23 @@ def test_embedding_bag(mode):
                                            padding_idx=4), w, idx, last)
     check(lambda wt, i: TF.embedding_bag(i, wt, mode=mode),
           lambda we, i: F.embedding_bag(i, we, mode=mode), w, idx.reshape(3, 3))
+    # 2-D input (bags of one length) with a padding index, one bag all padding
+    pad2d = torch.tensor([[1, 4, 2], [4, 4, 4], [9, 0, 4], [3, 3, 5]])
+    check(lambda wt, i: TF.embedding_bag(i, wt, mode=mode, padding_idx=4),
+          lambda we, i: F.embedding_bag(i, we, mode=mode, padding_idx=4), w, pad2d)
+    check(lambda wt, i: TF.embedding_bag(i, wt, mode=mode, padding_idx=-6, max_norm=1.0),
+          lambda we, i: F.embedding_bag(i, we, mode=mode, padding_idx=-6, max_norm=1.0),
+          w, pad2d)
+    for lib, fn in ((torch, TF), (ember, F)):     # bags of length 0: PyTorch's arange error
+        with pytest.raises(RuntimeError, match="step must be nonzero"):
+            fn.embedding_bag(lib.zeros(2, 0, dtype=lib.int64), lib.ones(10, 3), mode=mode)
+    if mode == "sum":
+        check(lambda wt, p, i: TF.embedding_bag(i, wt, mode="sum", per_sample_weights=p,
+                                                padding_idx=4),
+              lambda we, p, i: F.embedding_bag(i, we, mode="sum", per_sample_weights=p,
+                                               padding_idx=4), w, randn(4, 3, seed=4), pad2d)
+    with pytest.raises(RuntimeError, match="not in the valid range"):
+        F.embedding_bag(e(torch.tensor([[1, 10]])), e(w), mode=mode)
     if mode == "sum":
         check(lambda wt, p, i, o: TF.embedding_bag(i, wt, o, mode="sum", per_sample_weights=p),
               lambda we, p, i, o: F.embedding_bag(i, we, o, mode="sum", per_sample_weights=p),
