@@ -1146,16 +1146,18 @@ def _random(tr, op, args, attrs):
         f"random ops (dropout is skipped in eval mode)")
 
 
+def _window(tr, attrs):
+    """A sliding window's ``kernel``, ``dilation``, ``padding`` and ``stride``, as lists."""
+    return [list(tr.value(attrs[k])) for k in ("kernel", "dilation", "padding", "stride")]
+
+
 @_translator("im2col")
 def _im2col(tr, op, args, attrs):
     """Pad with ``value``, then one Gather per (n, c) plane with the constant indices of
     every (kernel offset, block) pair: (N, C, *kernel, *blocks)."""
     out, x = args
     B = tr.b
-    kernel = list(tr.value(attrs["kernel"]))
-    dilation = list(tr.value(attrs["dilation"]))
-    padding = list(tr.value(attrs["padding"]))
-    stride = list(tr.value(attrs["stride"]))
+    kernel, dilation, padding, stride = _window(tr, attrs)
     blocks = list(tr.value(attrs["blocks"]))
     value = tr.value(attrs.get("value", ("c", 0)))
     xn, xs = tr.read(x)
@@ -1187,10 +1189,7 @@ def _col2im(tr, op, args, attrs):
     (a one-hot filter per offset), with col2im's strides, dilation and padding."""
     out, cols = args
     B = tr.b
-    kernel = list(tr.value(attrs["kernel"]))
-    dilation = list(tr.value(attrs["dilation"]))
-    padding = list(tr.value(attrs["padding"]))
-    stride = list(tr.value(attrs["stride"]))
+    kernel, dilation, padding, stride = _window(tr, attrs)
     size = list(tr.value(attrs["size"]))
     if not cols[5].is_floating_point:
         raise NotImplementedError(f"ember.onnx.export: col2im (fold, transposed convolution) of "
