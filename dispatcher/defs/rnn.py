@@ -16,7 +16,8 @@ from ._products import matmul
 from ..schema import composite, defop, gradient
 from .index import cat, stack
 
-__all__ = ["lstm_cell", "lstm_cell_backward_of", "lstm_layer", "lstm_layer_backward_of"]
+__all__ = ["lstm_cell", "lstm_cell_backward_of", "lstm_layer", "lstm_layer_backward_of",
+           "gru_layer", "gru_layer_backward_of"]
 
 E = O.elementwise
 
@@ -195,3 +196,118 @@ def lstm_layer_backward_of(grad, gi, w_hh, h0, c0, reverse=False):
 @gradient("lstm_layer")
 def _(g, gi, w_hh, h0, c0, reverse, result):
     return _layer_backward(g, gi, w_hh, h0, c0, result, reverse)
+
+
+# ---- GRU: a layer direction's time loop as one op ------------------------------------------
+#
+# PyTorch's GRU (gates r, z, n): r = sigmoid(gi_r + gh_r), z = sigmoid(gi_z + gh_z),
+# n = tanh(gi_n + r * gh_n), h' = (1 - z) n + z h, with gh = h w_hh^T + b_hh. b_hh stays
+# apart from gi because its n part is scaled by r.
+
+defop("gru_layer", "norm",
+      "gru_layer(Tensor gi, Tensor w_hh, Tensor b_hh, Tensor h0, bool reverse=False) -> Tensor"
+      "  # (T, B, H): h of every step",
+      "(out, gi, w_hh, b_hh, h0, reverse)  # gi (T, B, 3H): the input projection and its "
+      "bias; w_hh (3H, H); b_hh (3H); h0 (B, H); reverse: steps T-1 .. 0",
+      promotion="none", inputs=("gi", "w_hh", "b_hh", "h0"),
+      doc="a GRU layer's time loop: gh_t = h_{t-1} w_hh^T + b_hh, then the gates r, z, n")
+defop("gru_layer_backward", "norm",
+      "gru_layer_backward(Tensor grad, Tensor gi, Tensor w_hh, Tensor b_hh, Tensor h0, "
+      "Tensor out, bool reverse=False) -> (Tensor d_gi, Tensor d_w_hh, Tensor d_b_hh, "
+      "Tensor d_h0)",
+      "(d_gi, d_w_hh, d_b_hh, d_h0, grad, gi, w_hh, b_hh, h0, out, reverse)  # grad, out "
+      "(T, B, H)", promotion="none", inputs=("grad", "gi", "w_hh", "b_hh", "h0", "out"),
+      doc="the gradients of gru_layer's inputs from the gradient of every step's h")
+
+
+def _check_gru(gi, w_hh, b_hh, h0):
+    if (len(gi.shape) != 3 or len(h0.shape) != 2
+            or tuple(w_hh.shape) != (3 * h0.shape[1], h0.shape[1])
+            or tuple(b_hh.shape) != (3 * h0.shape[1],)
+            or tuple(gi.shape[1:]) != (h0.shape[0], 3 * h0.shape[1])):
+        raise ValueError(f"gru_layer(): expected gi (T, B, 3H), w_hh (3H, H), b_hh (3H) and h0 "
+                         f"(B, H), got {tuple(gi.shape)}, {tuple(w_hh.shape)}, "
+                         f"{tuple(b_hh.shape)} and {tuple(h0.shape)}")
+    dtypes = {t.dtype for t in (gi, w_hh, b_hh, h0)}
+    if len(dtypes) != 1 or not gi.dtype.is_floating_point:
+        raise TypeError(f"gru_layer(): expected one floating dtype, got "
+                        f"{', '.join(sorted(d.name for d in dtypes))}")
+
+
+def gru_layer(gi, w_hh, b_hh, h0, reverse=False):
+    """(T, B, H): h after every step of one GRU layer direction."""
+    _check_gru(gi, w_hh, b_hh, h0)
+    return O.composite_op("gru_layer", (gi, w_hh, b_hh, h0), {"reverse": bool(reverse)},
+                          [(tuple(gi.shape[:2]) + (h0.shape[1],), gi.dtype)], gi.device)
+
+
+def _gru_gates(x, gh, h):
+    """r, z, n and the new h of one step from its input part ``x`` and recurrent part
+    ``gh`` (both (B, 3H)) and the previous state ``h``."""
+    hs = h.shape[1]
+    part = lambda t, k: V.narrow(t, 1, k * hs, hs)      # noqa: E731
+    r = E("sigmoid", E("add", part(x, 0), part(gh, 0)))
+    z = E("sigmoid", E("add", part(x, 1), part(gh, 1)))
+    n = E("tanh", E("add", part(x, 2), E("mul", r, part(gh, 2))))
+    return r, z, n, E("add", n, E("mul", z, E("sub", h, n)))
+
+
+@composite("gru_layer")
+def _(gi, w_hh, b_hh, h0, reverse):
+    n = gi.shape[0]
+    if n == 0:
+        return O.zeros((0,) + tuple(h0.shape), gi.dtype, gi.device)
+    hs = [None] * n
+    h = h0
+    for t in _steps(n, reverse):
+        gh = E("add", matmul(h, V.t(w_hh)), b_hh)
+        h = _gru_gates(V.select(gi, 0, t), gh, h)[3]
+        hs[t] = h
+    return stack(hs, 0)
+
+
+@composite("gru_layer_backward")
+def _(grad, gi, w_hh, b_hh, h0, out, reverse):
+    n, b, g3 = gi.shape
+    dh = O.zeros(h0.shape, h0.dtype, h0.device)
+    if n == 0:
+        return (O.zeros(gi.shape, gi.dtype, gi.device),
+                O.zeros(w_hh.shape, w_hh.dtype, w_hh.device),
+                O.zeros(b_hh.shape, b_hh.dtype, b_hh.device), dh)
+    hprev = [_previous(out, h0, t, n, reverse) for t in range(n)]
+    d_gi, d_gh = [None] * n, [None] * n
+    for t in reversed(_steps(n, reverse)):
+        gh = E("add", matmul(hprev[t], V.t(w_hh)), b_hh)
+        r, z, nn, _ = _gru_gates(V.select(gi, 0, t), gh, hprev[t])
+        hs = hprev[t].shape[1]
+        dht = E("add", V.select(grad, 0, t), dh)
+        dn = E("mul", E("mul", dht, E("sub", 1.0, z)), E("sub", 1.0, E("mul", nn, nn)))
+        dz = E("mul", E("mul", dht, E("sub", hprev[t], nn)), E("mul", z, E("sub", 1.0, z)))
+        dr = E("mul", E("mul", dn, V.narrow(gh, 1, 2 * hs, hs)), E("mul", r, E("sub", 1.0, r)))
+        d_gi[t] = cat([dr, dz, dn], 1)
+        d_gh[t] = cat([dr, dz, E("mul", dn, r)], 1)
+        dh = E("add", E("mul", dht, z), matmul(d_gh[t], w_hh))
+    d_gi = stack(d_gi, 0)
+    flat = V.reshape(stack(d_gh, 0), (n * b, g3))
+    d_w = matmul(V.t(flat), V.reshape(stack(hprev, 0), (n * b, -1)))
+    return d_gi, d_w, O.reduce("sum", flat, 0), dh
+
+
+def _gru_backward(grad, gi, w_hh, b_hh, h0, out, reverse):
+    return O.composite_op("gru_layer_backward", (grad, gi, w_hh, b_hh, h0, out),
+                          {"reverse": bool(reverse)},
+                          [(gi.shape, gi.dtype), (w_hh.shape, gi.dtype), (b_hh.shape, gi.dtype),
+                           (h0.shape, gi.dtype)], gi.device)
+
+
+def gru_layer_backward_of(grad, gi, w_hh, b_hh, h0, reverse=False):
+    """(d_gi, d_w_hh, d_b_hh, d_h0) for the gradient ``grad`` (T, B, H) of
+    gru_layer(gi, w_hh, b_hh, h0, reverse)."""
+    _check_gru(gi, w_hh, b_hh, h0)
+    return _gru_backward(grad, gi, w_hh, b_hh, h0, gru_layer(gi, w_hh, b_hh, h0, reverse),
+                         reverse)
+
+
+@gradient("gru_layer")
+def _(g, gi, w_hh, b_hh, h0, reverse, result):
+    return _gru_backward(g, gi, w_hh, b_hh, h0, result, reverse)

@@ -445,7 +445,7 @@ def _dynamic_graph(model, args, kwargs, flat, names, output_names, training, dyn
         sig = _signature(builders[0])
         if any(_signature(b) != sig for b in builders[1:]):
             failures.append("its operators change with the sizes of the dynamic axes (a loop "
-                            "over a dynamic dimension, such as a GRU's or RNN's steps over "
+                            "over a dynamic dimension, such as a plain RNN's steps over "
                             "time, a pooling window set by a size, or a choice made on a "
                             "size)")
             continue

@@ -777,6 +777,42 @@ def _lstm_layer(tr, op, args, attrs):
     tr.write(out, y, tuple(out[2]))
 
 
+@_translator("gru_layer")
+def _gru_layer(tr, op, args, attrs):
+    """The GRU recurrence as an ONNX ``Scan`` (gates r, z, n as PyTorch's; b_hh apart,
+    its n part scaled by r): h of every step, (T, B, H)."""
+    out, gi, whh, bhh, h0 = args
+    B = tr.b
+    gn, gs = tr.read(gi)
+    wn, _ = tr.read(whh)
+    bn, _ = tr.read(bhh)
+    h, _ = tr.read(h0)
+    H = gs[2] // 3
+    dt = gi[5].name
+    wt = B.node("Transpose", [wn], {"perm": [1, 0]})
+    hp, x = B.fresh("h_prev"), B.fresh("gates_in")
+    body = []
+
+    def step(op_type, ins, attrs=None, outputs=1):
+        outs = [B.fresh(op_type) for _ in range(outputs)]
+        body.append((op_type, list(ins), outs, dict(attrs or {})))
+        return outs[0] if outputs == 1 else outs
+    gh = step("Add", [step("MatMul", [hp, wt]), bn])
+    xr, xz, xn = step("Split", [x, B.ints([H] * 3)], {"axis": 1}, outputs=3)
+    hr, hz, hn = step("Split", [gh, B.ints([H] * 3)], {"axis": 1}, outputs=3)
+    r = step("Sigmoid", [step("Add", [xr, hr])])
+    z = step("Sigmoid", [step("Add", [xz, hz])])
+    n = step("Tanh", [step("Add", [xn, step("Mul", [r, hn])])])
+    h_new = step("Add", [n, step("Mul", [z, step("Sub", [hp, n])])])
+    h_out = step("Identity", [h_new])
+    graph = ("graph", body, [(hp, dt), (x, dt)], [(h_new, dt), (h_out, dt)])
+    rev = 1 if tr.value(attrs.get("reverse", ("c", False))) else 0
+    _, hs = B.node("Scan", [h, gn], {"body": graph, "num_scan_inputs": 1,
+                                     "scan_input_directions": [rev],
+                                     "scan_output_directions": [rev]}, outputs=2)
+    tr.write(out, hs, tuple(out[2]))
+
+
 # ---- elementwise ops, from their scalar bodies -------------------------------------------
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)

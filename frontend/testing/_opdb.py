@@ -553,6 +553,25 @@ _add(OpInfo("lstm_layer_backward", _lstm_layer_backward,
             dtypes=_FLOATS))
 
 
+def _gru_layer(gi, w, b, h, reverse=False):
+    return RNN.gru_layer(gi, w, b, h, reverse)
+
+
+def _gru_layer_backward(grad, gi, w, b, h, reverse=False):
+    return RNN.gru_layer_backward_of(grad, gi, w, b, h, reverse)
+
+
+# a GRU layer direction's time loop (nn.GRU), and its backward
+_GRU = (T(3, 2, 6), T(6, 2), T(6), T(2, 2))
+_add(OpInfo("gru_layer", _gru_layer, [S(*_GRU), S(*_GRU, reverse=True),
+                                      S(T(1, 4, 9), T(9, 3), T(9), T(4, 3))],
+            zero_d=False, empty=[S(T(0, 2, 6), T(6, 2), T(6), T(2, 2))], dtypes=_FLOATS))
+_add(OpInfo("gru_layer_backward", _gru_layer_backward,
+            [S(T(3, 2, 2), *_GRU), S(T(3, 2, 2), *_GRU, reverse=True)],
+            zero_d=False, empty=[S(T(0, 2, 2), T(0, 2, 6), T(6, 2), T(6), T(2, 2))],
+            dtypes=_FLOATS))
+
+
 # depthwise convolution: F.conv*d with groups = channels (the op the convolution routes to)
 _add(OpInfo("depthwise_conv", F.conv2d, [
     S(T(2, 3, 6, 7), T(3, 1, 3, 2), T(3), stride=(2, 1), padding=1, groups=3),

@@ -155,6 +155,13 @@ RECIPES = {
     "lstm_layer_backward": (lambda g, gi, w, h, c: RNN.lstm_layer_backward_of(g, gi, w, h, c,
                                                                               True),
                             [X(2, 3, 2, 2), X(3, 2, 8), X(8, 2), X(2, 2), X(2, 2)]),
+    # a GRU layer's time loop, both directions
+    "gru_layer": (lambda gi, w, b, h: (RNN.gru_layer(gi, w, b, h),
+                                       RNN.gru_layer(gi, w, b, h, True)),
+                  [X(3, 2, 6), X(6, 2), X(6), X(2, 2)]),
+    "gru_layer_backward": (lambda g, gi, w, b, h: RNN.gru_layer_backward_of(g, gi, w, b, h,
+                                                                            True),
+                           [X(3, 2, 2), X(3, 2, 6), X(6, 2), X(6), X(2, 2)]),
     # the nn ops, differentiated through their composites
     "avg_pool": (lambda x: (F.avg_pool2d(x, 3, 2, padding=1, ceil_mode=True,
                                          count_include_pad=False),

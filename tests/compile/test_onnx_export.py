@@ -214,10 +214,11 @@ def test_dynamic_axes_that_cannot_be_expressed_are_refused():
         "x": {1: "m"}}).model_proto, rand(3, 6))[0].shape == (6,)
 
 
-def test_lstm_exports_as_a_scan_over_any_length():
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_recurrent_layers_export_as_a_scan_over_any_length(cls):
     # the time loop is an ONNX Scan: batch and sequence length may both change
     def build(nn):
-        return nn.LSTM(4, 8, num_layers=2, batch_first=True, bidirectional=True)
+        return getattr(nn, cls)(4, 8, num_layers=2, batch_first=True, bidirectional=True)
     ember.manual_seed(0)
     e, t = twin(build(enn), build(torch.nn))
     prog = ember.onnx.export(e, (ember.randn(2, 5, 4),), input_names=["x"],

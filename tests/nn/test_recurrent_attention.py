@@ -26,6 +26,7 @@ RNN_CASES = [
     ("LSTM", dict(bidirectional=True, proj_size=2)),
     ("LSTM", dict(num_layers=3, bidirectional=True, bias=False)),
     ("GRU", dict()), ("GRU", dict(num_layers=2, bidirectional=True, batch_first=True)),
+    ("GRU", dict(bias=False, bidirectional=True)),
 ]
 
 
@@ -58,6 +59,33 @@ def test_rnn_forward(cls, kw):
         close(ours(e(x), e(h0)), theirs(x, h0))
         xu = x[0] if kw.get("batch_first") else x[:, 0]
         close(ours(e(xu), e(h0[:, 0])), theirs(xu, h0[:, 0]))
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(bias=False, bidirectional=True),
+                                dict(num_layers=2, batch_first=True)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gru_gradients(kw, dtype):
+    # the GRU's time loop is one op (gru_layer): its backward against PyTorch's autograd
+    ours, theirs = pair(lambda L: L.GRU(3, 4, **kw))
+    tdt = getattr(torch, dtype)
+    theirs.to(tdt)
+    ours.to(getattr(ember, dtype))
+    x = randn(2, 6, 3) if kw.get("batch_first") else randn(6, 2, 3)
+    h0 = randn(2 * (kw.get("num_layers", 1)) if kw.get("bidirectional") else
+               kw.get("num_layers", 1), 2, 4, seed=5)
+    xt, ht = x.to(tdt).requires_grad_(), h0.to(tdt).requires_grad_()
+    xe, he = e(xt.detach()).requires_grad_(), e(ht.detach()).requires_grad_()
+    out_t, hn_t = theirs(xt, ht)
+    out_e, hn_e = ours(xe, he)
+    g = randn(*out_t.shape, seed=6).to(tdt)
+    (out_t * g).sum().add((hn_t * 2).sum()).backward()
+    (out_e * e(g)).sum().add((hn_e * 2).sum()).backward()
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    close(out_e, out_t, **tol)
+    close(xe.grad, xt.grad, **tol)
+    close(he.grad, ht.grad, **tol)
+    for (n, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        close(p.grad, q.grad, **tol)
 
 
 def test_rnn_dropout_between_layers_only_in_training():

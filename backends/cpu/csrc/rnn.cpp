@@ -10,6 +10,9 @@
 //   lstm_layer_backward d_gi, d_w_hh, d_h0, d_c0: the gates recomputed for all steps in one
 //                       GEMM, the gate gradients step by step (one GEMM each for d_h), and
 //                       d_w_hh as one GEMM over the whole sequence
+//   gru_layer           out (T, B, H): h of every step of one GRU layer direction (gates r,
+//                       z, n; b_hh apart from gi, its n part scaled by r)
+//   gru_layer_backward  d_gi, d_w_hh, d_b_hh, d_h0, as lstm_layer_backward
 // The layer kernels compute in float (float16/bfloat16 widened) or double, on contiguous
 // working copies where the tensors are not already contiguous of that type.
 #include <cmath>
@@ -378,6 +381,207 @@ void k_lstm_layer_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   });
 }
 EMBER_KERNEL("lstm_layer_backward", k_lstm_layer_backward);
+
+// ---- GRU layer (gates r, z, n) ----------------------------------------------------------
+
+struct GruGeom {
+  int64_t T, B, H;
+  bool reverse;
+  int64_t step(int64_t s) const { return reverse ? T - 1 - s : s; }
+  int64_t prev(int64_t t) const { return reverse ? t + 1 : t - 1; }
+};
+
+GruGeom check_gru(const char* op, const Tensor& gi, const Tensor& w, const Tensor& b, const Tensor& h0,
+                  bool reverse) {
+  if (gi.ndim != 3 || h0.ndim != 2 || b.ndim != 1)
+    raise(PyExc_ValueError, "%s(): expected gi (T, B, 3H), b_hh (3H) and h0 (B, H), got %s, %s and %s", op,
+          shape_str(gi).c_str(), shape_str(b).c_str(), shape_str(h0).c_str());
+  GruGeom g{gi.shape[0], h0.shape[0], h0.shape[1], reverse};
+  check_2d(op, w, 3 * g.H, g.H, "w_hh");
+  if (b.shape[0] != 3 * g.H)
+    raise(PyExc_ValueError, "%s(): b_hh must be (%lld,), got %s", op, (long long)(3 * g.H), shape_str(b).c_str());
+  if (gi.shape[1] != g.B || gi.shape[2] != 3 * g.H)
+    raise(PyExc_ValueError, "%s(): gi must be (T, %lld, %lld), got %s", op, (long long)g.B, (long long)(3 * g.H),
+          shape_str(gi).c_str());
+  return g;
+}
+
+void check_gru_steps(const char* op, const Tensor& t, const GruGeom& g, const char* what) {
+  if (t.ndim != 3 || t.shape[0] != g.T || t.shape[1] != g.B || t.shape[2] != g.H)
+    raise(PyExc_ValueError, "%s(): %s must be (%lld, %lld, %lld), got %s", op, what, (long long)g.T,
+          (long long)g.B, (long long)g.H, shape_str(t).c_str());
+}
+
+template <class W>
+void sigmoid_row(W* o, const W* a, int64_t n) {
+  if constexpr (std::is_same_v<W, float>) vsigmoid_f32(o, a, n);
+  else for (int64_t j = 0; j < n; ++j) o[j] = sigmoid_of<W>(a[j]);
+}
+
+// One row's gates from its recurrent product ``a`` (3H; b_hh not yet added) and input part
+// ``x``: a[0:2H] becomes sigmoid r, z; ``gn`` gets the recurrent n part (w_hh h + b_hh);
+// ``n`` gets tanh(x_n + r gn). The additions in the composite's order: x + (a + b).
+template <class W>
+inline void gru_gates(W* a, const W* x, const W* bh, W* gn, W* n, int64_t H) {
+  for (int64_t j = 0; j < 2 * H; ++j) a[j] = x[j] + (a[j] + bh[j]);
+  for (int64_t j = 0; j < H; ++j) gn[j] = a[2 * H + j] + bh[2 * H + j];
+  sigmoid_row(a, a, 2 * H);
+  for (int64_t j = 0; j < H; ++j) n[j] = x[2 * H + j] + a[j] * gn[j];
+  tanh_row(n, n, H);
+}
+
+template <class W>
+void gru_forward_rows(W* gh, const W* x, const W* bh, const W* hp, W* ho, int64_t b0, int64_t b1, int64_t H) {
+  const int64_t G = 3 * H;
+  std::vector<W> gn((size_t)H), n((size_t)H);
+  for (int64_t b = b0; b < b1; ++b) {
+    W* a = gh + b * G;
+    gru_gates(a, x + b * G, bh, gn.data(), n.data(), H);
+    for (int64_t j = 0; j < H; ++j) {
+      const W nj = n[(size_t)j];
+      ho[b * H + j] = nj + a[H + j] * (hp[b * H + j] - nj);
+    }
+  }
+}
+
+template <class W>
+void gru_layer_forward(const GruGeom& g, const Tensor& out, const Tensor& gi, const Tensor& w, const Tensor& bias,
+                       const Tensor& h0) {
+  const int64_t T = g.T, B = g.B, H = g.H, G = 3 * H, BH = B * H;
+  Work<W> po(out, false), pg(gi, true), pw(w, true), pb(bias, true), ph(h0, true);
+  std::vector<W> gh((size_t)(B * G));
+  RowParts rp;
+  if constexpr (std::is_same_v<W, float>) {
+    const int64_t sb[2] = {1, H};  // w_hh^T: (H, 3H) read from w_hh (3H, H)
+    rp = plan_row_parts(B, H, G, H, sb, G);
+  }
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = g.step(s);
+    const W* hp = s == 0 ? ph.p : po.p + g.prev(t) * BH;
+    const W* x = pg.p + t * B * G;
+    W* ho = po.p + t * BH;
+    if constexpr (std::is_same_v<W, float>) {
+      if (rp.ok()) {
+        run_row_parts(rp, B, [&](int64_t b0, int64_t b1, const std::shared_ptr<const void>& plan) {
+          onednn_matmul_here(plan, hp + b0 * H, pw.p, gh.data() + b0 * G);
+          gru_forward_rows(gh.data(), x, pb.p, hp, ho, b0, b1, H);
+        });
+        continue;
+      }
+    }
+    gemm_pool<W>(false, true, B, G, H, hp, H, pw.p, H, gh.data(), G);
+    parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+      gru_forward_rows(gh.data(), x, pb.p, hp, ho, b0, b1, H);
+    });
+  }
+  po.store();
+}
+
+template <class W>
+void gru_layer_backward(const GruGeom& g, const Tensor& dgi, const Tensor& dw, const Tensor& db, const Tensor& dh0,
+                        const Tensor& grad, const Tensor& gi, const Tensor& w, const Tensor& bias, const Tensor& h0,
+                        const Tensor& out) {
+  const int64_t T = g.T, B = g.B, H = g.H, G = 3 * H, BH = B * H;
+  Work<W> qgi(dgi, false), qw(dw, false), qb(db, false), qh(dh0, false);
+  Work<W> pgr(grad, true), pg(gi, true), pw(w, true), pb(bias, true), ph(h0, true), po(out, true);
+  std::vector<W> hprev((size_t)(T * BH));
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = g.step(s);
+    std::memcpy(hprev.data() + t * BH, s == 0 ? ph.p : po.p + g.prev(t) * BH, sizeof(W) * BH);
+  }
+  // every step's recurrent product at once; each step then overwrites its rows with the
+  // recurrent part's gradient (d_gh), which d_w_hh and d_b_hh sum over the sequence
+  std::vector<W> dgh((size_t)(T * B * G));
+  gemm_pool<W>(false, true, T * B, G, H, hprev.data(), H, pw.p, H, dgh.data(), G);
+  std::vector<W> dh((size_t)BH, W(0)), direct((size_t)BH);
+  for (int64_t s = T - 1; s >= 0; --s) {
+    const int64_t t = g.step(s);
+    const W* x = pg.p + t * B * G;
+    const W* gr = pgr.p + t * BH;
+    const W* hp = hprev.data() + t * BH;
+    W* dx = qgi.p + t * B * G;
+    W* d = dgh.data() + t * B * G;
+    parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+      std::vector<W> gn((size_t)H), n((size_t)H);
+      for (int64_t b = b0; b < b1; ++b) {
+        W* a = d + b * G;
+        gru_gates(a, x + b * G, pb.p, gn.data(), n.data(), H);
+        for (int64_t j = 0; j < H; ++j) {
+          const int64_t e = b * H + j;
+          const W r = a[j], z = a[H + j], nj = n[(size_t)j];
+          const W dht = gr[e] + dh[(size_t)e];
+          const W dn = dht * (W(1) - z) * (W(1) - nj * nj);
+          const W dz = dht * (hp[e] - nj) * (z * (W(1) - z));
+          const W dr = dn * gn[(size_t)j] * (r * (W(1) - r));
+          W* xb = dx + b * G;
+          xb[j] = dr;
+          xb[H + j] = dz;
+          xb[2 * H + j] = dn;
+          a[j] = dr;
+          a[H + j] = dz;
+          a[2 * H + j] = dn * r;
+          direct[(size_t)e] = dht * z;
+        }
+      }
+    });
+    gemm_pool<W>(false, false, B, H, G, d, G, pw.p, H, dh.data(), H);
+    for (int64_t e = 0; e < BH; ++e) dh[(size_t)e] = direct[(size_t)e] + dh[(size_t)e];
+  }
+  gemm_pool<W>(true, false, G, H, T * B, dgh.data(), G, hprev.data(), H, qw.p, H);
+  for (int64_t k = 0; k < G; ++k) qb.p[k] = W(0);
+  for (int64_t r = 0; r < T * B; ++r)
+    for (int64_t k = 0; k < G; ++k) qb.p[k] += dgh[(size_t)(r * G + k)];
+  std::memcpy(qh.p, dh.data(), sizeof(W) * BH);
+  for (Work<W>* q : {&qgi, &qw, &qb, &qh}) q->store();
+}
+
+void k_gru_layer(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args("gru_layer", a, n, kw, {"out", "gi", "w_hh", "b_hh", "h0", "reverse"}, 5);
+  const Tensor out = args.out(0), gi = args.tensor(1), w = args.tensor(2), b = args.tensor(3), h0 = args.tensor(4);
+  for (const Tensor* t : {&gi, &w, &b, &h0}) check_same_dtype("gru_layer", out, *t);
+  const GruGeom g = check_gru("gru_layer", gi, w, b, h0, args.get_bool(5, false));
+  check_gru_steps("gru_layer", out, g, "out");
+  if (g.T * g.B * g.H == 0) return;
+  NoGil nogil(true);
+  working_dispatch("gru_layer", out.dtype, [&](auto w0) {
+    gru_layer_forward<decltype(w0)>(g, out, gi, w, b, h0);
+  });
+}
+EMBER_KERNEL("gru_layer", k_gru_layer);
+
+void k_gru_layer_backward(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  Args args("gru_layer_backward", a, n, kw,
+            {"d_gi", "d_w_hh", "d_b_hh", "d_h0", "grad", "gi", "w_hh", "b_hh", "h0", "out", "reverse"}, 10);
+  const Tensor dgi = args.out(0), dw = args.out(1), db = args.out(2), dh0 = args.out(3), grad = args.tensor(4),
+               gi = args.tensor(5), w = args.tensor(6), b = args.tensor(7), h0 = args.tensor(8),
+               out = args.tensor(9);
+  for (const Tensor* t : {&dw, &db, &dh0, &grad, &gi, &w, &b, &h0, &out})
+    check_same_dtype("gru_layer_backward", dgi, *t);
+  const GruGeom g = check_gru("gru_layer_backward", gi, w, b, h0, args.get_bool(10, false));
+  check_gru_steps("gru_layer_backward", grad, g, "grad");
+  check_gru_steps("gru_layer_backward", out, g, "out");
+  check_2d("gru_layer_backward", dw, 3 * g.H, g.H, "d_w_hh");
+  check_2d("gru_layer_backward", dh0, g.B, g.H, "d_h0");
+  if (db.ndim != 1 || db.shape[0] != 3 * g.H)
+    raise(PyExc_ValueError, "gru_layer_backward(): d_b_hh must be (%lld,), got %s", (long long)(3 * g.H),
+          shape_str(db).c_str());
+  if (dgi.ndim != 3 || dgi.shape[0] != g.T || dgi.shape[1] != g.B || dgi.shape[2] != 3 * g.H)
+    raise(PyExc_ValueError, "gru_layer_backward(): d_gi must be the shape of gi, got %s", shape_str(dgi).c_str());
+  NoGil nogil(true);
+  working_dispatch("gru_layer_backward", dgi.dtype, [&](auto w0) {
+    using W = decltype(w0);
+    if (g.T * g.B * g.H == 0) {  // d_gi empty; the other gradients zero
+      for (const Tensor* t : {&dw, &db, &dh0}) {
+        Work<W> q(*t, false);
+        std::fill(q.p, q.p + t->numel, W(0));
+        q.store();
+      }
+      return;
+    }
+    gru_layer_backward<W>(g, dgi, dw, db, dh0, grad, gi, w, b, h0, out);
+  });
+}
+EMBER_KERNEL("gru_layer_backward", k_gru_layer_backward);
 
 }  // namespace
 

@@ -6,9 +6,9 @@ initialisation U(-1/sqrt(hidden), 1/sqrt(hidden)).
 The input projection of a whole sequence is one matmul; only the recurrence loops over
 time steps, and an LSTM step's gate math is one op (``lstm_cell``: one kernel forward, one
 backward). An unpacked LSTM without projections runs each layer direction's whole time loop
-as one op (``lstm_layer``). A ``PackedSequence`` input (``nn.utils.rnn``) runs each sequence
-only over its own length and returns a ``PackedSequence`` and each sequence's last valid
-state.
+as one op (``lstm_layer``), and so does an unpacked GRU (``gru_layer``). A
+``PackedSequence`` input (``nn.utils.rnn``) runs each sequence only over its own length
+and returns a ``PackedSequence`` and each sequence's last valid state.
 
 >>> import ember, ember.nn as nn
 >>> lstm = nn.LSTM(10, 20, num_layers=2)
@@ -25,6 +25,7 @@ import warnings
 import ember
 from ember import Tensor
 from ember.dispatcher.defs.rnn import lstm_cell as _lstm_cell
+from ember.dispatcher.defs.rnn import gru_layer as _gru_layer
 from ember.dispatcher.defs.rnn import lstm_layer as _lstm_layer
 
 from .. import functional as F
@@ -235,6 +236,13 @@ class RNNBase(Module):
             out = _lstm_layer(gi_all, w_hh, h0, c0, reverse)
             last = 0 if reverse else steps - 1
             return out[0], out[0, last], out[1, last]
+        if (self.mode == "GRU" and offsets is None and steps and gi_all.is_floating_point()
+                and h0.dtype is gi_all.dtype and gi_all.dim() == 3):
+            # the GRU's time loop as one op; b_hh stays apart (r scales its n part)
+            if b_hh is None:
+                b_hh = ember.zeros(w_hh.shape[0], dtype=w_hh.dtype, device=w_hh.device)
+            out = _gru_layer(gi_all, w_hh, b_hh, h0, reverse)
+            return out, out[0 if reverse else steps - 1], None
         h, c = h0, c0
         if offsets is not None:
             first = sizes[-1] if reverse else sizes[0]
