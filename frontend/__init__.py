@@ -28,6 +28,7 @@ from ._ops_misc import *  # noqa: F401,F403
 from ._ops_nn import *  # noqa: F401,F403
 from ._ops_sparse import *  # noqa: F401,F403
 from ._ops_compat import *  # noqa: F401,F403
+from ._foreach import *  # noqa: F401,F403
 __version__ = "0.1.0"     # (before the submodules, which read it)
 
 from . import autograd, backends, nn, optim, utils

@@ -669,9 +669,11 @@ def _accumulate_leaf(v, grad, create_graph, handed, hooks=True):
 
 
 def _accumulate_leaf_grad(v, grad, create_graph, handed, hooks):
+    seen = False   # a hook saw the gradient (and may keep it): .grad must not be that tensor
     for h in (v._hooks_list() if hooks else ()):
         if type(h) is PostAccumulateHook:
             continue
+        seen = True
         r = h(grad)
         if r is not None:
             grad = r
@@ -694,7 +696,8 @@ def _accumulate_leaf_grad(v, grad, create_graph, handed, hooks):
     if grad.dtype is not v.dtype:
         grad = grad.to(v.dtype)
     if v.grad is None:
-        if not create_graph and (id(grad._storage) in handed or not grad.is_contiguous()):
+        if not create_graph and (seen or id(grad._storage) in handed
+                                 or not grad.is_contiguous()):
             grad = grad.clone()
         handed.add(id(grad._storage))
         v.grad = grad

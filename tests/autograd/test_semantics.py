@@ -868,6 +868,20 @@ class TestHooks:
         close(seen[0], 2 * X3 * [2, 3, 4])
         close(x.grad, 3 * 2 * X3 * np.array([2.0, 3.0, 4.0]) ** 2)
 
+    def test_gradient_a_leaf_hook_kept_is_not_accumulated_into(self):
+        """The tensor a hook saw does not become .grad (PyTorch steals a gradient only when
+        nothing else holds it): a second backward leaves the kept tensor as it was."""
+        results = []
+        for lib in (torch, ember):
+            x = lib.ones(3, requires_grad=True)
+            saved = []
+            x.register_hook(lambda g: saved.append(g))
+            (x * 2).sum().backward()
+            (x * 3).sum().backward()
+            results.append((saved[0].tolist(), saved[1].tolist(), x.grad.tolist(),
+                            saved[0] is x.grad))
+        assert results[1] == results[0] == ([2.0] * 3, [3.0] * 3, [5.0] * 3, False)
+
     def test_hook_returning_none_keeps_grad(self):
         x = E(X3, requires_grad=True)
         calls = []

@@ -322,6 +322,103 @@ def test_always_call_hook_runs_on_error():
     assert seen == [None]
 
 
+def _backward_hook_run(lib, make):
+    """A module with two tensor inputs (one not requiring grad), a non-tensor argument, an
+    unused output and a non-tensor output, with a pre-hook and a full hook that scales the
+    first input's gradient; returns what the hooks saw and the leaves' gradients."""
+    class Two(lib.Module):
+        def forward(self, a, tag, b):
+            return a * 2 + b, (a * b).sum() * 3, 7
+
+    def listed(grads):
+        return [None if g is None else g.tolist() for g in grads]
+    m, log = Two(), []
+    m.register_full_backward_pre_hook(lambda mod, go: log.append(("pre", listed(go))))
+
+    def hook(mod, gi, go):
+        log.append(("full", listed(gi), listed(go)))
+        return (gi[0] * 10, None, gi[2])
+    m.register_full_backward_hook(hook)
+    a = make([1.0, 2.0]).requires_grad_()
+    b = make([3.0, 4.0])
+    out, _, seven = m(a, "x", b)
+    out.sum().backward()
+    first = (list(log), a.grad.tolist(), seven, type(out.grad_fn).__name__)
+    log.clear()
+    a.grad = None
+    b.requires_grad_()
+    out, total, _ = m(a, "x", b)
+    (out.sum() + total).backward()
+    return first, (list(log), a.grad.tolist(), b.grad.tolist())
+
+
+def test_full_backward_hooks_match_pytorch():
+    """What the hooks see (None for a non-tensor argument and an unused output, zeros for a
+    tensor input that needs no grad) and a replaced grad_input, as in PyTorch."""
+    ours = _backward_hook_run(nn, ember.tensor)
+    theirs = _backward_hook_run(tnn, torch.tensor)
+    assert ours == theirs
+    assert ours[0][3] == "BackwardHookFunctionBackward"
+
+
+def test_full_backward_hook_on_layers_matches_pytorch():
+    """Grad-CAM's use: the hook's grad_output and grad_input of a conv inside a network, a
+    pre-hook replacing grad_output, prepend order, and handles that remove."""
+    torch.manual_seed(0)
+    tnet = tnn.Sequential(tnn.Conv2d(2, 3, 3, padding=1), tnn.ReLU(), tnn.Conv2d(3, 1, 1))
+    enet = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.ReLU(), nn.Conv2d(3, 1, 1))
+    load_from_torch(enet, tnet)
+    x = torch.randn(2, 2, 4, 4)
+    results = []
+    for lib, net, inp in ((torch, tnet, x), (ember, enet, e(x))):
+        seen, order = {}, []
+        net[0].register_full_backward_hook(
+            lambda mod, gi, go: seen.update(gi=gi[0], go=go[0]) or order.append("b"))
+        net[0].register_full_backward_hook(lambda mod, gi, go: order.append("a"), prepend=True)
+        h = net[2].register_full_backward_pre_hook(lambda mod, go: (go[0] * 2,))
+        inp = inp.clone().requires_grad_()
+        net(inp).sum().backward()
+        h.remove()
+        results.append((seen["gi"], seen["go"], inp.grad, net[0].weight.grad, order))
+        net(inp).sum().backward()   # the removed pre-hook no longer doubles
+        results[-1] += (inp.grad,)
+    ours, theirs = results[1], results[0]
+    for i in (0, 1, 2, 3, 5):
+        close(ours[i], theirs[i])
+    assert ours[4] == theirs[4] == ["a", "b", "a", "b"]
+
+
+def test_full_backward_hook_without_input_grad_and_errors_match_pytorch():
+    for lib, mod, make in ((tnn, torch, torch.ones), (nn, ember, ember.ones)):
+        lin = lib.Linear(2, 2)
+        seen = []
+        h = lin.register_full_backward_hook(lambda m, gi, go: seen.append((gi, go[0].shape)))
+        with pytest.warns(UserWarning, match="no inputs require gradients"):
+            lin(make(1, 2)).sum().backward()
+        assert seen == [((None,), (1, 2))]
+        h.remove()
+        lin.register_full_backward_hook(lambda m, gi, go: (gi[0], gi[0]))
+        with pytest.raises(RuntimeError, match="invalid number of grad_input, got 2, but "
+                                               "expected 1"):
+            lin(make(1, 2, requires_grad=True)).sum().backward()
+        with mod.no_grad():   # no graph: the hooks are not set up
+            assert not lin(make(1, 2, requires_grad=True)).requires_grad
+    with pytest.raises(NotImplementedError, match="register_full_backward_hook"):
+        nn.Linear(2, 2).register_backward_hook(lambda *a: None)
+
+
+def test_module_full_backward_hook_global():
+    seen = []
+    h = nn.modules.module.register_module_full_backward_hook(
+        lambda m, gi, go: seen.append(type(m).__name__))
+    try:
+        net = nn.Sequential(nn.Linear(2, 2), nn.Tanh())
+        net(ember.ones(1, 2, requires_grad=True)).sum().backward()
+    finally:
+        h.remove()
+    assert seen == ["Tanh", "Linear", "Sequential"]
+
+
 def test_missing_forward():
     with pytest.raises(NotImplementedError, match='missing the required "forward"'):
         nn.Module()(ember.ones(1))

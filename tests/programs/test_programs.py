@@ -37,6 +37,12 @@ PROGRAMS = {
     "super_resolution": "exact",
     "text_classifier_bag": "exact",
     "lbfgs_regression": "exact",
+    "diffusion_unet": "exact",
+    "bert_mlm": "exact",
+    "mobilenet_se": "exact",
+    "seq_forecast": "exact",
+    "metric_learning": "exact",
+    "dataloader_checkpoint": "exact",
 }
 
 

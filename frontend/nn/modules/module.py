@@ -14,6 +14,7 @@ hooks, mode switching, device/dtype conversion and repr.
 from __future__ import annotations
 
 import itertools
+import warnings
 import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from ember import Tensor
 from ember._tensor import parse_to_args
 
 from ..parameter import Buffer, Parameter, _buffer_persistent, _set_data
+from ._backward_hook import BackwardHook
 from .utils import _no_grad
 from ember.dispatcher.lazy import capturing as _capturing
 
@@ -155,6 +157,8 @@ class Module:
         sa("_forward_hooks_always_called", OrderedDict())
         sa("_forward_pre_hooks", OrderedDict())
         sa("_forward_pre_hooks_with_kwargs", OrderedDict())
+        sa("_backward_hooks", OrderedDict())
+        sa("_backward_pre_hooks", OrderedDict())
         sa("_state_dict_hooks", OrderedDict())
         sa("_state_dict_pre_hooks", OrderedDict())
         sa("_load_state_dict_pre_hooks", OrderedDict())
@@ -353,6 +357,8 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in ("_backward_hooks", "_backward_pre_hooks"):   # pickled before they existed
+            self.__dict__.setdefault(name, OrderedDict())
 
     # ---- traversal ------------------------------------------------------------------------
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
@@ -773,15 +779,66 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_output) -> None or new grad_output`` runs when the gradients
+        with respect to the module's outputs have been computed, before those with respect
+        to its inputs; a returned tuple replaces ``grad_output``.
+
+        >>> import ember
+        >>> lin = ember.nn.Linear(2, 1)
+        >>> h = lin.register_full_backward_pre_hook(lambda m, go: (go[0] * 0,))
+        >>> lin(ember.ones(1, 2, requires_grad=True)).sum().backward()
+        >>> lin.weight.grad
+        tensor([[0., 0.]])
+        """
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output) -> None or new grad_input`` runs when the
+        gradients with respect to the module's positional inputs have been computed
+        (``grad_input`` has one entry per positional argument, ``None`` for non-tensors;
+        ``grad_output`` one per output); a returned tuple replaces ``grad_input``.
+
+        >>> import ember
+        >>> lin = ember.nn.Linear(2, 1)
+        >>> seen = []
+        >>> h = lin.register_full_backward_hook(lambda m, gi, go: seen.append(go[0]))
+        >>> lin(ember.ones(1, 2, requires_grad=True)).sum().backward()
+        >>> seen
+        [tensor([[1.]])]
+        """
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        """PyTorch's deprecated non-full backward hook, which sees the gradients of the last
+        autograd node inside ``forward``; ember's nodes differ from PyTorch's, so it is not
+        provided: use ``register_full_backward_hook``."""
+        raise NotImplementedError(
+            "Module.register_backward_hook (PyTorch's deprecated form, whose gradients are "
+            "those of the last autograd node inside forward) is not supported by ember; use "
+            "register_full_backward_hook, which gives the gradients with respect to the "
+            "module's inputs and outputs.")
+
     def _call_impl(self, *args, **kwargs):
         c = self._compiled_call_impl
         if c is not None and not _capturing():   # Module.compile(); inside a region: inline
             return c(*args, **kwargs)
         if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks
-                or _global_forward_pre_hooks):
+                or _global_forward_pre_hooks or self._backward_hooks
+                or self._backward_pre_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
         result = None
         called_always = set()
+        bw_hook = None
         try:
             for hook_id, hook in (*_global_forward_pre_hooks.items(),
                                   *self._forward_pre_hooks.items()):
@@ -797,6 +854,12 @@ class Module:
                     out = hook(self, args)
                     if out is not None:
                         args = out if isinstance(out, tuple) else (out,)
+            full_hooks = [*_global_backward_hooks.values(), *self._backward_hooks.values()]
+            pre_hooks = [*_global_backward_pre_hooks.values(),
+                         *self._backward_pre_hooks.values()]
+            if full_hooks or pre_hooks:
+                bw_hook = BackwardHook(self, full_hooks, pre_hooks)
+                args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
             for hook_id, hook in (*_global_forward_hooks.items(),
                                   *self._forward_hooks.items()):
@@ -808,6 +871,12 @@ class Module:
                     out = hook(self, args, result)
                 if out is not None:
                     result = out
+            if bw_hook is not None:
+                if not isinstance(result, (Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a "
+                                  "Tensor or a tuple of Tensors but received "
+                                  f"{type(result)}", stacklevel=2)
+                result = bw_hook.setup_output_hook(result)
             return result
         except Exception:
             for hook_id, hook in self._forward_hooks.items():
@@ -854,6 +923,8 @@ class Module:
 
 _global_forward_hooks: dict = OrderedDict()
 _global_forward_pre_hooks: dict = OrderedDict()
+_global_backward_hooks: dict = OrderedDict()
+_global_backward_pre_hooks: dict = OrderedDict()
 
 
 def register_module_forward_pre_hook(hook) -> RemovableHandle:
@@ -868,3 +939,17 @@ def register_module_forward_hook(hook) -> RemovableHandle:
     _global_forward_hooks[handle.id] = hook
     return handle
 
+
+
+def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
+    """A backward pre-hook run for every module (see ``Module.register_full_backward_pre_hook``)."""
+    handle = RemovableHandle(_global_backward_pre_hooks)
+    _global_backward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_full_backward_hook(hook) -> RemovableHandle:
+    """A backward hook run for every module (see ``Module.register_full_backward_hook``)."""
+    handle = RemovableHandle(_global_backward_hooks)
+    _global_backward_hooks[handle.id] = hook
+    return handle
