@@ -73,9 +73,13 @@ def _into(name, out, res, rule="any"):
 
 def _inplace(name, self, fn, *args, **kwargs):
     """``self`` overwritten with ``fn(self, ...)``. Under autograd ``fn`` reads a copy, so
-    that what its backward saved is not the tensor the write changes."""
+    that what its backward saved is not the tensor the write changes; that holds too when
+    only another argument needs a gradient (``zeros(n).scatter_reduce_(0, i, src, "amax")``
+    saves ``self`` to find which positions the maximum came from)."""
     C.check_writable(self, name)
-    src = O.clone(self) if self.requires_grad and MODE.grad else self
+    recorded = MODE.grad and any(isinstance(a, TensorBase) and a.requires_grad
+                                 for a in (self, *args))
+    src = O.clone(self) if recorded else self
     return O.copy_(self, fn(src, *args, **kwargs))
 
 

@@ -64,7 +64,34 @@ def mm(input, mat2, *, out=None):
     return F.mm(input, mat2, out=out)
 
 
-__all__ += ["sparse_coo", "sparse_coo_tensor", "spmm", "mm"]
+def mv(input, vec, *, out=None):
+    """``torch.mv``: a sparse COO matrix times a dense vector gives a dense vector; dense
+    arguments are ember's dense ``mv``.
+
+    >>> a = ember.sparse_coo_tensor(ember.tensor([[0, 1], [1, 0]]), ember.tensor([2., 3.]))
+    >>> ember.mv(a, ember.tensor([1., 1.])).tolist()
+    [2.0, 3.0]
+    """
+    if _is_sparse(input) or _is_sparse(vec):
+        if out is not None:
+            raise NotImplementedError("mv(): out= is not supported with sparse COO arguments "
+                                      "in ember")
+        return _sp().sparse_mm(input, vec, "mv")
+    return F.mv(input, vec, out=out)
+
+
+def matmul(input, other, *, out=None):
+    """``torch.matmul``: a sparse COO matrix first gives sparse @ dense (a dense vector or
+    matrix); dense arguments are ember's dense ``matmul``."""
+    if _is_sparse(input) or _is_sparse(other):
+        if out is not None:
+            raise NotImplementedError("matmul(): out= is not supported with sparse COO "
+                                      "arguments in ember")
+        return _sp().sparse_mm(input, other, "matmul")
+    return F.matmul(input, other, out=out)
+
+
+__all__ += ["sparse_coo", "sparse_coo_tensor", "spmm", "mm", "mv", "matmul"]
 
 
 # ---- Tensor methods (dense tensors; SparseCOOTensor overrides them) -------------------------

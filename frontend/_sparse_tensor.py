@@ -449,6 +449,9 @@ class SparseCOOTensor(Tensor):
     def matmul(self, other):
         return sparse_mm(self, other, "matmul")
 
+    def mv(self, vec):
+        return sparse_mm(self, vec, "mv")
+
     def __matmul__(self, other):
         return sparse_mm(self, other, "matmul")
 
@@ -807,6 +810,14 @@ def sparse_mm(a, b, op="mm"):
     if a.sparse_dim() != 2 or a.dense_dim() != 0:
         raise RuntimeError(f"{op}(): expected a 2-D sparse tensor with 2 sparse dimensions, got "
                            f"{a.sparse_dim()} sparse and {a.dense_dim()} dense dimensions")
+    if op == "mv" and b.dim() != 1:
+        raise RuntimeError(f"mv: two tensor dim should be 2 and 1, but got SparseTensor Dim: "
+                           f"{a.dim()}Tensor Dim: {b.dim()}")
+    if op in ("mv", "matmul") and b.dim() == 1:
+        # matrix @ vector (torch.mv, and matmul of a 1-D operand): the vector as a column
+        if a.shape[1] != b.shape[0]:
+            raise RuntimeError("mv: expected self.size(-1) == vec.size(-1)")
+        return sparse_mm(a, b.unsqueeze(1), "matmul").squeeze(1)
     if b.dim() < 2:
         raise IndexError(f"Dimension out of range (expected to be in range of "
                          f"[{-max(b.dim(), 1)}, {max(b.dim(), 1) - 1}], but got 1)")

@@ -1028,12 +1028,13 @@ class Tensor(TensorBase):
             return _mm(self, other)  # (matmul of two matrices is mm; checks passed)
         if not isinstance(other, TensorBase):
             return NotImplemented
-        return F.matmul(self, other)
+        # Tensor.matmul, not F.matmul: under autocast its entry casts mixed operands
+        return Tensor.matmul(self, other)
 
     def __rmatmul__(self, other):
         if not isinstance(other, TensorBase):
             return NotImplemented
-        return F.matmul(other, self)
+        return Tensor.matmul(other, self)
 
     def __neg__(self):
         return F.neg(self)

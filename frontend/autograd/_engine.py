@@ -401,11 +401,10 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
 
 def _run_backward(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused):
     starts = []
-    for t, g in zip(roots, grads):
+    for i, (t, g) in enumerate(zip(roots, grads)):
         e = _edge(t)
         if e is None:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
-                               "grad_fn")
+            raise RuntimeError(_NO_GRAD_FN.format(i))
         starts.append((e, g))
     # dependency counts over the reachable graph (iterative DFS)
     deps: dict = {}
@@ -522,9 +521,9 @@ def _run_backward(roots, grads, retain_graph, create_graph, inputs, capture, all
         for i, t in enumerate(inputs):
             g = captured.get(i)
             if g is None and not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been "
-                                   "used in the graph. Set allow_unused=True if this is the "
-                                   "desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is "
+                                   "the desired behavior.")
             out.append(g)
         return tuple(out)
     return None
@@ -738,19 +737,29 @@ def _root_grads(tensors, grad_tensors, create_graph):
     return grads
 
 
+_NO_GRAD_FN = "element {} of tensors does not require grad and does not have a grad_fn"
+
+
+def _check_outputs(tensors):
+    for i, t in enumerate(tensors):
+        if not t.requires_grad:
+            raise RuntimeError(_NO_GRAD_FN.format(i))
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves they depend on."""
     tensors = _as_tuple(tensors)
     grad_tensors = _as_tuple(grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
-    for t in tensors:
-        if not t.requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
-                               "grad_fn")
     inputs = _as_tuple(inputs)
+    # PyTorch's order of checks: the inputs list, the outputs, then each input
     if inputs is not None and not inputs:
-        raise RuntimeError("backward() received an empty list of inputs")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    _check_outputs(tensors)
+    for t in inputs or ():
+        if not t.requires_grad:   # (PyTorch retains the grad of each input)
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     run_backward(tensors, _root_grads(tensors, grad_tensors, create_graph), retain_graph,
                  create_graph, inputs=inputs)
 
@@ -777,13 +786,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grad_outputs = _as_tuple(grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
+    # PyTorch's order of checks: the inputs list, the outputs, then each input
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    _check_outputs(outputs)
     for t in inputs:
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    for t in outputs:
-        if not t.requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
-                               "grad_fn")
     res = run_backward(outputs, _root_grads(outputs, grad_outputs, create_graph), retain_graph,
                        create_graph, inputs=inputs, capture=True,
                        allow_unused=allow_unused or materialize_grads)

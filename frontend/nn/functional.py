@@ -1664,6 +1664,23 @@ def _norm_shape(normalized_shape):
     return tuple(normalized_shape)
 
 
+_REDUCED = ("bfloat16", "float16")
+
+
+def _mixed_norm(input: Tensor, *params) -> bool:
+    """PyTorch's mixed-dtype rule for layer_norm, group_norm and instance_norm: parameters of
+    another dtype than ``input`` are allowed only as float32 next to a bfloat16 or float16
+    input (autocast's ``LayerNorm(x_bf16)``, whose weights stay float32); the norm is then
+    computed in float32 and returned in the input's dtype. Any other mix is an error."""
+    if all(p is None or p.dtype is input.dtype for p in params):
+        return False
+    if any(p is not None and p.dtype is not ember.float32 for p in params):
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    if input.dtype.name not in _REDUCED:
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    return True
+
+
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dims (biased variance)."""
@@ -1672,6 +1689,8 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
+    if _mixed_norm(input, weight, bias):
+        return _nn.layer_norm(input.float(), ns, weight, bias, eps).to(input.dtype)
     return _nn.layer_norm(input, ns, weight, bias, eps)
 
 
@@ -1691,6 +1710,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
+    if _mixed_norm(input, weight, bias):
+        return _nn.group_norm(input.float(), num_groups, weight, bias, eps).to(input.dtype)
     return _nn.group_norm(input, num_groups, weight, bias, eps)
 
 
@@ -1703,11 +1724,18 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*{', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
+    # PyTorch's composite: computed in the input's opmath dtype (float32 for bfloat16 and
+    # float16, whose eps is then float32's too), the weight applied before the one rounding
+    # to the input's dtype
+    reduced = input.dtype.name in _REDUCED
     if eps is None:
-        eps = _EPS.get(input.dtype.name, 1.1920928955078125e-07)
+        eps = _EPS["float32"] if reduced else _EPS.get(input.dtype.name, _EPS["float32"])
+    x = input.float() if reduced else input
     dims = tuple(range(-len(ns), 0))
-    out = input * ember.rsqrt((input * input).mean(dim=dims, keepdim=True) + eps)
-    return out * weight if weight is not None else out
+    out = x * ember.rsqrt((x * x).mean(dim=dims, keepdim=True) + eps)
+    if weight is not None:
+        out = out * weight
+    return out.to(input.dtype)
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -1737,6 +1765,9 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
                   bias: Tensor | None = None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalise each (sample, channel) plane over its spatial dims."""
+    if _mixed_norm(input, weight, bias):
+        return instance_norm(input.float(), running_mean, running_var, weight, bias,
+                             use_input_stats, momentum, eps).to(input.dtype)
     c = input.shape[1]
     dims = tuple(range(2, input.dim()))
     shape = (1, c) + (1,) * (input.dim() - 2)

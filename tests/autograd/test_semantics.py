@@ -1232,3 +1232,29 @@ def test_expanding_a_leaf_to_its_own_shape_makes_a_view_not_a_node_on_the_leaf()
     assert y is not x and x.grad_fn is None and y._base is x
     ((y * 2).sum() + (x * 3).sum()).backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full((1, 2, 3), 5.0))
+
+
+# grad() / backward() argument errors: PyTorch's order of checks and its words
+_ARG_ERRORS = {
+    "grad_empty_inputs": lambda T, x, c: T.autograd.grad(c.sum(), []),
+    "grad_second_output_constant": lambda T, x, c: T.autograd.grad([x.sum(), c.sum()], x),
+    "grad_output_before_input": lambda T, x, c: T.autograd.grad(c.sum(), [c]),
+    "grad_input_constant": lambda T, x, c: T.autograd.grad(x.sum(), [x, c]),
+    "grad_unused_input_index": lambda T, x, c: T.autograd.grad(
+        (x * 2).sum(), [x.detach().requires_grad_(), x]),
+    "backward_empty_inputs": lambda T, x, c: c.sum().backward(inputs=[]),
+    "backward_second_tensor_constant": lambda T, x, c: T.autograd.backward([x.sum(),
+                                                                            c.sum()]),
+    "backward_input_constant": lambda T, x, c: x.sum().backward(inputs=[c.view(2)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ARG_ERRORS))
+def test_grad_and_backward_argument_errors_match_torch(name):
+    msgs = []
+    for T in (torch, ember):
+        x, c = T.ones(2, requires_grad=True), T.ones(2)
+        with pytest.raises(RuntimeError) as info:
+            _ARG_ERRORS[name](T, x, c)
+        msgs.append(str(info.value))
+    assert msgs[1] == msgs[0]

@@ -240,3 +240,23 @@ def test_digits_cnn_step_under_autocast_matches_torch():
             out.append(loss.item())
         losses.append(out)
     np.testing.assert_allclose(losses[1], losses[0], rtol=2e-2)
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (3, 4)), ((3,), (3, 4)), ((2, 2, 3), (3, 4)),
+                                    ((2, 3), (3,))])
+@pytest.mark.parametrize("low_first", [True, False])
+def test_matmul_operator_casts_mixed_operands_like_torch(shapes, low_first):
+    """``a @ b`` is autocast's matmul entry, as ``torch.matmul`` is: a bfloat16 activation
+    times float32 weights is a bfloat16 product, not a dtype-mismatch error."""
+    a = R.standard_normal(shapes[0]).astype(np.float32)
+    b = R.standard_normal(shapes[1]).astype(np.float32)
+    outs = []
+    for T in (torch, ember):
+        x, y = T.tensor(a), T.tensor(b)
+        x, y = (x.bfloat16(), y) if low_first else (x, y.bfloat16())
+        with T.autocast("cpu", dtype=T.bfloat16):
+            z = x @ y
+            assert str(z.dtype).split(".")[-1] == "bfloat16"
+            assert str(y.__rmatmul__(x).dtype).split(".")[-1] == "bfloat16"
+        outs.append(z.float().numpy())
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-2, atol=1e-2)

@@ -558,3 +558,59 @@ def test_attention_kernel_is_the_composite_on_large_heads(causal):
     np.testing.assert_array_equal(native, composite)
     np.testing.assert_allclose(native, composite_onednn, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(native, run(torch).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _norm_calls(T, fn):
+    w4, b4 = T.linspace(0.5, 1.5, 4), T.linspace(-0.2, 0.2, 4)
+    w3, b3 = T.linspace(0.5, 1.5, 3), T.linspace(-0.2, 0.2, 3)
+    return {
+        "layer_norm": lambda x: fn.layer_norm(x, (3,), w3, b3),
+        "layer_norm_weight_only": lambda x: fn.layer_norm(x, (3,), w3),
+        "LayerNorm": lambda x: T.nn.LayerNorm(3)(x),
+        "group_norm": lambda x: fn.group_norm(x, 2, w4, b4),
+        "GroupNorm": lambda x: T.nn.GroupNorm(2, 4)(x),
+        "instance_norm": lambda x: fn.instance_norm(x, weight=w4, bias=b4),
+        "rms_norm": lambda x: fn.rms_norm(x, (3,), w3),
+        "rms_norm_no_weight": lambda x: fn.rms_norm(x, (3,)),
+    }
+
+
+@pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight")
+@pytest.mark.parametrize("name", sorted(_norm_calls(torch, TF)))
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_norm_of_reduced_input_with_float32_params_keeps_its_dtype(name, dtype):
+    """PyTorch's mixed-dtype norms (autocast's LayerNorm: a bfloat16 activation, float32
+    weights): computed in float32, returned in the input's dtype, gradients of each
+    argument in its own dtype. Small inputs check rms_norm's eps (float32's, not the
+    reduced dtype's)."""
+    x = (randn(2, 4, 3) * 1e-2).numpy()
+    res = []
+    for T, fn in ((torch, TF), (ember, ember.nn.functional)):
+        xt = T.tensor(x).to(getattr(T, dtype)).requires_grad_()
+        out = _norm_calls(T, fn)[name](xt)
+        assert str(out.dtype).split(".")[-1] == dtype
+        out.float().pow(2).sum().backward()
+        assert str(xt.grad.dtype).split(".")[-1] == dtype
+        res.append((out.float().detach().numpy(), xt.grad.float().numpy()))
+    tol = 1e-2 if dtype == "bfloat16" else 1e-3
+    for ours, theirs in zip(res[1], res[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol * np.abs(theirs).max())
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "group_norm", "instance_norm"])
+@pytest.mark.parametrize("dtypes", [("float32", "bfloat16"), ("float32", "float64"),
+                                    ("float64", "float32"), ("bfloat16", "float16")])
+def test_norm_mixed_dtype_errors_match_torch(name, dtypes):
+    """Any other mix of input and parameter dtypes is PyTorch's RuntimeError, its words."""
+    x = randn(2, 4, 3).numpy()
+    msgs = []
+    for T, fn in ((torch, TF), (ember, ember.nn.functional)):
+        xt = T.tensor(x).to(getattr(T, dtypes[0]))
+        w = T.ones(3 if name == "layer_norm" else 4, dtype=getattr(T, dtypes[1]))
+        call = {"layer_norm": lambda: fn.layer_norm(xt, (3,), w),
+                "group_norm": lambda: fn.group_norm(xt, 2, w),
+                "instance_norm": lambda: fn.instance_norm(xt, weight=w)}[name]
+        with pytest.raises(RuntimeError) as info:
+            call()
+        msgs.append(str(info.value))
+    assert msgs[1] == msgs[0]

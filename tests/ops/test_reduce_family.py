@@ -525,6 +525,26 @@ def test_scatter_reduce_gradients(reduce, include_self):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
+
+@pytest.mark.parametrize("name", ["scatter_reduce_", "index_reduce_"])
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_inplace_reduce_into_a_constant_gives_src_its_gradient(name, reduce, include_self):
+    # a GAT-style softmax: zeros(n).scatter_reduce_(0, dst, score, "amax"), where only the
+    # source needs a gradient; the backward reads the pre-write self, which must survive
+    base = np.round(RNG.standard_normal(4) * 2) / 2
+    src = np.round(RNG.standard_normal(6) * 2) / 2
+    index = np.array([0, 2, 0, 3, 2, 0], np.int64)
+    grads = []
+    for m in (ember, torch):
+        conv = ember.from_numpy if m is ember else torch.from_numpy
+        s = conv(src.copy()).requires_grad_(True)
+        out = getattr(conv(base.copy()), name)(0, conv(index.copy()), s, reduce,
+                                                include_self=include_self)
+        (out * conv(np.arange(1., 5.))).sum().backward()
+        grads.append(s.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-10, atol=1e-12)
+
 # ---- opencl: the composites run on any backend -----------------------------------------
 OPENCL = [c for c in CASES if c[0] in (
     "cummax", "logcumsumexp", "median", "nanmedian", "kthvalue", "mode", "quantile",

@@ -43,6 +43,12 @@ PROGRAMS = {
     "seq_forecast": "exact",
     "metric_learning": "exact",
     "dataloader_checkpoint": "exact",
+    "ppo_actor_critic": "exact",
+    "wgan_gp": "exact",
+    "realnvp_flow": "exact",
+    "gin_graph_classification": "exact",
+    "convnext_tiny": "exact",
+    "style_transfer": "exact",
 }
 
 

@@ -284,6 +284,37 @@ def test_mm_and_gradients(which):
     _close(de.grad, dt.grad)
 
 
+
+@pytest.mark.parametrize("which", ["mv", "method", "matmul", "operator"])
+def test_matrix_times_vector_and_gradients(which):
+    """A sparse matrix times a dense vector (PageRank's ``A @ r``): torch.mv, Tensor.mv,
+    torch.matmul and ``@`` give a dense vector, gradients reach the values and the vector."""
+    x = np.array([0.5, -1.0, 2.0, 1.5], np.float32)
+    v, ve = torch.tensor(VAL, requires_grad=True), ember.tensor(VAL, requires_grad=True)
+    xt, xe = torch.tensor(x, requires_grad=True), ember.tensor(x, requires_grad=True)
+    s = ember.sparse_coo_tensor(IND, ve, SIZE)
+    t = torch.sparse_coo_tensor(IND, v, SIZE)
+    f = {"mv": lambda m, a, b: m.mv(a, b), "method": lambda m, a, b: a.mv(b),
+         "matmul": lambda m, a, b: m.matmul(a, b), "operator": lambda m, a, b: a @ b}[which]
+    re, rt = f(ember, s, xe), f(torch, t, xt)
+    assert not re.is_sparse and tuple(re.shape) == (3,)
+    _close(re, rt)
+    re.pow(2).sum().backward()
+    rt.pow(2).sum().backward()
+    _close(ve.grad, v.grad)
+    _close(xe.grad, xt.grad)
+
+
+@pytest.mark.parametrize("vec", [np.ones(5, np.float32), np.ones((4, 1), np.float32)])
+def test_mv_shape_errors_match_torch(vec):
+    s, t = _pair()
+    msgs = []
+    for m, a in ((ember, s), (torch, t)):
+        with pytest.raises(RuntimeError) as info:
+            m.mv(a, m.tensor(vec))
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]
+
 def test_leaf_sparse_grad():
     d = torch.randn(4, 2)
     s, t = _pair(requires_grad=True)
