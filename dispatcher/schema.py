@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 
 from . import expr as X
 
-__all__ = ["OpDef", "Check", "Formula", "OPS", "PRIMITIVES", "op", "defop", "gradient",
+__all__ = ["OpDef", "Check", "Formula", "Unsaved", "OPS", "PRIMITIVES", "op", "defop", "gradient",
            "composite", "install_kernels", "uninstall_kernels",
            "coverage", "elementwise_ops", "table_hash", "KIND_MASKS", "KINDS",
            "OUT_DTYPE_RULES", "parse_signature", "KERNELS_GENERATION"]
@@ -87,10 +87,34 @@ class Formula:
     against in-place changes), ``<input>_shape`` / ``_dtype`` / ``_device`` (only that
     metadata), ``result`` (the output; ``result1``... for further outputs), or an
     attribute of the call (``dim``, ``keepdim``). A parameter with a default may be
-    absent from a call."""
+    absent from a call.
+
+    ``needs`` (optional) says which of those names each input's gradient reads, as
+    PyTorch's autograd knows from derivatives.yaml: ``{"self": ("other",), "other":
+    ("self",)}`` for ``mul``. An input tensor named there is then saved only when an input
+    whose gradient reads it requires grad (``x * 2`` saves nothing, so a later in-place
+    write to ``x`` is no error and ``x`` is not kept alive); in its place the formula gets
+    an :class:`Unsaved` whose ``requires_grad`` is the input's, and must compute only the
+    gradients of inputs that require grad. Names not in ``needs`` are always saved."""
     fn: object
     names: tuple
     defaults: dict
+    needs: dict | None = None
+
+
+class Unsaved:
+    """What a gradient formula gets for an input tensor autograd did not save (see
+    ``Formula.needs``): whether it required grad, and its metadata (shape, strides and
+    dtype: mm lays a gradient out as its input was, as PyTorch keeps an unsaved input's
+    sizes and strides)."""
+    __slots__ = ("requires_grad", "shape", "_stride", "dtype")
+
+    def __init__(self, t):
+        self.requires_grad = t.requires_grad
+        self.shape, self._stride, self.dtype = t.shape, t._stride, t.dtype
+
+    def __repr__(self):
+        return f"Unsaved(requires_grad={self.requires_grad})"
 
 
 @dataclass
@@ -276,15 +300,19 @@ def defop(name: str, kind: str, signature: str, kernel: str | None = None, *,
     return o
 
 
-def gradient(*names: str):
+def gradient(*names: str, needs: dict | None = None):
     """Decorator: ``fn`` is the gradient formula of the ops ``names`` (see
-    :class:`Formula`)."""
+    :class:`Formula`; ``needs``: which saved names each input's gradient reads)."""
     def deco(fn):
         params = list(inspect.signature(fn).parameters.values())[1:]
         f = Formula(fn, tuple(p.name for p in params),
-                    {p.name: p.default for p in params if p.default is not p.empty})
+                    {p.name: p.default for p in params if p.default is not p.empty}, needs)
         for n in names:
             o = op(n)
+            for i, used in (needs or {}).items():
+                if i not in o.inputs or not set(used) <= set(f.names):
+                    raise ValueError(f"gradient of {n!r}: needs names input {i!r} or saved "
+                                     f"names {used} that the op or formula does not have")
             if not o.differentiable:
                 raise ValueError(f"op {n!r} is not differentiable but has a gradient formula")
             o.grad = f

@@ -17,6 +17,10 @@ SCI_MODE = None
 
 
 class _Formatter:
+    """PyTorch's element formatter: the mode (integer-valued, scientific) and the column
+    width come from the nonzero finite values only; inf and nan are printed as they are
+    in that width."""
+
     def __init__(self, values: np.ndarray, floating: bool):
         self.floating = floating
         self.int_mode = True
@@ -26,40 +30,34 @@ class _Formatter:
         if not floating:
             self.width = max((len(str(v)) for v in flat.tolist()), default=1)
             return
-        finite = flat[np.isfinite(flat)].astype(np.float64)
-        for v in flat.tolist():
-            if not math.isfinite(v):
-                self.width = max(self.width, len(str(v)))
-        if finite.size == 0:
+        vals = flat[np.isfinite(flat) & (flat != 0)].astype(np.float64)
+        if vals.size == 0:
             return
-        nz = np.abs(finite[finite != 0])
-        self.int_mode = bool(np.all(finite == np.ceil(finite)))
-        if self.int_mode:
-            if nz.size and nz.max() > 1e8:
-                self.sci_mode = True
-        elif nz.size:
-            hi, lo = nz.max(), nz.min()
-            if hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4:
-                self.sci_mode = True
-        if SCI_MODE is not None:
-            self.sci_mode = bool(SCI_MODE)
-        for v in finite.tolist():
-            self.width = max(self.width, len(self._fmt(v)))
+        mag = np.abs(vals)
+        hi, lo = mag.max(), mag.min()
+        self.int_mode = bool(np.all(vals == np.ceil(vals)))
+        self.sci_mode = (bool(hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4) if SCI_MODE is None
+                         else bool(SCI_MODE))
+        # (an integer-valued float gets a "." after it, which the width counts)
+        extra = 1 if self.int_mode and not self.sci_mode else 0
+        self.width = max(len(self._fmt(v)) + extra for v in vals.tolist())
 
     def _fmt(self, v: float) -> str:
         if self.sci_mode:
             return f"{v:.{PRECISION}e}"
         if self.int_mode:
-            return f"{v:.0f}."
+            return f"{v:.0f}"
         return f"{v:.{PRECISION}f}"
 
     def format(self, v) -> str:
         if not self.floating:
             s = str(v)
-        elif not math.isfinite(v):
-            s = str(v)
+        elif not math.isfinite(v) and not self.sci_mode:
+            s = f"{v:.0f}" if self.int_mode else f"{v:.{PRECISION}f}"
         else:
             s = self._fmt(v)
+            if self.int_mode and not self.sci_mode:
+                s += "."
         return s.rjust(self.width)
 
 

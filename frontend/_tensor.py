@@ -986,7 +986,12 @@ class Tensor(TensorBase):
         return F.div(self, other)
 
     def __rtruediv__(self, other):
-        return F.div(_s(other), self)
+        # PyTorch's number / tensor: the reciprocal times the number (its bits, which
+        # differ from a division by an ulp in about a third of float32 cases; and its
+        # gradient saves the reciprocal, not the tensor)
+        if not isinstance(other, TensorBase):
+            return F.reciprocal(self) * other
+        return F.div(other, self)
 
     def __itruediv__(self, other):
         return F.div_(self, other)

@@ -18,7 +18,7 @@ defop("bmm", "matmul", "bmm(Tensor self, Tensor mat2) -> Tensor",
       "(out, a, b)  # [B,n,k] @ [B,k,m]", primitive=True, inputs=("self", "mat2"))
 
 
-@gradient("bmm")
+@gradient("bmm", needs={"self": ("mat2",), "mat2": ("self",)})
 def _(g, self, mat2):
     return (O.bmm(g, V.transpose(mat2, 1, 2)) if self.requires_grad else None,
             O.bmm(V.transpose(self, 1, 2), g) if mat2.requires_grad else None)
@@ -103,7 +103,7 @@ def _column_major(t) -> bool:
     return t._stride[0] == 1 and t.shape[1] > 1 and t._stride[1] >= max(1, t.shape[0])
 
 
-@gradient("mm")
+@gradient("mm", needs={"self": ("mat2",), "mat2": ("self",)})
 def _(g, self, mat2):
     # each gradient in its input's layout (PyTorch's): for a transposed view (x @ w.t())
     # the product of the transposes, transposed, so the base's gradient comes out
@@ -274,6 +274,10 @@ def linear(input, weight, bias=None):
         # a device's kernel that adds the bias inside the product (PyTorch's addmm)
         res = C.empty((x2.shape[0], weight.shape[0]), input.dtype, input.device)
         O.launch(_LINEAR, input.device, k, res, x2, weight, bias)
+    elif bias is not None and input.dtype in (D.float16, D.bfloat16):
+        # PyTorch's addmm: the bias is added to the float32 accumulators and the sum rounded
+        # once (mm then an add in the low dtype rounds twice)
+        res = addmm(bias, x2, V.t(weight))
     else:
         res = mm(x2, V.t(weight))
         if bias is not None:
@@ -287,7 +291,7 @@ _LINEAR = OPS["linear"]
 _LINEAR_DTYPES = (D.float32, D.float64)
 
 
-@gradient("linear")
+@gradient("linear", needs={"input": ("weight",), "weight": ("input",)})
 def _(g, input, weight, bias_shape):
     g2 = V.reshape(g, (-1, g.shape[-1]))
     gx = V.reshape(mm(g2, weight), input.shape) if input.requires_grad else None

@@ -554,17 +554,20 @@ def _zeros(g):
     return O.zeros(g.shape, g.dtype, g.device)
 
 
-@gradient("mul")
+# (each input's gradient computed only when it requires grad: what it would read was not
+# saved otherwise)
+@gradient("mul", needs={"self": ("other",), "other": ("self",)})
 def _(g, self, other):
-    return g * other, g * self
+    return (g * other if _requires(self) else None), (g * self if _requires(other) else None)
 
 
-@gradient("div")
+@gradient("div", needs={"self": ("other",), "other": ("self", "other")})
 def _(g, self, other, rounding_mode=None):
     if rounding_mode is not None:  # piecewise constant: zeros, as PyTorch
         return (_zeros(g) if _requires(self) else None,
                 _zeros(g) if _requires(other) else None)
-    return g / other, (-g * ((self / other) / other) if _requires(other) else None)
+    return ((g / other if _requires(self) else None),
+            (-g * ((self / other) / other) if _requires(other) else None))
 
 
 def _requires(v) -> bool:
@@ -775,14 +778,16 @@ def _(g, self, end, weight):
     return g * (1 - weight), g * weight, g * (end - self)
 
 
-@gradient("addcmul")
+@gradient("addcmul", needs={"tensor1": ("tensor2",), "tensor2": ("tensor1",)})
 def _(g, tensor1, tensor2, value=1):
-    return g, g * (tensor2 * value), g * (tensor1 * value)
+    return (g, (g * (tensor2 * value) if _requires(tensor1) else None),
+            (g * (tensor1 * value) if _requires(tensor2) else None))
 
 
-@gradient("addcdiv")
+@gradient("addcdiv", needs={"tensor1": ("tensor2",), "tensor2": ("tensor1", "tensor2")})
 def _(g, tensor1, tensor2, value=1):
-    return g, g * (value / tensor2), -g * (value * tensor1 / (tensor2 * tensor2))
+    return (g, (g * (value / tensor2) if _requires(tensor1) else None),
+            (-g * (value * tensor1 / (tensor2 * tensor2)) if _requires(tensor2) else None))
 
 
 @gradient("clamp")

@@ -16,7 +16,7 @@ from ember.dispatcher import core as C
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher.grad_mode import HOOKS, MODE, below_autograd
-from ember.dispatcher.schema import parse_signature
+from ember.dispatcher.schema import Unsaved, parse_signature
 from ember.dispatcher.core import TensorBase
 
 from ._engine import SavedTensor, _edge, node_type
@@ -28,7 +28,7 @@ __all__ = ["record_op", "record_view", "sum_to", "check_inplace", "install"]
 # ---- what a formula asks for, resolved once per op ----------------------------------------
 class _Plan:
     """How to build the saved values of one op's formula from a call."""
-    __slots__ = ("getters", "saves_self", "vjp", "names", "node_cls")
+    __slots__ = ("getters", "saves_self", "self_users", "vjp", "names", "node_cls")
 
     def __init__(self, o):
         f = o.grad
@@ -36,12 +36,40 @@ class _Plan:
         self.node_cls = None if callable(o.node) else node_type(o.node or _signature_name(o))
         inputs = {n: i for i, n in enumerate(o.inputs)}
         self.names = f.names
+        # input name -> the inputs whose gradients read it (Formula.needs)
+        users: dict = {}
+        for i, used in (f.needs or {}).items():
+            for n in used:
+                if n in inputs:
+                    users.setdefault(n, []).append(inputs[i])
         getters = []
         for n in f.names:
-            getters.append(_getter(o, f, n, inputs))
+            get = _getter(o, f, n, inputs)
+            if n in users:
+                get = _when_needed(get, inputs[n], tuple(users[n]))
+            getters.append(get)
         self.getters = tuple(getters)
         self.saves_self = o.inputs[:1] and o.inputs[0] in f.names
+        # (an in-place op copies self before writing only when its value will be read)
+        self.self_users = tuple(users[o.inputs[0]]) if self.saves_self and \
+            o.inputs[0] in users else None
         self.vjp = _make_vjp(f.fn)
+
+
+def _requires(v) -> bool:
+    return isinstance(v, TensorBase) and v.requires_grad
+
+
+def _when_needed(get, i, users):
+    """``get``, when an input whose gradient reads input ``i`` requires grad; otherwise an
+    ``Unsaved`` (input ``i`` is not kept, nor checked against in-place writes)."""
+    def saved(ins, attrs, res):
+        for j in users:
+            if _requires(ins[j]):
+                return get(ins, attrs, res)
+        v = ins[i]
+        return Unsaved(v) if isinstance(v, TensorBase) else v
+    return saved
 
 
 def _getter(o, f, n, inputs):
@@ -146,7 +174,8 @@ def record_op(o, run, inputs, attrs, inplace=False):
     if inplace:
         self = inputs[0]
         check_inplace(o.name, self)
-        if plan.saves_self:
+        users = plan.self_users
+        if plan.saves_self and (users is None or any(_requires(inputs[j]) for j in users)):
             # the formula needs self's value from before the write
             with below_autograd():
                 old = O.clone(self)

@@ -135,7 +135,12 @@ def test_to_device_and_back():
     ([1.0, 2.0, 3.0], None), ([1.5, -2.25], None), ([[1, 2], [3, 4]], None),
     ([True, False], None), (3.0, None), (7, None), ([1e-5, 1.0], None), ([1e9, 1.0], None),
     ([1.0, 2.0], "float64"), ([1, 2], "int32"), ([0.5, float("nan"), float("inf")], None),
-    (list(range(2000)), None), ([[0.1 * i for i in range(20)]] * 3, None)])
+    (list(range(2000)), None), ([[0.1 * i for i in range(20)]] * 3, None),
+    # the width and mode come from the nonzero finite values only (inf, nan, 0 aside), and
+    # integer values spanning more than 1000x print in scientific notation
+    ([3.0, float("inf")], None), ([0.0, float("-inf")], None), ([1.0, 2.0, float("nan")], None),
+    ([1.0, 2000.0], None), ([12345.0, 1.0], None), ([-float("inf"), 100.0, 2.5], None),
+    ([1e20, float("inf")], "float64"), ([3.0, float("inf")], "float16")])
 def test_repr_matches_pytorch(data, dtype):
     e = ember.tensor(data, dtype=getattr(ember, dtype) if dtype else None)
     t = torch.tensor(data, dtype=getattr(torch, dtype) if dtype else None)
