@@ -32,7 +32,7 @@ from ._foreach import *  # noqa: F401,F403
 __version__ = "0.1.0"     # (before the submodules, which read it)
 
 from . import autograd, backends, nn, optim, utils
-from . import distributions, linalg, sparse, special
+from . import distributions, linalg, return_types, sparse, special
 from ._device_ns import cuda, opencl, DeviceNamespace as _DeviceNamespace
 from ember.dispatcher.plugins import BACKENDS as _BACKENDS, ensure_loaded as _ensure_loaded
 from . import accelerator, amp, compiler, func, fx, hub, jit, profiler

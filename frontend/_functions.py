@@ -27,6 +27,7 @@ from ember.dispatcher.defs import reduction as RD
 from ember.dispatcher.grad_mode import MODE, below_autograd
 from ember.dispatcher.schema import OPS, elementwise_ops, parse_signature
 
+from .return_types import return_type
 from . import _views as VW
 from . import _ops_shape as _SH
 from . import linalg as _linalg
@@ -45,10 +46,10 @@ class _NoDim:
 _NO_DIM = _NoDim()
 
 values_indices = namedtuple("return_types", ["values", "indices"])
-max_ret = namedtuple("max", ["values", "indices"])
-min_ret = namedtuple("min", ["values", "indices"])
-sort_ret = namedtuple("sort", ["values", "indices"])
-topk_ret = namedtuple("topk", ["values", "indices"])
+max_ret = return_type("max", ["values", "indices"])
+min_ret = return_type("min", ["values", "indices"])
+sort_ret = return_type("sort", ["values", "indices"])
+topk_ret = return_type("topk", ["values", "indices"])
 
 
 def _s(v):
@@ -941,7 +942,7 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 _FLOAT_MAX = {"float64": 1.7976931348623157e308, "float32": 3.4028234663852886e38,
               "float16": 65504.0, "bfloat16": 3.3895313892515355e38}
-frexp_ret = namedtuple("frexp", ["mantissa", "exponent"])
+frexp_ret = return_type("frexp", ["mantissa", "exponent"])
 
 
 def frexp(input, *, out=None):
@@ -2586,7 +2587,8 @@ INPLACE.update(nextafter_=nextafter_, lcm_=lcm_, heaviside_=heaviside_,
 _NOT_API = {"math", "namedtuple", "np", "C", "D", "O", "V", "IX", "LA", "RD", "E", "VW", "EW", "NN",
             "TensorBase", "MODE", "warnings", "annotations", "values_indices", "max_ret",
             "min_ret", "sort_ret", "topk_ret", "INPLACE", "ELEMENTWISE", "METHODS",
-            "elementwise_ops", "parse_signature", "SPECIAL", "OPS", "frexp_ret", "below_autograd"}
+            "elementwise_ops", "parse_signature", "SPECIAL", "OPS", "frexp_ret", "below_autograd",
+            "return_type"}
 #: the in-place forms PyTorch also has as functions (``torch.exp_(x)``); the others are
 #: Tensor methods only, as in PyTorch
 TORCH_INPLACE = (

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import namedtuple
 
 from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
@@ -21,6 +20,7 @@ from ember.dispatcher import views as V
 from ember.dispatcher.core import TensorBase
 from ember.dispatcher.defs import linalg as LA
 
+from .return_types import return_type
 from . import linalg as linalg_ns
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "pinverse", "cholesky", "cholesky_inverse",
@@ -32,12 +32,12 @@ __all__ = ["det", "logdet", "slogdet", "inverse", "pinverse", "cholesky", "chole
 E = O.elementwise
 write_out = linalg_ns.write_out
 
-slogdet_ret = namedtuple("slogdet", ["sign", "logabsdet"])
-qr_ret = namedtuple("qr", ["Q", "R"])
-svd_ret = namedtuple("svd", ["U", "S", "V"])
-triangular_solve_ret = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
-lu_unpack_ret = namedtuple("lu_unpack", ["P", "L", "U"])
-geqrf_ret = namedtuple("geqrf", ["a", "tau"])
+slogdet_ret = return_type("slogdet", ["sign", "logabsdet"])
+qr_ret = return_type("qr", ["Q", "R"])
+svd_ret = return_type("svd", ["U", "S", "V"])
+triangular_solve_ret = return_type("triangular_solve", ["solution", "cloned_coefficient"])
+lu_unpack_ret = return_type("lu_unpack", ["P", "L", "U"])
+geqrf_ret = return_type("geqrf", ["a", "tau"])
 
 
 def _t(x, op, arg="input"):

@@ -12,7 +12,6 @@ median(values=tensor([2., 4.]), indices=tensor([2, 0]))
 """
 from __future__ import annotations
 
-from collections import namedtuple
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from ember.dispatcher import views as V
 from ember.dispatcher.core import TensorBase
 from ember.dispatcher.defs import reduction as RD
 from ember.dispatcher.grad_mode import MODE
+from .return_types import return_type
 
 __all__ = ["cummax", "cummin", "logcumsumexp", "median", "nanmedian", "mode", "kthvalue",
            "quantile", "nanquantile", "msort", "aminmax", "bincount", "histc", "histogram",
@@ -31,15 +31,15 @@ __all__ = ["cummax", "cummin", "logcumsumexp", "median", "nanmedian", "mode", "k
            "cumulative_trapezoid", "gradient", "scatter_reduce", "index_reduce"]
 
 # PyTorch's torch.return_types, by name and fields
-cummax_ret = namedtuple("cummax", ["values", "indices"])
-cummin_ret = namedtuple("cummin", ["values", "indices"])
-median_ret = namedtuple("median", ["values", "indices"])
-nanmedian_ret = namedtuple("nanmedian", ["values", "indices"])
-mode_ret = namedtuple("mode", ["values", "indices"])
-kthvalue_ret = namedtuple("kthvalue", ["values", "indices"])
-aminmax_ret = namedtuple("aminmax", ["min", "max"])
-histogram_ret = namedtuple("histogram", ["hist", "bin_edges"])
-histogramdd_ret = namedtuple("histogramdd", ["hist", "bin_edges"])
+cummax_ret = return_type("cummax", ["values", "indices"])
+cummin_ret = return_type("cummin", ["values", "indices"])
+median_ret = return_type("median", ["values", "indices"])
+nanmedian_ret = return_type("nanmedian", ["values", "indices"])
+mode_ret = return_type("mode", ["values", "indices"])
+kthvalue_ret = return_type("kthvalue", ["values", "indices"])
+aminmax_ret = return_type("aminmax", ["min", "max"])
+histogram_ret = return_type("histogram", ["hist", "bin_edges"])
+histogramdd_ret = return_type("histogramdd", ["hist", "bin_edges"])
 
 
 def _t(x, op, arg="input"):

@@ -14,7 +14,6 @@ tensors in PyTorch: ember has no complex dtype yet, so they raise NotImplemented
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
@@ -26,6 +25,7 @@ from ember.dispatcher.defs import linalg as LA
 from ember.dispatcher.defs import reduction as RD
 from ember.dispatcher.defs.linalg import LinAlgError
 from ember.dispatcher.grad_mode import MODE
+from .return_types import return_type
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "inv_ex", "solve",
            "solve_ex", "solve_triangular", "det", "slogdet", "cholesky", "cholesky_ex", "qr",
@@ -38,19 +38,19 @@ __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "inv_ex",
 E = O.elementwise
 
 # PyTorch's torch.return_types, by name and fields
-linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
-linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"])
-linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
-linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
-linalg_lu_factor = namedtuple("linalg_lu_factor", ["LU", "pivots"])
-linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
-linalg_lu = namedtuple("linalg_lu", ["P", "L", "U"])
-linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"])
-linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"])
-linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
-linalg_ldl_factor = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
-linalg_ldl_factor_ex = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+linalg_qr = return_type("linalg_qr", ["Q", "R"])
+linalg_svd = return_type("linalg_svd", ["U", "S", "Vh"])
+linalg_eigh = return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_slogdet = return_type("linalg_slogdet", ["sign", "logabsdet"])
+linalg_lstsq = return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+linalg_lu_factor = return_type("linalg_lu_factor", ["LU", "pivots"])
+linalg_lu_factor_ex = return_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+linalg_lu = return_type("linalg_lu", ["P", "L", "U"])
+linalg_inv_ex = return_type("linalg_inv_ex", ["inverse", "info"])
+linalg_solve_ex = return_type("linalg_solve_ex", ["result", "info"])
+linalg_cholesky_ex = return_type("linalg_cholesky_ex", ["L", "info"])
+linalg_ldl_factor = return_type("linalg_ldl_factor", ["LD", "pivots"])
+linalg_ldl_factor_ex = return_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 
 # ---- out= ------------------------------------------------------------------------------------
