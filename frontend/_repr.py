@@ -92,7 +92,23 @@ def _body(a, fmt, indent, summarize):
     return "[" + sep.join(parts) + "]"
 
 
+def _meta_repr(t) -> str:
+    """A meta tensor has no values: PyTorch prints its size (and any dtype but the default
+    float one) instead."""
+    suffixes = [f"size={tuple(t.shape)}"]
+    if t.dtype is not D.get_default_dtype():
+        suffixes.append(f"dtype=ember.{t.dtype.name}")
+    gf = getattr(t, "grad_fn", None)
+    if gf is not None:
+        suffixes.append(f"grad_fn=<{type(gf).__name__}>")
+    elif getattr(t, "requires_grad", False):
+        suffixes.append("requires_grad=True")
+    return "tensor(..., device='meta', " + ", ".join(suffixes) + ")"
+
+
 def tensor_repr(t, numpy_of) -> str:
+    if t.device.type == "meta":
+        return _meta_repr(t)
     n = 1
     for s in t.shape:
         n *= s
@@ -124,4 +140,21 @@ def tensor_repr(t, numpy_of) -> str:
         suffixes.append(f"grad_fn=<{type(gf).__name__}>")
     elif getattr(t, "requires_grad", False):
         suffixes.append("requires_grad=True")
-    return "tensor(" + body + "".join(", " + s for s in suffixes) + ")"
+    return _add_suffixes("tensor(" + body, suffixes, len("tensor("))
+
+
+def _add_suffixes(text: str, suffixes, indent: int) -> str:
+    """PyTorch's placement of ``dtype=`` / ``grad_fn=`` ...: on the last line while it
+    fits the line width (PyTorch's count, which is 2 more than the line's length), else on
+    a line of its own."""
+    parts = [text]
+    last = len(text) - text.rfind("\n") + 1
+    for s in suffixes:
+        if last + len(s) + 2 > LINEWIDTH:
+            parts.append(",\n" + " " * indent + s)
+            last = indent + len(s)
+        else:
+            parts.append(", " + s)
+            last += len(s) + 2
+    parts.append(")")
+    return "".join(parts)

@@ -957,7 +957,9 @@ class Tensor(TensorBase):
         return E("add", self, other)
 
     def __radd__(self, other):
-        return E("add", _s(other), self)
+        # (self first, as PyTorch: the same value, and the tensor's edge first in
+        # grad_fn.next_functions)
+        return E("add", self, _s(other))
 
     def __iadd__(self, other):
         return E("add", self, _s(other), inplace=True)
@@ -977,7 +979,7 @@ class Tensor(TensorBase):
         return E("mul", self, other)
 
     def __rmul__(self, other):
-        return E("mul", _s(other), self)
+        return E("mul", self, _s(other))
 
     def __imul__(self, other):
         return E("mul", self, _s(other), inplace=True)

@@ -130,3 +130,15 @@ def test_differentiable_physics_pattern():
         (pos ** 2).mean().backward()
         return np.asarray(p0.grad.tolist())
     np.testing.assert_allclose(run(ember), run(torch), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("op", ["rmul", "radd", "mul", "add"])
+def test_number_on_the_left_keeps_the_tensor_edge_first(op):
+    # 2 * t is t * 2 for PyTorch: the tensor's edge comes first in next_functions
+    def edges(lib):
+        b = lib.tensor([1.0, 2.0], requires_grad=True).exp()
+        y = {"rmul": lambda: 2 * b, "radd": lambda: 2 + b, "mul": lambda: b * 2,
+             "add": lambda: b + 2}[op]()
+        return [(None if f is None else type(f).__name__, i)
+                for f, i in y.grad_fn.next_functions]
+    assert edges(ember) == edges(torch)

@@ -147,6 +147,16 @@ def test_repr_matches_pytorch(data, dtype):
     assert repr(e) == repr(t).replace("torch.", "ember.")
 
 
+@pytest.mark.parametrize("n", [3, 9, 25])
+def test_repr_suffix_lines_as_pytorch(n):
+    # requires_grad= / grad_fn= go on a line of their own when the last line is full
+    e = ember.linspace(0.0, 6.2832, steps=n, requires_grad=True)
+    t = torch.linspace(0.0, 6.2832, steps=n, requires_grad=True)
+    assert repr(e) == repr(t)
+    assert repr(ember.sin(e)) == repr(torch.sin(t))
+    assert repr(e.double() * 3) == repr(t.double() * 3).replace("torch.", "ember.")
+
+
 def test_repr_empty_and_device():
     assert repr(ember.zeros(0)) == repr(torch.zeros(0))
     assert repr(ember.zeros(0, 3)) == repr(torch.zeros(0, 3))
