@@ -142,6 +142,8 @@ def to_device(d) -> device:
     dev = d if isinstance(d, device) else device(d)
     if dev.type == "cpu":
         return _CPU if dev.index in (None, 0) else _bad_cpu(dev)
+    if dev.type == "meta":  # one device without an index, as PyTorch's
+        return _META
     if dev.index is None:
         return device(dev.type, 0)
     return dev
@@ -152,3 +154,4 @@ def _bad_cpu(dev):
 
 
 _CPU = device("cpu")
+_META = device("meta")

@@ -25,6 +25,7 @@ from . import core as C
 from . import dtypes as D
 from . import expr as X
 from . import fallback as FB
+from . import meta as META
 from .allocator import OutOfMemoryError
 from .core import TensorBase, shape_str
 from .device import to_device
@@ -759,6 +760,11 @@ def to(x, device=None, dtype=None, copy=False):
         if dtype is x.dtype:
             return clone(x) if copy else x
         return cast(x, dtype)
+    if dev.type == "meta":  # only the metadata moves (ember.dispatcher.meta)
+        backend_for("meta")
+        return C.empty(x.shape, dtype, dev)
+    if x.device.type == "meta":
+        raise NotImplementedError(META.COPY_OUT_MESSAGE)
     src_b = backend_for(x.device.type)
     dst_b = backend_for(dev.type)
     if dev.index is not None and dev.index >= dst_b.device_count():
@@ -785,6 +791,8 @@ def item(x):
     n = C.numel(x.shape)
     if n != 1:
         raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+    if x.device.type == "meta":
+        raise RuntimeError("Tensor.item() cannot be called on meta tensors")
     b = backend_for(x.device.type)
     try:
         raw = bytes(b.copy_to_host(x._storage, x._offset * x.dtype.itemsize, x.dtype.itemsize))
@@ -1193,6 +1201,10 @@ def nonzero(x):
     k = o.kernels.get(x.device.type)
     if k is None:
         return o.composite(x)
+    if x.device.type == "meta":
+        raise NotImplementedError(
+            "nonzero(): the output's shape depends on the values of the input, and a meta "
+            "tensor has none (PyTorch's meta nonzero raises too)")
     n = int(item(reduce("sum", elementwise("ne", x, 0))))
     out = C.empty((n, len(x.shape)), D.int64, x.device)
     if n:

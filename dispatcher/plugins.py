@@ -31,6 +31,7 @@ import pluggy
 
 from . import hookspecs
 from .backend import API_VERSION, Backend
+from .meta import MetaBackend
 from .schema import OPS, PRIMITIVES, install_kernels, uninstall_kernels
 
 if sys.version_info >= (3, 10):
@@ -360,6 +361,11 @@ def backend_for(device_type: str) -> Backend:
     b = BACKENDS.get(device_type)
     if b is not None:
         return b
+    if device_type == "meta":  # built in, installed on first use (ember.dispatcher.meta)
+        with _lock:
+            if "meta" not in BACKENDS:
+                _RECORDS["meta"] = _install("meta", MetaBackend(), "ember")
+        return BACKENDS["meta"]
     known = ", ".join(sorted(BACKENDS)) or "none"
     failed = [r for r in _RECORDS.values() if r.status != "loaded"]
     hint = "".join(f"\n  plugin {r.name!r}: {r.status}: {r.error}" for r in failed)

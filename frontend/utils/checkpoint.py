@@ -27,9 +27,11 @@ import contextlib
 import enum
 import warnings
 
+from ember.dispatcher import autocast as AC
 from ember.dispatcher.core import TensorBase
 from ember.dispatcher.random import default_generator
 
+from ..amp import autocast
 from ..autograd import _engine
 from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks
@@ -181,6 +183,24 @@ def _rng_restored(states):
             default_generator(d).set_state(s)
 
 
+# ---- autocast state ------------------------------------------------------------------------
+def _autocast_states():
+    """The autocast switches of this thread (the CPU's and every device type's set so far):
+    device type -> (enabled, dtype, cache_enabled). The recomputation runs under the same
+    ones as the forward, as PyTorch's does, so that a block checkpointed inside
+    ``autocast`` is recomputed in the same dtypes whatever region backward runs in."""
+    return {dt: (AC.is_enabled(dt), AC.get_dtype(dt), AC.STATE.cache_enabled)
+            for dt in {"cpu", *AC.STATE.enabled}}
+
+
+def _autocast_restored(states):
+    """A context entering ``autocast`` regions that restore ``states``."""
+    stack = contextlib.ExitStack()
+    for dt, (enabled, dtype, cache) in sorted(states.items()):
+        stack.enter_context(autocast(dt, dtype=dtype, enabled=enabled, cache_enabled=cache))
+    return stack
+
+
 # ---- the reentrant variant ----------------------------------------------------------------
 class CheckpointFunction(Function):
     """``apply(run_function, preserve_rng_state, *args)``: ``run_function(*args)`` without
@@ -190,6 +210,7 @@ class CheckpointFunction(Function):
     def forward(ctx, run_function, preserve_rng_state, *args):
         ctx.run_function = run_function
         ctx.rng = _rng_states(_devices(args)) if preserve_rng_state else None
+        ctx.autocast = _autocast_states()
         ctx.inputs = []
         ctx.tensor_indices = []
         tensor_inputs = []
@@ -211,7 +232,7 @@ class CheckpointFunction(Function):
             inputs[i] = t
         with _rng_restored(ctx.rng):
             detached = detach_variable(tuple(inputs))
-            with _engine.enable_grad():
+            with _engine.enable_grad(), _autocast_restored(ctx.autocast):
                 outputs = ctx.run_function(*detached)
         if isinstance(outputs, TensorBase):
             outputs = (outputs,)
@@ -279,9 +300,11 @@ class _Frame:
 def _checkpoint_without_reentrant(fn, preserve_rng_state, context_fn, args, kwargs):
     rng = _rng_states(_devices(args)) if preserve_rng_state else None
     forward_ctx, recompute_ctx = context_fn()
+    autocast_states = _autocast_states()
 
     def recompute():
-        with _rng_restored(rng), _engine.enable_grad(), recompute_ctx:
+        with _rng_restored(rng), _engine.enable_grad(), _autocast_restored(autocast_states), \
+                recompute_ctx:
             fn(*args, **kwargs)
 
     frame = _Frame(recompute)

@@ -115,3 +115,19 @@ def test_other_dtypes_take_the_composite(dtype):
     ref = torch.nn.functional.linear(*(torch.tensor(a).to(tdt) for a in (x, w, b)))
     assert str(ours.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1]
     np.testing.assert_array_equal(ours.to(ember.float64).numpy(), ref.double().numpy())
+
+
+@pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_dtypes_round_once_as_torch(dtype, batched):
+    """bfloat16/float16 linear with a bias is PyTorch's addmm: the bias is added to the
+    float32 accumulators and the sum rounded once (a product rounded, then a rounded add,
+    differs in the last bit for about a third of the elements)."""
+    rng = np.random.default_rng(7)
+    shape = (4, 8, 10) if batched else (32, 10)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in (shape, (24, 10), (24,)))
+    ours = F.linear(*(ember.tensor(a).to(getattr(ember, dtype)) for a in (x, w, b)))
+    ref = torch.nn.functional.linear(*(torch.tensor(a).to(getattr(torch, dtype))
+                                       for a in (x, w, b)))
+    assert ours.dtype == getattr(ember, dtype)
+    np.testing.assert_array_equal(ours.float().numpy(), ref.float().numpy())

@@ -49,6 +49,17 @@ PROGRAMS = {
     "gin_graph_classification": "exact",
     "convnext_tiny": "exact",
     "style_transfer": "exact",
+    "func_per_sample": "exact",
+    "maml_sine": "exact",
+    "ctc_speech": "exact",
+    "distillation": "exact",
+    "mdn": "exact",
+    # bfloat16 autocast training: PyTorch's CPU LayerNorm backward sums the float32 weight
+    # and bias gradients of a bfloat16 input in per-thread bfloat16 buffers (so its result
+    # depends on the thread count; ember sums in float32), and once one weight differs in
+    # its last float32 bit, the bfloat16 casts of the next forward amplify it: the first
+    # step matches exactly, the curves then wander apart by ~1e-2 relative
+    "amp_swa": ("trend", 0.05),
 }
 
 

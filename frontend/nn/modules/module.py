@@ -28,6 +28,7 @@ from ..parameter import Buffer, Parameter, _buffer_persistent, _set_data
 from ._backward_hook import BackwardHook
 from .utils import _no_grad
 from ember.dispatcher.lazy import capturing as _capturing
+from ember.dispatcher.meta import COPY_OUT_MESSAGE as META_COPY_OUT
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -510,7 +511,15 @@ class Module:
                 kw["device"] = device
             if dtype is not None and t.is_floating_point():
                 kw["dtype"] = dtype
-            return t.to(**kw) if kw else t
+            try:
+                return t.to(**kw) if kw else t
+            except NotImplementedError as e:
+                if str(e) == META_COPY_OUT:
+                    raise NotImplementedError(
+                        f"{e} Please use ember.nn.Module.to_empty() instead of "
+                        "ember.nn.Module.to() when moving module from meta to a different "
+                        "device.") from None
+                raise
 
         return self._apply(convert)
 
