@@ -8,7 +8,9 @@ types. Each forwards to the op's one definition in ``ember.dispatcher.defs.reduc
 
 >>> import ember
 >>> ember.median(ember.tensor([[1., 5., 2.], [4., 3., 6.]]), dim=1)
-median(values=tensor([2., 4.]), indices=tensor([2, 0]))
+ember.return_types.median(
+values=tensor([2., 4.]),
+indices=tensor([2, 0]))
 """
 from __future__ import annotations
 

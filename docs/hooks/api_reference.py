@@ -49,6 +49,8 @@ NAMESPACES = [
     ("ember.utils.checkpoint", "Activation checkpointing."),
     ("ember.utils.offload", "Activation offload to host memory (vDNN)."),
     ("ember.utils.dlpack", "DLPack interchange."),
+    ("ember.utils.benchmark", "Timing statements: Timer, Measurement, Compare."),
+    ("ember.return_types", "The named tuples of ops with several results."),
     ("ember.distributed", "Multi-process communication (MPI)."),
     ("ember.multiprocessing", "Multiprocessing with tensors in shared memory."),
     ("ember.serialization", "Saving and loading."),
