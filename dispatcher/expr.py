@@ -27,6 +27,11 @@ Per-kind bodies. Integer and floating semantics differ (``abs`` of an unsigned i
 (signed integers), ``uint``, ``bool``, or the groups ``int`` (sint+uint), ``integral``
 (int+bool), ``num`` (float+int) and ``any``. :func:`body_for` picks the most specific
 one; a dtype with no body is not supported by the op.
+
+Loops. A body is straight-line, but for recurrences whose trip count is data
+(``chebyshev_polynomial_t(x, n)``'s n steps) :func:`loop` gives a counted loop carrying a
+few values, with an optional early stop; the renderers emit a C ``for`` loop, and
+:func:`evaluate` iterates while any element is still running.
 """
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ __all__ = [
     "MATH_FUNCTIONS", "INTRINSICS", "KINDS", "kind_of", "body_for", "type_of", "walk",
     "evaluate", "resolve_precise", "lower", "variables", "nan_max", "nan_min", "isnan", "isinf",
     "isfinite",
-    "logical_not",
+    "logical_not", "loop",
 ] + ["exp", "log", "sin", "cos", "tan", "sqrt", "rsqrt", "erf", "tanh", "expm1", "log1p",
      "log2", "floor", "ceil", "trunc", "rint", "fabs", "fmod", "pow", "hypot", "copysign",
      "idiv_trunc", "idiv_floor", "imod", "ipow", "fdiv_floor", "asin", "acos", "atan",
@@ -250,6 +255,66 @@ def nan_min(a, b) -> Expr:
     return where(isnan(a), a, where(isnan(b), b, where(a <= b, a, b)))
 
 
+class LoopSpec:
+    """What a ``loop`` node runs: its counter and state variables (``loopvar`` nodes), the
+    next value of each state variable, and the optional stop test."""
+    __slots__ = ("counter", "state", "steps", "until")
+
+    def __init__(self, counter, state, steps, until):
+        self.counter, self.state, self.steps, self.until = counter, state, steps, until
+
+
+#: a loop's count is clamped to this (it is converted to a C ``long``)
+_LOOP_MAX = float(2 ** 62)
+
+
+def loop(count, init, step, until=None) -> tuple:
+    """A counted loop carrying the values ``init``; returns their final values.
+
+    ``step(k, *state)`` gives the next value of each state variable (``k`` = 0, 1, ...:
+    the step's number, of type ``T``); the loop runs ``count`` steps (rounded down; NaN,
+    negative: none), stopping early where ``until(*state)`` (bool) holds before a step.
+    Step and stop test read the loop's variables and anything else computed from the op's
+    inputs, constants and attributes (computed again in each step: carry an expensive
+    value as a state variable that steps to itself), not another loop's values::
+
+        # T_n(x) for n >= 1: (p, q) = (T_{k}, T_{k+1}), n - 1 steps
+        p, q = loop(n - 1, (1.0, x), lambda k, p, q: (q, (x + x) * q - p))
+    """
+    init = tuple(lift(v) for v in init)
+    types = tuple(type_of(v) for v in init)
+    spec = LoopSpec(None, None, None, None)
+    spec.counter = Expr("loopvar", (), (spec, -1, T, "k"))
+    spec.state = tuple(Expr("loopvar", (), (spec, j, t, f"s{j}")) for j, t in enumerate(types))
+    steps = step(spec.counter, *spec.state)
+    steps = tuple(lift(v) for v in (steps if isinstance(steps, tuple) else (steps,)))
+    if len(steps) != len(init):
+        raise TypeError(f"loop(): step gives {len(steps)} values for {len(init)} state "
+                        f"variables")
+    for j, (s, t) in enumerate(zip(steps, types)):
+        if type_of(s) != t:
+            raise TypeError(f"loop(): state variable {j} is {t} but its step gives "
+                            f"{type_of(s)}")
+    spec.steps = steps
+    if until is not None:
+        spec.until = lift(until(*spec.state))
+        if type_of(spec.until) != BOOL:
+            raise TypeError("loop(): the stop test must be bool")
+    free = []
+    for root in steps + ((spec.until,) if spec.until is not None else ()):
+        for n in walk(root):
+            if n.op in ("input", "attr") and all(n is not f for f in free):
+                free.append(n)
+            elif n.op == "loopvar" and n.value[0] is not spec or n.op in ("loop", "loopget"):
+                raise ValueError("loop(): a step may not read another loop's values (pass "
+                                 "them in as initial state)")
+    count = lift(count)
+    count = floor(where(count > 0, where(count < _LOOP_MAX, count, _LOOP_MAX), 0.0))
+    # (the free inputs are operands so that walk() and variables() see them)
+    node = Expr("loop", (count,) + init + tuple(free), spec)
+    return tuple(Expr("loopget", (node,), (j, t)) for j, t in enumerate(types))
+
+
 # ---------------------------------------------------------------------------------------
 # analysis
 # ---------------------------------------------------------------------------------------
@@ -292,8 +357,10 @@ def _node_type(n: Expr, at: list) -> str:
         return n.value[2]
     if op == "const":
         return BOOL if isinstance(n.value, bool) else T
-    if op == "attr":
+    if op in ("attr", "loop"):
         return T
+    if op in ("loopvar", "loopget"):
+        return n.value[2] if op == "loopvar" else n.value[1]
     if op == "cast":
         return n.value
     if op in _BOOL_OPS:
@@ -356,6 +423,17 @@ _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!="
 def _text(n, a):
     if n.op == "input":
         return n.value[1]
+    if n.op == "loopvar":
+        return n.value[3]
+    if n.op == "loopget":
+        return f"{a[0]}[{n.value[0]}]"
+    if n.op == "loop":
+        spec = n.value
+        m = len(spec.state)
+        init = ", ".join(a[1:1 + m])
+        steps = ", ".join(render_text(s) for s in spec.steps)
+        stop = "" if spec.until is None else f" until {render_text(spec.until)}"
+        return f"loop({a[0]} times: s = ({init}); s <- ({steps}){stop})"
     if n.op == "const":
         return repr(n.value)
     if n.op == "attr":
@@ -383,11 +461,14 @@ class TensorOps:
     """The operations :func:`evaluate` needs, supplied by the caller (the dispatcher passes
     its elementwise entry points): ``ew(name, *args, **attrs)`` runs a schema
     elementwise op on tensors and numbers, ``where(c, a, b)``, ``cast(x, dtype)`` and
-    ``full(like, value, is_bool)`` (a tensor of ``like``'s shape holding a constant)."""
+    ``full(like, value, is_bool)`` (a tensor of ``like``'s shape holding a constant);
+    for bodies with a :func:`loop`, ``any(mask)``: whether a bool tensor holds a True
+    (the loop runs while an element is still running)."""
     ew: object
     where: object
     cast: object
     full: object
+    any: object = None
 
 
 # expression operator -> primitive schema op (the others decompose into these below, so
@@ -430,17 +511,68 @@ def evaluate(e: Expr, args: tuple, attrs: dict, ops: TensorOps):
     """Compute ``e`` elementwise over tensors (``args``, by input position; all of one
     dtype and shape, as a kernel receives them) with ``ops``. ``precise`` nodes compute
     their fallback, so the result uses only the ops the fallback names."""
-    vals = {}
     dtype = next((a.dtype for a in args if hasattr(a, "dtype") and a.dtype.name != "bool"),
                  None)
     body = _strip_precise(e)
-    for n in walk(body):
-        a = [vals[id(x)] for x in n.args]
-        vals[id(n)] = _eval_node(n, a, args, attrs, ops, dtype)
-    res = vals[id(body)]
+    res = _eval_roots((body,), {}, args, attrs, ops, dtype)[0]
     if not hasattr(res, "dtype"):  # a constant body (isfinite of an integer tensor)
         res = ops.full(args[0], res, type_of(body) == BOOL)
     return res
+
+
+def _eval_roots(roots, env: dict, args, attrs, ops, dtype) -> list:
+    """The values of ``roots`` (precise nodes already stripped); ``env``: the values of a
+    loop's variables, by node id."""
+    vals = dict(env)
+    for root in roots:
+        for n in walk(root):
+            if id(n) in vals:
+                continue
+            a = [vals[id(x)] for x in n.args]
+            if n.op == "loop":
+                vals[id(n)] = _eval_loop(n, a, args, attrs, ops, dtype)
+            elif n.op == "loopget":
+                vals[id(n)] = a[0][n.value[0]]
+            else:
+                vals[id(n)] = _eval_node(n, a, args, attrs, ops, dtype)
+    return [vals[id(r)] for r in roots]
+
+
+def _is_tensor(v) -> bool:
+    return hasattr(v, "dtype")
+
+
+def _eval_loop(n, a, args, attrs, ops, dtype) -> list:
+    """A loop over whole tensors: every step computed everywhere, kept where the element
+    is still running (its count not reached, its stop test false), until none is."""
+    spec = n.value
+    m = len(spec.state)
+    count, state = a[0], list(a[1:1 + m])
+    steps = tuple(_strip_precise(s) for s in spec.steps)
+    until = _strip_precise(spec.until) if spec.until is not None else None
+    k = 0
+    while True:
+        env = {id(spec.counter): k}
+        env.update((id(v), s) for v, s in zip(spec.state, state))
+        run = ops.ew("lt", k, count) if _is_tensor(count) else k < count
+        if until is not None:
+            stop = _eval_roots((until,), env, args, attrs, ops, dtype)[0]
+            if _is_tensor(stop):
+                stop = ops.ew("bitwise_not", stop)
+                run = ops.ew("bitwise_and", run, stop) if _is_tensor(run) else \
+                    (stop if run else False)
+            else:
+                run = run if not stop else False
+        if _is_tensor(run):
+            if ops.any is None:
+                raise NotImplementedError("evaluate(): a body with a loop needs TensorOps.any")
+            if not ops.any(run):
+                return state
+        elif not run:
+            return state
+        new = _eval_roots(steps, env, args, attrs, ops, dtype)
+        state = [ops.where(run, v, s) if _is_tensor(run) else v for v, s in zip(new, state)]
+        k += 1
 
 
 _STRIPPED: dict = {}
@@ -468,21 +600,70 @@ def lower(e: Expr, leaf, node, decl, indent: str) -> tuple[list, str]:
     leaf (input, const, attr) an inline name. ``leaf(n, type)`` and ``node(n, arg_names,
     arg_types)`` give the text, ``decl(type)`` the declared type. Returns the lines and the
     name holding the result."""
-    e = resolve_precise(e)
-    types: dict = {}
-    type_of(e, types)
     lines: list = []
+    return lines, _lower_roots((e,), leaf, node, decl, indent, "v", lines)[0]
+
+
+def _lower_roots(roots, leaf, node, decl, indent, prefix, lines) -> list:
+    """Append the statements computing ``roots`` to ``lines``; their names. A ``loop``
+    node becomes a C ``for`` statement (the same text in C++, CUDA and OpenCL C) over
+    mutable state variables ``{name}_{j}``, its counter a ``long``."""
+    roots = tuple(resolve_precise(r) for r in roots)
+    types: dict = {}
+    for r in roots:
+        type_of(r, types)
     names: dict = {}
-    for i, n in enumerate(walk(e)):
+    order, seen = [], set()
+    for r in roots:
+        for n in walk(r):
+            if id(n) not in seen:
+                seen.add(id(n))
+                order.append(n)
+    for i, n in enumerate(order):
         t = types[id(n)]
-        if n.op in ("input", "const", "attr"):
+        if n.op in ("input", "const", "attr", "loopvar"):
             names[id(n)] = leaf(n, t)
             continue
         a = [names[id(x)] for x in n.args]
+        if n.op == "loopget":
+            names[id(n)] = f"{a[0]}_{n.value[0]}"
+            continue
+        if n.op == "loop":
+            names[id(n)] = f"{prefix}{i}"
+            _lower_loop(n, a, leaf, node, decl, indent, f"{prefix}{i}", lines)
+            continue
         at = [types[id(x)] for x in n.args]
-        lines.append(f"{indent}const {decl(t)} v{i} = {node(n, a, at)};")
-        names[id(n)] = f"v{i}"
-    return lines, names[id(e)]
+        lines.append(f"{indent}const {decl(t)} {prefix}{i} = {node(n, a, at)};")
+        names[id(n)] = f"{prefix}{i}"
+    return [names[id(r)] for r in roots]
+
+
+def _lower_loop(n, a, leaf, node, decl, indent, name, lines) -> None:
+    spec = n.value
+    m = len(spec.state)
+    for j, v in enumerate(spec.state):
+        lines.append(f"{indent}{decl(v.value[2])} {name}_{j} = {a[1 + j]};")
+    lines.append(f"{indent}for (long {name}_i = 0; {name}_i < (long)({a[0]}); ++{name}_i) {{")
+    inner = indent + "  "
+    roots = spec.steps + ((spec.until,) if spec.until is not None else ())
+    if any(v is spec.counter for r in roots for v in walk(r)):
+        lines.append(f"{inner}const {decl(T)} {name}_k = ({decl(T)}){name}_i;")
+
+    def inner_leaf(v, t):
+        if v.op == "loopvar" and v.value[0] is spec:
+            return f"{name}_k" if v.value[1] < 0 else f"{name}_{v.value[1]}"
+        return leaf(v, t)
+    if spec.until is not None:
+        stop = _lower_roots((spec.until,), inner_leaf, node, decl, inner, f"{name}u", lines)
+        lines.append(f"{inner}if ({stop[0]}) break;")
+    new = _lower_roots(spec.steps, inner_leaf, node, decl, inner, f"{name}s", lines)
+    # (every next value first, then the assignments: a step may read another's variable)
+    moved = [j for j in range(m) if new[j] != f"{name}_{j}"]
+    for j in moved:
+        lines.append(f"{inner}const {decl(spec.state[j].value[2])} {name}_n{j} = {new[j]};")
+    for j in moved:
+        lines.append(f"{inner}{name}_{j} = {name}_n{j};")
+    lines.append(f"{indent}}}")
 
 
 def _rewrite(e: Expr, on_precise) -> Expr:

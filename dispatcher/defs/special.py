@@ -12,16 +12,19 @@ native_functions.yaml; the frontend publishes them as ``ember.special.<name>``.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
+from .. import dtypes as D
+from .. import expr as X
 from .. import ops as O
-from ..expr import (attr, const, cos, erf, exp, floor, fmod, inputs, isfinite, isinf, isnan, log,
-                    precise, sin, sqrt, where)
+from ..expr import (attr, cast, const, cos, erf, exp, floor, fmod, inputs, isfinite, isinf,
+                    isnan, log, loop, precise, sin, sqrt, where)
 from ..expr import pow as fpow
 from ..schema import OPS, defop, gradient
-from .elementwise import (_body_composite, _log1p_x, _masked_zero, _signed_like, absolute,
-                          binary, unary)
+from .elementwise import (_TENSOR_OPS, _any, _body_composite, _expm1_x, _log1p_x,
+                          _masked_zero, _signed_like, absolute, binary, unary)
 
-__all__: list = []
+__all__ = ["is_double", "loop_composite"]
 
 x = inputs("x")
 a, b = inputs("a", "b")
@@ -41,6 +44,34 @@ def _horner(v, coeffs):
 
 def _trunc(v):
     return precise("trunc", (v,), where(v < 0, -floor(-v), floor(v)))
+
+
+def is_double(v):
+    """True where the compute type is double: 1 + 2^-30 rounds to 1 in float. (``v``, an
+    operand, keeps the test in the body's type in composites too, where constants alone
+    fold in Python's double.)"""
+    probe = cast(v != v, X.T) * 0.0 + (1.0 + 2.0 ** -30)
+    return probe != 1.0
+
+
+#: the tensor ops composites evaluate bodies with, and ``any`` for their loops
+_LOOP_OPS = replace(_TENSOR_OPS, any=_any)
+_HALF = (D.float16, D.bfloat16)
+
+
+def loop_composite(o):
+    """The composite of an op whose body has a :func:`~ember.dispatcher.expr.loop` (for
+    backends without its kernel): the body evaluated with tensor ops, as
+    ``elementwise._body_composite`` does, the loop running while any element still runs
+    (float bodies; float16 / bfloat16 compute in float32)."""
+    body = o.bodies()[None]["float"]
+
+    def run(*ins, **attrs):
+        ins = tuple(O.cast(t, D.float32) if getattr(t, "dtype", None) in _HALF else t
+                    for t in ins)
+        return X.evaluate(body, ins, attrs, _LOOP_OPS)
+    run.__name__ = o.name
+    return run
 
 
 # ---- erfc, erfcx ------------------------------------------------------------------------------
@@ -356,6 +387,177 @@ binary("special_zeta", {"float": zeta_(a, b)}, promotion="int_to_float",
        self_type="Tensor|Scalar", variants=_SPECIAL_ONLY, domain=(1.5, 4.0),
        doc="the Hurwitz zeta function")
 
+# ---- regularized incomplete gamma functions P(a, x) and Q(a, x) ------------------------------
+# PyTorch's (SciPy's) choice of method by region, with its boundary values; each method
+# below is a loop run to convergence. Where a is large and x near it PyTorch switches to
+# Temme's uniform expansion; here the series and the continued fraction run on (their
+# terms ~ 8 sqrt(a)), with the prefactor x^a e^-x / Gamma(a + 1) computed from
+# log1p(s) - s, s = (x - a) / a, and Stirling's correction, so it stays exact there.
+_IG_MAXITER = 100000.0
+_IG_TINY = 1e-30
+_LOG_2PI = math.log(2 * PI)
+# B_2k / (2k (2k - 1)) a^(1 - 2k), k = 7 .. 1: mu(a) = lgamma(a + 1) - ((a + 1/2) log a - a
+# + log(2 pi) / 2)
+_STIRLING_MU = (1 / 156, -691 / 360360, 1 / 1188, -1 / 1680, 1 / 1260, -1 / 360, 1 / 12)
+# 1 / (2j + 3), j = 19 .. 0
+_LOG1PMX = tuple(1.0 / (2 * j + 3) for j in range(19, -1, -1))
+
+
+def _log_ratio_m1(xv, av):
+    """log(x / a) - (x / a - 1) without cancellation: near x = a (s = (x - a) / a small),
+    with u = s / (2 + s), log(1 + s) = 2 atanh(u) and s - 2u = s u, so it is
+    -s u + 2 u^3 sum u^2j / (2j + 3); elsewhere log(x / a) - s (x / a rounded once, where
+    1 + s would lose x's digits for x << a)."""
+    s = (xv - av) / av
+    near = absolute(s) < 0.5
+    sm = where(near, s, 0.0)
+    u = sm / (2.0 + sm)
+    u2 = u * u
+    series = -sm * u + 2.0 * u * u2 * _horner(u2, _LOG1PMX)
+    return where(near, series, log(xv / av) - s)
+
+
+def _ig_log_prefactor(av, xv):
+    """log(x^a e^-x / Gamma(a + 1)): directly below a = 10, above it as
+    a (log(x / a) - (x - a) / a) - mu(a) - log(2 pi a) / 2, mu Stirling's correction (no
+    cancellation where x is near a)."""
+    big = av >= 10
+    ab = where(big, av, 10.0)
+    ia = 1.0 / ab
+    mu = _horner(ia * ia, _STIRLING_MU) * ia
+    large = ab * _log_ratio_m1(xv, ab) - mu - 0.5 * (_LOG_2PI + log(ab))
+    small = av * log(xv) - xv - lgamma_(av + 1.0)
+    return where(big, large, small)
+
+
+def _ig_prefactor(av, xv):
+    """x^a e^-x / Gamma(a + 1); 0 where PyTorch's is: away from x = a (|x - a| > 0.4 a) its
+    x^a e^-x / Gamma(a) is flushed to 0 below exp(-MAXLOG) (709.78 double, 88.72 float)."""
+    lp = _ig_log_prefactor(av, xv)
+    maxlog = where(is_double(av), 7.09782712893383996843e2, 88.72283905206835)
+    flush = (absolute(av - xv) > 0.4 * absolute(av)) & (lp + log(av) < -maxlog)
+    return where(flush, 0.0, exp(lp))
+
+
+def _ig_eps(v):
+    return where(is_double(v), 1.11022302462515654042e-16, 5.9604644775390625e-08)
+
+
+def _ig_p_series(av, xv, use):
+    """P = D sum_k x^k / ((a + 1) ... (a + k)), D = x^a e^-x / Gamma(a + 1) (DLMF 8.11.4)."""
+    def step(k, t, total, eps):
+        t = t * xv / (av + (k + 1.0))
+        return t, total + t, eps
+    _, total, _ = loop(where(use, _IG_MAXITER, 0.0), (1.0, 1.0, _ig_eps(av)), step,
+                       until=lambda t, total, eps: (t <= eps * total) | isnan(total))
+    return _ig_prefactor(av, xv) * total
+
+
+def _ig_q_fraction(av, xv, use):
+    """Q = x^a e^-x / Gamma(a) / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...))
+    (DLMF 8.9.2), by the modified Lentz method."""
+    b0 = xv + 1.0 - av
+
+    def step(k, d, c, h, last, eps):
+        i = k + 1.0
+        an = -i * (i - av)
+        b = (xv + 1.0 - av) + 2.0 * i
+        d = an * d + b
+        d = where(absolute(d) < _IG_TINY, _IG_TINY, d)
+        c = b + an / c
+        c = where(absolute(c) < _IG_TINY, _IG_TINY, c)
+        d = 1.0 / d
+        delta = d * c
+        return d, c, h * delta, delta, eps
+    _, _, h, _, _ = loop(where(use, _IG_MAXITER, 0.0),
+                         (1.0 / b0, 1.0 / _IG_TINY, 1.0 / b0, 0.0, _ig_eps(av)), step,
+                         until=lambda d, c, h, last, eps: (absolute(last - 1.0) < eps) |
+                         isnan(h))
+    return av * _ig_prefactor(av, xv) * h
+
+
+def _ig_q_series(av, xv, use):
+    """Q = 1 - x^a / Gamma(a + 1) - x^a / Gamma(a) sum_{n>=1} (-x)^n / (n! (a + n)) (DLMF
+    8.7.3), for small x: no cancellation where P is near 1."""
+    def step(k, fac, total, term, eps):
+        fac = fac * -xv / (k + 1.0)
+        term = fac / (av + (k + 1.0))
+        return fac, total + term, term, eps
+    _, total, _, _ = loop(where(use, _IG_MAXITER, 0.0), (1.0, 0.0, 1.0, _ig_eps(av)), step,
+                          until=lambda fac, total, term, eps:
+                          (absolute(term) <= eps * absolute(total)) | isnan(total))
+    lx = log(xv)
+    return -_expm1_x(av * lx - lgamma_(av + 1.0)) - exp(av * lx - lgamma_(av)) * total
+
+
+def _ig_ends(av, xv, r, lower: bool):
+    """PyTorch's boundary values (SciPy's): NaN for negative arguments, then a = 0, x = 0,
+    infinite a, infinite x, in that order."""
+    one, zero = (1.0, 0.0) if lower else (0.0, 1.0)
+    r = where(isnan(av) | isnan(xv), math.nan, r)
+    r = where(isinf(xv), one, r)
+    r = where(isinf(av), where(isinf(xv), math.nan, zero), r)
+    r = where(xv == 0, zero, r)
+    r = where(av == 0, where(xv > 0, one, math.nan), r)
+    return where((xv < 0) | (av < 0), math.nan, r)
+
+
+def _ig_q_method(av, xv, ok):
+    """Which method computes Q (PyTorch's regions): (1 - P series, fraction, Q series)."""
+    # (PyTorch compares x with the double 1.1: a float x equal to float(1.1) is above it)
+    high = (xv > 1.1) | ((xv == 1.1) & ~is_double(xv))
+    via_p = where(high, xv < av,
+                  where(xv <= 0.5, -0.4 / log(xv) < av, xv * 1.1 < av))
+    return ok & via_p, ok & high & ~via_p, ok & ~high & ~via_p
+
+
+def igamma_(av, xv):
+    """P(a, x): 1 - Q where x > 1 and x > a, else the series."""
+    ok = (av > 0) & (xv > 0) & isfinite(av) & isfinite(xv)
+    upper = (xv > 1) & (xv > av)
+    _, by_fraction, by_series = _ig_q_method(av, xv, ok & upper)
+    q = where(by_fraction, _ig_q_fraction(av, xv, by_fraction),
+              _ig_q_series(av, xv, by_series))
+    r = where(upper, 1.0 - q, _ig_p_series(av, xv, ok & ~upper))
+    return _ig_ends(av, xv, r, True)
+
+
+def igammac_(av, xv):
+    """Q(a, x): by PyTorch's regions, 1 - P by the series, the continued fraction or the
+    series for Q."""
+    ok = (av > 0) & (xv > 0) & isfinite(av) & isfinite(xv)
+    via_p, by_fraction, by_series = _ig_q_method(av, xv, ok)
+    r = where(via_p, 1.0 - _ig_p_series(av, xv, via_p),
+              where(by_fraction, _ig_q_fraction(av, xv, by_fraction),
+                    _ig_q_series(av, xv, by_series)))
+    return _ig_ends(av, xv, r, False)
+
+
+def _not_integral(kernel):
+    """igamma's kernels take floating dtypes only (PyTorch's error for the others)."""
+    names = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+             "uint8": "Byte", "bool": "Bool", "uint16": "UInt16", "uint32": "UInt32",
+             "uint64": "UInt64"}
+
+    def meta(args, attrs):
+        for v in args:
+            name = getattr(getattr(v, "dtype", None), "name", None)
+            if name in names:
+                raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
+                                          f"'{names[name]}'")
+    return meta
+
+
+_IGAMMA_VARIANTS = ("function", "method", "inplace", "out")
+binary("igamma", {"float": igamma_(a, b)}, other_type="Tensor", variants=_IGAMMA_VARIANTS,
+       domain=(0.5, 4.0), doc="the regularized lower incomplete gamma function P(input, other)")
+binary("igammac", {"float": igammac_(a, b)}, other_type="Tensor", variants=_IGAMMA_VARIANTS,
+       domain=(0.5, 4.0), doc="the regularized upper incomplete gamma function Q(input, other)")
+for _n in ("igamma", "igammac"):
+    OPS[_n].meta = _not_integral(_n)
+    OPS[_n].composite = loop_composite(OPS[_n])
+
+
 def _float_only(kernel):
     """PyTorch's kernel of the op takes float and double only: float16 / bfloat16 raise."""
     def meta(args, attrs):
@@ -480,6 +682,19 @@ def _(g, self, other):
     if _requires(other):
         go = g * self / (other + 1)
     return gs, go
+
+
+def _igamma_grad(name: str, sign: float):
+    def formula(g, self, other):
+        if _requires(self):
+            raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
+        d = E("exp", (self - 1) * E("log", other) - other - E("lgamma", self))
+        return None, (g * d if sign > 0 else -(g * d))
+    return formula
+
+
+gradient("igamma")(_igamma_grad("igamma", 1.0))
+gradient("igammac")(_igamma_grad("igammac", -1.0))
 
 
 @gradient("special_zeta")

@@ -292,6 +292,23 @@ _add(OpInfo("special_zeta", ember.special.zeta,
              S(T(3, 4, low=1.5, high=4.0, grad=False), T(4, low=0.5, high=3.0))],
             out=True, special=True))
 
+# igamma / igammac(a, x): tensors only; PyTorch differentiates only in x
+for _n in ("igamma", "igammac"):
+    _add(OpInfo(_n, getattr(ember, _n),
+                [S(T(3, 4, low=0.5, high=4.0, grad=False), T(3, 4, low=0.2, high=5.0)),
+                 S(T(3, 1, low=0.5, high=4.0, grad=False), T(1, 4, low=0.2, high=5.0))],
+                inplace=_method(_n + "_"), out=True, special=True))
+# the orthogonal polynomials f(x, n): degrees 0 to 12, n a tensor or a number
+for _o in elementwise_ops():
+    if _o.name.startswith("special_") and _o.name.endswith(("_polynomial_t", "_polynomial_u",
+                                                            "_polynomial_v", "_polynomial_w",
+                                                            "_polynomial_h", "_polynomial_he",
+                                                            "_polynomial_l", "_polynomial_p")):
+        _add(OpInfo(_o.name, getattr(ember.special, _o.name[len("special_"):]),
+                    [S(T(3, 4, low=-1.5, high=1.5), T(3, 4, low=0, high=12)),
+                     S(T(3, 1, low=-1.5, high=1.5), T(1, 4, low=0, high=12)),
+                     S(T(3, 4, low=-1.5, high=1.5), 7)], out=True, special=True))
+
 # tanh's and sigmoid's gradients from their outputs (internal ops: no public function)
 for _n in ("tanh_backward", "sigmoid_backward"):
     _add(OpInfo(_n, lambda g, y, _n=_n: ember.dispatcher.ops.elementwise(_n, g, y),
