@@ -95,7 +95,8 @@ class Formula:
     whose gradient reads it requires grad (``x * 2`` saves nothing, so a later in-place
     write to ``x`` is no error and ``x`` is not kept alive); in its place the formula gets
     an :class:`Unsaved` whose ``requires_grad`` is the input's, and must compute only the
-    gradients of inputs that require grad. Names not in ``needs`` are always saved."""
+    gradients of inputs that require grad; a ``result`` no gradient of the call reads is
+    None. Names not in ``needs`` are always saved."""
     fn: object
     names: tuple
     defaults: dict

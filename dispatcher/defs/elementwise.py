@@ -590,7 +590,7 @@ POW_SPECIAL = {0.5: lambda x: E("sqrt", x), -0.5: lambda x: E("rsqrt", x),
                3: lambda x: x * x * x, -2: lambda x: 1 / (x * x)}
 
 
-@gradient("pow")
+@gradient("pow", needs={"self": ("self", "other"), "other": ("self", "other", "result")})
 def _(g, self, other, result):
     """PyTorch's pow_backward / pow_backward_self / pow_backward_exponent: no gradient to
     the base where the exponent is 0; none to the exponent where the base is 0 and the

@@ -26,6 +26,7 @@ from ember.dispatcher import views as V
 from ember.dispatcher.views import ViewGrad
 from ember.dispatcher.defs import index as IX
 from ember.dispatcher.dtypes import torch_name
+from ember.dispatcher.schema import Unsaved
 
 from .anomaly_mode import ANOMALY, warn_forward_trace
 
@@ -274,6 +275,22 @@ class Node:
 
     def name(self) -> str:
         return type(self).__name__
+
+    def __getattr__(self, attr):
+        # PyTorch's ``grad_fn._saved_<name>``: what the gradient formula saved under that
+        # name (a tensor through the saved-tensor hooks, a number or shape as is; None for
+        # an input this call did not need to save)
+        if attr.startswith("_saved_") and not attr.startswith("_saved__"):
+            key = attr[len("_saved_"):]
+            names = getattr(self._vjp, "names", ())
+            if key in names and self._saved is not None:
+                if self._freed:
+                    raise RuntimeError(_FREED)
+                v = self._saved[names.index(key)]
+                if type(v) is SavedTensor:
+                    return v.unpack(self)
+                return None if type(v) is Unsaved else v
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
     @property
     def next_functions(self):

@@ -40,20 +40,20 @@ class _Plan:
         users: dict = {}
         for i, used in (f.needs or {}).items():
             for n in used:
-                if n in inputs:
+                if n in inputs or n.startswith("result"):
                     users.setdefault(n, []).append(inputs[i])
         getters = []
         for n in f.names:
             get = _getter(o, f, n, inputs)
             if n in users:
-                get = _when_needed(get, inputs[n], tuple(users[n]))
+                get = _when_needed(get, inputs.get(n), tuple(users[n]))
             getters.append(get)
         self.getters = tuple(getters)
         self.saves_self = o.inputs[:1] and o.inputs[0] in f.names
         # (an in-place op copies self before writing only when its value will be read)
         self.self_users = tuple(users[o.inputs[0]]) if self.saves_self and \
             o.inputs[0] in users else None
-        self.vjp = _make_vjp(f.fn)
+        self.vjp = _make_vjp(f.fn, f.names)
 
 
 def _requires(v) -> bool:
@@ -61,12 +61,15 @@ def _requires(v) -> bool:
 
 
 def _when_needed(get, i, users):
-    """``get``, when an input whose gradient reads input ``i`` requires grad; otherwise an
-    ``Unsaved`` (input ``i`` is not kept, nor checked against in-place writes)."""
+    """``get``, when an input whose gradient reads input ``i`` (or, ``i`` None, the
+    result) requires grad; otherwise an ``Unsaved`` (input ``i`` is not kept, nor checked
+    against in-place writes), or None for a result."""
     def saved(ins, attrs, res):
         for j in users:
             if _requires(ins[j]):
                 return get(ins, attrs, res)
+        if i is None:
+            return None
         v = ins[i]
         return Unsaved(v) if isinstance(v, TensorBase) else v
     return saved
@@ -115,7 +118,7 @@ def _meta(v, field):
     return None
 
 
-def _make_vjp(fn):
+def _make_vjp(fn, names=()):
     def vjp(g, saved, ctx, metas):
         grads = fn(g, *saved)
         if type(grads) is not tuple:
@@ -139,6 +142,7 @@ def _make_vjp(fn):
             else:
                 out.append(_fit(gi, m))
         return tuple(out)
+    vjp.names = names  # (grad_fn._saved_<name> reads them)
     return vjp
 
 

@@ -336,6 +336,10 @@ def _generic_recipe(o):
 RECIPES["polygamma"] = (lambda x, y: (ember.polygamma(1, x), ember.polygamma(3, y)),
                        [X(3, 4, low=0.5, high=3.0), X(4, low=0.5, high=3.0)])
 RECIPES["special_zeta"] = (lambda q: ember.special.zeta(2.5, q), [X(3, 4, low=0.5, high=3.0)])
+# (no derivative in a, in PyTorch either: a held constant)
+_A = X(3, 4, low=0.5, high=3.0, requires_grad=False)
+RECIPES["igamma"] = (lambda x: ember.igamma(_A, x), [X(3, 4, low=0.5, high=3.0)])
+RECIPES["igammac"] = (lambda x: ember.igammac(_A, x), [X(3, 4, low=0.5, high=3.0)])
 for _o in elementwise_ops():
     if _o.differentiable and _o.name not in RECIPES:
         RECIPES[_o.name] = _generic_recipe(_o)

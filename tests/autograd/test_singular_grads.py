@@ -224,6 +224,8 @@ def _public(lib, name):
     ``special_<x>`` ops; polygamma of order 1 and 3, as one-operand functions)."""
     if name == "special_zeta":  # (no derivative in x, in PyTorch either: x held constant)
         return lambda x, q: lib.special.zeta(x.detach() if hasattr(x, "detach") else x, q)
+    if name in ("igamma", "igammac"):   # (no derivative in a, in PyTorch either)
+        return lambda a, x: getattr(lib, name)(a.detach() if hasattr(a, "detach") else a, x)
     if name.startswith("special_"):
         return getattr(lib.special, name[len("special_"):])
     if name == "polygamma":
