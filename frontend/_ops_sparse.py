@@ -56,12 +56,17 @@ def spmm(input, mat2):
 def mm(input, mat2, *, out=None):
     """``torch.mm``: a sparse COO first argument gives sparse @ dense -> dense; dense
     arguments are ember's dense ``mm``."""
-    if _is_sparse(input) or _is_sparse(mat2):
+    return _product("mm", F.mm, input, mat2, out)
+
+
+def _product(name, dense, a, b, out):
+    """sparse @ dense for a sparse COO operand (no ``out=`` there), else ``dense``."""
+    if _is_sparse(a) or _is_sparse(b):
         if out is not None:
-            raise NotImplementedError("mm(): out= is not supported with sparse COO arguments "
-                                      "in ember")
-        return _sp().sparse_mm(input, mat2, "mm")
-    return F.mm(input, mat2, out=out)
+            raise NotImplementedError(f"{name}(): out= is not supported with sparse COO "
+                                      "arguments in ember")
+        return _sp().sparse_mm(a, b, name)
+    return dense(a, b, out=out)
 
 
 def mv(input, vec, *, out=None):
@@ -72,23 +77,13 @@ def mv(input, vec, *, out=None):
     >>> ember.mv(a, ember.tensor([1., 1.])).tolist()
     [2.0, 3.0]
     """
-    if _is_sparse(input) or _is_sparse(vec):
-        if out is not None:
-            raise NotImplementedError("mv(): out= is not supported with sparse COO arguments "
-                                      "in ember")
-        return _sp().sparse_mm(input, vec, "mv")
-    return F.mv(input, vec, out=out)
+    return _product("mv", F.mv, input, vec, out)
 
 
 def matmul(input, other, *, out=None):
     """``torch.matmul``: a sparse COO matrix first gives sparse @ dense (a dense vector or
     matrix); dense arguments are ember's dense ``matmul``."""
-    if _is_sparse(input) or _is_sparse(other):
-        if out is not None:
-            raise NotImplementedError("matmul(): out= is not supported with sparse COO "
-                                      "arguments in ember")
-        return _sp().sparse_mm(input, other, "matmul")
-    return F.matmul(input, other, out=out)
+    return _product("matmul", F.matmul, input, other, out)
 
 
 __all__ += ["sparse_coo", "sparse_coo_tensor", "spmm", "mm", "mv", "matmul"]

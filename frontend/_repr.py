@@ -98,12 +98,15 @@ def _meta_repr(t) -> str:
     suffixes = [f"size={tuple(t.shape)}"]
     if t.dtype is not D.get_default_dtype():
         suffixes.append(f"dtype=ember.{t.dtype.name}")
+    return "tensor(..., device='meta', " + ", ".join(suffixes + _autograd_suffix(t)) + ")"
+
+
+def _autograd_suffix(t) -> list:
+    """``grad_fn=<...>``, or ``requires_grad=True`` for a leaf that requires grad."""
     gf = getattr(t, "grad_fn", None)
     if gf is not None:
-        suffixes.append(f"grad_fn=<{type(gf).__name__}>")
-    elif getattr(t, "requires_grad", False):
-        suffixes.append("requires_grad=True")
-    return "tensor(..., device='meta', " + ", ".join(suffixes) + ")"
+        return [f"grad_fn=<{type(gf).__name__}>"]
+    return ["requires_grad=True"] if getattr(t, "requires_grad", False) else []
 
 
 def tensor_repr(t, numpy_of) -> str:
@@ -135,12 +138,7 @@ def tensor_repr(t, numpy_of) -> str:
                                                               D.get_default_dtype()):
         if not (t.dtype is D.bool_ and n):
             suffixes.append(f"dtype=ember.{t.dtype.name}")
-    gf = getattr(t, "grad_fn", None)
-    if gf is not None:
-        suffixes.append(f"grad_fn=<{type(gf).__name__}>")
-    elif getattr(t, "requires_grad", False):
-        suffixes.append("requires_grad=True")
-    return _add_suffixes("tensor(" + body, suffixes, len("tensor("))
+    return _add_suffixes("tensor(" + body, suffixes + _autograd_suffix(t), len("tensor("))
 
 
 def _add_suffixes(text: str, suffixes, indent: int) -> str:
