@@ -58,7 +58,7 @@ class Store:
         self._missing("set")
 
     def get(self, key: str) -> bytes:
-        """The value of ``key``, waiting up to :attr:`timeout` for it to be set
+        """The value of ``key``, waiting up to the store's ``timeout`` for it to be set
         (``DistStoreError`` after that)."""
         self._missing("get")
 
@@ -158,7 +158,7 @@ class HashStore(Store):
             self._changed.notify_all()
 
     def get(self, key: str) -> bytes:
-        """The value of ``key``, waiting up to :attr:`timeout` for it to be set."""
+        """The value of ``key``, waiting up to the store's ``timeout`` for it to be set."""
         with self._changed:
             self._wait_for(lambda: key in self._data, None, f"HashStore.get({key!r})")
             return self._data[key]
