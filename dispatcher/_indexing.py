@@ -7,7 +7,6 @@ the whole storage, writes scatter into it — so no contiguous copy is ever need
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from . import ops as O
 from . import views as V
 from .lazy import capturing
 from .plugins import backend_for
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["index", "index_put_"]
 
@@ -226,7 +226,7 @@ def index_put_(x, key, values, accumulate=False):
     if total == 0:
         return x
     if 0 in v._stride and C.has_internal_overlap(v):   # (what the indices index into)
-        warnings.warn(_EXPANDED_WARNING, UserWarning, stacklevel=4)
+        _warn(_EXPANDED_WARNING, UserWarning)
     if O._is_t(values):
         vals = O.cast(values, x.dtype)
         if vals.device != x.device:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
-import warnings
 
 from . import core as C
 from .allocator import OutOfMemoryError
 from .core import TensorBase, numel, shape_str
 from .device import to_device
 from .plugins import backend_for, fallback_enabled as enabled, fallback_hint as hint
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["enabled", "hint", "run_on_cpu", "fallback_report", "reset_fallback_report"]
 
@@ -69,9 +69,9 @@ def run_on_cpu(o, dev, outs, ins, attrs):
                                   "fall back to")
     if o.name not in _WARNED:
         _WARNED.add(o.name)
-        warnings.warn(f"{o.name}(): the {dev.type!r} backend has no kernel for this op; "
-                      "running it on the CPU (EMBER_FALLBACK=cpu). See "
-                      "ember.backends.fallback_report().", RuntimeWarning, stacklevel=4)
+        _warn(f"{o.name}(): the {dev.type!r} backend has no kernel for this op; "
+              "running it on the CPU (EMBER_FALLBACK=cpu). See "
+              "ember.backends.fallback_report().", RuntimeWarning)
     t0 = time.perf_counter()
     moved = 0
 

@@ -18,7 +18,6 @@ import functools
 import inspect
 import math
 import operator
-import warnings
 
 from . import autocast as AC
 from . import core as C
@@ -33,6 +32,7 @@ from .grad_mode import HOOKS, MODE
 from .plugins import BACKENDS, backend_for
 from .random import default_generator
 from .schema import OPS
+from ember.dispatcher.warn import warn as _warn
 
 
 def requires_grad(args) -> bool:
@@ -378,9 +378,9 @@ def _resize_out(name, out, shape):
         C.check_writable(out, name)
         return out
     if C.numel(out.shape) != 0:
-        warnings.warn(f"{name}(): an output with one or more elements was resized since it had "
-                      f"shape {shape_str(out.shape)}, which does not match the required output "
-                      f"shape {shape_str(shape)}.", UserWarning, stacklevel=4)
+        _warn(f"{name}(): an output with one or more elements was resized since it had "
+              f"shape {shape_str(out.shape)}, which does not match the required output "
+              f"shape {shape_str(shape)}.", UserWarning)
     fresh = C.empty(shape, out.dtype, out.device)
     out._storage, out.shape, out._stride, out._offset = (fresh._storage, fresh.shape,
                                                           fresh._stride, 0)
@@ -506,7 +506,7 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
     if len(args) == 2 and out is None and not inplace and isinstance(a0, TensorBase):
         b = args[1]
         if (type(b) is type(a0) and a0.dtype is b.dtype and a0.shape == b.shape
-                and a0.device is b.device and o.promotion == "default"):
+                and a0.device is b.device and o.promotion == "default" and o.meta is None):
             k = o.kernels.get(a0.device.type)
             if k is not None:
                 res = C.empty(a0.shape, a0.dtype, a0.device)
@@ -518,7 +518,7 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
         # tensor (op) Python scalar that does not change the tensor's dtype
         tb = type(b)
         if tb in _SCALAR_KIND and a0.dtype._kind >= _SCALAR_KIND[tb] and (
-                o.promotion == "default"):
+                o.promotion == "default" and o.meta is None):
             k = o.kernels.get(a0.device.type)
             if k is not None:
                 res = C.empty(a0.shape, a0.dtype, a0.device)

@@ -24,7 +24,6 @@ import os
 import sys
 import threading
 import traceback
-import warnings
 from dataclasses import dataclass, field
 
 import pluggy
@@ -33,6 +32,7 @@ from . import hookspecs
 from .backend import API_VERSION, Backend
 from .meta import MetaBackend
 from .schema import OPS, PRIMITIVES, install_kernels, uninstall_kernels
+from ember.dispatcher.warn import warn as _warn
 
 if sys.version_info >= (3, 10):
     from importlib.metadata import entry_points
@@ -230,10 +230,10 @@ def _check_claim(name: str, dist: str, dt: str) -> None:
     if dist:  # an installed plugin (not one registered in-process, whose error is raised)
         why = " (ember's own backends keep their device types)" if (
             owner_dist in FIRST_PARTY) else " (plugins load in name order; the first claim wins)"
-        warnings.warn(f"ember plugin {name!r} from distribution {dist!r} claims device type "
-                      f"{dt!r}, already provided by plugin {owner!r} from distribution "
-                      f"{owner_dist or 'registered in-process'!r}; {name!r} is not "
-                      f"loaded{why}", RuntimeWarning, stacklevel=2)
+        _warn(f"ember plugin {name!r} from distribution {dist!r} claims device type "
+              f"{dt!r}, already provided by plugin {owner!r} from distribution "
+              f"{owner_dist or 'registered in-process'!r}; {name!r} is not "
+              f"loaded{why}", RuntimeWarning)
     raise RuntimeError(f"plugin {name!r} claims device type {dt!r}, already provided by "
                        f"plugin {owner!r}")
 
@@ -321,9 +321,9 @@ def validate_kernels(plugin: str, kernels) -> None:
     missing = sorted(PRIMITIVES - set(kernels))
     if missing:
         if fallback_enabled():
-            warnings.warn(f"plugin {plugin!r} is missing required primitives "
-                          f"({', '.join(missing)}); they run on the CPU (EMBER_FALLBACK=cpu)",
-                          RuntimeWarning, stacklevel=2)
+            _warn(f"plugin {plugin!r} is missing required primitives "
+                  f"({', '.join(missing)}); they run on the CPU (EMBER_FALLBACK=cpu)",
+                  RuntimeWarning)
             return
         raise ValueError(f"plugin {plugin!r} is missing required primitives: "
                          f"{', '.join(missing)}. {fallback_hint()}")

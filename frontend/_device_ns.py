@@ -26,7 +26,6 @@ import json
 import os
 import sys
 import traceback
-import warnings
 
 from ember.dispatcher import dtypes as D
 from ember.dispatcher.plugins import BACKENDS, ensure_loaded
@@ -35,6 +34,7 @@ from ember.dispatcher.random import default_generator
 from . import amp as _amp
 from ._creation import tensor as _tensor
 from .autograd._engine import IN_BACKWARD, RUNNING_NODE
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["DeviceNamespace", "DeviceUnavailableError", "pinning_api", "cuda", "opencl"]
 
@@ -316,18 +316,18 @@ class DeviceNamespace:
         self._memory("reset_peak_memory_stats", None, device)
 
     def reset_max_memory_allocated(self, device=None) -> None:
-        warnings.warn(f"ember.{self._type}.reset_max_memory_allocated now calls "
-                      f"ember.{self._type}.reset_peak_memory_stats, which resets /all/ peak "
-                      "memory stats.", FutureWarning, stacklevel=2)
+        _warn(f"ember.{self._type}.reset_max_memory_allocated now calls "
+              f"ember.{self._type}.reset_peak_memory_stats, which resets /all/ peak "
+              "memory stats.", FutureWarning)
         self.reset_peak_memory_stats(device)
 
     def reset_accumulated_memory_stats(self, device=None) -> None:
         self._memory("reset_accumulated_memory_stats", None, device)
 
     def reset_max_memory_cached(self, device=None) -> None:
-        warnings.warn(f"ember.{self._type}.reset_max_memory_cached now calls "
-                      f"ember.{self._type}.reset_peak_memory_stats, which resets /all/ peak "
-                      "memory stats.", FutureWarning, stacklevel=2)
+        _warn(f"ember.{self._type}.reset_max_memory_cached now calls "
+              f"ember.{self._type}.reset_peak_memory_stats, which resets /all/ peak "
+              "memory stats.", FutureWarning)
         self.reset_peak_memory_stats(device)
 
     def memory_stats_as_nested_dict(self, device=None) -> dict:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from ember.dispatcher.core import TensorBase
 from . import _creation as K
 from . import _device_ns
 from . import _functions as F
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["detach", "detach_", "rsub", "can_cast", "get_device", "is_distributed",
            "unravel_index", "nonzero_static", "set_default_tensor_type", "from_file", "cond",
@@ -117,9 +117,9 @@ def nonzero_static(input, *, size, fill_value=-1):
 def set_default_tensor_type(t) -> None:
     """Deprecated in PyTorch 2.1: sets the default floating-point dtype from a legacy tensor
     type (``ember.DoubleTensor`` or ``'torch.DoubleTensor'``); use ``set_default_dtype``."""
-    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please "
-                  "use torch.set_default_dtype() and torch.set_default_device() as "
-                  "alternatives.", UserWarning, stacklevel=2)
+    _warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please "
+          "use torch.set_default_dtype() and torch.set_default_device() as "
+          "alternatives.", UserWarning)
     name = t if isinstance(t, str) else getattr(t, "__name__", str(t))
     table = {"FloatTensor": D.float32, "DoubleTensor": D.float64, "HalfTensor": D.float16,
              "BFloat16Tensor": D.bfloat16}

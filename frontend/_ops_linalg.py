@@ -11,7 +11,6 @@ matrix products.
 from __future__ import annotations
 
 import math
-import warnings
 
 from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
@@ -22,6 +21,7 @@ from ember.dispatcher.defs import linalg as LA
 
 from .return_types import return_type
 from . import linalg as linalg_ns
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "pinverse", "cholesky", "cholesky_inverse",
            "cholesky_solve", "qr", "svd", "lu", "lu_solve", "lu_unpack", "triangular_solve",
@@ -268,10 +268,10 @@ def cross(input, other, dim=None, *, out=None):
     _t(input, "cross")
     _t(other, "cross", "other")
     if dim is None:
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
-                      "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
-                      "The default value of dim will change to agree with that of linalg.cross "
-                      "in a future release.", UserWarning, stacklevel=2)
+        _warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+              "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+              "The default value of dim will change to agree with that of linalg.cross "
+              "in a future release.", UserWarning)
         shape = tuple(input.shape) if len(input.shape) >= len(other.shape) else \
             tuple(other.shape)
         dim = next((i for i, s in enumerate(shape) if s == 3), -1)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 
 from ember.dispatcher import dtypes as D
 from ember.dispatcher.core import TensorBase
@@ -22,6 +21,7 @@ from ._defaults import get_default_device, set_default_device
 from ._vmap import vmap
 from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                     set_anomaly_enabled)
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = [  # names exported as ember.<name>
     "get_rng_state", "set_rng_state", "set_printoptions", "finfo", "iinfo", "typename",
@@ -286,9 +286,9 @@ def set_float32_matmul_precision(precision: str) -> None:
     speed (TF32, bfloat16 passes). ember's GEMMs always compute in float32, which every
     setting allows; the value is recorded and read back."""
     if precision not in ("highest", "high", "medium"):
-        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the "
-                      "current set_float32_matmul_precision call has no effect.",
-                      UserWarning, stacklevel=2)
+        _warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the "
+              "current set_float32_matmul_precision call has no effect.",
+              UserWarning)
         return
     _MATMUL_PRECISION[0] = precision
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import builtins
 import numbers
 import operator
-import warnings
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from ember.dispatcher.grad_mode import MODE, below_autograd
 
 from . import _creation as K
 from . import _views as VW
+from ember.dispatcher.warn import warn as _warn
 
 E = O.elementwise
 
@@ -904,8 +904,8 @@ def meshgrid(*tensors, indexing=None):
     """Grids of coordinates from 0-d/1-d tensors (``indexing`` 'ij' or 'xy')."""
     tensors = _tensor_list("meshgrid", tensors)
     if indexing is None:
-        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
-                      "indexing argument.", UserWarning, stacklevel=2)
+        _warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+              "indexing argument.", UserWarning)
         indexing = "ij"
     return IX.meshgrid(tensors, indexing)
 
@@ -1755,10 +1755,9 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
                          f"({length} bytes)")
     arr = np.frombuffer(view, dtype=np.uint8, count=count * item, offset=offset)
     if view.readonly:
-        warnings.warn("The given buffer is not writable, and PyTorch does not support "
-                      "non-writable tensors. This means you can write to the underlying "
-                      "(supposedly non-writable) buffer using the tensor.", UserWarning,
-                      stacklevel=2)
+        _warn("The given buffer is not writable, and PyTorch does not support "
+              "non-writable tensors. This means you can write to the underlying "
+              "(supposedly non-writable) buffer using the tensor.", UserWarning)
     if dt is D.bfloat16:
         raw = K.from_numpy(arr.view(np.int16))
         res = C.view_of(raw, raw.shape, raw._stride, raw._offset)
@@ -1802,10 +1801,9 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
           out=None, **_):
     """PyTorch's deprecated ``torch.range``: ``end`` included."""
-    warnings.warn("torch.range is deprecated and will be removed in a future release because "
-                  "its behavior is inconsistent with Python's range builtin. Instead, use "
-                  "torch.arange, which produces values in [start, end).", UserWarning,
-                  stacklevel=2)
+    _warn("torch.range is deprecated and will be removed in a future release because "
+          "its behavior is inconsistent with Python's range builtin. Instead, use "
+          "torch.arange, which produces values in [start, end).", UserWarning)
     if end is None:
         start, end = 0, start
     vals = [K._number(v, "range", n, p) for v, n, p in zip((start, end, step),
@@ -2284,7 +2282,7 @@ def resize_(self, *sizes, memory_format=None):
 @_method()
 def resize(self, *sizes):
     """The deprecated out-of-place ``resize``: a reshape that keeps the element count."""
-    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    _warn("non-inplace resize is deprecated", UserWarning)
     shape = K._size(sizes, "resize")
     n, have = C.numel(shape), C.numel(self.shape)
     if n != have:

@@ -5,7 +5,6 @@ the version counter, and every in-place op bumps it.
 """
 from __future__ import annotations
 
-import warnings
 import weakref
 
 import numpy as np
@@ -32,6 +31,7 @@ from . import (_ops_compat, _ops_linalg, _ops_misc, _ops_nn, _ops_reduce, _ops_s
 from . import autograd
 from . import _views as VW
 from ._repr import tensor_repr
+from ember.dispatcher.warn import warn as _warn
 
 E = O.elementwise
 _s = F._s
@@ -40,6 +40,15 @@ _PLAIN = frozenset((int, float, bool))
 
 #: storages made by ``Tensor.pin_memory`` (page-locked host memory)
 _PINNED = weakref.WeakSet()
+
+
+#: PyTorch's warning for reading ``.grad`` of a non-leaf tensor that does not retain it
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
 
 
 class Tensor(TensorBase):
@@ -189,7 +198,10 @@ class Tensor(TensorBase):
         """The gradient ``backward()`` accumulated (None until then). Assigning checks what
         PyTorch checks: a tensor or None, not the tensor itself, and the same dtype, device
         and size."""
-        return self._grad
+        g = self._grad
+        if g is None and self.grad_fn is not None and not self._retains:
+            _warn(_NON_LEAF_GRAD)
+        return g
 
     @grad.setter
     def grad(self, value):
@@ -1201,11 +1213,10 @@ _T_WARNED = False
 def _warn_T():
     global _T_WARNED
     _T_WARNED = True
-    warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape "
-                  "is deprecated and it will throw an error in a future release. Consider "
-                  "`x.mT` to transpose batches of matrices or `x.permute(*torch.arange(x.ndim - "
-                  "1, -1, -1))` to reverse the dimensions of a tensor.", UserWarning,
-                  stacklevel=3)
+    _warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape "
+          "is deprecated and it will throw an error in a future release. Consider "
+          "`x.mT` to transpose batches of matrices or `x.permute(*torch.arange(x.ndim - "
+          "1, -1, -1))` to reverse the dimensions of a tensor.", UserWarning)
 
 
 def _read_only_numpy(t, force=False):

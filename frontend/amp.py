@@ -20,7 +20,6 @@ skips the step when a gradient is inf/NaN and adapts the scale, exactly as
 from __future__ import annotations
 
 import functools
-import warnings
 from collections import defaultdict
 from enum import Enum
 
@@ -32,6 +31,7 @@ from ember.dispatcher.plugins import BACKENDS, ensure_loaded
 
 from ._creation import full
 from .autograd import _engine
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd", "is_autocast_available",
            "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype",
@@ -223,19 +223,18 @@ class autocast:
         enabled = bool(enabled)
         if enabled and device_type == "cpu" and self.fast_dtype not in AC.SUPPORTED_DTYPES[
                 "cpu"]:
-            warnings.warn("In CPU autocast, but the target dtype is not supported. Disabling "
-                          "autocast.\nCPU Autocast only supports dtypes of ember.bfloat16, "
-                          "ember.float16 currently.", UserWarning, stacklevel=2)
+            _warn("In CPU autocast, but the target dtype is not supported. Disabling "
+                  "autocast.\nCPU Autocast only supports dtypes of ember.bfloat16, "
+                  "ember.float16 currently.", UserWarning)
             enabled = False
         elif enabled and device_type != "cpu" and not _device_available(device_type):
             name = "CUDA" if device_type == "cuda" else repr(device_type)
-            warnings.warn(f"{name} is not available. Disabling autocast.", UserWarning,
-                          stacklevel=2)
+            _warn(f"{name} is not available. Disabling autocast.", UserWarning)
             enabled = False
         elif enabled and device_type != "cpu" and self.fast_dtype not in (D.float16,
                                                                           D.bfloat16):
-            warnings.warn(f"In {device_type} autocast, but the target dtype is not supported. "
-                          "Disabling autocast.", UserWarning, stacklevel=2)
+            _warn(f"In {device_type} autocast, but the target dtype is not supported. "
+                  "Disabling autocast.", UserWarning)
             enabled = False
         self._enabled = enabled
         self._stack: list = []
@@ -351,8 +350,8 @@ class GradScaler:
         self._device = device
         self._enabled = enabled
         if self._device != "cpu" and enabled and not _device_available(device):
-            warnings.warn(f"ember.amp.GradScaler is enabled, but {device} is not available.  "
-                          "Disabling.", UserWarning, stacklevel=2)
+            _warn(f"ember.amp.GradScaler is enabled, but {device} is not available.  "
+                  "Disabling.", UserWarning)
             self._enabled = False
         if self._enabled:
             if growth_factor <= 1.0:

@@ -21,10 +21,10 @@ import os
 import re
 import shutil
 import sys
-import warnings
 from urllib.parse import unquote, urlparse
 
 from .serialization import load as _load
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["list", "help", "load", "get_dir", "set_dir", "load_state_dict_from_url",
            "download_url_to_file", "DownloadRequiredError", "HASH_REGEX"]
@@ -102,10 +102,10 @@ def _check_trust(repo_id: str, hub: str, trust_repo) -> None:
     if repo_id in trusted:
         return
     if trust_repo is None:
-        warnings.warn(f"You are about to run code from an untrusted repository "
-                      f"({repo_id}). In a future release this will require trust_repo=True; "
-                      "pass trust_repo=True (or add the repository to the hub's "
-                      "trusted_list) to silence this warning.", UserWarning, stacklevel=4)
+        _warn(f"You are about to run code from an untrusted repository "
+              f"({repo_id}). In a future release this will require trust_repo=True; "
+              "pass trust_repo=True (or add the repository to the hub's "
+              "trusted_list) to silence this warning.", UserWarning)
         return
     raise RuntimeError(f"ember.hub: the repository {repo_id!r} is not trusted: pass "
                        f"trust_repo=True or add it to {trusted_file!r}")

@@ -18,8 +18,8 @@ from __future__ import annotations
 import builtins
 import contextlib
 import typing
-import warnings
 from concurrent.futures import Future as _ConcurrentFuture
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "Final",
            "annotations", "annotate", "is_scripting", "is_tracing", "fork", "wait", "save",
@@ -128,9 +128,9 @@ def is_tracing() -> bool:
 
 def _deprecated(name):
     # PyTorch 2.13 deprecates TorchScript the same way
-    warnings.warn(f"`ember.jit.{name}` is deprecated. Please switch to `ember.compile` or "
-                  "`ember.export` once they exist (ember runs the code eagerly).",
-                  DeprecationWarning, stacklevel=3)
+    _warn(f"`ember.jit.{name}` is deprecated. Please switch to `ember.compile` or "
+          "`ember.export` once they exist (ember runs the code eagerly).",
+          DeprecationWarning)
 
 
 def script(obj=None, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):

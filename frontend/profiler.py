@@ -24,12 +24,12 @@ import json
 import os
 import socket
 import time
-import warnings
 from collections import OrderedDict
 from enum import Enum
 
 from ember.dispatcher import profiling as P
 from ember.dispatcher.plugins import BACKENDS, ensure_loaded
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "ProfilerAction", "DeviceType",
            "schedule",
@@ -107,8 +107,8 @@ def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first
     if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
         raise AssertionError("Invalid profiler schedule arguments")
     if warmup == 0:
-        warnings.warn("Profiler won't be using warmup, this can skew profiler results",
-                      UserWarning, stacklevel=2)
+        _warn("Profiler won't be using warmup, this can skew profiler results",
+              UserWarning)
 
     def schedule_fn(step: int) -> ProfilerAction:
         if step < 0:

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import math
 import struct
-import warnings
 
 from .. import core as C
 from .. import dtypes as D
 from .. import ops as O
 from .. import views as V
 from ..schema import composite, defop, gradient
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["arange", "linspace", "eye", "randint", "randperm", "scalar_to",
            "holds_every_value", "check_new_shape"]
@@ -951,11 +951,11 @@ def random(x, low=0, high=None, generator=None):
         for name, v in (("from", low), ("to - 1", high - 1)):
             if not lo <= v <= hi:
                 digits = hi.bit_length() - 1
-                warnings.warn(f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
-                              f"precision limitations {cname} can support discrete uniform "
-                              f"distribution only within this range. This warning will "
-                              "become an error in version 1.7 release, please fix the code "
-                              "in advance", UserWarning, stacklevel=4)
+                _warn(f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
+                      f"precision limitations {cname} can support discrete uniform "
+                      f"distribution only within this range. This warning will "
+                      "become an error in version 1.7 release, please fix the code "
+                      "in advance", UserWarning)
     elif not lo <= low <= hi:
         raise RuntimeError(f"from is out of bounds for {cname}")
     elif not lo <= high - 1 <= hi:

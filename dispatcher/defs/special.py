@@ -540,11 +540,11 @@ def _not_integral(kernel):
              "uint64": "UInt64"}
 
     def meta(args, attrs):
-        for v in args:
-            name = getattr(getattr(v, "dtype", None), "name", None)
-            if name in names:
-                raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
-                                          f"'{names[name]}'")
+        # (the dtype the operands promote to: igamma(int32, float16) is float16)
+        name = D.result_type(*[v for v in args if hasattr(v, "dtype")]).name
+        if name in names:
+            raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
+                                      f"'{names[name]}'")
     return meta
 
 

@@ -5,7 +5,6 @@ matrix products and elementwise ops. Re-exported by :mod:`.reduction`.
 from __future__ import annotations
 
 import math
-import warnings
 
 from .. import core as C
 from .. import dtypes as D
@@ -15,6 +14,7 @@ from ..schema import composite, defop, gradient
 from ._reduction_core import _HALF, _no_bool, _norm_backward, _range, _tname, _wide, norm
 from .index import cat
 from .linalg import matmul, mm
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = []
 
@@ -231,8 +231,8 @@ def cov(x, correction=1, fweights=None, aweights=None):
     else:
         factor = E("sub", w_sum, correction)
     if O.item(E("le", factor, 0)):
-        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
-                      "than the number of observations.", UserWarning, stacklevel=3)
+        _warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+              "than the number of observations.", UserWarning)
         factor = E("mul", factor, 0)
     centred = E("sub", m, V.unsqueeze(avg, 1))
     c = mm(centred, V.t(centred if w is None else E("mul", centred, w)))

@@ -13,7 +13,6 @@ as each node finishes unless ``retain_graph``.
 from __future__ import annotations
 
 import functools
-import warnings
 from collections import deque
 from weakref import ref as _weakref
 
@@ -29,6 +28,7 @@ from ember.dispatcher.dtypes import torch_name
 from ember.dispatcher.schema import Unsaved
 
 from .anomaly_mode import ANOMALY, warn_forward_trace
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "is_grad_enabled", "set_grad_enabled",
            "no_grad", "enable_grad", "inference_mode", "is_inference_mode_enabled",
@@ -695,32 +695,32 @@ def _accumulate_leaf_grad(v, grad, create_graph, handed, hooks):
             grad = r
     if not create_graph:
         grad = grad.detach() if grad.requires_grad else grad
-    if _is_sparse(grad) or _is_sparse(v.grad):   # PyTorch's AccumulateGrad for sparse grads
+    if _is_sparse(grad) or _is_sparse(v._grad):   # PyTorch's AccumulateGrad for sparse grads
         if grad.dtype is not v.dtype:
             grad = grad.to(v.dtype)
-        if v.grad is None:
+        if v._grad is None:
             v.grad = grad if create_graph else grad.clone()
         elif create_graph or not _is_sparse(grad):
-            v.grad = _add_grads(v.grad, grad)        # out of place; sparse + dense is dense
-        elif _is_sparse(v.grad):
-            v.grad.add_(grad)                        # sparse += sparse, in place
+            v.grad = _add_grads(v._grad, grad)       # out of place; sparse + dense is dense
+        elif _is_sparse(v._grad):
+            v._grad.add_(grad)                       # sparse += sparse, in place
         else:
-            grad._add_into_(v.grad)                  # dense += sparse, in place
+            grad._add_into_(v._grad)                 # dense += sparse, in place
         return
     if grad.shape != v.shape:
         grad = V.sum_to(grad, v.shape)
     if grad.dtype is not v.dtype:
         grad = grad.to(v.dtype)
-    if v.grad is None:
+    if v._grad is None:
         if not create_graph and (seen or id(grad._storage) in handed
                                  or not grad.is_contiguous()):
             grad = grad.clone()
         handed.add(id(grad._storage))
         v.grad = grad
     elif create_graph:
-        v.grad = O.elementwise("add", v.grad, grad)
+        v.grad = O.elementwise("add", v._grad, grad)
     else:
-        v.grad.add_(grad)
+        v._grad.add_(grad)
 
 
 # ---- the public entry points (ember.autograd.backward / grad) -----------------------------
@@ -791,9 +791,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     batch of vectors and returns the stacked results, computed one vector after another
     (not a batching transform)."""
     if not only_inputs:
-        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
-                      "True). To accumulate gradient for other parts of the graph, please use "
-                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+        _warn("only_inputs argument is deprecated and is ignored now (defaults to "
+              "True). To accumulate gradient for other parts of the graph, please use "
+              "torch.autograd.backward.", FutureWarning)
     if is_grads_batched:
         return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
                              allow_unused, materialize_grads)

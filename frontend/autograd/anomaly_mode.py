@@ -19,9 +19,9 @@ import functools
 import os
 import threading
 import traceback
-import warnings
 
 import ember.dispatcher as _dispatcher
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "set_anomaly_enabled", "ANOMALY",
@@ -79,7 +79,7 @@ def warn_forward_trace(node) -> None:
                  "forward pass for more information.")
     else:
         trace = "Traceback of forward call that caused the error:\n" + trace
-    warnings.warn(f"Error detected in {node.name()}. {trace}", UserWarning, stacklevel=3)
+    _warn(f"Error detected in {node.name()}. {trace}", UserWarning)
 
 
 class detect_anomaly:
@@ -91,9 +91,8 @@ class detect_anomaly:
         self.prev = ANOMALY.enabled
         self.check_nan = check_nan
         self.prev_check_nan = ANOMALY.check_nan
-        warnings.warn("Anomaly Detection has been enabled. This mode will increase the "
-                      "runtime and should only be enabled for debugging.", UserWarning,
-                      stacklevel=2)
+        _warn("Anomaly Detection has been enabled. This mode will increase the "
+              "runtime and should only be enabled for debugging.", UserWarning)
 
     def __enter__(self):
         set_anomaly_enabled(True, self.check_nan)

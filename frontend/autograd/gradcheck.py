@@ -1,7 +1,6 @@
 """Finite-difference checks of analytical gradients (float64), as ``torch.autograd``'s."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -9,6 +8,7 @@ from ember.dispatcher.core import TensorBase
 
 from .. import _creation as K
 from ._engine import grad as autograd_grad
+from ember.dispatcher.warn import warn as _warn
 
 
 def _inputs(inputs):
@@ -69,8 +69,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         if not (isinstance(x, TensorBase) and x.requires_grad):
             continue
         if x.dtype.name != "float64":
-            warnings.warn(f"Input #{i} requires gradient and is not a double precision "
-                          "floating point. gradcheck is only reliable for float64.")
+            _warn(f"Input #{i} requires gradient and is not a double precision "
+                  "floating point. gradcheck is only reliable for float64.")
         num = _numerical_jacobian(func, inputs, i, eps)
         ana = _analytical_jacobian(func, inputs, i)
         if num.shape != ana.shape or not np.allclose(ana, num, rtol=rtol, atol=atol):

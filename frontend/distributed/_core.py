@@ -6,7 +6,6 @@ import os
 import sys
 import threading
 import time
-import warnings
 import zlib
 from datetime import timedelta
 
@@ -17,6 +16,7 @@ from ember.dispatcher.core import TensorBase
 
 from . import _backend as backends
 from . import _lifecycle as lifecycle
+from ember.dispatcher.warn import warn as _warn
 
 
 class ReduceOp:
@@ -105,8 +105,8 @@ def _outside(group, what: str) -> bool:
     then returns without doing anything, with PyTorch's warning."""
     if group is GroupMember.NON_GROUP_MEMBER:
         rank = _WORLD.rank() if _WORLD is not None else -1
-        warnings.warn(f"Running {what} on global rank {rank} which does not belong to the "
-                      "given group.", stacklevel=3)
+        _warn(f"Running {what} on global rank {rank} which does not belong to the "
+              "given group.")
         return True
     return False
 

@@ -7,13 +7,13 @@ interface every distribution fills in (``torch.distributions.Distribution``).
 >>> tuple(d.batch_shape), tuple(d.event_shape), tuple(d.sample((2,)).shape)
 ((3,), (), (2, 3))
 """
-import warnings
 
 import ember
 from ember import Tensor, Size
 
 from . import constraints
 from .utils import lazy_property
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["Distribution", "ExponentialFamily"]
 
@@ -47,9 +47,9 @@ class Distribution:
                 arg_constraints = self.arg_constraints
             except NotImplementedError:
                 arg_constraints = {}
-                warnings.warn(f"{self.__class__} does not define `arg_constraints`. Please set "
-                              "`arg_constraints = {}` or initialize the distribution with "
-                              "`validate_args=False` to turn off validation.", stacklevel=2)
+                _warn(f"{self.__class__} does not define `arg_constraints`. Please set "
+                      "`arg_constraints = {}` or initialize the distribution with "
+                      "`validate_args=False` to turn off validation.")
             for param, constraint in arg_constraints.items():
                 if constraints.is_dependent(constraint):
                     continue  # skip constraints that cannot be checked
@@ -127,8 +127,7 @@ class Distribution:
                                   "(has_rsample is False); use sample().")
 
     def sample_n(self, n: int) -> Tensor:
-        warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning,
-                      stacklevel=2)
+        _warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning)
         return self.sample(Size((n,)))
 
     def log_prob(self, value: Tensor) -> Tensor:
@@ -170,9 +169,9 @@ class Distribution:
         try:
             support = self.support
         except NotImplementedError:
-            warnings.warn(f"{self.__class__} does not define `support` to enable sample "
-                          "validation. Please initialize the distribution with "
-                          "`validate_args=False` to turn off validation.", stacklevel=2)
+            _warn(f"{self.__class__} does not define `support` to enable sample "
+                  "validation. Please initialize the distribution with "
+                  "`validate_args=False` to turn off validation.")
             return
         assert support is not None
         valid = support.check(value)

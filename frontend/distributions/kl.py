@@ -8,7 +8,6 @@ specific registered pair along both types' method resolution orders.
 0.0
 """
 import math
-import warnings
 from functools import total_ordering
 
 import ember
@@ -24,6 +23,7 @@ from .discrete_more import Geometric
 from .multivariate_more import (LowRankMultivariateNormal, _batch_lowrank_logdet,
                                 _batch_lowrank_mahalanobis)
 from .transformed_distribution import TransformedDistribution
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["register_kl", "kl_divergence"]
 
@@ -79,9 +79,9 @@ def _dispatch_kl(type_p, type_q):
     left_fun = _KL_REGISTRY[left_p, left_q]
     right_fun = _KL_REGISTRY[right_p, right_q]
     if left_fun is not right_fun:
-        warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
-                      f"Please register_kl({left_p.__name__}, {right_q.__name__})",
-                      RuntimeWarning, stacklevel=2)
+        _warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
+              f"Please register_kl({left_p.__name__}, {right_q.__name__})",
+              RuntimeWarning)
     return left_fun
 
 

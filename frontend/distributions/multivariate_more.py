@@ -9,7 +9,6 @@
 0.0
 """
 import math
-import warnings
 from numbers import Number
 
 import ember
@@ -23,6 +22,7 @@ from .gamma import Beta
 from .multivariate_normal import _batch_mahalanobis, _batch_mv, _precision_to_scale_tril
 from .utils import (cholesky, digamma, eps_of, lazy_property, lgamma, solve_triangular,
                     tiny_of)
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["MixtureSameFamily", "LowRankMultivariateNormal", "Wishart", "LKJCholesky"]
 
@@ -348,8 +348,8 @@ class Wishart(ExponentialFamily):
         else:
             self.precision_matrix = param.expand(full)
         if bool(self.df.lt(event_shape[-1]).any()):
-            warnings.warn("Low df values detected. Singular samples are highly likely to occur "
-                          "for ndim - 1 < df < ndim.", stacklevel=2)
+            _warn("Low df values detected. Singular samples are highly likely to occur "
+                  "for ndim - 1 < df < ndim.")
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
         self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
         if scale_tril is not None:
@@ -437,7 +437,7 @@ class Wishart(ExponentialFamily):
         with ember.no_grad():
             singular = ~self.support.check(sample)
         if bool(singular.any()):
-            warnings.warn("Singular sample detected.", stacklevel=2)
+            _warn("Singular sample detected.")
             for _ in range(max_try_correction):
                 new = self._bartlett_sampling(sample_shape)
                 sample = ember.where(singular.unsqueeze(-1).unsqueeze(-1), new, sample)

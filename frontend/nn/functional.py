@@ -17,7 +17,6 @@ ember.Size([])
 from __future__ import annotations
 
 import math
-import warnings
 
 import ember
 from ember import Tensor
@@ -28,6 +27,7 @@ from ember.dispatcher.defs import nn as _nn
 
 from .. import _sparse_tensor
 from .modules.utils import _no_grad, _ntuple, _pair
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = [
     # linear, conv, pooling
@@ -1063,8 +1063,8 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
         align_corners (bool, optional): for the linear modes, align the corner pixels of input
             and output. Default: None (False).
     """
-    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
-                  "instead.", stacklevel=2)
+    _warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+          "instead.")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
@@ -1423,8 +1423,8 @@ def tanh(input: Tensor) -> Tensor:
 
 def _softmax_dim(name: str, input: Tensor, stacklevel: int) -> int:
     """The dim PyTorch's functional softmaxes choose when ``dim`` is None (deprecated)."""
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", stacklevel=stacklevel)
+    _warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+          "to include dim=X as an argument.")
     return 0 if input.dim() in (0, 1, 3) else 1
 
 
@@ -1600,19 +1600,19 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Zero whole channels of (N, C, H, W) / (C, H, W) input."""
     if input.dim() not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is "
-                      "deprecated and will result in an error in a future release. To retain "
-                      "the behavior and silence this warning, please use dropout instead. Note "
-                      "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
-                      "spatial dimensions, a channel dimension, and an optional batch dimension "
-                      "(i.e. 3D or 4D inputs).", stacklevel=2)
+        _warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is "
+              "deprecated and will result in an error in a future release. To retain "
+              "the behavior and silence this warning, please use dropout instead. Note "
+              "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+              "spatial dimensions, a channel dimension, and an optional batch dimension "
+              "(i.e. 3D or 4D inputs).")
     if input.dim() == 3:
-        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
-                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
-                      "shape (N, C, L), where C is the channel dim. This behavior will change "
-                      "in a future release to interpret the input as one without a batch "
-                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
-                      "behavior, please switch to using dropout1d instead.", stacklevel=2)
+        _warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+              "channel-wise 1D dropout behavior is desired - input is interpreted as "
+              "shape (N, C, L), where C is the channel dim. This behavior will change "
+              "in a future release to interpret the input as one without a batch "
+              "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+              "behavior, please switch to using dropout1d instead.")
     return _feature_dropout(input, p, training, inplace, input.dim() >= 3)
 
 
@@ -2149,10 +2149,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
 # ==== losses ==========================================================================
 def _legacy_reduction(size_average, reduce) -> str:
-    warnings.warn("size_average and reduce args will be deprecated, please use "
-                  "reduction='{}' instead.".format(
+    _warn("size_average and reduce args will be deprecated, please use "
+          "reduction='{}' instead.".format(
                       "mean" if (size_average is not False and reduce is not False)
-                      else "sum" if reduce is not False else "none"), stacklevel=3)
+                      else "sum" if reduce is not False else "none"))
     if size_average is None:
         size_average = True
     if reduce is None:
@@ -2178,9 +2178,9 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 def _check_same_size(input, target):
     if target.shape != input.shape:
-        warnings.warn(f"Using a target size ({target.size()}) that is different to the input "
-                      f"size ({input.size()}). This will likely lead to incorrect results due "
-                      "to broadcasting. Please ensure they have the same size.", stacklevel=3)
+        _warn(f"Using a target size ({target.size()}) that is different to the input "
+              f"size ({input.size()}). This will likely lead to incorrect results due "
+              "to broadcasting. Please ensure they have the same size.")
 
 
 def _weighted(loss, weight, reduction, input):
@@ -2373,10 +2373,10 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     elif reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
-                      "support size.'batchmean' divides only by the batch size, and aligns "
-                      "with the KL div math definition.'mean' will be changed to behave the "
-                      "same as 'batchmean' in the next major release.", stacklevel=2)
+        _warn("reduction: 'mean' divides the total loss by both the batch size and the "
+              "support size.'batchmean' divides only by the batch size, and aligns "
+              "with the KL div math definition.'mean' will be changed to behave the "
+              "same as 'batchmean' in the next major release.")
     if reduction not in ("mean", "sum", "none", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if log_target:
@@ -3037,8 +3037,8 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
     Warns and returns ``interpolate(input, size, scale_factor, mode='nearest')``.
     """
-    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    _warn("`nn.functional.upsample_nearest` is deprecated. Use "
+          "`nn.functional.interpolate` instead.")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
@@ -3048,8 +3048,8 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     Warns and returns ``interpolate(input, size, scale_factor, mode='bilinear',
     align_corners=True)``; note the ``align_corners=True``.
     """
-    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    _warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+          "`nn.functional.interpolate` instead.")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
@@ -3585,10 +3585,10 @@ def _embedding_bag_fixed(input, weight, nbags, length, max_norm, norm_type, mode
 # ==== spatial transformers =============================================================
 def _align_warning(align_corners):
     if align_corners is None:
-        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
-                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
-                      "the old behavior is desired. See the documentation of grid_sample for "
-                      "details.", stacklevel=3)
+        _warn("Default grid_sample and affine_grid behavior has changed to "
+              "align_corners=False since 1.3.0. Please specify align_corners=True if "
+              "the old behavior is desired. See the documentation of grid_sample for "
+              "details.")
         return False
     return align_corners
 
@@ -3641,10 +3641,9 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
                                   f"affine transforms, respectively. Got size {size}.")
     if align_corners and min(spatial) == 1:
-        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
-                      "grids when align_corners=True. This is not an intended use case of "
-                      "affine_grid. See the documentation of affine_grid for details.",
-                      stacklevel=2)
+        _warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
+              "grids when align_corners=True. This is not an intended use case of "
+              "affine_grid. See the documentation of affine_grid for details.")
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     return affine_grid_generator(theta, size, align_corners)

@@ -11,12 +11,12 @@ True
 from __future__ import annotations
 
 import math
-import warnings
 
 import ember
 from ember import Tensor
 
 from .modules.utils import _no_grad
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_",
@@ -114,8 +114,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     if (mean < a - 2 * std) or (mean > b + 2 * std):
-        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
-                      "The distribution of values may be incorrect.", stacklevel=2)
+        _warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+              "The distribution of values may be incorrect.")
     with _no_grad():
         lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
         u = ember.empty(tensor.shape, dtype=ember.float64, device=tensor.device)
@@ -204,7 +204,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015)."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        _warn("Initializing zero-element tensors is a no-op")
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     gain = calculate_gain(nonlinearity, a)
@@ -216,7 +216,7 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """N(0, std^2) with std = gain / sqrt(fan)."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        _warn("Initializing zero-element tensors is a no-op")
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
@@ -301,8 +301,8 @@ def _make_deprecate(meth):
     old_name = new_name[:-1]
 
     def deprecated_init(*args, **kwargs):
-        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
-                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        _warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+              f"`nn.init.{new_name}`.", FutureWarning)
         return meth(*args, **kwargs)
 
     deprecated_init.__doc__ = (f"{old_name}(...)\n\nDeprecated in favor of "

@@ -17,7 +17,6 @@ import enum
 import inspect
 import math
 import os
-import warnings
 
 import numpy as np
 
@@ -33,6 +32,7 @@ from ..nn.modules.module import Module
 from . import errors
 from ._graph import Builder, Translator
 from .errors import OnnxExporterError
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["export", "ONNXProgram", "is_in_onnx_export", "OnnxExporterError",
            "TrainingMode", "DEFAULT_OPSET", "select_model_mode_for_export",
@@ -333,8 +333,8 @@ def _axes_spec(dynamic_axes, names, onames, shapes):
         raise TypeError(f"dynamic_axes must be a dict, got {type(dynamic_axes).__name__}")
     for key, axes in dynamic_axes.items():
         if key not in names and key not in onames:
-            warnings.warn(f"Provided key {key} for dynamic axes is not a valid input/output "
-                          f"name")
+            _warn(f"Provided key {key} for dynamic axes is not a valid input/output "
+                  f"name")
             continue
         if isinstance(axes, dict):
             pairs = [(a, str(sym)) for a, sym in axes.items()]

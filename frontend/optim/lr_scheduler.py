@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import types
-import warnings
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -28,6 +27,7 @@ from weakref import ref
 
 from .._tensor import Tensor
 from .optimizer import Optimizer
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
            "ConstantLR", "LinearLR", "ExponentialLR", "PolynomialLR", "CosineAnnealingLR",
@@ -94,8 +94,8 @@ class _initial_mode:
 
 def _warn_get_lr_called_within_step(scheduler: LRScheduler) -> None:
     if not scheduler._get_lr_called_within_step:
-        warnings.warn("To get the last learning rate computed by the scheduler, please use "
-                      "`get_last_lr()`.", UserWarning, stacklevel=3)
+        _warn("To get the last learning rate computed by the scheduler, please use "
+              "`get_last_lr()`.", UserWarning)
 
 
 def _patch_track_step_called(optimizer: Optimizer) -> None:
@@ -171,14 +171,14 @@ class LRScheduler:
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or, deprecated, jump to ``epoch``) and set the new rates."""
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
-            warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
-                          "In PyTorch 1.1.0 and later, you should call them in the opposite "
-                          "order: `optimizer.step()` before `lr_scheduler.step()`.  Failure "
-                          "to do this will result in PyTorch skipping the first value of the "
-                          "learning rate schedule.", UserWarning, stacklevel=2)
+            _warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+                  "In PyTorch 1.1.0 and later, you should call them in the opposite "
+                  "order: `optimizer.step()` before `lr_scheduler.step()`.  Failure "
+                  "to do this will result in PyTorch skipping the first value of the "
+                  "learning rate schedule.", UserWarning)
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            _warn(EPOCH_DEPRECATION_WARNING, UserWarning)
         self._update_lr(epoch)
 
     def _update_lr(self, epoch: int | None = None) -> None:
@@ -727,7 +727,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            _warn(EPOCH_DEPRECATION_WARNING, UserWarning)
         self.last_epoch = epoch
 
         if self._is_better(current, self.best):

@@ -12,7 +12,6 @@ PyTorch's layout, where parameters are referred to by their index across all gro
 from __future__ import annotations
 
 import functools
-import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from copy import deepcopy
@@ -25,6 +24,7 @@ from .._creation import tensor, zeros_like
 from .._tensor import Tensor
 from ..autograd import enable_grad, set_grad_enabled
 from ..nn.modules.module import RemovableHandle
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -364,10 +364,9 @@ class Optimizer:
 
         ids = [id(p) for p in tensors]
         if len(ids) != len(set(ids)):
-            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
-                          "future, this will cause an error; see "
-                          "github.com/pytorch/pytorch/issues/40967 for more information",
-                          stacklevel=3)
+            _warn("optimizer contains a parameter group with duplicate parameters; in "
+                  "future, this will cause an error; see "
+                  "github.com/pytorch/pytorch/issues/40967 for more information")
 
         seen: set[int] = set()
         for group in self.param_groups:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from collections.abc import Callable, Iterable
 from copy import deepcopy
 from typing import Any
@@ -26,6 +25,7 @@ from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.modules.module import Module
 from .lr_scheduler import LRScheduler, _format_param
 from .optimizer import Optimizer
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn",
            "get_swa_multi_avg_fn", "get_ema_avg_fn", "get_swa_avg_fn"]
@@ -225,8 +225,8 @@ class SWALR(LRScheduler):
 
     def get_lr(self) -> list:
         if not self._get_lr_called_within_step:
-            warnings.warn("To get the last learning rate computed by the scheduler, please "
-                          "use `get_last_lr()`.", stacklevel=2)
+            _warn("To get the last learning rate computed by the scheduler, please "
+                  "use `get_last_lr()`.")
         step = self._step_count - 1
         if self.anneal_epochs == 0:
             step = max(1, step)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -12,6 +11,7 @@ from ember.dispatcher.core import TensorBase
 
 from .. import _creation as K
 from ._compare import to_numpy
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["make_tensor", "assert_allclose"]
 
@@ -93,9 +93,8 @@ def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan: bool = Tr
     elementwise after broadcasting ``expected``'s dtype to ``actual``'s, NaN equal to NaN
     unless ``equal_nan=False``; default tolerances per dtype as PyTorch's. Raises
     AssertionError."""
-    warnings.warn("`ember.testing.assert_allclose()` is deprecated (as torch.testing's since "
-                  "1.12). Please use `ember.testing.assert_close()` instead.", FutureWarning,
-                  stacklevel=2)
+    _warn("`ember.testing.assert_allclose()` is deprecated (as torch.testing's since "
+          "1.12). Please use `ember.testing.assert_close()` instead.", FutureWarning)
     if not isinstance(actual, TensorBase):
         actual = K.tensor(actual)
     if not isinstance(expected, TensorBase):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import warnings
 
 from ember.dispatcher import autocast as AC
 from ember.dispatcher.core import TensorBase
@@ -35,6 +34,7 @@ from ..amp import autocast
 from ..autograd import _engine
 from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointFunction", "CheckpointError",
            "detach_variable", "noop_context_fn", "set_checkpoint_early_stop",
@@ -94,8 +94,8 @@ def check_backward_validity(inputs) -> None:
     """Warn when no input requires grad (the reentrant checkpoint then gives no
     gradients)."""
     if not any(isinstance(inp, TensorBase) and inp.requires_grad for inp in inputs):
-        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
-                      UserWarning, stacklevel=2)
+        _warn("None of the inputs have requires_grad=True. Gradients will be None",
+              UserWarning)
 
 
 _DEBUG = [False]
@@ -324,11 +324,11 @@ def checkpoint(function, *args, use_reentrant: bool | None = None,
     of kept (see the module docstring). ``preserve_rng_state=True`` (a keyword) replays
     the same random numbers in the recomputation."""
     if use_reentrant is None:
-        warnings.warn("ember.utils.checkpoint: the use_reentrant parameter should be passed "
-                      "explicitly. use_reentrant=False is recommended, but if you need to "
-                      "preserve the current default behavior, you can pass "
-                      "use_reentrant=True. Refer to docs for more details on the "
-                      "differences between the two variants.", UserWarning, stacklevel=2)
+        _warn("ember.utils.checkpoint: the use_reentrant parameter should be passed "
+              "explicitly. use_reentrant=False is recommended, but if you need to "
+              "preserve the current default behavior, you can pass "
+              "use_reentrant=True. Refer to docs for more details on the "
+              "differences between the two variants.", UserWarning)
         use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if determinism_check not in ("default", "none"):
@@ -342,8 +342,8 @@ def checkpoint(function, *args, use_reentrant: bool | None = None,
             raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
         if _engine.MODE.grad and not any(isinstance(a, TensorBase) and a.requires_grad
                                          for a in args):
-            warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
-                          UserWarning, stacklevel=2)
+            _warn("None of the inputs have requires_grad=True. Gradients will be None",
+                  UserWarning)
         return CheckpointFunction.apply(function, preserve, *args)
     return _checkpoint_without_reentrant(function, preserve, context_fn, args, kwargs)
 
@@ -352,9 +352,9 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     """Run a sequential model (an ``nn.Sequential`` or a list of modules/functions) in
     ``segments`` chunks, checkpointing all but the last."""
     if use_reentrant is None:
-        warnings.warn("ember.utils.checkpoint.checkpoint_sequential: the use_reentrant "
-                      "parameter should be passed explicitly. use_reentrant=False is "
-                      "recommended.", UserWarning, stacklevel=2)
+        _warn("ember.utils.checkpoint.checkpoint_sequential: the use_reentrant "
+              "parameter should be passed explicitly. use_reentrant=False is "
+              "recommended.", UserWarning)
         use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:

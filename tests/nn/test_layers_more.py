@@ -109,7 +109,7 @@ NOT_LAYERS = {"attention", "common_types", "grad", "intrinsic", "qat", "quantiza
 # typing names, modules and notes torch.nn.functional imports for its own use
 NOT_FUNCTIONS = {"BroadcastingList1", "BroadcastingList2", "BroadcastingList3", "Callable",
                  "DType", "Optional", "ScalingType", "SwizzleType", "TYPE_CHECKING",
-                 "dataclasses", "grad", "importlib", "np", "reproducibility_notes",
+                 "dataclasses", "grad", "importlib", "np", "warnings", "reproducibility_notes",
                  "sparse_support_notes", "tf32_notes", "torch"}
 
 

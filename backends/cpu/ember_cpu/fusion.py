@@ -27,7 +27,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import warnings
 
 from ember.dispatcher import get_include, include_digest
 from ember.dispatcher.codegen import cache_dir
@@ -35,6 +34,7 @@ from ember.dispatcher.codegen.cxx import (FUSED_CTYPES, FUSED_INCLUDES, render_f
                                           render_fused_phases, render_fused_prelude)
 
 from . import _C
+from ember.dispatcher.warn import warn as _warn
 
 #: ember.compile's output_code log (EMBER_LOGS=output_code turns it on)
 _CODE_LOG = logging.getLogger("ember.compile.output_code")
@@ -370,9 +370,9 @@ def compile_elementwise(group):
         cxx = _compiler()
         if cxx is None:
             _NO_COMPILER[0] = True
-            warnings.warn("ember.compile: no C++ compiler found ($CXX, c++, g++): fused "
-                          "kernels are not generated and graphs run op by op",
-                          RuntimeWarning)
+            _warn("ember.compile: no C++ compiler found ($CXX, c++, g++): fused "
+                  "kernels are not generated and graphs run op by op",
+                  RuntimeWarning)
             return None
         src = render_group(group)
         _CODE_LOG.info("generated kernel of a fused group (%d ops):\n%s", len(group.nodes),

@@ -6,7 +6,6 @@ extension ``ember_cpu._C``.
 from __future__ import annotations
 
 import os
-import warnings
 
 from ember.dispatcher import Backend, hookimpl
 from ember.dispatcher.codegen.cxx import check_extension
@@ -14,6 +13,7 @@ from ember.dispatcher.schema import OPS
 
 from . import __version__
 from . import _C, fusion
+from ember.dispatcher.warn import warn as _warn
 
 
 def _load_blas() -> None:
@@ -22,8 +22,8 @@ def _load_blas() -> None:
     try:
         import scipy_openblas32 as sob
     except ImportError:
-        warnings.warn("ember-cpu: scipy-openblas32 is not installed; matrix products use "
-                      "ember's slow C++ loop (pip install scipy-openblas32)", RuntimeWarning)
+        _warn("ember-cpu: scipy-openblas32 is not installed; matrix products use "
+              "ember's slow C++ loop (pip install scipy-openblas32)", RuntimeWarning)
         return
     _C.load_blas(os.path.join(sob.get_lib_dir(), sob.get_library(True)))
 
@@ -56,8 +56,8 @@ def _load_onednn() -> None:
     try:
         _C.load_onednn(path)
     except OSError as e:
-        warnings.warn(f"ember-cpu: oneDNN not used ({e}); convolutions run ember's own kernels",
-                      RuntimeWarning)
+        _warn(f"ember-cpu: oneDNN not used ({e}); convolutions run ember's own kernels",
+              RuntimeWarning)
 
 
 class CPUBackend(Backend):

@@ -30,7 +30,6 @@ import hashlib
 import logging
 import os
 import threading
-import warnings
 
 from ember.dispatcher import get_include, include_digest
 from ember.dispatcher.codegen import cache_dir
@@ -38,6 +37,7 @@ from ember.dispatcher.codegen.cxx import (FUSED_CTYPES, render_fused_loop,
                                           render_fused_phases, render_fused_prelude)
 
 from ._find import library_candidates, toolkits, wheel_roots
+from ember.dispatcher.warn import warn as _warn
 
 #: ember.compile's output_code log (EMBER_LOGS=output_code turns it on)
 _CODE_LOG = logging.getLogger("ember.compile.output_code")
@@ -335,8 +335,8 @@ _UNAVAILABLE: list = []     # why fused kernels cannot be made here (warned once
 def _unavailable(reason: str):
     if not _UNAVAILABLE:
         _UNAVAILABLE.append(reason)
-        warnings.warn(f"ember.compile: {reason}: fused kernels are not generated on cuda and "
-                      f"graphs run op by op", RuntimeWarning)
+        _warn(f"ember.compile: {reason}: fused kernels are not generated on cuda and "
+              f"graphs run op by op", RuntimeWarning)
     return None
 
 

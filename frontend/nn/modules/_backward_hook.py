@@ -11,10 +11,10 @@ it is not a tensor), one per output.
 """
 from __future__ import annotations
 
-import warnings
 
 from ember.autograd import Function, is_grad_enabled
 from ember.dispatcher.core import TensorBase
+from ember.dispatcher.warn import warn as _warn
 
 _NO_INPUT_GRAD = ("Full backward hook is firing when gradients are computed with respect to "
                   "module outputs since no inputs require gradients. See "
@@ -114,7 +114,7 @@ class BackwardHook:
                 self.grad_outputs = out
             local = self.grad_outputs
             if self.input_tensors_index is None:
-                warnings.warn(_NO_INPUT_GRAD, stacklevel=2)
+                _warn(_NO_INPUT_GRAD)
                 grad_inputs = (None,) * self.n_inputs
                 for hook in self.user_hooks:
                     res = hook(self.module, grad_inputs, self.grad_outputs)

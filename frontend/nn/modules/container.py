@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import operator
-import warnings
 from collections import OrderedDict
 from collections import abc as container_abcs
 from itertools import chain, islice
@@ -18,6 +17,7 @@ from ember import Tensor
 
 from ..parameter import Parameter
 from .module import Module, _addindent
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
            "ParameterDict"]
@@ -462,9 +462,8 @@ class Container(Module):
     PyTorch)."""
 
     def __init__(self, **kwargs) -> None:
-        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
-                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
-                      stacklevel=2)
+        _warn("`nn.Container` is deprecated. All of its functionality is now "
+              "implemented in `nn.Module`. Subclass that instead.", FutureWarning)
         super().__init__()
         for key, value in kwargs.items():
             self.add_module(key, value)

@@ -2,12 +2,12 @@
 over its spatial dims."""
 from __future__ import annotations
 
-import warnings
 
 from ember import Tensor
 
 from .. import functional as F
 from .batchnorm import _LazyNormBase, _NormBase
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
            "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
@@ -40,9 +40,9 @@ class _InstanceNorm(_NormBase):
                 raise ValueError(f"expected input's size at dim={feature_dim} to match "
                                  f"num_features ({self.num_features}), but got: "
                                  f"{input.size(feature_dim)}.")
-            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. "
-                          "You can silence this warning by not passing in num_features, "
-                          "which is not used because affine=False", stacklevel=2)
+            _warn(f"input's size at dim={feature_dim} does not match num_features. "
+                  "You can silence this warning by not passing in num_features, "
+                  "which is not used because affine=False")
         if input.dim() == self._no_batch_dim:
             return self._apply_instance_norm(input.unsqueeze(0)).squeeze(0)
         return self._apply_instance_norm(input)

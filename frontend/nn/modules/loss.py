@@ -9,13 +9,13 @@ ember.Size([])
 from __future__ import annotations
 
 import math
-import warnings
 
 from ember import Tensor
 
 from .. import functional as F
 from .linear import Linear
 from .module import Module
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "SoftMarginLoss", "MarginRankingLoss",
@@ -488,9 +488,9 @@ class NLLLoss2d(NLLLoss):
 
     def __init__(self, weight: Tensor | None = None, size_average=None,
                  ignore_index: int = -100, reduce=None, reduction: str = "mean") -> None:
-        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
-                      "drop-in replacement and see https://pytorch.org/docs/main/nn.html"
-                      "#torch.nn.NLLLoss for more details.", FutureWarning, stacklevel=2)
+        _warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
+              "drop-in replacement and see https://pytorch.org/docs/main/nn.html"
+              "#torch.nn.NLLLoss for more details.", FutureWarning)
         super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 

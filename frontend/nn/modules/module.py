@@ -14,7 +14,6 @@ hooks, mode switching, device/dtype conversion and repr.
 from __future__ import annotations
 
 import itertools
-import warnings
 import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ from ._backward_hook import BackwardHook
 from .utils import _no_grad
 from ember.dispatcher.lazy import capturing as _capturing
 from ember.dispatcher.meta import COPY_OUT_MESSAGE as META_COPY_OUT
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -882,9 +882,9 @@ class Module:
                     result = out
             if bw_hook is not None:
                 if not isinstance(result, (Tensor, tuple)):
-                    warnings.warn("For backward hooks to be called, module output should be a "
-                                  "Tensor or a tuple of Tensors but received "
-                                  f"{type(result)}", stacklevel=2)
+                    _warn("For backward hooks to be called, module output should be a "
+                          "Tensor or a tuple of Tensors but received "
+                          f"{type(result)}")
                 result = bw_hook.setup_output_hook(result)
             return result
         except Exception:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 import ember
 from ember import Tensor
@@ -33,6 +32,7 @@ from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
 from .module import Module
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -95,9 +95,9 @@ class RNNBase(Module):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
         if dropout > 0 and num_layers == 1:
-            warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
-                          "non-zero dropout expects num_layers greater than 1, but got "
-                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
+            _warn("dropout option adds dropout after all but last recurrent layer, so "
+                  "non-zero dropout expects num_layers greater than 1, but got "
+                  f"dropout={dropout} and num_layers={num_layers}")
         if not isinstance(bias, bool):
             raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
         if not isinstance(batch_first, bool):

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import math
 import types
-import warnings
 
 import ember
 from ember import Tensor
 
 from ..modules.utils import _no_grad
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]
@@ -70,8 +70,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         is_generator = isinstance(parameters, types.GeneratorType)
         params = list(parameters)
         if is_generator and not params:
-            warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.",
-                          stacklevel=2)
+            _warn("`parameters` is an empty generator, no gradient clipping will occur.")
     grads = [p.grad for p in params if p.grad is not None]
     total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(params, max_norm, total, foreach)
@@ -83,8 +82,8 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
     """Deprecated spelling of ``clip_grad_norm_``: warns (``FutureWarning``), then calls
     it with the same arguments and returns its result.
     """
-    warnings.warn("`nn.utils.clip_grad_norm` is now deprecated in favor of "
-                  "`nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    _warn("`nn.utils.clip_grad_norm` is now deprecated in favor of "
+          "`nn.utils.clip_grad_norm_`.", FutureWarning)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 

@@ -13,13 +13,13 @@ the same function without the deprecation warning, from ``_functional_call`` her
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 
 from ember import Tensor
 
 from ..modules.module import Module
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["functional_call"]
 
@@ -175,9 +175,9 @@ def functional_call(module: Module, parameters_and_buffers: dict, args=None, kwa
     """Call ``module`` with ``parameters_and_buffers`` replacing its own tensors for this
     call only. Deprecated in PyTorch in favour of ``torch.func.functional_call``; warns
     the same way."""
-    warnings.warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 "
-                  "and will be removed in a future version of PyTorch. Please use "
-                  "`torch.func.functional_call` instead which is a drop-in replacement.",
-                  FutureWarning, stacklevel=2)
+    _warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 "
+          "and will be removed in a future version of PyTorch. Please use "
+          "`torch.func.functional_call` instead which is a drop-in replacement.",
+          FutureWarning)
     return _functional_call(module, parameters_and_buffers, args, kwargs,
                             tie_weights=tie_weights, strict=strict)

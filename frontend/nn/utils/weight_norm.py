@@ -13,13 +13,13 @@
 """
 from __future__ import annotations
 
-import warnings
 
 import ember
 from ember import Tensor
 
 from ..modules.module import Module
 from ..parameter import Parameter
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm", "norm_except_dim"]
 
@@ -64,9 +64,8 @@ class WeightNorm:
 
     @staticmethod
     def apply(module: Module, name: str, dim: int) -> WeightNorm:
-        warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
-                      "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning,
-                      stacklevel=3)
+        _warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
+              "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning)
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two weight_norm hooks on the same "

@@ -16,7 +16,6 @@ import queue
 import signal
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterable
 from multiprocessing import util as mp_util
 
@@ -32,6 +31,7 @@ from ._collate import default_collate, default_convert
 from ._worker import ExceptionWrapper, get_worker_info
 from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["DataLoader", "get_worker_info"]
 
@@ -274,13 +274,13 @@ def _start_context(ctx):
     if not _warned_spawn:
         _warned_spawn.append(True)
         names = ", ".join(unsafe)
-        warnings.warn(
+        _warn(
             f"DataLoader: {names} has been initialised in this process and does not survive "
             f"fork, so worker processes start with the 'spawn' start method instead of "
             f"'fork' (the dataset, collate_fn and worker_init_fn are pickled, and the main "
             f"module must guard its entry point with `if __name__ == '__main__':`). Pass "
             f"multiprocessing_context='fork' to keep fork for workers that never use "
-            f"{names}, or 'spawn' to silence this warning.", stacklevel=4)
+            f"{names}, or 'spawn' to silence this warning.")
     return multiprocessing.get_context("spawn")
 
 
@@ -292,11 +292,11 @@ def _warn_fork_fallback(error: Exception) -> None:
         return
     _warned_fallback.append(True)
     names = ", ".join(fork_unsafe_devices())
-    warnings.warn(
+    _warn(
         f"DataLoader: the workers cannot start with 'spawn' ({type(error).__name__}: "
         f"{error}), so they start with 'fork' after all; a worker that uses {names} raises "
         "an error. Make the dataset, collate_fn and worker_init_fn picklable (no lambdas or "
-        "local classes) to load with 'spawn'.", stacklevel=4)
+        "local classes) to load with 'spawn'.")
 
 
 def _device_count(backend) -> int:
@@ -339,7 +339,7 @@ def _warn_pin_memory():
         msg = (f"'pin_memory' argument is set as true, but no ember backend "
                f"({', '.join(accelerators)}) offers pinned host memory yet, so batches stay in "
                "ordinary pageable memory.")
-    warnings.warn(msg, stacklevel=3)
+    _warn(msg)
 
 
 class _SingleProcessIter:

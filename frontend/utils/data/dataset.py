@@ -8,11 +8,11 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import warnings
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
 
 import ember
+from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
@@ -230,8 +230,8 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float],
             sizes[i % len(sizes)] += 1
         for i, size in enumerate(sizes):
             if size == 0:
-                warnings.warn(f"Length of split at index {i} is 0. This might result in an "
-                              "empty dataset.", stacklevel=2)
+                _warn(f"Length of split at index {i} is 0. This might result in an "
+                      "empty dataset.")
         lengths = sizes
     if any(int(x) != x or x < 0 for x in lengths):
         raise ValueError(f"random_split(): lengths must be non-negative integers or fractions "
