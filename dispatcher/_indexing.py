@@ -16,7 +16,7 @@ from . import ops as O
 from . import views as V
 from .lazy import capturing
 from .plugins import backend_for
-from ember.dispatcher.warn import warn as _warn
+from .warn import warn as _warn
 
 __all__ = ["index", "index_put_"]
 

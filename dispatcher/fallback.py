@@ -17,7 +17,7 @@ from .allocator import OutOfMemoryError
 from .core import TensorBase, numel, shape_str
 from .device import to_device
 from .plugins import backend_for, fallback_enabled as enabled, fallback_hint as hint
-from ember.dispatcher.warn import warn as _warn
+from .warn import warn as _warn
 
 __all__ = ["enabled", "hint", "run_on_cpu", "fallback_report", "reset_fallback_report"]
 

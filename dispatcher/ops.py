@@ -32,7 +32,7 @@ from .grad_mode import HOOKS, MODE
 from .plugins import BACKENDS, backend_for
 from .random import default_generator
 from .schema import OPS
-from ember.dispatcher.warn import warn as _warn
+from .warn import warn as _warn
 
 
 def requires_grad(args) -> bool:

@@ -32,7 +32,7 @@ from . import hookspecs
 from .backend import API_VERSION, Backend
 from .meta import MetaBackend
 from .schema import OPS, PRIMITIVES, install_kernels, uninstall_kernels
-from ember.dispatcher.warn import warn as _warn
+from .warn import warn as _warn
 
 if sys.version_info >= (3, 10):
     from importlib.metadata import entry_points

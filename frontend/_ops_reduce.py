@@ -79,9 +79,7 @@ def _inplace(name, self, fn, *args, **kwargs):
     only another argument needs a gradient (``zeros(n).scatter_reduce_(0, i, src, "amax")``
     saves ``self`` to find which positions the maximum came from)."""
     C.check_writable(self, name)
-    recorded = MODE.grad and any(isinstance(a, TensorBase) and a.requires_grad
-                                 for a in (self, *args))
-    src = O.clone(self) if recorded else self
+    src = O.clone(self) if MODE.grad and O.requires_grad((self, *args)) else self
     return O.copy_(self, fn(src, *args, **kwargs))
 
 

@@ -52,7 +52,6 @@ scaled_modified_bessel_k0 = F.SPECIAL["scaled_modified_bessel_k0"]
 scaled_modified_bessel_k1 = F.SPECIAL["scaled_modified_bessel_k1"]
 
 
-
 # ---- the orthogonal polynomials: f(x, n), PyTorch's parameter names -----------------------------
 def _polynomial(name: str, title: str, example: str):
     """``ember.special.<name>(x, n, *, out=None)``: the schema op ``special_<name>`` under

@@ -9,7 +9,7 @@ from .. import dtypes as D
 from .. import ops as O
 from .. import views as V
 from ..schema import composite, defop, gradient
-from ember.dispatcher.warn import warn as _warn
+from ..warn import warn as _warn
 
 __all__ = ["arange", "linspace", "eye", "randint", "randperm", "scalar_to",
            "holds_every_value", "check_new_shape"]

@@ -533,19 +533,27 @@ def igammac_(av, xv):
     return _ig_ends(av, xv, r, False)
 
 
-def _not_integral(kernel):
-    """igamma's kernels take floating dtypes only (PyTorch's error for the others)."""
-    names = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-             "uint8": "Byte", "bool": "Bool", "uint16": "UInt16", "uint32": "UInt32",
-             "uint64": "UInt64"}
-
+def _kernel_dtypes(kernel, rejected, promoted):
+    """A meta check raising PyTorch's ``"<kernel>_cpu" not implemented for '<Type>'`` for
+    the dtypes named in ``rejected``: that of the dtype the tensor operands promote to
+    (``promoted``), or of any tensor operand."""
     def meta(args, attrs):
-        # (the dtype the operands promote to: igamma(int32, float16) is float16)
-        name = D.result_type(*[v for v in args if hasattr(v, "dtype")]).name
-        if name in names:
-            raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
-                                      f"'{names[name]}'")
+        tensors = [v for v in args if isinstance(getattr(v, "dtype", None), D.DType)]
+        for d in ([D.result_type(*tensors)] if promoted and tensors else
+                  [v.dtype for v in tensors]):
+            if d.name in rejected:
+                raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
+                                          f"'{D.torch_name(d)}'")
     return meta
+
+
+def _not_integral(kernel):
+    """igamma's kernels take floating dtypes only (PyTorch's error for the others): checked
+    on the promoted dtype (igamma(int32, float16) is float16)."""
+    return _kernel_dtypes(kernel, _INTEGRAL, promoted=True)
+
+
+_INTEGRAL = ("bool", "uint8", "int8", "int16", "int32", "int64")
 
 
 _IGAMMA_VARIANTS = ("function", "method", "inplace", "out")
@@ -560,13 +568,7 @@ for _n in ("igamma", "igammac"):
 
 def _float_only(kernel):
     """PyTorch's kernel of the op takes float and double only: float16 / bfloat16 raise."""
-    def meta(args, attrs):
-        for v in args:
-            name = getattr(getattr(v, "dtype", None), "name", None)
-            if name in ("float16", "bfloat16"):
-                raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
-                                          f"'{'Half' if name == 'float16' else 'BFloat16'}'")
-    return meta
+    return _kernel_dtypes(kernel, ("float16", "bfloat16"), promoted=False)
 
 
 for _n in ("erfcx", "ndtri", "log_ndtr", "spherical_bessel_j0", "zeta"):

@@ -14,7 +14,7 @@ from ..schema import composite, defop, gradient
 from ._reduction_core import _HALF, _no_bool, _norm_backward, _range, _tname, _wide, norm
 from .index import cat
 from .linalg import matmul, mm
-from ember.dispatcher.warn import warn as _warn
+from ..warn import warn as _warn
 
 __all__ = []
 

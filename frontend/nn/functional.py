@@ -1421,7 +1421,7 @@ def tanh(input: Tensor) -> Tensor:
     return ember.tanh(input)
 
 
-def _softmax_dim(name: str, input: Tensor, stacklevel: int) -> int:
+def _softmax_dim(name: str, input: Tensor) -> int:
     """The dim PyTorch's functional softmaxes choose when ``dim`` is None (deprecated)."""
     _warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
           "to include dim=X as an argument.")
@@ -1438,7 +1438,8 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
         input (Tensor): the input tensor.
         dim (int, optional): the dimension along which to normalise. If None (deprecated; a
             warning is issued), dim 0 is used for 0-, 1- and 3-D inputs and dim 1 otherwise.
-        _stacklevel (int): the warning's stack level (internal). Default: 3.
+        _stacklevel (int): accepted as PyTorch's (the warning names the caller's line).
+            Default: 3.
         dtype (ember.dtype, optional): cast ``input`` to this dtype before the operation
             (useful to avoid overflow in low precision). Default: None.
 
@@ -1448,7 +1449,7 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
         tensor([0.0900, 0.2447, 0.6652])
     """
     if dim is None:
-        dim = _softmax_dim("softmax", input, _stacklevel)
+        dim = _softmax_dim("softmax", input)
     return ember.softmax(input, dim, dtype=dtype)
 
 
@@ -1463,7 +1464,8 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
         input (Tensor): the input tensor.
         dim (int, optional): the dimension along which to normalise. If None (deprecated; a
             warning is issued), dim 0 is used for 0-, 1- and 3-D inputs and dim 1 otherwise.
-        _stacklevel (int): the warning's stack level (internal). Default: 3.
+        _stacklevel (int): accepted as PyTorch's (the warning names the caller's line).
+            Default: 3.
         dtype (ember.dtype, optional): cast ``input`` to this dtype before the operation
             (useful to avoid overflow in low precision). Default: None.
 
@@ -1473,7 +1475,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
         tensor([0.6652, 0.2447, 0.0900])
     """
     if dim is None:
-        dim = _softmax_dim("softmin", input, _stacklevel)
+        dim = _softmax_dim("softmin", input)
     return ember.softmax(-input, dim, dtype=dtype)
 
 
@@ -1487,7 +1489,8 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
         input (Tensor): the input tensor.
         dim (int, optional): the dimension along which to normalise. If None (deprecated; a
             warning is issued), dim 0 is used for 0-, 1- and 3-D inputs and dim 1 otherwise.
-        _stacklevel (int): the warning's stack level (internal). Default: 3.
+        _stacklevel (int): accepted as PyTorch's (the warning names the caller's line).
+            Default: 3.
         dtype (ember.dtype, optional): cast ``input`` to this dtype before the operation
             (useful to avoid overflow in low precision). Default: None.
 
@@ -1497,7 +1500,7 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
         tensor([-2.4076, -1.4076, -0.4076])
     """
     if dim is None:
-        dim = _softmax_dim("log_softmax", input, _stacklevel)
+        dim = _softmax_dim("log_softmax", input)
     return ember.log_softmax(input, dim, dtype=dtype)
 
 

@@ -27,6 +27,7 @@ from ..parameter import Buffer, Parameter, _buffer_persistent, _set_data
 from ._backward_hook import BackwardHook
 from .utils import _no_grad
 from ember.dispatcher.lazy import capturing as _capturing
+from ember.dispatcher.device import to_device
 from ember.dispatcher.meta import COPY_OUT_MESSAGE as META_COPY_OUT
 from ember.dispatcher.warn import warn as _warn
 
@@ -505,21 +506,20 @@ class Module:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={dtype}")
 
+        off_meta = device is not None and to_device(device).type != "meta"
+
         def convert(t):
+            if off_meta and t.device.type == "meta":
+                raise NotImplementedError(
+                    f"{META_COPY_OUT} Please use ember.nn.Module.to_empty() instead of "
+                    "ember.nn.Module.to() when moving module from meta to a different "
+                    "device.")
             kw = {}
             if device is not None:
                 kw["device"] = device
             if dtype is not None and t.is_floating_point():
                 kw["dtype"] = dtype
-            try:
-                return t.to(**kw) if kw else t
-            except NotImplementedError as e:
-                if str(e) == META_COPY_OUT:
-                    raise NotImplementedError(
-                        f"{e} Please use ember.nn.Module.to_empty() instead of "
-                        "ember.nn.Module.to() when moving module from meta to a different "
-                        "device.") from None
-                raise
+            return t.to(**kw) if kw else t
 
         return self._apply(convert)
 
