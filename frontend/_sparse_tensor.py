@@ -455,6 +455,9 @@ class SparseCOOTensor(Tensor):
     def __matmul__(self, other):
         return sparse_mm(self, other, "matmul")
 
+    def __rmatmul__(self, other):
+        return sparse_mm(other, self, "matmul")
+
     def sparse_mask(self, mask):
         raise _layout_error("sparse_mask (of a sparse tensor)")
 
@@ -801,7 +804,7 @@ def sparse_mm(a, b, op="mm"):
     gradients reach ``b`` and the sparse operand's values."""
     if not _is_sp(a):
         if _is_sp(b):
-            raise _layout_error(f"{op} (dense @ sparse)")
+            return _dense_sparse_mm(a, b, op)
         return F.mm(a, b)   # (dense operands: PyTorch's sparse.mm is then a dense mm)
     if _is_sp(b):
         raise _layout_error(f"{op} (sparse @ sparse)")
@@ -838,6 +841,23 @@ def sparse_mm(a, b, op="mm"):
         return out + 0 * b.sum() if b.requires_grad else out
     rows, cols = a._ind[0], a._ind[1]
     return out.index_add(0, rows, a._val.unsqueeze(1) * b[cols])
+
+
+def _dense_sparse_mm(a, b, op):
+    """dense @ sparse COO -> dense, as ``(b.t() @ a.t()).t()`` (PyTorch computes it so too:
+    its result is that transposed view); ``matmul`` also takes a vector or a batch first."""
+    if op == "matmul" and a.dim() == 1:
+        if a.shape[0] != b.shape[0]:
+            raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {b.shape[0]}, "
+                               f"got {a.shape[0]}")
+        return sparse_mm(b.t(), a, op)
+    if op == "matmul" and a.dim() > 2:
+        flat = _dense_sparse_mm(a.reshape(-1, a.shape[-1]), b, op)
+        return flat.reshape(*a.shape[:-1], flat.shape[1])
+    if a.dim() != 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-max(a.dim(), 1)}, {max(a.dim(), 1) - 1}], but got -2)")
+    return sparse_mm(b.t(), a.t(), op).t()
 
 
 def sparse_addmm(mat, mat1, mat2, beta=1, alpha=1):

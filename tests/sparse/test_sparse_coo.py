@@ -305,6 +305,47 @@ def test_matrix_times_vector_and_gradients(which):
     _close(xe.grad, xt.grad)
 
 
+@pytest.mark.parametrize("which", ["operator", "mm", "matmul", "sparse.mm", "spmm"])
+@pytest.mark.parametrize("shape", [(2, 3), (3,), (2, 2, 3)])
+def test_dense_times_sparse_and_gradients(which, shape):
+    """dense @ sparse (the GCN example's ``degree @ adj @ degree`` after ``eye + adj`` made the
+    middle dense): a dense result with PyTorch's strides, gradients to the dense operand and
+    to the sparse operand's values."""
+    if len(shape) != 2 and which != "operator":
+        pytest.skip("mm / spmm take matrices only")
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) - 2
+    v, ve = torch.tensor(VAL, requires_grad=True), ember.tensor(VAL, requires_grad=True)
+    xt, xe = torch.tensor(x, requires_grad=True), ember.tensor(x, requires_grad=True)
+    s = ember.sparse_coo_tensor(IND, ve, SIZE)
+    t = torch.sparse_coo_tensor(IND, v, SIZE)
+    f = {"operator": lambda m, a, b: a @ b, "mm": lambda m, a, b: m.mm(a, b),
+         "matmul": lambda m, a, b: m.matmul(a, b), "sparse.mm": lambda m, a, b: m.sparse.mm(a, b),
+         "spmm": lambda m, a, b: m.spmm(a, b)}[which]
+    re, rt = f(ember, xe, s), f(torch, xt, t)
+    assert not re.is_sparse and tuple(re.shape) == tuple(rt.shape)
+    assert re.stride() == rt.stride()
+    _close(re, rt)
+    re.pow(2).sum().backward()
+    rt.pow(2).sum().backward()
+    _close(ve.grad, v.grad)
+    _close(xe.grad, xt.grad)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m, s: m.ones(4) @ s,                                     # vector of the wrong size
+    lambda m, s: m.mm(m.ones(3), s),                                # mm of a vector
+    lambda m, s: m.mm(m.ones(2, 3, dtype=m.float64), s),            # dtype
+])
+def test_dense_times_sparse_errors_match_torch(case):
+    s, t = _pair()
+    msgs = []
+    for m, a in ((ember, s), (torch, t)):
+        with pytest.raises(Exception) as info:
+            case(m, a)
+        msgs.append((type(info.value), str(info.value)))
+    assert msgs[0] == msgs[1]
+
+
 @pytest.mark.parametrize("vec", [np.ones(5, np.float32), np.ones((4, 1), np.float32)])
 def test_mv_shape_errors_match_torch(vec):
     s, t = _pair()
