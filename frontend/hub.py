@@ -37,6 +37,60 @@ HASH_REGEX = re.compile(r"-([a-f0-9]*)\.")
 _hub_dir = None
 
 
+class _Faketqdm:
+    """``ember.hub.tqdm`` where the ``tqdm`` package is not installed: PyTorch's hub stand-in
+    (a byte or percent counter on stderr; not iterable, as PyTorch's is not)."""
+
+    def __init__(self, total=None, disable=False, unit=None, *args, **kwargs):
+        self.total = total
+        self.disable = disable
+        self.n = 0
+
+    def update(self, n):
+        """Count ``n`` more units and show the total."""
+        if self.disable:
+            return
+        self.n += n
+        if self.total is None:
+            sys.stderr.write(f"\r{self.n:.1f} bytes")
+        else:
+            sys.stderr.write(f"\r{100 * self.n / float(self.total):.1f}%")
+        sys.stderr.flush()
+
+    def set_description(self, *args, **kwargs):
+        """Ignored."""
+
+    def write(self, s):
+        """Write a line to stderr."""
+        sys.stderr.write(f"{s}\n")
+
+    def close(self):
+        """Stop showing progress."""
+        self.disable = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        if not self.disable:
+            sys.stderr.write("\n")
+
+
+def __getattr__(name):
+    """``ember.hub.tqdm``: the ``tqdm`` package's progress bar when it is installed, else a
+    small stand-in, as PyTorch's hub exports it (programs write ``from torch.hub import
+    tqdm``). Imported on first use: ``import tqdm`` costs more than 40 ms, and every
+    ``import ember`` imports this module."""
+    if name == "tqdm":
+        try:
+            value = importlib.import_module("tqdm").tqdm
+        except ImportError:
+            value = _Faketqdm
+        globals()["tqdm"] = value
+        return value
+    raise AttributeError(f"module 'ember.hub' has no attribute {name!r}")
+
+
 class DownloadRequiredError(RuntimeError):
     """What ember.hub raises where PyTorch's hub would download: ember fetches nothing."""
 

@@ -197,6 +197,19 @@ def test_hub_local_list_help_load(tmp_path):
         ember.hub.load(str(tmp_path), "tiny", source="ftp")
 
 
+def test_hub_exports_tqdm_as_torch_hub():
+    """``from torch.hub import tqdm`` (pytorch/examples vision_transformer): the same
+    progress bar class as PyTorch's hub gives, the stand-in where tqdm is missing."""
+    from ember.hub import tqdm
+    assert tqdm is torch.hub.tqdm
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        ember.hub.nope  # noqa: B018
+    fake = ember.hub._Faketqdm(total=4)
+    with fake:
+        fake.update(1)
+    assert fake.n == 1
+
+
 def test_hub_dir_and_download_errors(tmp_path, monkeypatch):
     monkeypatch.setattr(ember.hub, "_hub_dir", None)
     monkeypatch.setenv("EMBER_HOME", str(tmp_path / "home"))
