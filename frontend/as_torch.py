@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import os
 import runpy
 import sys
 import types
@@ -153,6 +154,14 @@ def main(argv=None) -> None:
         sys.argv = argv[1:]
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
     else:
+        # as ``python script.py``: the script's folder (symbolic links resolved) heads
+        # sys.path in place of the working directory ``-m`` put there, so the script's
+        # sibling modules import wherever it is run from
+        script_dir = os.path.dirname(os.path.realpath(argv[0]))
+        if sys.path and sys.path[0] == os.getcwd():
+            sys.path[0] = script_dir
+        else:
+            sys.path.insert(0, script_dir)
         sys.argv = argv
         runpy.run_path(argv[0], run_name="__main__")
 

@@ -48,6 +48,21 @@ def test_import_torch_gives_ember(tmp_path):
     assert r.stdout.strip() == "ok"
 
 
+def test_script_folder_heads_sys_path(tmp_path):
+    """As ``python prog.py``: a script run from another folder imports its sibling modules
+    (pytorch/examples fast_neural_style's ``import utils``); plain ``python prog.py`` is the
+    oracle for sys.path[0]."""
+    (tmp_path / "sibling_mod.py").write_text("VALUE = 7\n")
+    source = "import sys\nimport sibling_mod\nprint(sys.path[0], sibling_mod.VALUE)\n"
+    (tmp_path / "prog.py").write_text(source)
+    cwd = tmp_path.parent
+    ran = [subprocess.run([sys.executable, *pre, str(tmp_path / "prog.py")], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+           for pre in ((), ("-m", "ember.as_torch"))]
+    assert ran[1].returncode == 0, ran[1].stderr
+    assert ran[1].stdout == ran[0].stdout == f"{os.path.realpath(tmp_path)} 7\n"
+
+
 def test_refuses_when_real_torch_is_loaded(tmp_path):
     pytest.importorskip("torch")
     script = tmp_path / "p.py"
