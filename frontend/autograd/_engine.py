@@ -448,6 +448,8 @@ def _run_backward(roots, grads, retain_graph, create_graph, inputs, capture, all
                 capture_ids[id(t.grad_fn)] = i
             else:
                 capture_ids[("leaf", id(t))] = i
+    # grad() / backward(inputs=...): only the nodes with an input below them run
+    needed = None if capture_ids is None else _needed([e for e, _ in starts], capture_ids)
     buffers: dict = {}
     nodes: dict = {}
     # storages already owned elsewhere (the caller's gradients, or given to a leaf): a leaf
@@ -464,8 +466,9 @@ def _run_backward(roots, grads, retain_graph, create_graph, inputs, capture, all
     try:
         while ready:
             node = ready.popleft()
-            if captured_backward is None and type(node) is not AccumulateGrad and \
-                    node._region is not None and not L.capturing():
+            skip = needed is not None and id(node) not in needed
+            if captured_backward is None and not skip and type(node) is not AccumulateGrad \
+                    and node._region is not None and not L.capturing():
                 # the backward of an ember.compile region: from here on, the rest of this
                 # backward pass is recorded and compiled (as a forward region is)
                 captured_backward = L.capture(node._region())
@@ -498,6 +501,8 @@ def _run_backward(roots, grads, retain_graph, create_graph, inputs, capture, all
                 else:
                     _accumulate_leaf(inputs[capture_ids[id(node)]], grad, create_graph,
                                      handed, hooks=False)
+            if skip:
+                continue
             if anomaly:
                 outs = _apply_checked(node, grad)
             else:  # (Node.apply, inline)
@@ -544,6 +549,35 @@ def _run_backward(roots, grads, retain_graph, create_graph, inputs, capture, all
             out.append(g)
         return tuple(out)
     return None
+
+
+def _needed(starts, capture_ids):
+    """The ids of the nodes from which the node of an input (``capture_ids``) is reachable
+    below them: the only ones whose backward runs when gradients are asked for inputs, as
+    in PyTorch (other branches, their hooks and their errors never run)."""
+    def is_input(n):
+        if type(n) is AccumulateGrad:
+            return ("leaf", id(n.variable)) in capture_ids
+        return id(n) in capture_ids
+
+    needed = set()
+    done = set()
+    stack = [(n, False) for n in starts]
+    while stack:   # iterative post-order: a node is settled after everything below it
+        n, children_done = stack.pop()
+        k = id(n)
+        if children_done:
+            if any(nxt is not None and (id(nxt) in needed or is_input(nxt))
+                   for nxt in n._next):
+                needed.add(k)
+            continue
+        if k in done:
+            continue
+        done.add(k)
+        stack.append((n, True))
+        stack.extend((nxt, False) for nxt in n._next
+                     if nxt is not None and id(nxt) not in done)
+    return needed
 
 
 def _apply_checked(node, grad):

@@ -17,6 +17,8 @@ tensor([2., 4., 6.])
 """
 from __future__ import annotations
 
+import functools
+
 from ember.dispatcher import ops as O
 from ember.dispatcher.core import TensorBase
 
@@ -90,7 +92,7 @@ class Function:
         node_cls = type(f"{cls.__name__}Backward", (_FunctionNode,), {"__slots__": ()})
         differentiable = [i for i, o in enumerate(outs)
                           if isinstance(o, TensorBase) and id(o) not in ctx._non_differentiable
-                          and o.dtype.is_floating_point]
+                          and o.dtype._kind >= 2]
 
         def vjp(g, saved, c, shapes):
             grads_out = g if isinstance(g, list) else [g]
@@ -123,6 +125,58 @@ class Function:
             outs[i].requires_grad = True
             outs[i].grad_fn = _output_node(cls, node, i, n)
         return out
+
+
+class _DelayedError(Function):
+    """The gradient of a ``@once_differentiable`` backward's results: differentiating them
+    (a second backward pass) raises."""
+
+    @staticmethod
+    def forward(ctx, *grads):
+        out = tuple(g.detach() if isinstance(g, TensorBase) else g for g in grads)
+        return out if len(out) > 1 else out[0]
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")
+
+
+def once_differentiable(fn):
+    """Mark a custom Function's ``backward`` as not differentiable itself: it runs without
+    recording, and when a graph of the backward pass is being built (``create_graph=True``)
+    the gradients it returns raise on a second backward pass, as PyTorch's.
+
+    Example:
+        >>> from ember.autograd.function import once_differentiable
+        >>> class Cube(ember.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x ** 3
+        ...     @staticmethod
+        ...     @once_differentiable
+        ...     def backward(ctx, g):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 3 * x ** 2 * g
+        >>> x = ember.tensor([2.], requires_grad=True)
+        >>> Cube.apply(x).backward()
+        >>> x.grad
+        tensor([12.])
+    """
+    @functools.wraps(fn)
+    def wrapper(ctx, *args, **kwargs):
+        with no_grad():
+            outputs = fn(ctx, *args, **kwargs)
+        if not MODE.grad or not any(isinstance(a, TensorBase) and a.requires_grad
+                                    for a in args):
+            return outputs
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        # detached copies that require grad give the error node an input to hang from
+        fakes = [o.detach().requires_grad_() if isinstance(o, TensorBase)
+                 and o.dtype.is_floating_point else o for o in outs]
+        return _DelayedError.apply(*fakes)
+    return wrapper
 
 
 def _zeros_like(o):

@@ -571,6 +571,36 @@ class TestGrad:
         gx, gw = autograd.grad((x * x).sum(), [x, w], materialize_grads=True)
         close(gw, np.zeros(3))
 
+    def test_grad_runs_only_the_branches_leading_to_inputs(self):
+        """grad() and backward(inputs=...) run only the nodes with an input below them, as
+        PyTorch's engine: another branch's backward (a custom Function's, its hooks, its
+        errors) never runs, and an input not in the graph raises before anything runs."""
+        def run(lib):
+            ran = []
+
+            class Probe(lib.autograd.Function):
+                @staticmethod
+                def forward(ctx, a):
+                    return a * 2
+
+                @staticmethod
+                def backward(ctx, g):
+                    ran.append("probe")
+                    return g * 2
+
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            w = lib.tensor([3.0, 4.0], requires_grad=True)
+            y = x * x
+            y.register_hook(lambda g: ran.append("y hook"))
+            out = (Probe.apply(w) + y).sum()
+            (gx,) = lib.autograd.grad(out, x, retain_graph=True)
+            (gy,) = lib.autograd.grad(out, y, retain_graph=True)  # stops at y's node
+            out.backward(inputs=[x])
+            with pytest.raises(RuntimeError, match="appears to not have been used"):
+                lib.autograd.grad(Probe.apply(w).sum(), x)
+            return gx.tolist(), gy.tolist(), x.grad.tolist(), w.grad, ran
+        assert run(ember) == run(torch)
+
     def test_input_not_requiring_grad(self):
         x = E(X3, requires_grad=True)
         with pytest.raises(RuntimeError,
@@ -1086,6 +1116,37 @@ class TestFunction:
         assert a.requires_grad and b.requires_grad
         (a.sum() + b.sum()).backward()
         close(x.grad, np.full(3, 5.0))
+
+    def test_once_differentiable(self):
+        """``@once_differentiable`` (torch.autograd.function): the backward runs without
+        recording; with create_graph its gradients require grad and a second backward
+        through them raises PyTorch's error."""
+        def run(lib):
+            modes = []
+
+            class Cube(lib.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    ctx.save_for_backward(x)
+                    return x ** 3
+
+                @staticmethod
+                @lib.autograd.function.once_differentiable
+                def backward(ctx, g):
+                    (x,) = ctx.saved_tensors
+                    modes.append(lib.is_grad_enabled())
+                    return 3 * x ** 2 * g
+
+            x = lib.tensor([2.0, 3.0], requires_grad=True)
+            Cube.apply(x).sum().backward()
+            (plain,) = lib.autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
+            w = lib.tensor([1.0, 1.0], requires_grad=True)
+            (g,) = lib.autograd.grad((Cube.apply(x) * w).sum(), x, create_graph=True)
+            with pytest.raises(RuntimeError, match="trying to differentiate twice a function "
+                                                   "that was marked with @once_differentiable"):
+                g.sum().backward()
+            return x.grad.tolist(), plain.requires_grad, g.requires_grad, g.tolist(), modes
+        assert run(ember) == run(torch)
 
     def test_wrong_number_of_gradients_raises(self):
         class Bad(autograd.Function):
