@@ -102,6 +102,8 @@ class Function:
             grads = cls.backward(ctx, *grads_out)
             if not isinstance(grads, tuple):
                 grads = (grads,)
+            if len(grads) > len(args) and all(g is None for g in grads[len(args):]):
+                grads = grads[:len(args)]   # (PyTorch drops trailing Nones past the inputs)
             if len(grads) != len(args):
                 raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect "
                                    f"number of gradients (expected {len(args)}, got "

@@ -1162,6 +1162,27 @@ class TestFunction:
                                                r"number of gradients \(expected 2, got 1\)"):
             Bad.apply(a, a).sum().backward()
 
+    @pytest.mark.parametrize("extra", ["nones", "tensor"])
+    def test_extra_gradients_past_the_inputs(self, extra):
+        """Trailing Nones past the inputs are dropped (the custom_function_conv_bn tutorial
+        returns seven gradients for three inputs); anything else there raises, as PyTorch."""
+        def run(lib):
+            class Scale(lib.autograd.Function):
+                @staticmethod
+                def forward(ctx, x, k=2.0):
+                    return x * k
+
+                @staticmethod
+                def backward(ctx, g):
+                    return (g * 2, None, None, None) if extra == "nones" else (g * 2, None, g)
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            try:
+                Scale.apply(x).sum().backward()
+            except RuntimeError as e:
+                return str(e)
+            return x.grad.tolist()
+        assert run(ember) == run(torch)
+
     def test_saved_tensors_freed_after_backward(self):
         holder = {}
 
