@@ -15,6 +15,7 @@ from .plugins import (BACKENDS, ENTRY_POINT_GROUP, PluginRecord, backend_for, en
                       plugin_records, register_backend, unregister_backend)
 from .schema import OPS, PRIMITIVES, OpDef, coverage
 from . import core, ops, views, defs  # noqa: F401  (defs register every op)
+from . import complex_ops  # noqa: F401  (complex tensors: installs its entries in ops)
 from .core import TensorBase, set_tensor_factory
 from .random import Generator, default_generator
 

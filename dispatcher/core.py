@@ -512,11 +512,14 @@ _SCALARS_VIEWS_GET = _SCALAR_VIEWS.get
 
 _FORMATS = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
             "float16": "e", "float32": "f", "float64": "d"}
+_COMPLEX_FORMATS = {"complex64": "ff", "complex128": "dd"}
 
 
 def encode_scalar(value, dtype) -> bytes:
     """``value`` as one element of ``dtype`` in memory (little-endian)."""
     v = _coerce_scalar(value, dtype)
+    if dtype._kind == 3:  # (real part, imaginary part)
+        return struct.pack("<" + _COMPLEX_FORMATS[dtype.name], v.real, v.imag)
     fmt = _FORMATS.get(dtype.name)
     if fmt is None:  # bfloat16: the high half of a float32
         return struct.pack("<f", v)[2:]
@@ -525,6 +528,8 @@ def encode_scalar(value, dtype) -> bytes:
 
 def decode_scalar(raw: bytes, dtype):
     """The Python number one element of ``dtype`` holds."""
+    if dtype._kind == 3:
+        return complex(*struct.unpack("<" + _COMPLEX_FORMATS[dtype.name], bytes(raw)))
     fmt = _FORMATS.get(dtype.name)
     if fmt is None:
         return struct.unpack("<f", b"\x00\x00" + bytes(raw))[0]
@@ -533,6 +538,12 @@ def decode_scalar(raw: bytes, dtype):
 
 
 def _coerce_scalar(value, dtype):
+    if dtype._kind == 3:
+        return complex(value)
+    if type(value) is complex:
+        if value.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+        value = value.real
     if dtype is _dt.bool_:
         return bool(value)
     if not dtype.is_floating_point:

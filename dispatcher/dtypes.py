@@ -10,8 +10,9 @@ import numpy as np
 
 __all__ = [
     "DType", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-    "float32", "float64", "ALL_DTYPES", "promote_types", "result_type", "get_default_dtype",
-    "set_default_dtype", "dtype_of_scalar", "to_dtype", "from_numpy_dtype",
+    "float32", "float64", "complex64", "complex128", "ALL_DTYPES", "COMPLEX_DTYPES",
+    "promote_types", "real_of", "complex_of", "default_complex_dtype", "result_type",
+    "get_default_dtype", "set_default_dtype", "dtype_of_scalar", "to_dtype", "from_numpy_dtype",
 ]
 
 
@@ -29,7 +30,7 @@ class DType:
         self.name = name
         self.code = code
         self.itemsize = itemsize
-        self._kind = kind            # 0 bool, 1 integer, 2 floating
+        self._kind = kind            # 0 bool, 1 integer, 2 floating, 3 complex
         self._rank = rank
         self.is_floating_point = kind == 2
         self.is_signed = name not in ("bool", "uint8")
@@ -37,7 +38,7 @@ class DType:
 
     @property
     def is_complex(self) -> bool:
-        return False
+        return self._kind == 3
 
     def to_numpy(self):
         if self._np is None:
@@ -62,16 +63,26 @@ float16 = DType("float16", 6, 2, 2, 1, np.dtype(np.float16))
 bfloat16 = DType("bfloat16", 7, 2, 2, 1, None)
 float32 = DType("float32", 8, 4, 2, 2, np.dtype(np.float32))
 float64 = DType("float64", 9, 8, 2, 3, np.dtype(np.float64))
+#: complex dtypes: pairs of float32 / float64 (real, imaginary), stored interleaved as PyTorch's
+complex64 = DType("complex64", 10, 8, 3, 2, np.dtype(np.complex64))
+complex128 = DType("complex128", 11, 16, 3, 3, np.dtype(np.complex128))
 
+#: the real dtypes (every backend's kernels cover these); complex ones are COMPLEX_DTYPES
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
-BY_CODE = {d.code: d for d in ALL_DTYPES}
-_BY_NAME = {d.name: d for d in ALL_DTYPES}
+COMPLEX_DTYPES = (complex64, complex128)
+_EVERY = ALL_DTYPES + COMPLEX_DTYPES
+BY_CODE = {d.code: d for d in _EVERY}
+_BY_NAME = {d.name: d for d in _EVERY}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64,
-                 "int": int32, "short": int16, "bool_": bool_})
+                 "int": int32, "short": int16, "bool_": bool_, "cfloat": complex64,
+                 "cdouble": complex128})
 _TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
                 "int32": "Int", "int64": "Long", "float16": "Half", "bfloat16": "BFloat16",
-                "float32": "Float", "float64": "Double"}
-_FROM_NP = {d._np: d for d in ALL_DTYPES if d._np is not None}
+                "float32": "Float", "float64": "Double", "complex64": "ComplexFloat",
+                "complex128": "ComplexDouble"}
+_FROM_NP = {d._np: d for d in _EVERY if d._np is not None}
+_REAL_OF = {complex64: float32, complex128: float64}
+_COMPLEX_OF = {float32: complex64, float64: complex128}
 
 _default_dtype = float32
 
@@ -79,6 +90,32 @@ _default_dtype = float32
 def torch_name(d: DType) -> str:
     """PyTorch's scalar-type name (``Float``), used in error messages."""
     return _TORCH_NAMES[d.name]
+
+
+def real_of(d: DType) -> DType:
+    """The dtype of a complex dtype's parts (``complex64`` -> ``float32``); a real dtype is
+    its own."""
+    return _REAL_OF.get(d, d)
+
+
+def complex_of(d: DType) -> DType:
+    """The complex dtype whose parts are ``d`` (``float32`` -> ``complex64``); integer and
+    bool dtypes give the default complex dtype, a complex dtype itself."""
+    if d._kind == 3:
+        return d
+    if d._kind < 2:
+        return default_complex_dtype()
+    try:
+        return _COMPLEX_OF[d]
+    except KeyError:
+        raise NotImplementedError(f"complex dtypes with {torch_name(d)} parts (complex32) are "
+                                  "not supported by ember; use float32 or float64") from None
+
+
+def default_complex_dtype() -> DType:
+    """The complex dtype of Python complex numbers: complex128 when the default dtype is
+    float64, else complex64 (PyTorch's complex32 for a float16 default is not supported)."""
+    return complex128 if _default_dtype is float64 else complex64
 
 
 def get_default_dtype() -> DType:
@@ -135,13 +172,19 @@ def from_numpy_dtype(npd) -> DType:
         return _FROM_NP[np.dtype(npd)]
     except (KeyError, TypeError):
         raise TypeError(f"can't convert np.ndarray of type {npd}. The only supported types are: "
-                        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+                        "float64, float32, float16, complex64, complex128, int64, int32, int16, "
+                        "int8, uint8, and bool."
                         ) from None
 
 
 def _promote2(a: DType, b: DType) -> DType:
     if a is b:
         return a
+    if a._kind == 3 or b._kind == 3:  # complex: its parts widen to a float operand's width
+        c, r = (a, b) if a._kind == 3 else (b, a)
+        if r._kind == 3 or r._kind == 2:
+            return complex128 if max(c._rank, r._rank) == 3 else complex64
+        return c
     if a._kind != b._kind:
         return a if a._kind > b._kind else b
     if a._kind == 2:
@@ -156,7 +199,7 @@ def _promote2(a: DType, b: DType) -> DType:
     return a
 
 
-_PROMOTE = {(a, b): _promote2(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+_PROMOTE = {(a, b): _promote2(a, b) for a in _EVERY for b in _EVERY}
 
 
 def promote_types(a, b) -> DType:
@@ -171,6 +214,8 @@ def dtype_of_scalar(v) -> DType:
         return int64
     if isinstance(v, float):
         return _default_dtype
+    if isinstance(v, complex):
+        return default_complex_dtype()
     raise TypeError(f"unsupported scalar type {type(v).__name__}")
 
 
@@ -180,11 +225,15 @@ def _category(d: DType | None) -> int:
 
 def _combine(higher: DType | None, lower: DType | None) -> DType | None:
     # c10's combine_categories: a lower-priority operand only matters when it is of a
-    # higher category (bool < integer < floating).
+    # higher category (bool < integer < floating < complex).
     if higher is None:
         return lower
     if lower is None:
         return higher
+    if higher._kind == 3:
+        return higher
+    if lower._kind == 3:  # (a floating operand keeps its width: float64 * 1j is complex128)
+        return complex_of(higher) if higher._kind == 2 else lower
     if higher._kind == 2:
         return higher
     if higher is bool_ or lower._kind == 2:
@@ -215,6 +264,8 @@ def result_type(*operands) -> DType:
                 d = int64
             elif isinstance(x, float):
                 d = _default_dtype
+            elif isinstance(x, complex):
+                d = default_complex_dtype()
             else:
                 raise TypeError(f"unsupported operand type {type(x).__name__}")
             wrapped = d if wrapped is None else _PROMOTE[(wrapped, d)]

@@ -34,6 +34,15 @@ from .random import default_generator
 from .schema import OPS
 from .warn import warn as _warn
 
+def V_real(t):
+    """The real view of complex ``t`` (``views.view_as_real`` below autograd)."""
+    return COMPLEX["real_view"](t)
+
+
+#: complex tensors' entries (``ember.dispatcher.complex`` fills it: "elementwise", "run",
+#: and the products by op name)
+COMPLEX: dict = {}
+
 
 def requires_grad(args) -> bool:
     """Whether autograd must see a call with these arguments (tensors or lists of them)."""
@@ -69,6 +78,10 @@ def recorded(name: str):
 
         @functools.wraps(fn)
         def entry(*args, **kwargs):
+            cx = COMPLEX.get(name)
+            if cx is not None and any(isinstance(a, TensorBase) and a.dtype._kind == 3
+                                      for a in args):
+                return cx(*args, **kwargs)
             if AC.ACTIVE[0]:
                 args, kwargs = AC.cast_call(name, args, kwargs, to)
             if MODE.grad and o.grad is not None:
@@ -215,6 +228,8 @@ def _no_kernel(o, dev, outs, ins, attrs):
 
 def run(o, dev, ins, attrs, shape, dtype, out=None):
     """Run ``o`` on ``dev``: its kernel into ``out`` (allocated if None), else the composite."""
+    if dtype._kind == 3 or ins and isinstance(ins[0], TensorBase) and ins[0].dtype._kind == 3:
+        return COMPLEX["run"](o, dev, ins, attrs, shape, dtype, out)
     k = o.kernels.get(dev.type)
     if k is None:
         if o.composite is None:
@@ -244,7 +259,9 @@ def launch(o, dev, k, *args, **attrs):
     try:
         k(*args, **attrs)
     except Exception as e:
-        launch_failed(o, dev, e)
+        if not any(isinstance(a, TensorBase) and a.dtype._kind == 3 for a in args):
+            launch_failed(o, dev, e)
+        COMPLEX["launch"](o, dev, k, args, attrs, e)
 
 
 def launch_failed(o, dev, e):
@@ -255,6 +272,9 @@ def launch_failed(o, dev, e):
                                    e) from None
     if isinstance(e, TypeError):
         _dtype_refused(e)
+        if "unknown dtype code 1" in str(e):  # (codes 10, 11: complex64, complex128)
+            raise NotImplementedError(f"{o.name}(): complex tensors are not supported by this "
+                                      "op in ember yet") from None
     raise e
 
 
@@ -491,6 +511,12 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
     if AC.ACTIVE[0] and out is None and not inplace:
         args = AC.cast_args(name, args, to)
     for a in args:  # (inline: this is the hottest path there is)
+        if isinstance(a, TensorBase):
+            if a.dtype._kind == 3:
+                return COMPLEX["elementwise"](name, args, out, inplace, attrs)
+        elif type(a) is complex:
+            return COMPLEX["elementwise"](name, args, out, inplace, attrs)
+    for a in args:
         if isinstance(a, TensorBase) and a.requires_grad and MODE.grad and o.differentiable:
             if o.grad is not None:
                 if (len(args) == 1 and out is None and not inplace and not attrs
@@ -623,7 +649,7 @@ def where(cond, a, b, out=None):
                 v = to(v, dev)
             v = cast(v, want)
         else:
-            v = C.scalar_tensor(v, want, dev)
+            v = C.scalar_tensor(v, want, dev) if want._kind != 3 else full((), v, want, dev)
         ins.append(C.expand_to(v, shape))
     if out is not None:
         if out.dtype is not dt:  # (OpDef.out_dtype "exact", with where's own message)
@@ -753,7 +779,7 @@ def to(x, device=None, dtype=None, copy=False):
     """Move and/or cast. Returns ``x`` itself when nothing changes (unless ``copy``)."""
     dev = x.device if device is None else to_device(device)
     dtype = x.dtype if dtype is None else D.to_dtype(dtype)
-    if x.requires_grad and MODE.grad and dtype.is_floating_point and (
+    if x.requires_grad and MODE.grad and dtype._kind >= 2 and (
             copy or dev != x.device or dtype is not x.dtype):
         return record(OPS["to"], lambda: to(x, dev, dtype, copy), (x,), {})
     if dev == x.device:
@@ -815,6 +841,8 @@ def _reduce_dtype(name, promotion, x, dtype):
     if dtype is not None:
         return D.to_dtype(dtype)
     xd = x.dtype
+    if xd._kind == 3:
+        return xd
     if promotion == "sum":
         return xd if xd.is_floating_point else D.int64
     if promotion == "float_only":
@@ -1287,7 +1315,14 @@ def arange(start, end, step, dtype, device):
 
 
 def random_(t, kind, a, b, generator=None):
-    """Fill ``t`` in place from the uniform or normal distribution."""
+    """Fill ``t`` in place from the uniform or normal distribution (complex ``t``: both
+    parts, a normal one with standard deviation ``b / sqrt(2)``, as PyTorch)."""
+    if t.dtype._kind == 3:
+        if kind == "normal":
+            b = b / math.sqrt(2.0)
+        random_(V_real(t), kind, a, b, generator)
+        C.bump(t)
+        return t
     if not t.dtype.is_floating_point:
         raise NotImplementedError(f"{kind}_(): \"{kind}_kernel\" not implemented for "
                                   f"'{_tn(t.dtype)}'; use randint for integers")

@@ -823,3 +823,73 @@ def _grad_as_view(g, ctx, shape):
 #: view kind -> gradient (the autograd recorder looks views up here)
 GRADIENTS = {"view": _grad_view, "permute": _grad_permute, "expand": _grad_expand,
              "as_view": _grad_as_view}
+
+
+# ---- complex tensors as pairs of reals --------------------------------------------------------
+def _real_view(x):
+    res = view_of(x, x.shape + (2,), tuple(2 * s for s in x._stride) + (1,), 2 * x._offset)
+    res.dtype = D.real_of(x.dtype)
+    return res
+
+
+@_view_op("as_real", "ViewAsRealBackward0")
+def view_as_real(input):
+    """A real view of complex ``input``: one more dimension of size 2 at the end holding each
+    element's real and imaginary parts (``input``'s memory: PyTorch's layout).
+
+    Example:
+        >>> ember.view_as_real(ember.tensor([1 + 2j, 3 - 1j]))
+        tensor([[ 1.,  2.],
+                [ 3., -1.]])
+    """
+    if not input.dtype.is_complex:
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return _real_view(input)
+
+
+@_view_op("as_complex", "ViewAsComplexBackward0")
+def view_as_complex(input):
+    """A complex view of a float32 / float64 ``input`` whose last dimension has size 2 (real
+    and imaginary parts) and stride 1; the other strides and the offset must be even.
+
+    Example:
+        >>> ember.view_as_complex(ember.tensor([[1., 2.], [3., -1.]]))
+        tensor([1.+2.j, 3.-1.j])
+    """
+    x = input
+    if x.dtype is not D.float32 and x.dtype is not D.float64:
+        if x.dtype is D.float16:
+            raise NotImplementedError("view_as_complex of a float16 tensor (complex32) is not "
+                                      "supported by ember; use float32 or float64")
+        raise RuntimeError("view_as_complex is only supported for float and double tensors, but "
+                           f"got a tensor of scalar type: {D.torch_name(x.dtype)}")
+    if not x.shape or x.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    if x._stride[-1] != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % 2 for s in x._stride[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if x._offset % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    res = view_of(x, x.shape[:-1], tuple(s // 2 for s in x._stride[:-1]), x._offset // 2)
+    res.dtype = D.complex_of(x.dtype)
+    return res
+
+
+def complex_part(x, k: int):
+    """The real (k = 0) or imaginary (k = 1) parts of complex ``x``: a real view (recorded
+    for autograd, as ``x.real`` / ``x.imag``)."""
+    return select(view_as_real(x), -1, k)
+
+
+def _grad_as_real(g, ctx, shape):
+    return view_as_complex(_ops.contiguous(g))
+
+
+def _grad_as_complex(g, ctx, shape):
+    return view_as_real(g)
+
+
+GRADIENTS["as_real"] = _grad_as_real
+GRADIENTS["as_complex"] = _grad_as_complex
+__all__ += ["view_as_real", "view_as_complex", "complex_part"]

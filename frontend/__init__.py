@@ -7,7 +7,8 @@
 """
 # ruff: noqa: F401  (this module re-exports the public API)
 from ember.dispatcher.dtypes import (DType as dtype, bfloat16, bool_ as bool, float16, float32,
-                                     float64, int8, int16, int32, int64, uint8,
+                                     float64, int8, int16, int32, int64, uint8, complex64,
+                                     complex128,
                                      get_default_dtype, set_default_dtype, promote_types,
                                      result_type as _result_type)
 from ember.dispatcher.device import device
@@ -32,7 +33,7 @@ from ._foreach import *  # noqa: F401,F403
 __version__ = "0.1.0"     # (before the submodules, which read it)
 
 from . import autograd, backends, nn, optim, utils
-from . import distributions, linalg, return_types, sparse, special
+from . import distributions, fft, linalg, return_types, sparse, special
 from ._device_ns import cuda, opencl, DeviceNamespace as _DeviceNamespace
 from ember.dispatcher.plugins import BACKENDS as _BACKENDS, ensure_loaded as _ensure_loaded
 from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
@@ -40,8 +41,11 @@ from . import _dynamo, _inductor, _logging
 from . import onnx
 from . import export
 from . import _autocast_entries, _docstrings
+import importlib as _importlib
 import sys as _sys
 from ._compile import compile  # noqa: A001  (torch.compile's name)
+from ._spectral import stft, istft
+Tensor.stft, Tensor.istft = stft, istft
 from .serialization import save, load
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,
                        is_grad_enabled, is_inference_mode_enabled)
@@ -53,6 +57,8 @@ half = float16
 long = int64
 int = int32
 short = int16
+cfloat = complex64
+cdouble = complex128
 
 
 def result_type(tensor1, tensor2):
@@ -78,9 +84,15 @@ _autocast_entries.install(_sys.modules[__name__], nn.functional, linalg, Tensor)
 _docstrings.fill(_sys.modules[__name__], Tensor)
 
 
+#: submodules imported on first use of ``ember.<name>``
+_ON_DEMAND = ("testing",)
+
+
 def __getattr__(name):
     """``ember.<device type>`` for any installed backend plugin (``ember.myaccel.
     memory_stats()``), made on first use, as ``ember.opencl`` and ``ember.cuda`` are."""
+    if name in _ON_DEMAND:  # (torch.testing needs no import of its own either)
+        return _importlib.import_module(f"{__name__}.{name}")
     if not name.startswith("_"):
         _ensure_loaded()
         if name in _BACKENDS:

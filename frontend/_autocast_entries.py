@@ -75,12 +75,15 @@ def install(ember, F, linalg, Tensor) -> None:
     for lists in (AC.LOWER, AC.FP32, AC.PROMOTE):
         for entries in lists.values():
             names |= entries
-    spaces = (ember, F, linalg, Tensor)
+    fft = ember.fft
+    spaces = (ember, F, linalg, Tensor, fft)
     wrapped: dict = {}      # id(original) -> its wrapper (one per function: aliases share)
     for name in sorted(names):
         attr = _RENAMED.get(name, name)
         if name.startswith("linalg_"):
             places = [(linalg, attr[7:] if attr == name else attr)]
+        elif name.startswith("fft_"):
+            places = [(fft, attr[4:])]
         else:
             places = [(ember, attr), (F, attr), (Tensor, attr)]
         for mod, a in places:

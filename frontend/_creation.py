@@ -626,6 +626,8 @@ def _infer(data):
         return arr, D.bool_
     if arr.dtype.kind in "iu":
         return arr.astype(np.int64), D.int64
+    if arr.dtype.kind == "c":
+        return arr, D.default_complex_dtype()
     if arr.dtype.kind in "US":
         raise TypeError(f"new(): invalid data type '{arr.dtype.kind == 'U' and 'str'}'")
     raise TypeError(f"tensor(): unsupported data type {arr.dtype}")

@@ -54,7 +54,7 @@ topk_ret = return_type("topk", ["values", "indices"])
 
 def _s(v):
     """Python/NumPy scalars become Python numbers; tensors pass through."""
-    if isinstance(v, TensorBase) or isinstance(v, (bool, int, float)):
+    if isinstance(v, TensorBase) or isinstance(v, (bool, int, float, complex)):
         return v
     if isinstance(v, np.generic):
         return v.item()
@@ -296,12 +296,12 @@ multiply, greater, greater_equal, less, less_equal, not_equal = mul, gt, ge, lt,
 absolute = abs  # noqa: F821
 arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2  # noqa: F821
 arcsinh, arccosh, arctanh = asinh, acosh, atanh  # noqa: F821
-fix, sgn = trunc, sign  # noqa: F821
+fix = trunc  # noqa: F821
 #: alias -> op: the method and in-place forms of the aliases are the op's
 _ALIASES = {"multiply": "mul", "greater": "gt", "greater_equal": "ge", "less": "lt",
             "less_equal": "le", "not_equal": "ne", "absolute": "abs", "arcsin": "asin",
             "arccos": "acos", "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh",
-            "arccosh": "acosh", "arctanh": "atanh", "fix": "trunc", "sgn": "sign"}
+            "arccosh": "acosh", "arctanh": "atanh", "fix": "trunc"}
 for _alias, _name in _ALIASES.items():
     if _name in METHODS:
         METHODS[_alias] = METHODS[_name]
@@ -483,7 +483,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None:
         # true division always produces a floating result
         dt = D.result_type(a, b)
-        if not dt.is_floating_point:
+        if dt._kind < 2:
             f = D.get_default_dtype()
             a = O.cast(a, f) if isinstance(a, TensorBase) else float(a)
             b = O.cast(b, f) if isinstance(b, TensorBase) else float(b)
@@ -851,8 +851,16 @@ def positive(input):
 
 
 def isreal(input):
-    """True everywhere: ember's tensors are real (PyTorch's ``torch.isreal``)."""
-    return O.full(_t(input, "isreal", "input", 1).shape, True, D.bool_, input.device)
+    """Whether each element is real: its imaginary part is 0 (True everywhere for a real
+    dtype; PyTorch's ``torch.isreal``).
+
+    Example:
+        >>> ember.isreal(ember.tensor([1 + 0j, 1j]))
+        tensor([ True, False])
+    """
+    if _t(input, "isreal", "input", 1).dtype._kind == 3:
+        return E("eq", V.complex_part(input, 1), 0)
+    return O.full(input.shape, True, D.bool_, input.device)
 
 
 def polygamma(n, input, *, out=None):
@@ -2589,7 +2597,7 @@ METHODS.update(nextafter=nextafter, lcm=lcm, heaviside=heaviside,
                __rshift__=_rshift, __rrshift__=_rrshift, __ilshift__=_ilshift,
                __irshift__=_irshift,
                frexp=frexp, ldexp=ldexp, logit=logit, positive=positive, isreal=isreal,
-               fix=trunc, sgn=sign, arctan2=atan2)  # noqa: F821
+               fix=trunc, arctan2=atan2)  # noqa: F821
 INPLACE.update(nextafter_=nextafter_, lcm_=lcm_, heaviside_=heaviside_,
                polygamma_=polygamma_, mvlgamma_=mvlgamma_,
                nan_to_num_=nan_to_num_,

@@ -19,6 +19,7 @@ from ember.dispatcher import views as V
 from ember.dispatcher.core import TensorBase
 from ember.dispatcher.defs import linalg as LA
 
+from ._ops_shape import conj as _conj
 from .return_types import return_type
 from . import linalg as linalg_ns
 from ember.dispatcher.warn import warn as _warn
@@ -297,7 +298,12 @@ def inner(input, other, *, out=None):
 
 
 def vdot(input, other, *, out=None):
-    """The dot product of two 1-D tensors (real: ``dot``)."""
+    """The dot product of two 1-D tensors, the first conjugated (``dot`` for real ones).
+
+    Example:
+        >>> ember.vdot(ember.tensor([1 + 1j, 2 - 1j]), ember.tensor([1 + 1j, 2 - 1j]))
+        tensor(7.+0.j)
+    """
     _t(input, "vdot")
     _t(other, "vdot", "other")
     if len(input.shape) != 1 or len(other.shape) != 1:
@@ -307,6 +313,8 @@ def vdot(input, other, *, out=None):
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
                            f"{D.torch_name(input.dtype)} and {D.torch_name(other.dtype)}")
     linalg_ns.no_grad_out((input, other), out)
+    if input.dtype._kind == 3:  # (the first vector conjugated)
+        input = _conj(input)
     return write_out(LA.dot(input, other), out, "vdot")
 
 

@@ -15,6 +15,7 @@ import operator
 
 import numpy as np
 
+from ember.dispatcher import complex_ops as CX
 from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
@@ -153,14 +154,19 @@ TENSOR_METHODS["output_nr"] = property(
 
 @_method()
 def is_complex(input) -> bool:
-    """False: ember has no complex dtypes."""
-    return False
+    """Whether ``input``'s dtype is complex (``complex64`` or ``complex128``).
+
+    Example:
+        >>> ember.tensor([1 + 2j]).is_complex()
+        True
+    """
+    return input.dtype._kind == 3
 
 
 @_method()
 def is_conj(input) -> bool:
-    """Whether ``input`` is a lazily conjugated view: always False (ember has no complex
-    dtypes, so there is nothing to conjugate).
+    """Whether ``input`` is a lazily conjugated view: always False in ember, whose
+    :func:`conj` materializes the conjugate (PyTorch's sets a conjugate bit instead).
 
     Example:
         >>> ember.tensor([1., 2.]).is_conj()
@@ -250,11 +256,11 @@ _export("is_complex", "is_conj", "is_neg", "is_inference", "is_signed", "is_nonz
         "is_same_size")
 
 
-# ---- conjugation and the real part (ember's dtypes are real) ---------------------------------
+# ---- complex numbers: conjugation, parts, polar form ----------------------------------------
 @_method()
 def resolve_conj(input):
-    """``input`` with a lazy conjugation materialized: ``input`` itself in ember, which has
-    no conjugate views."""
+    """``input`` with a lazy conjugation materialized: ``input`` itself in ember, whose
+    conjugates are never lazy."""
     return input
 
 
@@ -267,56 +273,189 @@ def resolve_neg(input):
 
 @_method()
 def conj(input):
-    """The complex conjugate of ``input``: ``input`` itself, as ember's dtypes are all real.
+    """The complex conjugate of ``input``; a real ``input`` is returned as it is.
+
+    PyTorch returns a lazily conjugated view of a complex tensor; ember computes the
+    conjugate (a new tensor), so writing into it does not change ``input``.
 
     Example:
-        >>> ember.conj(ember.tensor([1., -2.]))
-        tensor([ 1., -2.])
+        >>> ember.conj(ember.tensor([1 + 2j, 3 - 1j]))
+        tensor([1.-2.j, 3.+1.j])
     """
-    return input
+    return conj_physical(input) if input.dtype._kind == 3 else input
 
 
 @_method()
-def conj_physical(input):
-    """The complex conjugate of ``input`` as a new tensor: a copy of ``input``, as ember's
-    dtypes are all real.
+def conj_physical(input, *, out=None):
+    """The complex conjugate of ``input`` as a new tensor (a copy for a real ``input``).
 
     Args:
         input (Tensor): the input tensor.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> ember.conj_physical(ember.tensor([1 - 1j]))
+        tensor([1.+1.j])
     """
-    return O.clone(input)
+    if input.dtype._kind != 3:
+        res = O.clone(input)
+    else:
+        res = CX.join(V.complex_part(input, 0), E("neg", V.complex_part(input, 1)))
+    return O.write_out("conj_physical", out, res) if out is not None else res
 
 
 def conj_physical_(self):
-    """In-place version of :func:`conj_physical`: returns ``self`` unchanged (real
-    dtypes)."""
+    """In-place version of :func:`conj_physical`."""
+    if self.dtype._kind == 3:
+        O.copy_(self, conj_physical(self))
     return self
 
 
 def real(input):
-    """The real part of ``input``: ``input`` itself, as ember's dtypes are all real (also
-    the property ``Tensor.real``).
+    """The real part of ``input``: a real view of a complex tensor (writing into it writes
+    ``input``), ``input`` itself for a real one (also the property ``Tensor.real``).
 
     Example:
-        >>> ember.tensor([1., 2.]).real
-        tensor([1., 2.])
+        >>> ember.tensor([1 + 2j, 3 - 1j]).real
+        tensor([1., 3.])
     """
-    return input
+    return V.complex_part(input, 0) if input.dtype._kind == 3 else input
 
 
 def imag(input):
-    """The imaginary part of ``input`` (also the property ``Tensor.imag``).
+    """The imaginary part of complex ``input``: a real view (also the property
+    ``Tensor.imag``).
 
     Raises:
-        RuntimeError: always, as in PyTorch for a real dtype (ember has no complex
-            dtypes).
+        RuntimeError: for a real ``input``, as PyTorch.
+
+    Example:
+        >>> ember.tensor([1 + 2j, 3 - 1j]).imag
+        tensor([ 2., -1.])
     """
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    if input.dtype._kind != 3:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return V.complex_part(input, 1)
+
+
+def _set_part(k):
+    def setter(self, value):
+        part = real(self) if k == 0 else imag(self)
+        O.copy_(part, value) if isinstance(value, TensorBase) else O.fill_(part, value)
+    return setter
 
 
 TENSOR_METHODS["conj_physical_"] = conj_physical_
-TENSOR_METHODS["real"] = property(real)
-TENSOR_METHODS["imag"] = property(imag)
+TENSOR_METHODS["real"] = property(real, _set_part(0))
+TENSOR_METHODS["imag"] = property(imag, _set_part(1))
+
+
+def view_as_real(input):
+    """A real view of complex ``input`` with one more dimension of size 2 at the end: the
+    real and imaginary parts (no copy).
+
+    Example:
+        >>> ember.view_as_real(ember.tensor([1 + 2j]))
+        tensor([[1., 2.]])
+    """
+    return V.view_as_real(_t(input, "view_as_real"))
+
+
+def view_as_complex(input):
+    """A complex view of a float32 / float64 ``input`` whose last dimension (of size 2,
+    stride 1) holds real and imaginary parts (no copy).
+
+    Example:
+        >>> ember.view_as_complex(ember.tensor([[1., 2.]]))
+        tensor([1.+2.j])
+    """
+    return V.view_as_complex(_t(input, "view_as_complex"))
+
+
+def _parts_check(op, a, b, names):
+    for t, n in zip((a, b), names):
+        _t(t, op, n)
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"Expected object of scalar type {D.torch_name(a.dtype)} but got "
+                           f"scalar type {D.torch_name(b.dtype)} for second argument")
+    if a.dtype not in (D.float32, D.float64):
+        if a.dtype is D.float16:
+            raise NotImplementedError(f"{op}() of float16 parts (complex32) is not supported "
+                                      "by ember; use float32 or float64")
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{D.torch_name(a.dtype)} and {D.torch_name(b.dtype)}")
+
+
+def complex(real, imag, *, out=None):  # noqa: A001 (PyTorch's name)
+    """The complex tensor ``real + i imag`` (float32 parts give complex64, float64 parts
+    complex128; shapes broadcast).
+
+    Example:
+        >>> ember.complex(ember.tensor([1., 2.]), ember.tensor([3., 4.]))
+        tensor([1.+3.j, 2.+4.j])
+    """
+    _parts_check("complex", real, imag, ("real", "imag"))
+    res = CX.join(real, imag)
+    return O.write_out("complex", out, res) if out is not None else res
+
+
+def polar(abs, angle, *, out=None):  # noqa: A002 (PyTorch's names)
+    """The complex tensor of absolute values ``abs`` and angles ``angle`` (radians):
+    ``abs * (cos(angle) + i sin(angle))``.
+
+    Example:
+        >>> ember.polar(ember.tensor([2.]), ember.tensor([0.]))
+        tensor([2.+0.j])
+    """
+    _parts_check("polar", abs, angle, ("abs", "angle"))
+    res = CX.join(E("mul", abs, E("cos", angle)), E("mul", abs, E("sin", angle)))
+    return O.write_out("polar", out, res) if out is not None else res
+
+
+@_method()
+def angle(input, *, out=None):
+    """The angle (argument) of each element in radians: ``atan2(imag, real)`` for complex
+    ``input``; for a real one, 0 for non-negative values, pi for negative ones and NaN for
+    NaN (integers give the default float dtype).
+
+    Example:
+        >>> ember.angle(ember.tensor([1j, -1.]))
+        tensor([1.5708, 3.1416])
+    """
+    _t(input, "angle")
+    if input.dtype._kind == 3:
+        res = E("atan2", V.complex_part(input, 1), V.complex_part(input, 0))
+    else:
+        x = input if input.dtype.is_floating_point else O.to(input, dtype=D.get_default_dtype())
+        res = E("add", O.where(E("lt", x, 0), 3.141592653589793, 0.0), E("mul", x, 0))
+        if res.dtype is not x.dtype:
+            res = O.to(res, dtype=x.dtype)
+    return O.write_out("angle", out, res) if out is not None else res
+
+
+@_method()
+def sgn(input, *, out=None):
+    """``input / |input|`` for complex ``input`` (0 where it is 0); :func:`sign` for a real
+    one.
+
+    Example:
+        >>> ember.sgn(ember.tensor([3 + 4j, 0j]))
+        tensor([0.6000+0.8000j, 0.0000+0.0000j])
+    """
+    if input.dtype._kind == 3:
+        return CX.elementwise("sgn", (input,), out, False, {})
+    return E("sign", input, out=out)
+
+
+def sgn_(self):
+    """In-place version of :func:`sgn`."""
+    if self.dtype._kind == 3:
+        return CX.elementwise("sgn", (self,), None, True, {})
+    return E("sign", self, inplace=True)
+
+
+TENSOR_METHODS["sgn_"] = sgn_
+_export("view_as_real", "view_as_complex", "complex", "polar", "angle", "sgn")
 
 
 @_method()
@@ -337,7 +476,7 @@ def adjoint(input):
     if len(input.shape) < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
                            f"matrices. Got {len(input.shape)}-D tensor.")
-    return VW.transpose(input, -2, -1)
+    return conj(VW.transpose(input, -2, -1))
 
 
 def _mH(self):
@@ -351,7 +490,7 @@ def _mH(self):
     if len(self.shape) < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {len(self.shape)}-D tensor.")
-    return VW.transpose(self, -2, -1)
+    return conj(VW.transpose(self, -2, -1))
 
 
 def _H(self):
@@ -367,7 +506,7 @@ def _H(self):
     if nd not in (0, 2):
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
                            f"{nd}-D tensor.")
-    return VW.transpose(self, 0, 1) if nd == 2 else self
+    return conj(VW.transpose(self, 0, 1) if nd == 2 else self)
 
 
 TENSOR_METHODS["mH"] = property(_mH)

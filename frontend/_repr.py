@@ -61,6 +61,21 @@ class _Formatter:
         return s.rjust(self.width)
 
 
+class _ComplexFormatter:
+    """PyTorch's complex elements: the real and the imaginary parts each formatted by a
+    formatter of their own, joined as ``re+imj``."""
+
+    def __init__(self, values: np.ndarray):
+        self.re = _Formatter(values.real.astype(np.float64), True)
+        self.im = _Formatter(values.imag.astype(np.float64), True)
+        self.width = self.re.width + self.im.width + 1
+
+    def format(self, v) -> str:
+        re = self.re.format(v.real)
+        im = (self.im.format(v.imag) + "j").lstrip()
+        return re + im if im[0] in "+-" else re + "+" + im
+
+
 def _summarize(a: np.ndarray) -> np.ndarray:
     """The values that get printed (edges only when summarizing)."""
     if a.ndim == 0:
@@ -129,11 +144,15 @@ def tensor_repr(t, numpy_of) -> str:
         a = numpy_of(src)
         summarize = n > THRESHOLD
         shown = _summarize(a) if summarize else a
-        fmt = _Formatter(shown.astype(np.float64) if t.dtype.is_floating_point else shown,
-                         t.dtype.is_floating_point)
+        if t.dtype.is_complex:
+            fmt = _ComplexFormatter(shown)
+        else:
+            fmt = _Formatter(shown.astype(np.float64) if t.dtype.is_floating_point else shown,
+                             t.dtype.is_floating_point)
         body = _body(a.astype(np.float64) if t.dtype.is_floating_point else a, fmt,
                      len("tensor("), summarize)
-    default = D.get_default_dtype() if t.dtype.is_floating_point else D.int64
+    default = (D.get_default_dtype() if t.dtype.is_floating_point else
+               D.default_complex_dtype() if t.dtype.is_complex else D.int64)
     if t.dtype is not default and t.dtype is not D.bool_ or (n == 0 and t.dtype is not
                                                               D.get_default_dtype()):
         if not (t.dtype is D.bool_ and n):

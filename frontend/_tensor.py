@@ -275,7 +275,7 @@ class Tensor(TensorBase):
             >>> ember.tensor([1., 2.]).requires_grad_().requires_grad
             True
         """
-        if requires_grad and not (self.dtype.is_floating_point):
+        if requires_grad and self.dtype._kind < 2:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if self.grad_fn is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
@@ -601,6 +601,14 @@ class Tensor(TensorBase):
     def double(self):
         """``self.to(ember.float64)``."""
         return O.to(self, None, D.float64)
+
+    def cfloat(self):
+        """``self.to(ember.complex64)``."""
+        return O.to(self, None, D.complex64)
+
+    def cdouble(self):
+        """``self.to(ember.complex128)``."""
+        return O.to(self, None, D.complex128)
 
     def half(self):
         """``self.to(ember.float16)``."""

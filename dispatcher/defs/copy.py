@@ -26,15 +26,24 @@ composite("to")(O.to)
 composite("clone")(O.clone)
 
 
+def _cast_back(g, device, dtype):
+    """The gradient ``g`` of a cast's result as the gradient of its input of ``dtype``:
+    a real input takes the real part of a complex gradient (PyTorch's, without the warning
+    a cast from complex to real gives)."""
+    if g.dtype._kind == 3 and dtype._kind != 3:
+        g = V.complex_part(g, 0)
+    return O.to(g, device, dtype)
+
+
 @gradient("copy")
 def _(g, src_dtype, src_device):
     # the copy overwrote self: no gradient reaches its old values
-    return None, O.to(g, src_device, src_dtype)
+    return None, _cast_back(g, src_device, src_dtype)
 
 
 @gradient("to")
 def _(g, self_dtype, self_device):
-    return (O.to(g, self_device, self_dtype),)
+    return (_cast_back(g, self_device, self_dtype),)
 
 
 @gradient("clone")
@@ -112,6 +121,8 @@ def scalar_to(value, dtype, op="fill_", check_reduced_floats=True):
     >>> scalar_to(-1, D.uint8), scalar_to(2.7, D.int8)
     (255, 2)
     """
+    if dtype._kind == 3:
+        return complex(value)
     value = _python_number(value, op)
     if dtype is D.bool_:
         return bool(value)

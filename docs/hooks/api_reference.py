@@ -36,6 +36,7 @@ NAMESPACES = [
     ("ember.func", "Function transforms: grad, vmap, jacrev, functional_call."),
     ("ember.linalg", "Linear algebra."),
     ("ember.special", "Special functions."),
+    ("ember.fft", "Discrete Fourier transforms."),
     ("ember.sparse", "Sparse tensors."),
     ("ember.distributions", "Probability distributions."),
     ("ember.amp", "Automatic mixed precision: autocast and GradScaler."),

@@ -137,7 +137,7 @@ def _make_vjp(fn, names=()):
         for gi, m in zip(flat, metas):
             if gi is None or m is None:
                 out.append(None)
-            elif gi.shape == m[0] and (gi.dtype is m[1] or not m[1].is_floating_point):
+            elif gi.shape == m[0] and (gi.dtype is m[1] or m[1]._kind < 2):
                 out.append(gi)
             else:
                 out.append(_fit(gi, m))
@@ -153,7 +153,9 @@ def _fit(g, meta):
     shape, dtype = meta
     if g.shape != shape:
         g = sum_to(g, shape)
-    if g.dtype is not dtype and dtype.is_floating_point:
+    if g.dtype is not dtype and dtype._kind >= 2:
+        if g.dtype._kind == 3 and dtype._kind == 2:  # a real input's part of a complex grad
+            g = V.complex_part(g, 0)
         g = O.to(g, None, dtype)
     return g
 
@@ -194,7 +196,7 @@ def record_op(o, run, inputs, attrs, inplace=False):
         MODE.grad = prev
     outs = res if type(res) is tuple else (res,)
     first = outs[0]
-    if not first.dtype.is_floating_point:
+    if first.dtype._kind < 2:
         return res
     edges, metas = [], []
     for a in inputs:
@@ -252,6 +254,12 @@ def check_inplace(name, self):
     if base is not None and base.requires_grad and base.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in "
                            f"an in-place operation ({name}_).")
+    if base is not None and base.dtype is not self.dtype:
+        raise NotImplementedError(
+            f"{name}_(): an in-place write, recorded for autograd, into a view of another "
+            f"dtype ({self.dtype.name} view of a {base.dtype.name} tensor: .real, .imag, "
+            "view_as_real) is not supported by ember; compute the new parts and join them "
+            "with ember.complex() instead")
 
 
 # ---- views -----------------------------------------------------------------------------------
@@ -353,6 +361,12 @@ def _refresh_view(t):
     edge is regenerated from the base's current graph (PyTorch does the same)."""
     base = t._base
     if base.requires_grad and base.grad_fn is not None:
+        if base.dtype is not t.dtype:
+            raise NotImplementedError(
+                f"a {t.dtype.name} view (view_as_complex, .real, .imag, view_as_real) of a "
+                f"{base.dtype.name} tensor that was then written in place through another "
+                "view, recorded for autograd, is not supported by ember; use the tensor "
+                "itself, or make the view again after the write")
         fresh = _as_strided_view(base, _view_geometry(t, base))
         t.grad_fn = fresh.grad_fn
         t.requires_grad = True

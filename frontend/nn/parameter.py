@@ -38,7 +38,7 @@ class Parameter(Tensor):
         t.grad_fn = None
         t.requires_grad = False
         if requires_grad:
-            if not t.dtype.is_floating_point:
+            if t.dtype._kind < 2:
                 raise RuntimeError("Only Tensors of floating point and complex dtype can "
                                    "require gradients")
             t.requires_grad_(True)

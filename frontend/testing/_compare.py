@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import ember
+from ember.dispatcher import dtypes as _D
 from ember.dispatcher import to_device
 
 __all__ = ["TOLERANCES", "tolerance", "assert_close", "flat_tensors", "to_numpy", "magnitude"]
@@ -17,6 +18,8 @@ TOLERANCES = {
     "float32": (1.3e-6, 1e-5),
     "float16": (1e-3, 1e-3),
     "bfloat16": (1.6e-2, 1e-2),
+    "complex64": (1.3e-6, 1e-5),
+    "complex128": (1e-7, 1e-7),
 }
 
 
@@ -83,6 +86,9 @@ def magnitude(tensors) -> float:
 
 
 def _values_close(an, en, dtype, scale, name, mag=1.0):
+    if dtype.is_complex:  # (as PyTorch: the real and imaginary parts compared alike)
+        an, en = an.view(an.real.dtype), en.view(en.real.dtype)
+        dtype = _D.real_of(dtype)
     if not dtype.is_floating_point:
         if not np.array_equal(an, en):
             bad = np.argwhere(an != en)
