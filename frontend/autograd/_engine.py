@@ -27,6 +27,7 @@ from ember.dispatcher.defs import index as IX
 from ember.dispatcher.dtypes import torch_name
 from ember.dispatcher.schema import Unsaved
 
+from .._hooks import RemovableHandle
 from .anomaly_mode import ANOMALY, warn_forward_trace
 from ember.dispatcher.warn import warn as _warn
 
@@ -355,11 +356,14 @@ class AccumulateGrad:
         return f"<AccumulateGrad object at {id(self):#x}>"
 
 
-class _Handle:
-    """What ``register_hook`` returns: ``handle.remove()`` unregisters."""
+class _Handle(RemovableHandle):
+    """What a tensor's or a node's ``register_hook`` returns: ``handle.remove()``
+    unregisters (a ``RemovableHandle`` over the hook list, not a dict)."""
 
     def __init__(self, lst, fn):
         self._lst, self._fn = lst, fn
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
 
     def remove(self):
         try:

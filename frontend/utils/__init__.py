@@ -1,9 +1,10 @@
 """``ember.utils``: helpers around the tensor library — ``data`` (datasets and loaders),
 ``checkpoint`` (activation checkpointing), ``benchmark`` (``Timer``, ``Compare``; imported
 on demand, as PyTorch's: ``import ember.utils.benchmark``),
-``offload`` (activations to host memory during training, vDNN), ``memory_viz`` (a memory
+``hooks`` (``RemovableHandle``), ``offload`` (activations to host memory during training,
+vDNN), ``memory_viz`` (a memory
 snapshot as an HTML page) and ``tensorboard`` (``SummaryWriter``; imported on demand, it
 needs the optional ``tensorboard`` package)."""
-from . import checkpoint, data, dlpack, memory_viz, offload  # noqa: F401
+from . import checkpoint, data, dlpack, hooks, memory_viz, offload  # noqa: F401
 
-__all__ = ["data", "checkpoint", "dlpack", "memory_viz", "offload"]
+__all__ = ["data", "checkpoint", "dlpack", "hooks", "memory_viz", "offload"]

@@ -592,3 +592,32 @@ def test_private_hook_registrars_and_to_empty_as_torch():
     m = ember.nn.Linear(2, 3)
     m.to_empty(device="opencl")
     assert m.weight.device.type == "opencl" and m.bias.device.type == "opencl"
+
+
+def test_hook_handles_are_torch_utils_hooks_removable_handles():
+    """Every register_*_hook (Module, tensor, autograd node, optimizer) returns a
+    ``utils.hooks.RemovableHandle`` with an ``id`` that works as a context manager, as
+    PyTorch's; ``from torch.utils.hooks import RemovableHandle`` imports."""
+    def run(lib):
+        from importlib import import_module
+        handle_type = import_module(lib.__name__ + ".utils.hooks").RemovableHandle
+        calls = []
+        m = lib.nn.Linear(2, 2)
+        x = lib.ones(2, requires_grad=True)
+        y = x * 2
+        opt = lib.optim.SGD(m.parameters(), lr=0.1)
+        handles = [m.register_forward_hook(lambda *a: calls.append("fwd")),
+                   m.register_forward_pre_hook(lambda *a: calls.append("pre")),
+                   x.register_hook(lambda g: calls.append("tensor")),
+                   y.grad_fn.register_hook(lambda *a: calls.append("node")),
+                   y.grad_fn.register_prehook(lambda *a: calls.append("node pre")),
+                   opt.register_step_pre_hook(lambda *a: calls.append("step"))]
+        kinds = [(isinstance(h, handle_type), isinstance(h.id, int)) for h in handles]
+        for h in handles:
+            with h:
+                pass
+        m(lib.ones(2))
+        y.sum().backward()
+        opt.step()
+        return kinds, calls
+    assert run(ember) == run(torch)

@@ -14,13 +14,13 @@ hooks, mode switching, device/dtype conversion and repr.
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 import ember
 from ember import Tensor
+from ember._hooks import RemovableHandle
 from ember._tensor import parse_to_args
 
 from ..parameter import Buffer, Parameter, _buffer_persistent, _set_data
@@ -45,34 +45,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    """Returned by ``register_*_hook``; ``handle.remove()`` unregisters the hook
-    (``torch.utils.hooks.RemovableHandle``). Also a context manager."""
-    next_id = 0
-
-    def __init__(self, hooks_dict, *, extra_dict=None):
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
-        if extra_dict is None:
-            extra_dict = []
-        elif isinstance(extra_dict, dict):
-            extra_dict = [extra_dict]
-        self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
-
-    def remove(self):
-        for ref in (self.hooks_dict_ref,) + self.extra_dict_ref:
-            d = ref()
-            if d is not None and self.id in d:
-                del d[self.id]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _addindent(s_, num_spaces):
