@@ -45,10 +45,11 @@ import importlib as _importlib
 import sys as _sys
 from ._compile import compile  # noqa: A001  (torch.compile's name)
 from ._spectral import stft, istft
-Tensor.stft, Tensor.istft = stft, istft
 from .serialization import save, load
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,
                        is_grad_enabled, is_inference_mode_enabled)
+
+Tensor.stft, Tensor.istft = stft, istft
 
 
 float = float32

@@ -148,7 +148,8 @@ CASES = {
                                                            t(B33[:2].copy())),
 }
 
-#: entries of PyTorch's CPU lists with no public function of that name in ember (nll_loss2d, convolution, lu_solve and the fake-quantize op are
+#: entries of PyTorch's CPU lists with no public function of that name in ember (nll_loss2d,
+#: convolution, lu_solve and the fake-quantize op are
 #: PyTorch internals or deprecated spellings): the test checks that each really is
 #: missing, so none hides a failure
 MISSING = {
