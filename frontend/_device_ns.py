@@ -36,7 +36,8 @@ from ._creation import tensor as _tensor
 from .autograd._engine import IN_BACKWARD, RUNNING_NODE
 from ember.dispatcher.warn import warn as _warn
 
-__all__ = ["DeviceNamespace", "DeviceUnavailableError", "pinning_api", "cuda", "opencl"]
+__all__ = ["DeviceNamespace", "DeviceUnavailableError", "pinning_api", "cuda", "opencl", "xpu",
+           "mps"]
 
 
 class DeviceUnavailableError(RuntimeError, AssertionError):
@@ -415,3 +416,7 @@ def pinning_api():
 
 opencl = DeviceNamespace("opencl")
 cuda = DeviceNamespace("cuda")
+#: PyTorch's other accelerator namespaces: without a plugin for them, is_available() is
+#: False, as in a PyTorch build without them
+xpu = DeviceNamespace("xpu")
+mps = DeviceNamespace("mps")

@@ -71,7 +71,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     Example:
         >>> x = ember.arange(8.)
         >>> ember.stft(x, 4, window=ember.hann_window(4), return_complex=True).shape
-        ember.Size([3, 3])
+        ember.Size([3, 9])
     """
     if not isinstance(input, TensorBase):
         raise TypeError(f"stft(): argument 'input' must be Tensor, not {type(input).__name__}")

@@ -1287,6 +1287,8 @@ def _install():
         for name, fn in mod.TENSOR_METHODS.items():
             if name not in Tensor.__dict__:
                 setattr(Tensor, name, fn)
+    # (a sparse COO argument: dense.mm(sparse) is dense @ sparse, as torch.mm's)
+    Tensor.mm, Tensor.matmul = _ops_sparse.mm, _ops_sparse.matmul
 
 
 _install()

@@ -4,6 +4,7 @@ ember.testing.make_tensor, against PyTorch."""
 import os
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -398,3 +399,18 @@ def test_default_device_reaches_creation_functions():
     finally:
         ember.set_default_device(None)
     assert ember.zeros(2).device.type == "cpu"
+
+
+def test_xpu_and_mps_namespaces_say_unavailable_as_torch():
+    for name in ("xpu", "mps"):
+        assert getattr(ember, name).is_available() == getattr(torch, name).is_available()
+        assert getattr(ember, name).device_count() == getattr(torch, name).device_count()
+
+
+def test_dense_tensor_mm_method_takes_a_sparse_argument():
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    s = np.array([[0, 1, 0, 2], [3, 0, 0, 0], [0, 0, 4, 0]], np.float32)
+    want = torch.tensor(a).mm(torch.tensor(s).to_sparse())
+    for got in (ember.tensor(a).mm(ember.tensor(s).to_sparse()),
+                ember.tensor(a).matmul(ember.tensor(s).to_sparse())):
+        np.testing.assert_allclose(got.numpy(), want.numpy())
