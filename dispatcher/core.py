@@ -111,7 +111,7 @@ class Size(tuple):
         return numel(self)
 
     def __repr__(self):
-        return f"ember.Size({list(self)})"
+        return f"{_dt.module_name}.Size({list(self)})"
 
 
 #: tuple -> its Size: tensors' shapes repeat, and a lookup costs a quarter of making one

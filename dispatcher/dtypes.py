@@ -13,7 +13,27 @@ __all__ = [
     "float32", "float64", "complex64", "complex128", "ALL_DTYPES", "COMPLEX_DTYPES",
     "promote_types", "real_of", "complex_of", "default_complex_dtype", "result_type",
     "get_default_dtype", "set_default_dtype", "dtype_of_scalar", "to_dtype", "from_numpy_dtype",
+    "module_name", "set_module_name",
 ]
+
+#: The module name ember's printed texts start with (``ember.float32``, ``ember.Size([2])``,
+#: ``dtype=ember.int32`` in a tensor's repr, ``ember.strided``): ``"ember"``, or ``"torch"``
+#: while ``ember.as_torch`` is installed, so a PyTorch program run on ember prints (and
+#: compares against) the texts it was written for. Read as ``dtypes.module_name`` at the
+#: time of printing; only ``set_module_name`` writes it.
+module_name = "ember"
+
+
+def set_module_name(name: str) -> None:
+    """Make the printed texts of dtypes, sizes, layouts and tensors start with ``name``.
+
+    >>> set_module_name("torch"); repr(float32)
+    'torch.float32'
+    >>> set_module_name("ember"); repr(float32)
+    'ember.float32'
+    """
+    global module_name
+    module_name = name
 
 
 class DType:
@@ -47,7 +67,7 @@ class DType:
         return self._np
 
     def __repr__(self):
-        return f"ember.{self.name}"
+        return f"{module_name}.{self.name}"
 
     def __reduce__(self):
         return (to_dtype, (self.name,))
@@ -150,7 +170,7 @@ def to_dtype(d) -> DType:
     if isinstance(d, DType):
         return d
     if isinstance(d, str):
-        name = d[6:] if d.startswith("ember.") else d
+        name = d.partition(".")[2] if d.startswith(("ember.", "torch.")) else d
         try:
             return _BY_NAME[name]
         except KeyError:

@@ -198,7 +198,7 @@ class layout:
         self.name = name
 
     def __repr__(self):
-        return f"ember.{self.name}"
+        return f"{D.module_name}.{self.name}"
 
 
 class memory_format:
@@ -209,7 +209,7 @@ class memory_format:
         self.name = name
 
     def __repr__(self):
-        return f"ember.{self.name}"
+        return f"{D.module_name}.{self.name}"
 
 
 strided = layout("strided")

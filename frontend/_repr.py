@@ -112,7 +112,7 @@ def _meta_repr(t) -> str:
     float one) instead."""
     suffixes = [f"size={tuple(t.shape)}"]
     if t.dtype is not D.get_default_dtype():
-        suffixes.append(f"dtype=ember.{t.dtype.name}")
+        suffixes.append(f"dtype={t.dtype!r}")
     return "tensor(..., device='meta', " + ", ".join(suffixes + _autograd_suffix(t)) + ")"
 
 
@@ -156,7 +156,7 @@ def tensor_repr(t, numpy_of) -> str:
     if t.dtype is not default and t.dtype is not D.bool_ or (n == 0 and t.dtype is not
                                                               D.get_default_dtype()):
         if not (t.dtype is D.bool_ and n):
-            suffixes.append(f"dtype=ember.{t.dtype.name}")
+            suffixes.append(f"dtype={t.dtype!r}")
     return _add_suffixes("tensor(" + body, suffixes + _autograd_suffix(t), len("tensor("))
 
 

@@ -590,7 +590,7 @@ class Tensor(TensorBase):
             dtype = kwargs.pop("dtype", None)
         if dtype is None:
             prefix = "" if self.device.type == "cpu" else f"{self.device.type}."
-            return f"ember.{prefix}{D.torch_name(self.dtype)}Tensor"
+            return f"{D.module_name}.{prefix}{D.torch_name(self.dtype)}Tensor"
         dt, dev = _ops_shape.parse_type(dtype)
         return O.to(self, dev if dev is not None and dev != self.device.type else None, dt)
 

@@ -15,7 +15,9 @@ what is really running. ``torch._C`` and ``torch.utils._pytree`` are the small s
 any other ``torch._C`` name raises ``AttributeError`` naming it). Any other module ember
 does not have (``torch._export``, ``torch._functorch``, ...) raises ``ModuleNotFoundError``
 naming it. A real PyTorch imported before ``install()`` is left alone: installing then
-raises, since two libraries would answer to one name.
+raises, since two libraries would answer to one name. While installed, ember's printed
+texts use PyTorch's module name: ``str(x.dtype)`` is ``"torch.float32"``, ``x.shape`` prints
+``torch.Size([2, 3])``, a tensor's repr ends ``dtype=torch.float64``.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ import sys
 import types
 
 import ember
+from ember.dispatcher import dtypes as _dtypes
 
 from . import _torch_c
 
@@ -129,12 +132,15 @@ def install() -> None:
         raise RuntimeError("ember.as_torch.install(): PyTorch is already imported in this "
                            "process; install the alias before anything imports torch")
     sys.meta_path.insert(0, _FINDER)
+    # printed texts read as the program wrote them: torch.float32, torch.Size([2])
+    _dtypes.set_module_name("torch")
 
 
 def uninstall() -> None:
     """Remove the alias and forget the ``torch`` modules it handed out."""
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
+    _dtypes.set_module_name("ember")
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         mod = sys.modules[name]
         if (isinstance(mod, _TorchModule) or name in _PRIVATE

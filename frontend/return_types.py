@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ember.dispatcher import dtypes as D
+
 __all__ = ["return_type"]
 
 
 def _repr(self) -> str:
     body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
-    return f"{type(self).__module__}.{type(self).__name__}(\n{body})"
+    # PyTorch's module name while ember.as_torch is installed (torch.return_types.max)
+    return f"{D.module_name}.return_types.{type(self).__name__}(\n{body})"
 
 
 def return_type(name: str, fields) -> type:

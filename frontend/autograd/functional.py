@@ -84,7 +84,7 @@ def _validate_v(v, other, is_other_tuple):
 
 
 def _size(t) -> str:
-    return f"ember.Size({list(t.shape)})"
+    return repr(t.shape)
 
 
 def _check_requires_grad(inputs, input_type, strict):

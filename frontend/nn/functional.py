@@ -20,6 +20,7 @@ import math
 
 import ember
 from ember import Tensor
+from ember.dispatcher import dtypes as _dtypes
 from ember.dispatcher import lazy as _lazy
 from ember.dispatcher import ops as _ops
 from ember.dispatcher.defs import linalg as _linalg
@@ -1876,8 +1877,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     if input.dtype not in (ember.int64, ember.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got "
-                           f"ember.{_tname(input.dtype)}Tensor instead (while checking "
-                           "arguments for embedding)")
+                           f"{_dtypes.module_name}.{_tname(input.dtype)}Tensor instead "
+                           "(while checking arguments for embedding)")
     num = weight.shape[0]
     if padding_idx is not None:
         if padding_idx > 0:

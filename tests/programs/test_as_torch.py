@@ -8,6 +8,9 @@ import textwrap
 
 import pytest
 
+import ember
+from ember import as_torch
+
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -94,3 +97,46 @@ def test_einops_runs_on_ember(tmp_path):
     """)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+_PRINTS = """
+import torch
+x = torch.zeros(2, 3, dtype=torch.float64)
+print(x.dtype, x.shape, x.size(), torch.Size([]), str(torch.float16), [x.dtype])
+print(torch.strided, x.layout, x.to_sparse().layout, torch.channels_last,
+      torch.contiguous_format, torch.preserve_format)
+print(x, torch.ones(2, dtype=torch.int32), torch.ones(2, dtype=torch.float16, requires_grad=True))
+print(torch.empty(2, 3, device="meta", dtype=torch.int8), torch.zeros(0, dtype=torch.int64))
+print(x.type(), torch.tensor([1, 2]).type(), x.device, repr(x.device))
+print(torch.tensor([[1., 3.], [4., 2.]]).max(1))
+print(torch.nn.ParameterList([torch.nn.Parameter(torch.zeros(2))]))
+print(torch.nn.ParameterDict({"a": torch.nn.Parameter(torch.zeros(2, dtype=torch.float64))}))
+print(str(x.dtype) == "torch.float64", f"{torch.long}", "%s" % torch.bfloat16)
+try:
+    torch.nn.functional.embedding(torch.zeros(2), torch.zeros(3, 2))
+except RuntimeError as e:
+    print(str(e).split("but got ")[1].split()[0])
+"""
+
+
+def test_printed_texts_name_torch(tmp_path):
+    """Under as_torch, dtypes, sizes, layouts, memory formats, tensor reprs, type names and
+    return types print with PyTorch's module name (``torch.float32``, ``torch.Size([2])``),
+    so a script comparing ``str(x.dtype) == "torch.float16"`` takes PyTorch's branch; the
+    same script under real PyTorch is the oracle. Plain ember keeps ``ember.``."""
+    pytest.importorskip("torch")
+    script = tmp_path / "prog.py"
+    script.write_text(_PRINTS)
+    ran = [subprocess.run([sys.executable, *pre, str(script)], capture_output=True,
+                          text=True, timeout=300) for pre in ((), ("-m", "ember.as_torch"))]
+    assert ran[1].returncode == 0, ran[1].stderr
+    assert ran[1].stdout == ran[0].stdout
+    assert "torch.float64" in ran[1].stdout
+
+
+def test_printed_texts_name_ember_without_as_torch():
+    x = ember.zeros(2, dtype=ember.float64)
+    assert not as_torch.installed()
+    assert (repr(x.dtype), repr(x.shape), repr(ember.strided), x.type()) == (
+        "ember.float64", "ember.Size([2])", "ember.strided", "ember.DoubleTensor")
+    assert repr(x).endswith("dtype=ember.float64)")

@@ -308,7 +308,7 @@ def _param_str(p, typename=False) -> str:
     size_str = "x".join(str(size) for size in p.size())
     device_str = f" ({p.device})" if p.device.type != "cpu" else ""
     kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-    what = p.type() if typename else f"ember.{p.dtype.name}"
+    what = p.type() if typename else repr(p.dtype)
     return f"{kind} containing: [{what} of size {size_str}{device_str}]"
 
 
