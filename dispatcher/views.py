@@ -686,11 +686,25 @@ def unbind(input, dim=0):
     return tuple(select(input, d, i) for i in range(input.shape[d]))
 
 
+def _too_many_indices(key, nd: int) -> str:
+    # PyTorch's messages for a bare int or slice on a 0-dim tensor (x[0] where x.item() was
+    # meant: old code's ``loss.data[0]``), else the general one
+    if nd == 0 and isinstance(key, int):
+        if key == 0:
+            return ("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                    "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        return f"index {key} is out of bounds for dimension 0 with size 0"
+    if nd == 0 and isinstance(key, slice):
+        return "slice() cannot be applied to a 0-dim tensor."
+    return f"too many indices for tensor of dimension {nd}"
+
+
 @_view_op("as_view", lambda key: "select" if isinstance(key, int) and not isinstance(
     key, bool) else "slice")
 def basic_index(x, key):
     """ints, slices (with steps), None and Ellipsis → a view; returns None if ``key``
     holds anything else (advanced indexing)."""
+    bare = key
     if not isinstance(key, tuple):
         key = (key,)
     for k in key:
@@ -700,7 +714,7 @@ def basic_index(x, key):
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
     nd = len(x.shape)
     if n_real > nd:
-        raise IndexError(f"too many indices for tensor of dimension {nd}")
+        raise IndexError(_too_many_indices(bare, nd))
     if sum(1 for k in key if k is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     expanded = []
