@@ -1,13 +1,12 @@
 """Discrete Fourier transforms (PyTorch's ``torch.fft``).
 
-The transforms are composites of ember's ops, so they run on every device and autograd
-differentiates them. A transform of length n along a dimension is a product with the DFT
-matrix where n <= 64; a longer one is split Cooley-Tukey style (n = n1 * n2: transforms of
-length n1 as one matrix product over the batch, a twiddle factor, then transforms of
-length n2, recursively), and a length with a prime factor above 64 goes through Bluestein's
-chirp-z algorithm (a circular convolution of power-of-two length). The products are real
-GEMMs (``ember.dispatcher.complex_ops.matmul``); the matrices and twiddles are computed in
-float64 from exact integer phases (j * k mod n) and cached per length, dtype and device.
+Every transform reduces to the op ``fft_pairs`` (``dispatcher/defs/spectral.py``): the
+unnormalized DFT along the last dimension of complex values seen as real pairs. The cpu
+backend runs it as a mixed-radix C++ kernel (Bluestein's algorithm for large prime
+factors); other devices run its composite (DFT-matrix products, Cooley-Tukey splits,
+Bluestein). Real-input, Hermitian and multi-dimensional transforms, lengths ``n`` / ``s``,
+and the three normalizations are built here on top, and autograd differentiates them (the
+gradient of a DFT is the DFT of the opposite sign).
 
 >>> x = ember.tensor([1., 2., 3., 4.])
 >>> ember.fft.fft(x)
@@ -19,135 +18,20 @@ from __future__ import annotations
 
 import math
 
-from ember.dispatcher import complex_ops as CX
 from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher.core import TensorBase
 from ember.dispatcher.defs import index as IX
+from ember.dispatcher.defs import spectral as SP
 from ember.dispatcher.device import to_device
-from ember.dispatcher.grad_mode import below_autograd
 
 from . import _functions as _F
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
            "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq",
            "rfftfreq", "fftshift", "ifftshift"]
-
-_DIRECT = 64          # lengths up to this: one product with the DFT matrix
-_CACHE: dict = {}     # (what, n, ..., dtype, device) -> constant tensor
-_CACHE_LIMIT = 64
-
-
-def _cached(key, make):
-    t = _CACHE.get(key)
-    if t is None:
-        if len(_CACHE) >= _CACHE_LIMIT:
-            _CACHE.pop(next(iter(_CACHE)))
-        with below_autograd():
-            t = _CACHE[key] = make()
-    return t
-
-
-def _phase(k, n, sign, dtype, device):
-    """exp(sign * 2 pi i k / n) for an int64 tensor ``k`` of exact phases in [0, n),
-    computed in float64 and rounded to ``dtype`` once. The quadrant is taken out exactly
-    (2 pi k / n = q pi / 2 + phi, phi in [0, pi / 2)), so multiples of pi / 2 give exact
-    zeros and ones, as PyTorch's transforms do."""
-    E = O.elementwise
-    k4 = E("mul", k, 4)
-    q = E("div", k4, n, rounding_mode="floor")
-    phi = E("mul", O.to(E("sub", k4, E("mul", q, n)), dtype=D.float64), math.pi / 2 / n)
-    c, s = E("cos", phi), E("sin", phi)
-    nc, ns = E("neg", c), E("neg", s)
-    quad = [E("eq", q, i) for i in range(3)]
-    re = O.where(quad[0], c, O.where(quad[1], ns, O.where(quad[2], nc, s)))
-    im = O.where(quad[0], s, O.where(quad[1], c, O.where(quad[2], ns, nc)))
-    if sign < 0:
-        im = E("neg", im)
-    return O.to(CX.join(re, im), dtype=dtype)
-
-
-def _dft_matrix(n, sign, dtype, device):
-    def make():
-        j = O.arange(0, n, 1, D.int64, device)
-        jk = O.elementwise("remainder", O.elementwise("mul", V.unsqueeze(j, 1), j), n)
-        return _phase(jk, n, sign, dtype, device)
-    return _cached(("dft", n, sign, dtype, device), make)
-
-
-def _twiddle(n1, n2, sign, dtype, device):
-    def make():
-        a = O.arange(0, n2, 1, D.int64, device)
-        b = O.arange(0, n1, 1, D.int64, device)
-        jk = O.elementwise("remainder", O.elementwise("mul", V.unsqueeze(a, 1), b), n1 * n2)
-        return _phase(jk, n1 * n2, sign, dtype, device)
-    return _cached(("twiddle", n1, n2, sign, dtype, device), make)
-
-
-def _chirp(n, sign, dtype, device):
-    """exp(sign * i pi j^2 / n), j < n (j^2 reduced mod 2n, exactly)."""
-    def make():
-        j = O.arange(0, n, 1, D.int64, device)
-        q = O.elementwise("remainder", O.elementwise("mul", j, j), 2 * n)
-        return _phase(q, 2 * n, sign, dtype, device)
-    return _cached(("chirp", n, sign, dtype, device), make)
-
-
-def _split(n):
-    """The largest factor of ``n`` in [2, 64] (0 if none: n has only primes above 64)."""
-    for f in range(min(_DIRECT, n // 2), 1, -1):
-        if n % f == 0:
-            return f
-    return 0
-
-
-def _c2c_last(x, sign):
-    """The unnormalized DFT (kernel exp(sign 2 pi i jk / n)) of complex ``x`` along its
-    last dimension."""
-    n = x.shape[-1]
-    if n == 1:
-        return x
-    dt, dev = x.dtype, x.device
-    if n <= _DIRECT:
-        return CX.matmul(x, _dft_matrix(n, sign, dt, dev))
-    n1 = _split(n)
-    if n1 == 0:
-        return _bluestein(x, sign)
-    n2 = n // n1
-    lead = x.shape[:-1]
-    a = V.transpose(V.reshape(x, lead + (n1, n2)), -1, -2)          # [j2, j1]
-    b = CX.matmul(a, _dft_matrix(n1, sign, dt, dev))                  # [j2, k1]
-    b = O.elementwise("mul", b, _twiddle(n1, n2, sign, dt, dev))
-    c = _c2c_last(O.contiguous(V.transpose(b, -1, -2)), sign)         # [k1, k2]
-    return V.reshape(O.contiguous(V.transpose(c, -1, -2)), lead + (n,))  # k = k1 + n1 k2
-
-
-def _bluestein(x, sign):
-    """Bluestein's algorithm: jk = (j^2 + k^2 - (k - j)^2) / 2 turns the DFT into a
-    circular convolution of power-of-two length m >= 2n - 1."""
-    n = x.shape[-1]
-    dt, dev = x.dtype, x.device
-    m = 1 << (2 * n - 2).bit_length()
-    w = _chirp(n, sign, dt, dev)                       # exp(sign i pi j^2 / n)
-
-    def make_kernel():
-        wc = _conj(w)
-        zeros = O.zeros((m - 2 * n + 1,), dt, dev)
-        full = IX.cat([wc, zeros, IX.flip(V.narrow(wc, 0, 1, n - 1), (0,))], 0)
-        return _c2c_last(full, -1)
-    kernel_hat = _cached(("bluestein", n, sign, dt, dev), make_kernel)
-    a = O.elementwise("mul", x, w)
-    a = IX.cat([a, O.zeros(x.shape[:-1] + (m - n,), dt, dev)], -1)
-    conv = _c2c_last(O.elementwise("mul", _c2c_last(a, -1), kernel_hat), 1)
-    conv = O.elementwise("mul", V.narrow(conv, -1, 0, n), 1.0 / m)
-    return O.elementwise("mul", conv, w)
-
-
-def _conj(z):
-    return CX.join(V.complex_part(z, 0), O.elementwise("neg", V.complex_part(z, 1)))
-
 
 # ---- argument handling ------------------------------------------------------------------------
 _NORMS = (None, "backward", "ortho", "forward")
@@ -219,7 +103,7 @@ def _c2c(x, d, sign, scale):
     nd = len(x.shape)
     if d != nd - 1:
         x = V.movedim(x, d, -1)
-    y = _c2c_last(O.contiguous(x), sign)
+    y = SP.fft_last(O.contiguous(x), sign)
     if scale != 1.0:
         y = O.elementwise("mul", y, scale)
     return V.movedim(y, -1, d) if d != nd - 1 else y
@@ -296,7 +180,7 @@ def _c2r_along(x, d, n, sign, scale):
     x = _resize(x, d, half)
     rest = n - half
     if rest:
-        mirror = _conj(IX.flip(V.narrow(x, d, 1, rest), (d,)))
+        mirror = SP.conj(IX.flip(V.narrow(x, d, 1, rest), (d,)))
         x = IX.cat([x, mirror], d)
     y = _c2c(x, d, sign, scale)
     return O.contiguous(V.complex_part(y, 0))
@@ -327,7 +211,7 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     x = _as_complex(input, "fft_hfft")
     d = _dim(x, dim, "fft_hfft")
     n = _length(n, 2 * (x.shape[d] - 1), "fft_hfft")
-    return _out(_c2r_along(_conj(x), d, n, 1, _scale(_flip_norm(norm), n, False)), out,
+    return _out(_c2r_along(SP.conj(x), d, n, 1, _scale(_flip_norm(norm), n, False)), out,
                 "fft_hfft")
 
 
@@ -445,7 +329,7 @@ def _irnd(input, s, dim, norm, op, hermitian=False):
     if not dims:
         raise RuntimeError(f"{op}(): must have at least one dimension to transform")
     if hermitian:
-        x, norm = _conj(x), _flip_norm(norm)
+        x, norm = SP.conj(x), _flip_norm(norm)
     for d, n in zip(dims[:-1], sizes[:-1]):
         n = _length(n, x.shape[d], op)
         x = _c2c(_resize(x, d, n), d, 1, _scale(norm, n, False))

@@ -1160,6 +1160,16 @@ _la("linalg_lstsq_solution", lambda a, b: _LA.lstsq(a, b).solution, [
 _la("linalg_lstsq", _LA.lstsq, [S(T(5, 3), T(5, 2), driver="gelsd"),
                                 S(T(5, 3), T(5, 2), driver="gelsy")], grad=False)
 _la("linalg_matrix_exp", _LA.matrix_exp, [S(_sq(3, 3)), S(_sq(2, 4, 4)), S(T(2, 2))])
+
+
+def _fft_pairs_call(x, sign):
+    """fft_pairs through ember.fft: real pairs (..., n, 2) as complex, transformed."""
+    z = ember.view_as_complex(x.contiguous())
+    return ember.view_as_real(ember.fft.fft(z) if sign < 0 else ember.fft.ifft(z, norm="forward"))
+
+
+_la("fft_pairs", _fft_pairs_call, [S(T(4, 8, 2), -1), S(T(2, 3, 70, 2), 1), S(T(131, 2), -1),
+                                   S(T(3, 12, 2), 1)])
 _la("linalg_lu_factor_ex", _LA.lu_factor_ex, [S(T(3, 3)), S(T(2, 4, 4)), S(T(3, 4))])
 _la("linalg_lu_solve", lambda a, b, **k: _LA.lu_solve(*_LA.lu_factor(_wc(a)), b, **k), [
     S(_sq(3, 3), T(3, 2)), S(_sq(3, 3), T(2, 3), left=False),

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import ember
+from ember.dispatcher.defs import spectral as SP
 
 RNG = np.random.default_rng(7)
 
@@ -379,3 +380,17 @@ def test_stft_errors_and_warnings():
         r = ember.stft(x, 16, window=ember.hann_window(16), return_complex=False)
     assert r.shape == torch.stft(torch.randn(64), 16, window=torch.hann_window(16),
                                  return_complex=False).shape
+
+
+@pytest.mark.parametrize("n", [1, 6, 64, 96, 131, 1000])
+@pytest.mark.parametrize("sign", [-1, 1])
+def test_fft_pairs_kernel_and_composite(n, sign):
+    """The cpu kernel and the composite other devices run (DFT matrices, Cooley-Tukey,
+    Bluestein) against torch.fft."""
+
+    c = _carr(3, n)
+    want = (torch.fft.fft(torch.tensor(c)) if sign < 0
+            else torch.fft.ifft(torch.tensor(c), norm="forward"))
+    pairs = ember.view_as_real(ember.tensor(c)).contiguous()
+    for got in (SP.fft_pairs(pairs, sign), SP._fft_pairs_composite(pairs, sign)):
+        _close(ember.view_as_complex(got), want, rtol=1e-4, atol=1e-4 * np.sqrt(n))
