@@ -34,7 +34,7 @@ from .reduction import any_
 __all__ = ["check_by_reading", "convolution", "conv_output_size", "avg_pool", "adaptive_avg_pool",
            "adaptive_max_pool", "pool_output_size", "batch_norm", "layer_norm",
            "layer_norm_backward", "group_norm", "embedding", "nll_loss", "cross_entropy",
-           "cross_entropy_indices",
+           "cross_entropy_indices", "binary_cross_entropy",
            "scaled_dot_product_attention", "dropout_mask", "relu", "hardtanh"]
 
 E = O.elementwise
@@ -1012,6 +1012,54 @@ def _(g, self, target, weight=None, reduction="mean", ignore_index=-100):
     d = E("mul", O.softmax_op("softmax", self, cdim), scale)
     d = O.scatter(d, cdim, V.unsqueeze(safe, cdim), E("neg", scale), reduce="add")
     return d, None, None
+
+
+# binary cross-entropy of probabilities: one node with PyTorch's gradient, finite where the
+# input saturates at 0 or 1 (the logs' clamp at -100 would give inf * 0 = NaN through the
+# composite: a sigmoid that rounds to 1.0 made a Siamese network's loss NaN)
+defop("binary_cross_entropy", "loss",
+      "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, "
+      "str reduction='mean') -> Tensor",
+      "(composite only)", promotion="none", inputs=("self", "target", "weight"),
+      variants=())
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """``-w (t log x + (1 - t) log(1 - x))``, the logs clamped at -100, reduced (arguments
+    checked; ``weight``, if any, has ``input``'s shape and is not differentiated)."""
+    shape = tuple(input.shape) if reduction == "none" else ()
+    return O.composite_op("binary_cross_entropy", (input, target, weight),
+                          {"reduction": reduction}, [(shape, input.dtype)], input.device)
+
+
+def _loss_reduced(loss, reduction):
+    if reduction == "none":
+        return loss
+    total = O.reduce("sum", loss)
+    return total if reduction == "sum" else _true_div(total, C.numel(loss.shape))
+
+
+@composite("binary_cross_entropy")
+def _binary_cross_entropy(self, target, weight, reduction):
+    log_x = O.clamp(E("log", self), -100.0)
+    log_1mx = O.clamp(E("log1p", E("neg", self)), -100.0)
+    loss = E("sub", E("mul", E("sub", target, 1), log_1mx), E("mul", target, log_x))
+    if weight is not None:
+        loss = E("mul", loss, weight)
+    return _loss_reduced(loss, reduction)
+
+
+@gradient("binary_cross_entropy")
+def _(g, self, target, weight=None, reduction="mean"):
+    # PyTorch's: (x - t) / max(x (1 - x), 1e-12) for the input, -logit(x) for the target
+    if reduction == "mean":
+        g = _true_div(g, C.numel(self.shape))
+    if weight is not None:
+        g = E("mul", g, weight)
+    d_self = E("mul", g, E("div", E("sub", self, target),
+                           O.clamp(E("sub", self, E("mul", self, self)), 1e-12)))
+    d_target = E("mul", g, E("neg", E("logit", self)))
+    return d_self, d_target, None
 
 
 # ---- attention ---------------------------------------------------------------------------

@@ -2339,14 +2339,20 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"Using a target size ({target.size()}) that is different to the "
                          f"input size ({input.size()}) is deprecated. Please ensure they have "
                          "the same size.")
-    if input.numel() and bool(((input < 0) | (input > 1)).any()):
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"Found dtype {_tname(target.dtype)} but expected "
+                           f"{_tname(input.dtype)}")
+    # (NaN is out of range too, as PyTorch's check reads)
+    if input.numel() and not bool(((input >= 0) & (input <= 1)).all()):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    log_x = ember.log(input).clamp(min=-100)
-    log_1mx = ember.log1p(-input).clamp(min=-100)
-    loss = (target - 1) * log_1mx - target * log_x
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+        if weight.requires_grad and ember.is_grad_enabled():
+            raise RuntimeError("The function 'binary_cross_entropy' is not differentiable "
+                               "with respect to argument 'weight'. This input cannot have "
+                               "requires_grad True.")
+        weight = weight.to(input.dtype).expand(ember.broadcast_shapes(target.shape,
+                                                                      weight.shape))
+    return _nn.binary_cross_entropy(input, target, weight, reduction)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,

@@ -750,6 +750,15 @@ _add(OpInfo("cross_entropy", F.cross_entropy, [
     S(T(4, 5), T(4, 5, low=0.0, high=1.0), reduction="sum"),
     S(T(4, 5), T(4, 5, low=0.0, high=1.0), _weight(5), label_smoothing=0.1),
 ], zero_d=False, empty=False, scale=2, dtypes=_FLOATS))
+# (probabilities, targets in [0, 1], weight, reduction): inside (0, 1), away from the
+# clamps, so finite differences see the formula
+_add(OpInfo("binary_cross_entropy", F.binary_cross_entropy, [
+    S(T(4, 5, low=0.05, high=0.95), T(4, 5, low=0.0, high=1.0)),
+    S(T(3, 2, 4, low=0.05, high=0.95), T(3, 2, 4, low=0.0, high=1.0), reduction="sum"),
+    S(T(4, 5, low=0.05, high=0.95), T(4, 5, low=0.0, high=1.0), T(4, 5, low=0.5, high=2.0),
+      reduction="none"),
+    S(T(6, low=0.05, high=0.95), T(6, low=0.0, high=1.0), T(6, low=0.5, high=2.0)),
+], zero_d=False, empty=False, dtypes=_FLOATS))
 # dropout_p=0 only: the reference and the device draw from their own generators
 _add(OpInfo("scaled_dot_product_attention", F.scaled_dot_product_attention, [
     S(T(2, 3, 4, 5), T(2, 3, 6, 5), T(2, 3, 6, 4)),

@@ -218,6 +218,11 @@ RECIPES = {
                                           ignore_index=2),
                                F.nll_loss(x[:, :, 0], ember.tensor([1, 3]), reduction="none")),
                  [X(2, 4, 2), X(4, low=0.5, high=2.0)]),
+    # probabilities away from the clamps; the target is differentiable too
+    "binary_cross_entropy": (
+        lambda x, t: (F.binary_cross_entropy(x, t), F.binary_cross_entropy(
+            x, t, ember.tensor([[0.5], [2.0], [1.5]], dtype=ember.float64), reduction="sum")),
+        [X(3, 4, low=0.1, high=0.9), X(3, 4, low=0.0, high=1.0)]),
     "cross_entropy_indices": (
         lambda x, y: (NN.cross_entropy_indices(x, ember.tensor([1, 0, 3]), ignore_index=0),
                       NN.cross_entropy_indices(y, ember.tensor([[0, 3], [2, 1]]),
@@ -407,7 +412,8 @@ def test_conv_second_order(name):
 
 
 @pytest.mark.parametrize("name", ["exp", "mul", "tanh", "sigmoid", "softmax", "matmul",
-                                  "logsumexp", "div", "pow", "sqrt", "log_softmax", "var"])
+                                  "logsumexp", "div", "pow", "sqrt", "log_softmax", "var",
+                                  "binary_cross_entropy"])
 def test_second_order(name):
     fn, inputs, *_ = RECIPES[name]
     assert gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3)

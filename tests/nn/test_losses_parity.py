@@ -206,3 +206,41 @@ def test_loss_argument_errors():
 def test_mse_size_mismatch_warns():
     with pytest.warns(UserWarning, match="target size"):
         F.mse_loss(ember.zeros(3, 1), ember.zeros(3))
+
+
+@pytest.mark.parametrize("red", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binary_cross_entropy_saturated_gradients(red, weighted):
+    """Probabilities of exactly 0 or 1 (a sigmoid rounding to 1.0) give PyTorch's finite
+    gradients ((x - t) / max(x (1 - x), 1e-12) for the input, -logit(x) for the target),
+    not the NaN of differentiating the clamped logs; the grad_fn is one node."""
+    x = torch.tensor([0.0, 1.0, 1.0, 0.0, 0.5, 1e-30, 1 - 1e-7, 0.3])
+    t = torch.tensor([0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.25])
+    w = torch.linspace(0.5, 2.0, 8) if weighted else None
+    got, want = [], []
+    for lib, fn, out in ((ember, F.binary_cross_entropy, got),
+                         (torch, TF.binary_cross_entropy, want)):
+        xs, ts = (x, t) if lib is torch else (e(x), e(t))
+        xs, ts = xs.requires_grad_(), ts.requires_grad_()
+        loss = fn(xs, ts, _w(lib, w), reduction=red)
+        out.extend([loss, *lib.autograd.grad(loss.sum(), (xs, ts))])
+        out.append(type(loss.grad_fn).__name__)
+    assert got[-1] == want[-1] == "BinaryCrossEntropyBackward0"
+    close(got[0], want[0])
+    close(got[1], want[1])
+    finite = torch.isfinite(want[2])    # -logit(0) is inf in both
+    close(got[2][e(finite)], want[2][finite])
+
+
+def test_binary_cross_entropy_checks_match_torch():
+    p, t = torch.rand(3), torch.rand(3)
+    same_error(lambda: TF.binary_cross_entropy(torch.tensor([float("nan")]), t[:1]),
+               lambda: F.binary_cross_entropy(ember.tensor([float("nan")]), e(t[:1])),
+               RuntimeError)
+    same_error(lambda: TF.binary_cross_entropy(p, t.double()),
+               lambda: F.binary_cross_entropy(e(p), e(t).double()), RuntimeError)
+    same_error(lambda: TF.binary_cross_entropy(p, t, torch.rand(3, requires_grad=True)),
+               lambda: F.binary_cross_entropy(e(p), e(t), ember.rand(3, requires_grad=True)),
+               RuntimeError)
+    both(lambda L, T: (lambda a, b: L.functional.binary_cross_entropy(
+        a, b, _w(T, torch.tensor([2.0])))), p, t)
