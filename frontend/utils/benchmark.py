@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ember.dispatcher import dtypes as _dtypes
+
 from .. import _threads
 
 __all__ = ["Timer", "Measurement", "TaskSpec", "Compare", "Language", "select_unit",
@@ -179,7 +181,11 @@ class Measurement:
 
     def __repr__(self) -> str:
         spec = self.task_spec
-        lines = [object.__repr__(self), spec.summarize()]
+        # PyTorch's module path while ember.as_torch is installed
+        where = ("torch.utils.benchmark.utils.common" if _dtypes.module_name == "torch"
+                 else type(self).__module__)
+        lines = [f"<{where}.{type(self).__qualname__} object at {id(self):#x}>",
+                 spec.summarize()]
         if spec.setup != "pass":
             # (a setup of several lines is followed by an empty one)
             lines.append("setup:\n" + textwrap.indent(spec.setup, "  ") + "\n"

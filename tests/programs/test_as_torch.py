@@ -116,14 +116,17 @@ try:
     torch.nn.functional.embedding(torch.zeros(2), torch.zeros(3, 2))
 except RuntimeError as e:
     print(str(e).split("but got ")[1].split()[0])
+from torch.utils.benchmark import Timer
+print(repr(Timer("1").timeit(1)).split(" object at ")[0])
 """
 
 
 def test_printed_texts_name_torch(tmp_path):
-    """Under as_torch, dtypes, sizes, layouts, memory formats, tensor reprs, type names and
-    return types print with PyTorch's module name (``torch.float32``, ``torch.Size([2])``),
-    so a script comparing ``str(x.dtype) == "torch.float16"`` takes PyTorch's branch; the
-    same script under real PyTorch is the oracle. Plain ember keeps ``ember.``."""
+    """Under as_torch, dtypes, sizes, layouts, memory formats, tensor reprs, type names,
+    return types and benchmark Measurements print with PyTorch's module name
+    (``torch.float32``, ``torch.Size([2])``), so a script comparing
+    ``str(x.dtype) == "torch.float16"`` takes PyTorch's branch; the same script under real
+    PyTorch is the oracle. Plain ember keeps ``ember.``."""
     pytest.importorskip("torch")
     script = tmp_path / "prog.py"
     script.write_text(_PRINTS)
