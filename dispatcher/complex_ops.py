@@ -26,6 +26,7 @@ from . import dtypes as D
 from . import ops as O
 from . import views as V
 from .core import TensorBase
+from .grad_mode import MODE
 from .defs import _products as _PR
 from .defs import _reduction_core as _RC
 from .defs import index as _IX
@@ -283,6 +284,19 @@ def _ln_scaled(scale):
     return f
 
 
+def _mul_interleaved(z, w):
+    """z * w of two complex tensors outside autograd, on the interleaved layout: [a, b] * c
+    and [a, b] * d (two passes over the pairs), then ac - bd and bc + ad written into the
+    result's parts (the same roundings as PyTorch's products and sums)."""
+    zr, wr = V.view_as_real(z), V.view_as_real(w)
+    t1 = O.elementwise("mul", zr, V.narrow(wr, -1, 0, 1))             # [ac, bc]
+    t2 = O.elementwise("mul", zr, V.narrow(wr, -1, 1, 1))             # [ad, bd]
+    res = C.empty(t1.shape[:-1], z.dtype, z.device)
+    O.elementwise("sub", V.select(t1, -1, 0), V.select(t2, -1, 1), out=_raw_part(res, 0))
+    O.elementwise("add", V.select(t1, -1, 1), V.select(t2, -1, 0), out=_raw_part(res, 1))
+    return res
+
+
 #: op name -> (formula over (re, im) pairs, whether its result is complex)
 TABLE = {
     "add": (lambda a, b: (_add(a[0], b[0]), _add(a[1], b[1])), True),
@@ -354,8 +368,12 @@ def elementwise(name, args, out, inplace, attrs):
         raise RuntimeError(f"div(): rounding_mode={attrs['rounding_mode']!r} is not supported "
                            "for complex inputs")
     like = next(a for a in args if isinstance(a, TensorBase))
-    res = fn(*[parts(a, rdt) for a in args])
-    if complex_result:
+    if name == "mul" and all(isinstance(a, TensorBase) and a.dtype._kind == 3
+                             and not (a.requires_grad and MODE.grad) for a in args):
+        res = _mul_interleaved(*[a if a.dtype is rt else O.to(a, dtype=rt) for a in args])
+    else:
+        res = fn(*[parts(a, rdt) for a in args])
+    if complex_result and not isinstance(res, TensorBase):
         res = join(res[0], res[1], like)
         if res.dtype is not rt:
             res = O.to(res, dtype=rt)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.dispatcher.defs import spectral as SP
 from ember.autograd import gradcheck, gradgradcheck
 from ember.dispatcher import OPS
 from ember.dispatcher.defs import conv as CV
@@ -343,6 +344,10 @@ RECIPES["polygamma"] = (lambda x, y: (ember.polygamma(1, x), ember.polygamma(3, 
 RECIPES["special_zeta"] = (lambda q: ember.special.zeta(2.5, q), [X(3, 4, low=0.5, high=3.0)])
 # (no derivative in a, in PyTorch either: a held constant)
 _A = X(3, 4, low=0.5, high=3.0, requires_grad=False)
+# the DFT of real pairs (its kernel on cpu, the composite elsewhere), both signs, a length
+# that splits (12) and one that goes through Bluestein's algorithm (67)
+RECIPES["fft_pairs"] = (lambda a, b: (SP.fft_pairs(a, -1), SP.fft_pairs(b, 1)),
+                        [X(2, 12, 2), X(67, 2)])
 RECIPES["igamma"] = (lambda x: ember.igamma(_A, x), [X(3, 4, low=0.5, high=3.0)])
 RECIPES["igammac"] = (lambda x: ember.igammac(_A, x), [X(3, 4, low=0.5, high=3.0)])
 for _o in elementwise_ops():

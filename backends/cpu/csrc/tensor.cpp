@@ -66,6 +66,12 @@ void ElemIter::build_shape(const int64_t* shp, int nd_in, const Tensor* const* t
     }
     nd = w + 1;
   }
+  // a tiny innermost dim under a long one (a broadcast over trailing pairs, RGB channels):
+  // run the long one innermost, strided, instead of one inner-loop call per 2-4 elements
+  if (nd >= 2 && shape[0] <= 4 && shape[1] >= 16 * shape[0]) {
+    std::swap(shape[0], shape[1]);
+    for (int k = 0; k < n; ++k) std::swap(strides[0][k], strides[1][k]);
+  }
   if (nd == 0) {
     nd = 1;
     shape[0] = 1;
