@@ -1,13 +1,16 @@
-"""``ember.fx.GraphModule``: a Module whose ``forward`` is generated from a Graph, and
-``ember.fx.Interpreter``, which runs a graph node by node."""
+"""``ember.fx.GraphModule``: a Module whose ``forward`` is generated from a Graph."""
 from __future__ import annotations
 
+import copy
 import linecache
 
-from ..nn.modules.module import Module
-from .graph import Graph, map_arg
+import ember
 
-__all__ = ["GraphModule", "Interpreter"]
+from ..nn.modules.module import Module
+from ..nn.parameter import Parameter
+from .graph import Graph
+
+__all__ = ["GraphModule"]
 
 _COUNT = [0]
 
@@ -18,38 +21,112 @@ def _attr(obj, qualified: str):
     return obj
 
 
-def _set_attr(module, qualified: str, value):
-    *path, last = qualified.split(".")
-    for part in path:
-        if not hasattr(module, part):
-            module.add_module(part, Module())
-        module = getattr(module, part)
-    setattr(module, last, value)
+def _copy_attr(from_module, to_module, target: str):
+    """Install ``from_module``'s ``target`` (a dotted path) on ``to_module``, making empty
+    Modules for the missing parents (PyTorch's rule: a tensor that is not a parameter
+    becomes a buffer)."""
+    *prefix, field = target.split(".")
+    for item in prefix:
+        f = getattr(from_module, item)
+        t = getattr(to_module, item, None)
+        if f is t:          # a parent already installed brings its children along
+            return
+        if t is None:
+            t = Module()
+            setattr(to_module, item, t)
+        from_module, to_module = f, t
+    orig = getattr(from_module, field)
+    if isinstance(orig, ember.Tensor) and not isinstance(orig, Parameter):
+        to_module.register_buffer(field, orig)
+    else:
+        setattr(to_module, field, orig)
+
+
+def _assign_attr(from_obj, to_module, target: str):
+    *prefix, field = target.split(".")
+    for item in prefix:
+        t = getattr(to_module, item, None)
+        if t is None:
+            t = Module()
+            setattr(to_module, item, t)
+        to_module = t
+    if isinstance(from_obj, ember.Tensor) and not isinstance(from_obj, Parameter):
+        to_module.register_buffer(field, from_obj)
+    else:
+        setattr(to_module, field, from_obj)
+
+
+class _CodeOnlyModule(Module):
+    """A Module made from another's ``__dict__`` (a GraphModule's deep copy)."""
+
+    def __init__(self, body):
+        super().__init__()
+        self.__dict__ = body
 
 
 class GraphModule(Module):
     """A Module running ``graph``: its ``forward`` is the graph's generated code
-    (:attr:`code`). ``root`` (a Module, or a dict of name to value) provides what the
-    graph's ``get_attr`` and ``call_module`` nodes name; they are copied onto this module
-    under the same qualified names."""
+    (:attr:`code`). ``root`` (a Module, or a dict of qualified name to value) provides what
+    the graph's ``get_attr`` and ``call_module`` nodes name; they are copied onto this
+    module under the same qualified names.
+
+    Example::
+
+        gm = ember.fx.symbolic_trace(model)
+        for node in gm.graph.nodes: ...      # edit the graph
+        gm.recompile()                        # forward follows the edited graph
+    """
+
+    def __new__(cls, *args, **kwargs):
+        # each instance gets a class of its own: forward is set on the class
+        for t in cls.__mro__:
+            if not t.__dict__.get("_fx_per_instance", False):
+                base = t
+                break
+        impl = type(base.__name__, (base,), {"_fx_per_instance": True,
+                                             "__module__": base.__module__})
+        return super().__new__(impl)
 
     def __init__(self, root, graph: Graph, class_name: str = "GraphModule"):
         super().__init__()
-        self.__class__ = type(class_name, (GraphModule,), {})
-        for node in graph.nodes:
-            if node.op in ("get_attr", "call_module"):
-                value = root[node.target] if isinstance(root, dict) else \
-                    _attr(root, node.target)
-                _set_attr(self, node.target, value)
+        type(self).__name__ = class_name
+        type(self).__qualname__ = class_name
+        if isinstance(root, Module):
+            self.training = getattr(root, "training", True)
+            if isinstance(root, _CodeOnlyModule):
+                for k, _ in root.named_children():
+                    _copy_attr(root, self, k)
+                for k, _ in root.named_buffers():
+                    _copy_attr(root, self, k)
+                for k, _ in root.named_parameters():
+                    _copy_attr(root, self, k)
+            for node in graph.nodes:
+                if node.op in ("get_attr", "call_module"):
+                    _copy_attr(root, self, node.target)
+        elif isinstance(root, dict):
+            targets = []
+            for node in graph.nodes:
+                if node.op in ("get_attr", "call_module"):
+                    if node.target not in root:
+                        raise RuntimeError(f"Node {node} referenced target {node.target} but "
+                                           "that target was not provided in ``root``!")
+                    targets.append(node.target)
+            for target in sorted(targets, key=lambda t: t.count(".")):
+                _assign_attr(root[target], self, target)
+        else:
+            raise RuntimeError(f"Unsupported type {root} passed for root!")
+        self.meta: dict = {}
         self.graph = graph
 
     @property
     def graph(self) -> Graph:
+        """The graph ``forward`` runs; assigning one recompiles."""
         return self._graph
 
     @graph.setter
     def graph(self, g: Graph):
         self._graph = g
+        g.owning_module = self
         self.recompile()
 
     @property
@@ -58,8 +135,10 @@ class GraphModule(Module):
         return self._code
 
     def recompile(self):
-        """Regenerate ``forward`` from the graph (after editing it)."""
-        src, glob = self._graph.python_code("self")
+        """Regenerate ``forward`` from the graph (after editing it); returns the
+        :class:`~ember.fx.graph.PythonCode`."""
+        python_code = self._graph.python_code("self")
+        src, glob = python_code
         _COUNT[0] += 1
         filename = f"<eval_with_key>.{_COUNT[0]}"
         # (registered with linecache so that tracebacks show the generated line)
@@ -67,78 +146,95 @@ class GraphModule(Module):
         exec(compile(src, filename, "exec"), glob)  # noqa: S102 - source generated above
         self._code = src
         type(self).forward = glob["forward"]
-        return src
+        return python_code
 
-    def print_readable(self, print_output: bool = True) -> str:
-        text = f"class {type(self).__name__}(ember.nn.Module):\n" + "".join(
-            "    " + line + "\n" for line in self._code.splitlines())
+    # ---- submodules ---------------------------------------------------------------------
+    def add_submodule(self, target: str, m: Module) -> bool:
+        """Install ``m`` at the dotted path ``target``, making empty parents as needed;
+        False if a non-Module is in the way."""
+        *prefix, field = target.split(".")
+        mod = self
+        for item in prefix:
+            submod = getattr(mod, item, None)
+            if submod is None:
+                submod = Module()
+                mod.add_module(item, submod)
+            if not isinstance(submod, Module):
+                return False
+            mod = submod
+        mod.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target: str) -> bool:
+        """Remove the submodule at ``target``; False if there is none."""
+        atoms = target.split(".")
+        path, target_submod = atoms[:-1], atoms[-1]
+        mod = self
+        for item in path:
+            if not hasattr(mod, item):
+                return False
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                return False
+        if not hasattr(mod, target_submod) or \
+                not isinstance(getattr(mod, target_submod), Module):
+            return False
+        delattr(mod, target_submod)
+        return True
+
+    def delete_all_unused_submodules(self):
+        """Remove the submodules no ``call_module`` or ``get_attr`` node uses."""
+        used = set()
+        for node in self._graph.nodes:
+            if node.op in ("call_module", "get_attr"):
+                fullpath = node.target.split(".")
+                for i in range(1, len(fullpath) + 1):
+                    used.add(".".join(fullpath[:i]))
+                if node.op == "call_module":
+                    try:
+                        submod = self.get_submodule(node.target)
+                    except AttributeError:
+                        continue
+                    for name, _ in submod.named_modules():
+                        if name:
+                            used.add(f"{node.target}.{name}")
+        to_delete = [name for name, _ in self.named_modules() if name and name not in used]
+        for name in to_delete:
+            self.delete_submodule(name)
+
+    # ---- printing ---------------------------------------------------------------------
+    def print_readable(self, print_output: bool = True, include_stride: bool = False,
+                       include_device: bool = False, colored: bool = False) -> str:
+        """The generated code as a class body (nested GraphModules included)."""
+        text = self._readable(type(self).__name__)
         if print_output:
             print(text)
         return text
 
+    def _readable(self, name: str) -> str:
+        lines = [f"class {name}(ember.nn.Module):"]
+        for child_name, child in self.named_children():
+            if isinstance(child, GraphModule):
+                lines += ["    " + line for line in
+                          child._readable(child_name).splitlines()]
+        body = self._code.strip("\n").splitlines()
+        lines += ["    " + line.rstrip() for line in body]
+        return "\n".join(lines) + "\n"
+
     def __str__(self):
-        return super().__str__() + "\n\n\n\n" + self._code
+        return super().__str__() + "\n\n\n" + self._code + \
+            "\n# To see more debug info, please use `graph_module.print_readable()`"
 
+    # ---- copies -----------------------------------------------------------------------
+    def __deepcopy__(self, memo):
+        res = type(self).__new__(type(self))
+        memo[id(self)] = res
+        fake = _CodeOnlyModule(copy.deepcopy(self.__dict__, memo))
+        GraphModule.__init__(res, fake, fake.__dict__["_graph"], type(self).__name__)
+        res.meta = copy.deepcopy(getattr(self, "meta", {}), memo)
+        return res
 
-class Interpreter:
-    """Runs a GraphModule's graph one node at a time. Subclasses override
-    :meth:`run_node` or the per-op methods (``call_function``, ...) to observe or change
-    what each node does."""
-
-    def __init__(self, module: GraphModule, garbage_collect_values: bool = True):
-        self.module = module
-        self.garbage_collect_values = garbage_collect_values
-        self.env: dict = {}
-
-    def run(self, *args, initial_env=None):
-        self.env = dict(initial_env or {})
-        self.args_iter = iter(args)
-        nodes = self.module.graph.nodes
-        last_use = {}
-        for node in nodes:
-            for n in node.all_input_nodes:
-                last_use[n] = node
-        for node in nodes:
-            if node in self.env:
-                continue
-            self.env[node] = self.run_node(node)
-            if self.garbage_collect_values:
-                for n in node.all_input_nodes:
-                    if last_use.get(n) is node:
-                        del self.env[n]
-            if node.op == "output":
-                return self.env[node]
-        return None
-
-    def fetch_args_kwargs_from_env(self, node):
-        load = self.env.__getitem__
-        return map_arg(node.args, load), map_arg(node.kwargs, load)
-
-    def run_node(self, node):
-        """Run one node: fetch its arguments' values from ``self.env`` and call the method
-        named by its ``op`` (``call_function``, ``placeholder``, ...)."""
-        args, kwargs = self.fetch_args_kwargs_from_env(node)
-        return getattr(self, node.op)(node.target, args, kwargs)
-
-    def placeholder(self, target, args, kwargs):
-        try:
-            return next(self.args_iter)
-        except StopIteration:
-            raise RuntimeError(f"Expected positional argument for parameter {target}, but "
-                               "one was not passed in!") from None
-
-    def get_attr(self, target, args, kwargs):
-        return _attr(self.module, target)
-
-    def call_function(self, target, args, kwargs):
-        return target(*args, **kwargs)
-
-    def call_method(self, target, args, kwargs):
-        self_obj, *rest = args
-        return getattr(self_obj, target)(*rest, **kwargs)
-
-    def call_module(self, target, args, kwargs):
-        return _attr(self.module, target)(*args, **kwargs)
-
-    def output(self, target, args, kwargs):
-        return args[0]
+    def __copy__(self):
+        res = GraphModule(self, self.graph, type(self).__name__)
+        res.meta = getattr(self, "meta", {})
+        return res

@@ -86,7 +86,7 @@ def test_editing_a_graph():
     first = g2.call_function(ember.neg, (p,))
     second = g2.call_function(ember.exp, (p,))
     first.args = (second,)
-    with pytest.raises(RuntimeError, match="used before it is defined"):
+    with pytest.raises(RuntimeError, match="was used before it has been defined"):
         g2.lint()
 
 
