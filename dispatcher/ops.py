@@ -1245,10 +1245,20 @@ def nonzero(x):
 # ---------------------------------------------------------------------------------
 
 def bmm(a, b, out=None):
+    if out is None and (a.dtype._kind == 3 or b.dtype._kind == 3):
+        # complex: the real GEMM on the interleaved layout, differentiated through its parts
+        # (as mm and matmul; einsum contracts through bmm)
+        _check_bmm(a, b)
+        return COMPLEX["bmm"](a, b)
     if AC.ACTIVE[0] and out is None:
         a, b = AC.cast_args("bmm", (a, b), to)
     if requires_grad((a, b)) and MODE.grad:
         return record(OPS["bmm"], lambda: bmm(a, b, out), (a, b), {}, out=out)
+    _check_bmm(a, b)
+    return _matmul_kernel("bmm", a, b, out)
+
+
+def _check_bmm(a, b):
     if len(a.shape) != 3 or len(b.shape) != 3:
         raise RuntimeError(f"bmm(): batch1 must be a 3D tensor (got {len(a.shape)}D) and batch2 "
                            f"must be a 3D tensor (got {len(b.shape)}D)")
@@ -1256,7 +1266,6 @@ def bmm(a, b, out=None):
         raise RuntimeError(f"bmm(): Expected size for first two dimensions of batch2 tensor to "
                            f"be: [{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, "
                            f"{b.shape[1]}].")
-    return _matmul_kernel("bmm", a, b, out)
 
 
 def _matmul_kernel(name, a, b, out):
