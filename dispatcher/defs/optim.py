@@ -14,6 +14,7 @@ from __future__ import annotations
 from .. import core as C
 from .. import dtypes as D
 from .. import ops as O
+from .. import views as V
 from ..schema import OPS, composite, defop
 
 __all__ = ["adam_step_", "sgd_step_"]
@@ -128,6 +129,13 @@ def _native(o, lists, steps=()):
     return k
 
 
+def _as_real(*lists):
+    """Complex tensors as their real views (PyTorch's optimizers update a complex parameter
+    as the pairs of reals ``view_as_real`` shows: Adam's second moment is per part)."""
+    return [[V.view_as_real(t) if t is not None and t.dtype._kind == 3 else t for t in lst]
+            for lst in lists]
+
+
 def _bump(*lists):
     for lst in lists:
         for t in lst:
@@ -141,6 +149,9 @@ def adam_step_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_step
     attrs = dict(lr=float(lr), beta1=float(beta1), beta2=float(beta2),
                  weight_decay=float(weight_decay), eps=float(eps), amsgrad=bool(amsgrad),
                  maximize=bool(maximize), decoupled_weight_decay=bool(decoupled_weight_decay))
+    if any(p.dtype._kind == 3 for p in params):
+        params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs = _as_real(
+            params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs)
     lists = [params, grads, exp_avgs, exp_avg_sqs] + ([max_exp_avg_sqs] if amsgrad else [])
     k = _native(o, lists, state_steps)
     if k is None:
@@ -162,6 +173,8 @@ def sgd_step_(params, grads, momentum_buffers, *, lr, weight_decay, momentum, da
     attrs = dict(lr=lr, weight_decay=weight_decay, momentum=momentum, dampening=dampening,
                  nesterov=bool(nesterov), maximize=bool(maximize),
                  is_first_step=bool(is_first_step))
+    if any(p.dtype._kind == 3 for p in params):
+        params, grads, momentum_buffers = _as_real(params, grads, momentum_buffers)
     lists = [params, grads] + ([momentum_buffers] if momentum != 0 else [])
     k = _native(o, lists)
     if k is None:
