@@ -154,8 +154,19 @@ def ifft(input, n=None, dim=-1, norm=None, *, out=None):
 
 
 def _rfft_along(x, d, n, sign, scale):
-    y = _c2c(_resize(O.to(x, dtype=D.complex_of(x.dtype)), d, n), d, sign, scale)
-    return V.narrow(y, d, 0, n // 2 + 1)
+    """The ``n // 2 + 1`` first frequencies of the DFT (kernel exp(sign 2 pi i jk / n)) of
+    real ``x`` along ``d`` (op ``rfft_real``; the + sign is its conjugate)."""
+    x = _resize(x, d, n)
+    last = len(x.shape) - 1
+    if d != last:
+        x = V.movedim(x, d, -1)
+    y = V.view_as_complex(SP.rfft_real(O.contiguous(x)))
+    y._base = None
+    if sign > 0:
+        y = SP.conj(y)
+    if scale != 1.0:
+        y = O.elementwise("mul", y, scale)
+    return V.movedim(y, -1, d) if d != last else y
 
 
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):

@@ -23,10 +23,11 @@ from ..grad_mode import below_autograd
 from ..schema import OPS, composite, defop, gradient
 from . import index as IX
 
-__all__ = ["fft_pairs", "fft_last", "conj"]
+__all__ = ["fft_pairs", "rfft_real", "fft_last", "conj"]
 
 defop("fft_pairs", "matmul", "fft_pairs(Tensor self, int sign) -> Tensor", "(out, x, sign)",
       promotion="none")
+defop("rfft_real", "matmul", "rfft_real(Tensor self) -> Tensor", "(out, x)", promotion="none")
 
 _DIRECT = 64          # lengths up to this: one product with the DFT matrix
 _CACHE: dict = {}     # (what, n, ..., dtype, device) -> constant tensor
@@ -173,3 +174,35 @@ def fft_last(x, sign):
     res = V.view_as_complex(fft_pairs(pairs, sign))
     res._base = None   # (a tensor of its own, as complex_ops.join's results)
     return res
+
+
+@composite("rfft_real")
+def _rfft_real_composite(self):
+    n = self.shape[-1]
+    z = CX.join(self, O.zeros(self.shape, self.dtype, self.device))
+    return O.contiguous(V.view_as_real(V.narrow(_composite_last(z, -1), -1, 0, n // 2 + 1)))
+
+
+@O.recorded("rfft_real")
+def rfft_real(self):
+    """The DFT (kernel exp(-2 pi i jk / n)) of each row of a contiguous real ``(..., n)``
+    float32 / float64 tensor: its ``n // 2 + 1`` non-negative frequencies as ``(..., n //
+    2 + 1, 2)`` pairs."""
+    o = OPS["rfft_real"]
+    k = o.kernels.get(self.device.type)
+    if k is None:
+        return _rfft_real_composite(self)
+    out = C.empty(self.shape[:-1] + (self.shape[-1] // 2 + 1, 2), self.dtype, self.device)
+    O.launch(o, self.device, k, out, self)
+    return out
+
+
+@gradient("rfft_real")
+def _(g, self_shape):
+    # the adjoint of x -> X[:n // 2 + 1]: the real part of the opposite-sign DFT of the
+    # gradient zero-extended to n frequencies
+    n = self_shape[-1]
+    g = O.contiguous(g)
+    pad = O.zeros(g.shape[:-2] + (n - g.shape[-2], 2), g.dtype, g.device)
+    full = fft_pairs(IX.cat([g, pad], -2) if n > g.shape[-2] else g, 1)
+    return (O.contiguous(V.select(full, -1, 0)),)

@@ -1177,6 +1177,8 @@ def _fft_pairs_call(x, sign):
     return ember.view_as_real(ember.fft.fft(z) if sign < 0 else ember.fft.ifft(z, norm="forward"))
 
 
+_la("rfft_real", lambda x: ember.view_as_real(ember.fft.rfft(x)),
+    [S(T(4, 8)), S(T(2, 3, 70)), S(T(131)), S(T(3, 13))])
 _la("fft_pairs", _fft_pairs_call, [S(T(4, 8, 2), -1), S(T(2, 3, 70, 2), 1), S(T(131, 2), -1),
                                    S(T(3, 12, 2), 1)])
 _la("linalg_lu_factor_ex", _LA.lu_factor_ex, [S(T(3, 3)), S(T(2, 4, 4)), S(T(3, 4))])

@@ -348,6 +348,7 @@ _A = X(3, 4, low=0.5, high=3.0, requires_grad=False)
 # that splits (12) and one that goes through Bluestein's algorithm (67)
 RECIPES["fft_pairs"] = (lambda a, b: (SP.fft_pairs(a, -1), SP.fft_pairs(b, 1)),
                         [X(2, 12, 2), X(67, 2)])
+RECIPES["rfft_real"] = (lambda a, b: (SP.rfft_real(a), SP.rfft_real(b)), [X(2, 12), X(2, 9)])
 RECIPES["igamma"] = (lambda x: ember.igamma(_A, x), [X(3, 4, low=0.5, high=3.0)])
 RECIPES["igammac"] = (lambda x: ember.igammac(_A, x), [X(3, 4, low=0.5, high=3.0)])
 for _o in elementwise_ops():

@@ -394,3 +394,11 @@ def test_fft_pairs_kernel_and_composite(n, sign):
     pairs = ember.view_as_real(ember.tensor(c)).contiguous()
     for got in (SP.fft_pairs(pairs, sign), SP._fft_pairs_composite(pairs, sign)):
         _close(ember.view_as_complex(got), want, rtol=1e-4, atol=1e-4 * np.sqrt(n))
+
+
+@pytest.mark.parametrize("n", [1, 2, 9, 64, 100, 131, 1024])
+def test_rfft_real_kernel_and_composite(n):
+    a = _arr(3, n)
+    want = torch.fft.rfft(torch.tensor(a))
+    for got in (SP.rfft_real(ember.tensor(a)), SP._rfft_real_composite(ember.tensor(a))):
+        _close(ember.view_as_complex(got), want, rtol=1e-4, atol=1e-4 * np.sqrt(n))

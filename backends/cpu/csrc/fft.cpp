@@ -298,6 +298,96 @@ void k_fft_pairs(PyObject* const* a, Py_ssize_t na, PyObject* kw) {
 
 EMBER_KERNEL("fft_pairs", k_fft_pairs);
 
+// rfft_real: the DFT (kernel exp(-2 pi i j k / n)) of each row of a contiguous real
+// (..., n) tensor, its n // 2 + 1 non-negative frequencies as (..., n // 2 + 1, 2) pairs.
+// An even n transforms the row read as n / 2 complex values (x[2j] + i x[2j + 1]) and
+// separates the even and odd samples' spectra: X[k] = E[k] + w^k O[k] with E = (Z[k] +
+// conj Z[h - k]) / 2, O = -i (Z[k] - conj Z[h - k]) / 2, w = exp(-2 pi i / n): half the work
+// of a complex transform. An odd n runs the complex transform of the row.
+template <class T>
+struct RPlan {
+  int64_t n = 0;
+  std::shared_ptr<Plan<T>> half;  // length n / 2 (even n) or n (odd n)
+  std::vector<Cx<T>> w;           // exp(-2 pi i k / n), k <= n / 2
+};
+
+template <class T>
+std::shared_ptr<RPlan<T>> get_rplan(int64_t n) {
+  static std::mutex mu;
+  static std::map<int64_t, std::shared_ptr<RPlan<T>>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(n);
+    if (it != cache.end()) return it->second;
+  }
+  auto rp = std::make_shared<RPlan<T>>();
+  rp->n = n;
+  rp->half = get_plan<T>(n % 2 == 0 ? n / 2 : n, -1);
+  std::vector<Cx<double>> w;
+  unit_roots(w, n, -1);
+  rp->w.resize((size_t)(n / 2 + 1));
+  for (int64_t k = 0; k <= n / 2; ++k) rp->w[(size_t)k] = {(T)w[(size_t)k].re, (T)w[(size_t)k].im};
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 64) cache.clear();
+  cache[n] = rp;
+  return rp;
+}
+
+void k_rfft_real(PyObject* const* a, Py_ssize_t na, PyObject* kw) {
+  const char* op = "rfft_real";
+  Args args(op, a, na, kw, {"out", "x"}, 2);
+  Tensor out = args.out(0);
+  Tensor x = args.tensor(1);
+  check_same_dtype(op, out, x);
+  if (x.ndim < 1 || !x.is_contiguous() || !out.is_contiguous() || out.ndim != x.ndim + 1)
+    raise(PyExc_ValueError, "%s(): expected a contiguous (..., n) input and (..., n // 2 + 1, 2) output", op);
+  const int64_t n = x.shape[x.ndim - 1];
+  const int64_t h1 = n / 2 + 1;
+  if (out.shape[out.ndim - 2] != h1 || out.shape[out.ndim - 1] != 2)
+    raise(PyExc_ValueError, "%s(): the output's last dims must be (%lld, 2)", op, (long long)h1);
+  if (x.numel == 0 || n == 0) return;
+  const int64_t rows = x.numel / n;
+  dispatch<M_F32 | M_F64>(x.dtype, op, [&](auto tag) {
+    using T = EMBER_T(tag);
+    auto rp = get_rplan<T>(n);
+    const Plan<T>& pl = *rp->half;
+    const T* src = (const T*)x.data;
+    Cx<T>* dst = (Cx<T>*)out.data;
+    NoGil ng(x.numel >= kGilThreshold);
+    const int64_t work = std::max<int64_t>(1, n * 4);
+    parallel_for(0, rows, std::max<int64_t>(1, kGrain / work), [&](int64_t b, int64_t e) {
+      const int64_t len = pl.n;
+      std::vector<Cx<T>> buf((size_t)(2 * len) + (size_t)(pl.m ? 2 * pl.m : 0));
+      Cx<T>* Z = buf.data();
+      Cx<T>* tmp = buf.data() + len;
+      Cx<T>* scratch = buf.data() + 2 * len;
+      for (int64_t r = b; r < e; ++r) {
+        const T* xr = src + r * n;
+        Cx<T>* o = dst + r * h1;
+        if (n % 2) {
+          for (int64_t j = 0; j < n; ++j) tmp[j] = {xr[j], (T)0};
+          run_plan(pl, tmp, Z, scratch);
+          for (int64_t k = 0; k < h1; ++k) o[k] = Z[k];
+          continue;
+        }
+        const int64_t h = n / 2;
+        run_plan(pl, (const Cx<T>*)xr, Z, scratch);
+        const T half = (T)0.5;
+        for (int64_t k = 0; k <= h; ++k) {
+          const Cx<T> zk = Z[k == h ? 0 : k];
+          const Cx<T> zc = {Z[k == 0 ? 0 : h - k].re, -Z[k == 0 ? 0 : h - k].im};
+          const Cx<T> ev = {(zk.re + zc.re) * half, (zk.im + zc.im) * half};
+          // -i (zk - zc) / 2
+          const Cx<T> od = {(zk.im - zc.im) * half, -(zk.re - zc.re) * half};
+          o[k] = cadd(ev, cmul(rp->w[(size_t)k], od));
+        }
+      }
+    });
+  });
+}
+
+EMBER_KERNEL("rfft_real", k_rfft_real);
+
 }  // namespace
 
 }  // namespace ember
