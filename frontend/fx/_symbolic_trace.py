@@ -605,6 +605,12 @@ class Tracer(TracerBase):
                 patcher.patch_attr(Module, "__call__", module_call_wrapper)
                 _patch_wrapped_functions(patcher)
                 _autowrap_check(patcher, fn_globals, self._autowrap_function_ids, originals)
+                if isinstance(root, Module):
+                    # functions kept as module attributes (self.act = F.gelu) record too
+                    for m in root.modules():
+                        for k, v in list(vars(m).items()):
+                            if callable(v) and id(v) in originals:
+                                patcher.patch_dict(vars(m), k, originals[id(v)])
                 for module in self._autowrap_search:
                     _autowrap_check(patcher, module.__dict__, self._autowrap_function_ids, {})
                 self.create_node("output", "output", (self.create_arg(fn(*args)),), {},

@@ -627,9 +627,9 @@ class _Codegen:
         name = _qualified(fn)
         if getattr(builtins, name, None) is fn:
             return name
-        if name.startswith(("ember.", "operator.", "math.")) and _resolve(name) is fn:
-            if name.startswith("math."):
-                return self.add_global(name, fn)
+        if name.startswith("operator."):       # (PyTorch: ``_operator_abs``)
+            return self.add_global("_" + name, fn)
+        if name.startswith("ember.") and _resolve(name) is fn:
             return name
         return self.add_global(name, fn)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from ._symbolic_trace import Tracer, _Patcher, patch_namespaces
+from ._symbolic_trace import Tracer
 from .graph import Graph, map_aggregate, map_arg
 from .graph_module import GraphModule
 from .proxy import Proxy
@@ -189,9 +189,9 @@ class Transformer(Interpreter):
 
     def transform(self) -> GraphModule:
         """Run the transformation: the new GraphModule."""
-        with _Patcher() as patcher:
-            patch_namespaces(patcher)
-            result = super().run(enable_io_processing=False)
+        # (ember's functions are not patched here: overrides compare targets with them,
+        # ``target is ember.sin``; operators and methods on proxies record by themselves)
+        result = super().run(enable_io_processing=False)
         if result is not None:
             self.new_graph.output(map_aggregate(
                 result, lambda a: a.node if isinstance(a, Proxy) else a))

@@ -122,17 +122,32 @@ def replace_pattern(gm, pattern, replacement) -> list:
         matches.append(Match(anchor=node, nodes_map=nodes_map))
 
     rep_inputs = [n for n in replacement_graph.nodes if n.op == "placeholder"]
+    changed: dict = {}      # a replaced returned node -> its replacement
     for match in matches:
         nodes_map = match.nodes_map
-        inputs = [nodes_map[p] for p in matcher.placeholders]
-        val_map = dict(zip(rep_inputs, inputs))
-        last = max((nodes_map[n] for n in internal), key=graph.nodes.index)
-        with graph.inserting_before(last.next if last.next is not None else last):
+        val_map = {}
+        for rn, pn in zip(rep_inputs, matcher.placeholders):
+            gn = nodes_map[pn]
+            val_map[rn] = changed.get(gn, gn)
+            nodes_map[pn] = val_map[rn]
+        returned = [nodes_map[n] for n in matcher.returns]
+        # (PyTorch's insertion point: before the first user of what the match returns, or
+        # just after the last returned node)
+        users = {u for n in returned for u in n.users}
+        insert_point = next((n for n in graph.nodes if n in users), None)
+        if insert_point is None:
+            after = [n for n in graph.nodes]
+            last = max(after.index(n) for n in returned)
+            insert_point = after[last + 1]
+        with graph.inserting_before(insert_point):
             out = graph.graph_copy(replacement_graph, val_map)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        for pattern_ret, new in zip(matcher.returns, outs):
-            nodes_map[pattern_ret].replace_all_uses_with(new)
-        for pn in reversed(internal):
+        for gn, new in zip(returned, outs):
+            gn.replace_all_uses_with(new)
+            changed[gn] = new
+        for pn in reversed(matcher.pattern.nodes):
+            if pn.op in ("placeholder", "output"):
+                continue
             gn = nodes_map[pn]
             if not gn.users and gn in graph._nodes:
                 graph.erase_node(gn)

@@ -144,8 +144,3 @@ def test_recompile_after_changing_a_target():
     x, y = ember.randn(3, 4), ember.randn(3, 4)
     np.testing.assert_allclose(gm(x, y)[0].numpy(), ember.tanh((x + 2 * y) * 3).sum(0).numpy(),
                                rtol=1e-6)
-
-
-def test_symbolic_trace_is_not_built_yet():
-    with pytest.raises(NotImplementedError, match="lazy capture"):
-        efx.symbolic_trace(ember.nn.Linear(2, 2))
