@@ -284,6 +284,10 @@ def _ln_scaled(scale):
     return f
 
 
+#: ops whose complex result is the real op on the (real, imaginary) pairs
+_PAIRWISE = ("add", "sub", "neg")
+
+
 def _mul_interleaved(z, w):
     """z * w of two complex tensors outside autograd, on the interleaved layout: [a, b] * c
     and [a, b] * d (two passes over the pairs), then ac - bd and bc + ad written into the
@@ -340,7 +344,11 @@ _REFUSED = frozenset({"lt", "le", "gt", "ge", "maximum", "minimum", "fmax", "fmi
                       "atan2", "copysign", "hypot", "relu", "heaviside", "erf", "erfc",
                       "erfinv", "lgamma", "digamma", "logaddexp", "logaddexp2", "nextafter",
                       "signbit", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor",
-                      "bitwise_not", "gcd", "lcm"})
+                      "bitwise_not", "gcd", "lcm", "sort", "topk", "argmax", "argmin", "max",
+                      "min", "aminmax", "kthvalue", "median", "median_dim", "nanmedian",
+                      "nanmedian_dim", "mode", "cummax", "cummin", "searchsorted", "bucketize",
+                      "histc", "unique", "unique_consecutive", "hardtanh", "threshold_backward",
+                      "maximum", "minimum"})
 
 
 def _refuse(name, dtype):
@@ -371,6 +379,12 @@ def elementwise(name, args, out, inplace, attrs):
     if name == "mul" and all(isinstance(a, TensorBase) and a.dtype._kind == 3
                              and not (a.requires_grad and MODE.grad) for a in args):
         res = _mul_interleaved(*[a if a.dtype is rt else O.to(a, dtype=rt) for a in args])
+    elif name in _PAIRWISE and all(isinstance(a, TensorBase) and a.dtype._kind == 3
+                                   for a in args):
+        # (both parts alike: one real op on the interleaved pairs)
+        res = V.view_as_complex(O.elementwise(name, *[
+            V.view_as_real(a if a.dtype is rt else O.to(a, dtype=rt)) for a in args]))
+        res._base = None
     else:
         res = fn(*[parts(a, rdt) for a in args])
     if complex_result and not isinstance(res, TensorBase):
@@ -489,7 +503,10 @@ def launch(o, dev, k, args, attrs, error):
     refused them): an op of ``COMPONENTWISE`` runs once per part, on real copies of the
     parts, and the first argument (the kernel's output) gets both parts back."""
     if o.name not in COMPONENTWISE:
-        O.launch_failed(o, dev, error)
+        if isinstance(error, MemoryError):
+            O.launch_failed(o, dev, error)
+        dt = next(a.dtype for a in args if isinstance(a, TensorBase) and a.dtype._kind == 3)
+        _refuse(o.name, dt)
     outs = []
     for p in (0, 1):
         part = [O.contiguous(_raw_part(a, p)) if is_complex_arg(a) and isinstance(a, TensorBase)
