@@ -105,6 +105,10 @@ def empty(*size, dtype=None, device=None, requires_grad=False, out=None, **kw):
     size = _size_arg(size, kw, "empty")
     if out is not None:
         return O._resize_out("empty", out, _shape(size, "empty", d))
+    fmt = kw.get("memory_format")
+    if fmt is not None:   # (channels_last: NHWC strides, as PyTorch lays it out)
+        return _finish(_empty_in_format(_shape(size, "empty", d), d, _dev(device), fmt),
+                       requires_grad)
     return _finish(C.empty(_shape(size, "empty", d), d, _dev(device)), requires_grad)
 
 

@@ -73,6 +73,22 @@ _export("layout", "memory_format", "strided", "contiguous_format", "channels_las
         "channels_last_3d", "preserve_format")
 
 
+def to_memory_format(x, fmt):
+    """``Tensor.to(memory_format=fmt)``: a channels-last format restrides even where the
+    layout is ambiguous (size-1 channels), as PyTorch's ``to`` does and ``contiguous``
+    does not; contiguous_format as ``contiguous()``; preserve_format (or None) keeps ``x``."""
+    if fmt is None or fmt is preserve_format:
+        return x
+    if fmt is contiguous_format:
+        return O.contiguous(x)
+    if fmt not in (channels_last, channels_last_3d):
+        raise TypeError(f"to(): argument 'memory_format' must be ember.memory_format, not "
+                        f"{type(fmt).__name__}")
+    if tuple(x._stride) == channels_last_strides(x.shape, fmt):
+        return x
+    return O.copy_(K.empty_like(x, memory_format=fmt), x)
+
+
 def in_memory_format(x, fmt):
     """``x`` laid out in ``fmt`` (a copy unless it already is)."""
     if fmt is None or fmt is contiguous_format:
@@ -115,6 +131,8 @@ def is_in_format(x, fmt):
         return C.is_contiguous(x)
     if fmt not in (channels_last, channels_last_3d):
         raise RuntimeError(f"is_contiguous(): unsupported memory format {fmt!r}")
+    if len(x.shape) != (4 if fmt is channels_last else 5):
+        return False        # (PyTorch's answer for other ranks; only laying out raises)
     strides = channels_last_strides(x.shape, fmt)
     return all(st == s or n == 1 for st, s, n in zip(x._stride, strides, x.shape))
 

@@ -569,9 +569,12 @@ class Tensor(TensorBase):
         return repr(self).__format__(spec)
 
     def to(self, *args, **kwargs):
-        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``."""
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; a
+        ``memory_format`` lays the result out in it."""
         device, dtype, copy = parse_to_args(args, kwargs)
-        return O.to(self, to_device(device) if device is not None else None, dtype, copy)
+        out = O.to(self, to_device(device) if device is not None else None, dtype, copy)
+        fmt = kwargs.get("memory_format")
+        return out if fmt is None else _ops_shape.to_memory_format(out, fmt)
 
     def cpu(self):
         """The tensor on the CPU: itself if already there, otherwise a copy."""

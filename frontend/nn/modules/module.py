@@ -479,6 +479,7 @@ class Module:
                             f"got desired dtype={dtype}")
 
         off_meta = device is not None and to_device(device).type != "meta"
+        fmt = kwargs.get("memory_format")
 
         def convert(t):
             if off_meta and t.device.type == "meta":
@@ -491,6 +492,9 @@ class Module:
                 kw["device"] = device
             if dtype is not None and t.is_floating_point():
                 kw["dtype"] = dtype
+            # (as PyTorch: a memory format reaches the 4-d and 5-d tensors only)
+            if fmt is not None and t.dim() in (4, 5):
+                kw["memory_format"] = fmt
             return t.to(**kw) if kw else t
 
         return self._apply(convert)
