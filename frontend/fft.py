@@ -118,6 +118,14 @@ def _dim(x, dim, op):
 
 
 # ---- one dimension ----------------------------------------------------------------------------
+def _c2c_1d(input, n, dim, norm, out, op, forward):
+    x = _as_complex(input, op)
+    d = _dim(x, dim, op)
+    n = _length(n, x.shape[d], op)
+    return _out(_c2c(_resize(x, d, n), d, -1 if forward else 1, _scale(norm, n, forward)), out,
+                op)
+
+
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """The one-dimensional discrete Fourier transform of ``input`` along ``dim``.
 
@@ -133,10 +141,7 @@ def fft(input, n=None, dim=-1, norm=None, *, out=None):
         >>> ember.fft.fft(ember.tensor([1., 0., 0., 0.]))
         tensor([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
     """
-    x = _as_complex(input, "fft_fft")
-    d = _dim(x, dim, "fft_fft")
-    n = _length(n, x.shape[d], "fft_fft")
-    return _out(_c2c(_resize(x, d, n), d, -1, _scale(norm, n, True)), out, "fft_fft")
+    return _c2c_1d(input, n, dim, norm, out, "fft_fft", True)
 
 
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -147,10 +152,7 @@ def ifft(input, n=None, dim=-1, norm=None, *, out=None):
         >>> ember.fft.ifft(ember.tensor([4., 0., 0., 0.]))
         tensor([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
     """
-    x = _as_complex(input, "fft_ifft")
-    d = _dim(x, dim, "fft_ifft")
-    n = _length(n, x.shape[d], "fft_ifft")
-    return _out(_c2c(_resize(x, d, n), d, 1, _scale(norm, n, False)), out, "fft_ifft")
+    return _c2c_1d(input, n, dim, norm, out, "fft_ifft", False)
 
 
 def _rfft_along(x, d, n, sign, scale):

@@ -149,6 +149,22 @@ std::shared_ptr<Plan<T>> make_plan(int64_t n, int sign) {
   return pl;
 }
 
+// out[q * os] = sum_r in[r * is] exp(sign 2 pi i r q / p), q < p (W[wp] = exp(sign 2 pi i / p))
+template <class T>
+EMBER_INLINE void small_dft(int64_t p, const Cx<T>* in, int64_t is, Cx<T>* out, int64_t os,
+                            const Cx<T>* W, int64_t wp) {
+  for (int64_t q = 0; q < p; ++q) {
+    Cx<T> s = in[0];
+    int64_t e = 0;
+    for (int64_t r = 1; r < p; ++r) {
+      e += q;
+      if (e >= p) e -= p;
+      s = cadd(s, cmul(in[r * is], W[e * wp]));
+    }
+    out[q * os] = s;
+  }
+}
+
 // out[0..p) = the p-point DFT of in[0], in[stride], ..., in[(p - 1) stride] (the last level)
 template <class T>
 void leaf(const Plan<T>& pl, int64_t p, const Cx<T>* in, int64_t stride, Cx<T>* out) {
@@ -169,18 +185,7 @@ void leaf(const Plan<T>& pl, int64_t p, const Cx<T>* in, int64_t stride, Cx<T>* 
     out[3] = csub(d02, r13);
     return;
   }
-  const Cx<T>* W = pl.roots.data();
-  const int64_t wp = pl.n / p;  // exp(sign 2 pi i / p) = W[wp]
-  for (int64_t q = 0; q < p; ++q) {
-    Cx<T> s = in[0];
-    int64_t e = 0;
-    for (int64_t r = 1; r < p; ++r) {
-      e += q;
-      if (e >= p) e -= p;
-      s = cadd(s, cmul(in[r * stride], W[e * wp]));
-    }
-    out[q] = s;
-  }
+  small_dft(p, in, stride, out, 1, pl.roots.data(), pl.n / p);
 }
 
 // out[0..n) = DFT of in[0], in[stride], ..., over the radices from index `level` on
@@ -221,19 +226,9 @@ void rec(const Plan<T>& pl, size_t level, const Cx<T>* in, int64_t stride, Cx<T>
     return;
   }
   Cx<T> t[kMaxRadix];
-  const int64_t wp = pl.n / p;  // exp(sign 2 pi i / p) = W[wp]
   for (int64_t k = 0; k < m; ++k) {
     for (int64_t r = 0; r < p; ++r) t[r] = r ? cmul(out[k + r * m], W[r * k * tw]) : out[k];
-    for (int64_t q = 0; q < p; ++q) {
-      Cx<T> s = t[0];
-      int64_t e = 0;
-      for (int64_t r = 1; r < p; ++r) {
-        e += q;
-        if (e >= p) e -= p;
-        s = cadd(s, cmul(t[r], W[e * wp]));
-      }
-      out[k + q * m] = s;
-    }
+    small_dft(p, t, 1, out + k, m, W, pl.n / p);
   }
 }
 
