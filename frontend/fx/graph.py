@@ -593,15 +593,16 @@ class Graph:
         """The graph as the source of ``def forward(self, ...)`` and the globals it reads
         (PyTorch's layout). Each value is released (``x = None``) after its last use, so
         intermediate tensors are freed as soon as they are dead, as in eager code."""
-        return _Codegen(self, root_module).run()
+        return _Codegen(self, root_module, bool(_options.get("verbose"))).run()
 
 
 class _Codegen:
     """Writes a graph as Python, line for line as ``torch.fx`` does."""
 
-    def __init__(self, graph: Graph, root_module: str):
+    def __init__(self, graph: Graph, root_module: str, verbose: bool = False):
         self.graph = graph
         self.root = root_module
+        self.verbose = verbose
         self.glob = {"ember": ember, "torch": ember, "operator": operator,
                      "inf": float("inf"), "nan": float("nan"), "NoneType": type(None),
                      "device": ember.device, "getattr": getattr}
@@ -664,6 +665,16 @@ class _Codegen:
         parts += [f"{k} = {self.repr(v)}" for k, v in kwargs.items()]
         return ", ".join(parts)
 
+    def node_ann(self, node) -> str:
+        """The annotation of ``node``'s value: its type, or with ``verbose`` its recorded
+        dtype and shape (``: "f32[3, 2]"``, PyTorch's print_readable)."""
+        if self.verbose:
+            meta = node.meta.get("val", node.meta.get("tensor_meta"))
+            if hasattr(meta, "dtype") and hasattr(meta, "shape"):
+                abbr = _DTYPE_ABBRS.get(str(meta.dtype).split(".")[-1], str(meta.dtype))
+                return f': "{abbr}[{", ".join(str(d) for d in meta.shape)}]"'
+        return self.type_ann(node.type)
+
     def type_ann(self, t) -> str:
         if t is None:
             return ""
@@ -673,7 +684,7 @@ class _Codegen:
         return f" : {_type_repr(t)}"
 
     def node_line(self, node) -> str:
-        name, ann = node.name, self.type_ann(node.type)
+        name, ann = node.name, self.node_ann(node)
         if node.op == "get_attr":
             return f"{name}{ann} = {_format_target(self.root, node.target)}"
         if node.op == "call_module":
@@ -713,11 +724,13 @@ class _Codegen:
                     seen.add(n)
                     last_uses.setdefault(node, []).append(n)
         free_vars, body = [], []
+        if self.verbose:
+            body.append("# No stacktrace found for following nodes")
         ret_ann = ""
         for node in nodes:
             if node.op == "placeholder":
                 default = f" = {self.repr(node.args[0])}" if node.args else ""
-                free_vars.append(f"{node.target}{self.type_ann(node.type)}{default}")
+                free_vars.append(f"{node.target}{self.node_ann(node)}{default}")
                 raw = node.target.replace("*", "")
                 if raw != node.name:
                     body.append(f"{node.name} = {raw}")
@@ -745,6 +758,11 @@ class _Codegen:
         prologue = f"def forward({', '.join(free_vars)}){ret_ann}:"
         code = "\n".join("    " + line for line in body + [""])
         return PythonCode(f"\n{wrap_stmts}\n\n{prologue}\n{code}", self.glob)
+
+
+_DTYPE_ABBRS = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+                "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
+                "bool": "b8", "complex64": "c64", "complex128": "c128"}
 
 
 def _wrap_fn():

@@ -212,13 +212,13 @@ class GraphModule(Module):
         return text
 
     def _readable(self, name: str) -> str:
-        lines = [f"class {name}(ember.nn.Module):"]
+        src = self._graph.python_code("self", verbose=True).src.lstrip("\n").rstrip()
+        lines = [f"class {name}(ember.nn.Module):"] + [("    " + line).rstrip() for line in
+                                                      src.splitlines()]
         for child_name, child in self.named_children():
             if isinstance(child, GraphModule):
-                lines += ["    " + line for line in
-                          child._readable(child_name).splitlines()]
-        body = self._code.strip("\n").splitlines()
-        lines += ["    " + line.rstrip() for line in body]
+                lines += [""] + ["    " + line for line in
+                                 child._readable(child_name).splitlines()]
         return "\n".join(lines) + "\n"
 
     def __str__(self):

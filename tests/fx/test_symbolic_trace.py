@@ -466,8 +466,18 @@ def test_print_tabular_and_print_readable(capsys):
     assert got == want.replace("torch.", "ember.")
 
 
+def _readable(gm):
+    return [line.rstrip() for line in
+            gm.print_readable(print_output=False).replace("torch.", "ember.").splitlines()]
+
+
 def test_print_readable():
-    _, e = _both(conv_bn)
-    text = efx.symbolic_trace(e).print_readable(print_output=False)
-    assert text.startswith("class M(ember.nn.Module):\n    def forward(self, x):\n")
-    assert "conv1 = self.conv1(x);  x = None" in text
+    t, e = _both(conv_bn)
+    gm_t, gm_e = tfx.symbolic_trace(t), efx.symbolic_trace(e)
+    assert _readable(gm_e) == _readable(gm_t)
+    # with ShapeProp's metadata, each value is annotated with its dtype and shape
+    x = _tensors(6, (2, 1, 3, 3))[0]
+    tshape.ShapeProp(gm_t).propagate(torch.tensor(x))
+    eshape.ShapeProp(gm_e).propagate(ember.tensor(x))
+    assert _readable(gm_e) == _readable(gm_t)
+    assert '        conv1: "f32[2, 1, 3, 3]" = self.conv1(x);  x = None' in _readable(gm_e)
