@@ -5,7 +5,7 @@ from collections.abc import Iterable
 
 from .. import _creation as K
 from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_not_sparse,
-                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable)
+                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable, _view_as_real)
 
 __all__ = ["Adadelta"]
 
@@ -76,6 +76,8 @@ class Adadelta(Optimizer):
                 square_avg, acc_delta = state["square_avg"], state["acc_delta"]
                 state["step"] += 1
                 grad = -p.grad if group["maximize"] else p.grad
+                if p.dtype.is_complex:
+                    p, grad, square_avg, acc_delta = _view_as_real(p, grad, square_avg, acc_delta)
                 if weight_decay != 0:
                     grad = grad.add(p, alpha=weight_decay)
                 square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)

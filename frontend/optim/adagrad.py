@@ -8,7 +8,7 @@ from ember.dispatcher import dtypes as D
 from .. import _creation as K
 from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr,
                         _check_not_sparse, _get_scalar_dtype, _get_value,
-                        _use_grad_for_differentiable)
+                        _use_grad_for_differentiable, _view_as_real)
 
 __all__ = ["Adagrad"]
 
@@ -95,11 +95,13 @@ class Adagrad(Optimizer):
                 state["step"] += 1
                 step = _get_value(state["step"])
                 grad = -p.grad if group["maximize"] else p.grad
+                state_sum = state["sum"]
+                if p.dtype.is_complex:
+                    p, grad, state_sum = _view_as_real(p, grad, state_sum)
                 if group["weight_decay"] != 0:
                     grad = grad.add(p, alpha=group["weight_decay"])
                 clr = lr / (1 + (step - 1) * group["lr_decay"])
 
-                state_sum = state["sum"]
                 state_sum.addcmul_(grad, grad, value=1)
                 std = state_sum.sqrt().add_(group["eps"])
                 p.addcdiv_(grad, std, value=-clr)

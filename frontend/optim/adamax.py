@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .. import _functions as F
-from .optimizer import (Optimizer, _check_capturable, _check_lr, _get_value,
-                        _params_with_state, _use_grad_for_differentiable)
+from .optimizer import (Optimizer, _check_capturable, _check_lr, _get_value, _params_with_state,
+                        _use_grad_for_differentiable, _view_as_real)
 
 __all__ = ["Adamax"]
 
@@ -73,6 +73,8 @@ class Adamax(Optimizer):
                 state = self.state[p]
                 exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
                 grad = -p.grad if group["maximize"] else p.grad
+                if p.dtype.is_complex:
+                    p, grad, exp_avg, exp_inf = _view_as_real(p, grad, exp_avg, exp_inf)
                 state["step"] += 1
                 if weight_decay != 0:
                     grad = grad.add(p, alpha=weight_decay)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from .. import _creation as K
 from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_not_sparse,
-                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable)
+                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable, _view_as_real)
 
 __all__ = ["ASGD"]
 
@@ -79,6 +79,8 @@ class ASGD(Optimizer):
                 state = self.state[p]
                 mu, ax, eta = state["mu"], state["ax"], state["eta"]
                 grad = -p.grad if group["maximize"] else p.grad
+                if p.dtype.is_complex:
+                    p, grad, ax = _view_as_real(p, grad, ax)
                 state["step"] += 1
                 if weight_decay != 0:
                     grad = grad.add(p, alpha=weight_decay)

@@ -5,7 +5,7 @@ from collections.abc import Iterable
 
 from .. import _creation as K
 from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_not_sparse,
-                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable)
+                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable, _view_as_real)
 
 __all__ = ["NAdam"]
 
@@ -90,6 +90,8 @@ class NAdam(Optimizer):
                 state = self.state[p]
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 grad = -p.grad if group["maximize"] else p.grad
+                if p.dtype.is_complex:
+                    p, grad, exp_avg, exp_avg_sq = _view_as_real(p, grad, exp_avg, exp_avg_sq)
                 state["step"] += 1
                 step = _get_value(state["step"])
                 bias_correction2 = 1 - beta2 ** step

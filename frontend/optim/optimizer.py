@@ -19,6 +19,7 @@ from itertools import chain
 from typing import Any
 
 from ember.dispatcher import dtypes as D
+from ember.dispatcher import views as _VW
 
 from .._creation import tensor, zeros_like
 from .._tensor import Tensor
@@ -97,6 +98,14 @@ def _check_fused_param(p: Tensor) -> None:
         raise RuntimeError("`fused=True` requires all the params to be floating point Tensors "
                            f"of supported devices: {_FUSED_DEVICES} but {p.dtype} and "
                            f"{p.device.type}")
+
+
+def _view_as_real(*tensors) -> list:
+    """PyTorch's treatment of a complex parameter: it and its gradient and state are updated
+    as the pairs of reals ``view_as_real`` shows (per part, e.g. Adam's second moment);
+    real tensors and None pass through."""
+    return [_VW.view_as_real(t) if t is not None and t.dtype._kind == 3 else t
+            for t in tensors]
 
 
 def _check_not_sparse(name: str, grad: Tensor) -> None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .optimizer import (Optimizer, _check_capturable, _check_lr, _get_value,
-                        _params_with_state, _use_grad_for_differentiable)
+from .optimizer import (Optimizer, _check_capturable, _check_lr, _get_value, _params_with_state,
+                        _use_grad_for_differentiable, _view_as_real)
 
 __all__ = ["RAdam"]
 
@@ -80,6 +80,8 @@ class RAdam(Optimizer):
                 state = self.state[p]
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 grad = -p.grad if group["maximize"] else p.grad
+                if p.dtype.is_complex:
+                    p, grad, exp_avg, exp_avg_sq = _view_as_real(p, grad, exp_avg, exp_avg_sq)
                 state["step"] += 1
                 step = _get_value(state["step"])
                 if weight_decay != 0:

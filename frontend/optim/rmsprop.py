@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from .. import _creation as K
 from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_not_sparse,
-                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable)
+                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable, _view_as_real)
 
 __all__ = ["RMSprop"]
 
@@ -90,13 +90,15 @@ class RMSprop(Optimizer):
                 state = self._init_state(p, group)
                 grad = -p.grad if group["maximize"] else p.grad
                 square_avg = state["square_avg"]
+                if p.dtype.is_complex:
+                    p, grad, square_avg = _view_as_real(p, grad, square_avg)
                 state["step"] += 1
                 if group["weight_decay"] != 0:
                     grad = grad.add(p, alpha=group["weight_decay"])
 
                 square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
                 if group["centered"]:
-                    grad_avg = state["grad_avg"]
+                    (grad_avg,) = _view_as_real(state["grad_avg"])
                     grad_avg.lerp_(grad, 1 - alpha)
                     avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
                 else:
@@ -104,7 +106,7 @@ class RMSprop(Optimizer):
                 avg = avg.add_(eps)
 
                 if momentum > 0:
-                    buf = state["momentum_buffer"]
+                    (buf,) = _view_as_real(state["momentum_buffer"])
                     buf.mul_(momentum).addcdiv_(grad, avg)
                     p.add_(buf, alpha=-lr)
                 else:

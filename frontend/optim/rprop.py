@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from .. import _creation as K
 from .. import _functions as F
 from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_not_sparse,
-                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable)
+                        _get_scalar_dtype, _get_value, _use_grad_for_differentiable, _view_as_real)
 
 __all__ = ["Rprop"]
 
@@ -71,13 +71,17 @@ class Rprop(Optimizer):
                 if len(state) == 0:
                     state["step"] = K.zeros((), dtype=_get_scalar_dtype())
                     state["prev"] = K.zeros_like(p)
-                    state["step_size"] = K.full_like(p.grad, _get_value(group["lr"]))
+                    lr = _get_value(group["lr"])  # (both parts of a complex one: PyTorch's)
+                    state["step_size"] = K.full_like(p.grad, complex(lr, lr)
+                                                     if p.dtype.is_complex else lr)
             for p in params:
                 if group["capturable"]:
                     _check_capturable([p])
                 state = self.state[p]
                 prev, step_size = state["prev"], state["step_size"]
                 grad = -p.grad if group["maximize"] else p.grad
+                if p.dtype.is_complex:
+                    p, grad, prev, step_size = _view_as_real(p, grad, prev, step_size)
                 state["step"] += 1
                 sign = grad.mul(prev).sign()
                 flipped = sign < 0

@@ -25,6 +25,10 @@ def _train(lib, name, kw, steps=3):
     ("Adam", {}), ("Adam", {"amsgrad": True}), ("Adam", {"foreach": False}),
     ("AdamW", {"weight_decay": 0.1}), ("SGD", {"momentum": 0.9, "nesterov": True}),
     ("SGD", {"weight_decay": 0.1}), ("SGD", {}),
+    ("RMSprop", {}), ("RMSprop", {"centered": True, "momentum": 0.9, "weight_decay": 0.1}),
+    ("Adagrad", {"weight_decay": 0.1}), ("Adamax", {}), ("NAdam", {}),
+    ("NAdam", {"decoupled_weight_decay": True, "weight_decay": 0.1}), ("RAdam", {}),
+    ("Adadelta", {}), ("ASGD", {"t0": 1}), ("Rprop", {}),
 ])
 def test_complex_parameter_updates_match_torch(name, kw):
     want, topt = _train(torch, name, kw)
