@@ -35,7 +35,7 @@ __all__ = [  # names exported as ember.<name>
     "get_autocast_dtype", "set_autocast_dtype", "get_autocast_cpu_dtype",
     "get_autocast_gpu_dtype", "set_autocast_cpu_dtype", "set_autocast_gpu_dtype",
     "is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "is_autocast_cache_enabled",
-    "set_autocast_cache_enabled", "clear_autocast_cache", "vmap",
+    "set_autocast_cache_enabled", "clear_autocast_cache", "vmap", "_assert",
 ]
 TENSOR_METHODS: dict = {}   # name -> function (or property) installed on ember.Tensor
 
@@ -338,3 +338,13 @@ def set_warn_always(b: bool) -> None:
 def is_warn_always_enabled() -> bool:
     """Whether :func:`set_warn_always` turned on repeated warnings (False by default)."""
     return _WARN_ALWAYS[0]
+
+
+def _assert(condition, message):
+    """PyTorch's ``torch._assert``: ``assert condition, message`` as a function (model code
+    such as torchvision's calls it so that symbolic tracing can record it).
+
+    Example:
+        >>> ember._assert(ember.tensor(True), "never raised")
+    """
+    assert bool(condition), message

@@ -535,8 +535,8 @@ class Tensor(TensorBase):
     def __bool__(self):
         n = self.numel()
         if n != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {'more than one' if n else 'no'} "
-                               "values is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with "
+                               f"{'more than one value' if n else 'no values'} is ambiguous")
         _reading("a data-dependent branch: bool() of a tensor (if t:, while t:, assert t, "
                  "and/or)")
         return bool(self.item())

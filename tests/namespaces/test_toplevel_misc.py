@@ -414,3 +414,16 @@ def test_dense_tensor_mm_method_takes_a_sparse_argument():
     for got in (ember.tensor(a).mm(ember.tensor(s).to_sparse()),
                 ember.tensor(a).matmul(ember.tensor(s).to_sparse())):
         np.testing.assert_allclose(got.numpy(), want.numpy())
+
+
+def test_private_assert_and_ambiguous_bool_messages_as_torch():
+    ember._assert(ember.tensor(True), "not raised")
+    for lib in (ember, torch):
+        with pytest.raises(AssertionError, match="bad size"):
+            lib._assert(lib.tensor(False), "bad size")
+    for data in ([1, 2], []):
+        with pytest.raises(RuntimeError) as want:
+            bool(torch.tensor(data))
+        with pytest.raises(RuntimeError) as got:
+            bool(ember.tensor(data))
+        assert str(got.value) == str(want.value)
