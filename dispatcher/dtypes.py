@@ -27,9 +27,10 @@ module_name = "ember"
 def set_module_name(name: str) -> None:
     """Make the printed texts of dtypes, sizes, layouts and tensors start with ``name``.
 
-    >>> set_module_name("torch"); repr(float32)
+    >>> from ember.dispatcher import dtypes
+    >>> dtypes.set_module_name("torch"); repr(dtypes.float32)
     'torch.float32'
-    >>> set_module_name("ember"); repr(float32)
+    >>> dtypes.set_module_name("ember"); repr(dtypes.float32)
     'ember.float32'
     """
     global module_name
