@@ -82,6 +82,7 @@ bench: $(DEPS_STAMP)
 	$(PY) bench/bench_ddp.py
 	$(PY) bench/bench_opencl.py
 	$(PY) bench/bench_memory.py
+	$(PY) bench/bench_fft.py
 
 docs: $(DEPS_STAMP)
 	$(PIP) install --quiet -e ".[docs]"

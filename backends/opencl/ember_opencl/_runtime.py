@@ -88,13 +88,38 @@ def _discover() -> list:
             try:
                 for platform in cl.get_platforms():
                     try:
-                        found += [(platform, d) for d in platform.get_devices()]
+                        found += [(platform, d) for d in platform.get_devices()
+                                  if _can_compile(d)]
                     except cl.Error:  # a platform without devices
                         continue
             except Exception as e:  # no ICD loader / no platform: 0 devices, not an error
                 _discovery_error = f"{type(e).__name__}: {e}"
         _devices = [Device(i, p, d) for i, (p, d) in enumerate(found)]
         return _devices
+
+
+_PROBE = "__kernel void ember_probe(__global float* x) { x[get_global_id(0)] = 1.0f; }"
+
+
+def _can_compile(cl_device) -> bool:
+    """False for a device that cannot build a kernel: PoCL whose LLVM does not know the
+    host CPU reports the target ``generic`` (its version string ends so) and then fails
+    every build ("unknown target CPU 'generic'"). Such a device is left out, with the
+    reason kept for the error that names it, rather than offered and failing every op.
+    Other devices are not probed."""
+    global _discovery_error
+    version = cl_device.version or ""
+    if "PoCL" not in version or not version.rstrip().endswith("-generic"):
+        return True
+    try:
+        ctx = cl.Context([cl_device])
+        cl.Program(ctx, _PROBE).build()
+        return True
+    except Exception as e:  # (cl.RuntimeError, cl.LogicError, ...)
+        _discovery_error = (f"the OpenCL device {cl_device.name!r} cannot compile kernels: its "
+                            f"PoCL's LLVM does not recognise this host CPU (target 'generic'; "
+                            f"{str(e).strip().splitlines()[0][:120]})")
+        return False
 
 
 def devices() -> list:
