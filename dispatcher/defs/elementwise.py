@@ -49,10 +49,10 @@ def binary(name, scalar, *, promotion="default", primitive=False, differentiable
 
 
 def ternary(name, signature, scalar, *, promotion="default", primitive=False, attrs=None,
-            differentiable=True, doc="", variants=None, out_dtype=None, meta=None):
+            differentiable=True, doc="", variants=None, out_dtype=None, meta=None, node=None):
     return defop(name, "elementwise", signature, promotion=promotion, primitive=primitive,
                  differentiable=differentiable, scalar=scalar, attrs=attrs, doc=doc,
-                 variants=variants, out_dtype=out_dtype, meta=meta)
+                 variants=variants, out_dtype=out_dtype, meta=meta, node=node)
 
 
 def absolute(v):
@@ -199,7 +199,9 @@ unary("logical_not", {"bool": ~x}, promotion="logical", differentiable=False)
 
 # ---- binary arithmetic (integers wrap; bool: + is or, * is and) -----------------------------
 binary("add", {"num": a + b, "bool": a | b}, primitive=True, self_type="Tensor|Scalar")
-binary("sub", {"num": a - b}, primitive=True, self_type="Tensor|Scalar")
+binary("sub", {"num": a - b}, primitive=True, self_type="Tensor|Scalar",
+       # (a number first is PyTorch's rsub(Tensor, Scalar): ``2 - t``)
+       node=lambda ins: "SubBackward0" if isinstance(ins[0], C.TensorBase) else "RsubBackward1")
 binary("mul", {"num": a * b, "bool": a & b}, primitive=True, self_type="Tensor|Scalar")
 # the gradients of tanh and sigmoid from their outputs, one pass each (PyTorch's
 # tanh_backward and sigmoid_backward; internal: no function or method of their own)
@@ -407,7 +409,9 @@ _v, _lo, _hi = inputs("x", "lo", "hi")
 ternary("clamp", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
         {"num": nan_min(nan_max(_v, _lo), _hi)}, doc="a NaN input or bound gives NaN",
         # number bounds: out= of the result's dtype; tensor bounds: any it casts to
-        out_dtype=lambda args: "cast" if any(map(_is_t, args[1:])) else "exact")
+        out_dtype=lambda args: "cast" if any(map(_is_t, args[1:])) else "exact",
+        # (PyTorch's clamp.Tensor and clamp(Scalar) overloads)
+        node=lambda ins: "ClampBackward0" if any(map(_is_t, ins[1:])) else "ClampBackward1")
 
 
 # ---- composites: a body computed with tensor ops, unless given here -----------------------------

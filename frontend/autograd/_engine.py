@@ -257,6 +257,13 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "tensors after calling backward.")
 
 
+#: nodes whose PyTorch op has fewer inputs than ember's: the Scalar overloads (``t ** 2``,
+#: ``2 ** t``, ``2 - t``, clamp's number bounds) take Python numbers as no graph input, and
+#: ``where``'s condition is none either
+_EDGELESS = {"PowBackward0": "numbers", "PowBackward2": "numbers", "RsubBackward1": "numbers",
+             "ClampBackward1": "numbers", "WhereBackward0": "condition"}
+
+
 class Node:
     """One recorded op (``tensor.grad_fn``). ``next_functions`` are its input edges."""
     __slots__ = ("_next", "_vjp", "_saved", "_ctx", "_freed", "_pre_hooks",
@@ -295,8 +302,15 @@ class Node:
 
     @property
     def next_functions(self):
-        """PyTorch's layout: ``((node_or_None, input_nr), ...)``, one pair per input."""
-        return tuple((n, 0) for n in self._next)
+        """PyTorch's layout: ``((node_or_None, input_nr), ...)``, one pair per input of
+        PyTorch's op (see ``_EDGELESS``)."""
+        rule = _EDGELESS.get(type(self).__name__)
+        if rule is None or self._shapes is None or len(self._shapes) != len(self._next):
+            return tuple((n, 0) for n in self._next)
+        if rule == "condition":
+            return tuple((n, 0) for n in self._next[1:])
+        return tuple((n, 0) for n, m in zip(self._next, self._shapes)
+                     if n is not None or m is not None)
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"

@@ -1340,3 +1340,17 @@ def test_grad_and_backward_argument_errors_match_torch(name):
             _ARG_ERRORS[name](T, x, c)
         msgs.append(str(info.value))
     assert msgs[1] == msgs[0]
+
+
+def test_next_functions_of_scalar_overloads_and_where_as_pytorch():
+    """PyTorch's nodes for ``2 - t``, ``t ** 2``, ``2 ** t`` and clamp with number bounds
+    (its Scalar overloads) have no edge for the number; ``where`` none for its condition;
+    ``t * 2`` keeps one (a wrapped number)."""
+    def graph(lib):
+        t = lib.ones(2, requires_grad=True)
+        ys = [t * 2, 2 - t, t - 2, t ** 2, 2 ** t, t.clamp(0, 1), t.clamp(lib.zeros(2)),
+              lib.where(t > 0, t, 0.0), 2 / t]
+        return [(type(y.grad_fn).__name__,
+                 [None if f is None else type(f).__name__ for f, _ in
+                  y.grad_fn.next_functions]) for y in ys]
+    assert graph(ember) == graph(torch)
