@@ -239,6 +239,17 @@ def _cpow(a, b):
     return _cexp(_cmul(b, _clog(a)))
 
 
+def _cexpm1(a):
+    er, ei = _cexp(a)
+    return _sub(er, 1.0), ei
+
+
+def _csigmoid(a):
+    # 1 / (1 + exp(-z))
+    er, ei = _cexp((_neg(a[0]), _neg(a[1])))
+    return _crecip((_add(er, 1.0), ei))
+
+
 def _crecip(a):
     return _cdiv((1.0, 0.0), a)
 
@@ -310,7 +321,7 @@ TABLE = {
     "neg": (lambda a: (_neg(a[0]), _neg(a[1])), True),
     "reciprocal": (_crecip, True),
     "exp": (_cexp, True),
-    "expm1": (lambda a: (_sub(_cexp(a)[0], 1.0), _cexp(a)[1]), True),
+    "expm1": (_cexpm1, True),
     "log": (_clog, True),
     "log2": (_ln_scaled(1 / math.log(2.0)), True),
     "log10": (_ln_scaled(1 / math.log(10.0)), True),
@@ -323,8 +334,7 @@ TABLE = {
     "sinh": (_csinh, True),
     "cosh": (_ccosh, True),
     "tanh": (_ctanh, True),
-    "sigmoid": (lambda a: _crecip((_add(_cexp((_neg(a[0]), _neg(a[1])))[0], 1.0),
-                                   _cexp((_neg(a[0]), _neg(a[1])))[1])), True),
+    "sigmoid": (_csigmoid, True),
     "pow": (_cpow, True),
     "abs": (_abs, False),
     "sgn": (_sgn, True),
@@ -412,8 +422,7 @@ COMPONENTWISE = frozenset({
     "sum", "mean", "cumsum", "diag", "diag_embed", "diagonal_scatter", "select_scatter",
     "slice_scatter", "as_strided_scatter", "take_along_dim", "repeat_interleave", "rot90",
     "trace", "diff", "index_add", "index_copy", "index_put", "scatter", "where", "masked_fill",
-    "masked_scatter", "block_diag", "im2col", "col2im", "clone", "index_fill", "put", "nansum",
-    "kron_real", "window"})
+    "masked_scatter", "block_diag", "im2col", "col2im", "clone", "index_fill", "put", "nansum"})
 
 
 def _part_args(ins, k):
