@@ -34,7 +34,7 @@ from .random import default_generator
 from .schema import OPS
 from .warn import warn as _warn
 
-def V_real(t):
+def _real_view(t):
     """The real view of complex ``t`` (``views.view_as_real`` below autograd)."""
     return COMPLEX["real_view"](t)
 
@@ -1329,7 +1329,7 @@ def random_(t, kind, a, b, generator=None):
     if t.dtype._kind == 3:
         if kind == "normal":
             b = b / math.sqrt(2.0)
-        random_(V_real(t), kind, a, b, generator)
+        random_(_real_view(t), kind, a, b, generator)
         C.bump(t)
         return t
     if not t.dtype.is_floating_point:
