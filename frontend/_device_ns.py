@@ -22,6 +22,7 @@ written for a GPU run on CPU-only machines:
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import json
 import os
 import sys
@@ -52,6 +53,9 @@ class _AmpNamespace:
         self._type = device_type
         self.custom_fwd = _amp.custom_fwd
         self.custom_bwd = _amp.custom_bwd
+        # one object each, as PyTorch's classes are (``from torch.cuda.amp import autocast``
+        # then ``autocast is torch.cuda.amp.autocast``)
+        self.autocast, self.GradScaler = self.autocast, self.GradScaler
 
     def autocast(self, enabled: bool = True, dtype=None, cache_enabled: bool = True):
         """``ember.amp.autocast(<this device type>, ...)``."""
@@ -174,6 +178,17 @@ class _MemoryNamespace:
         return getattr(self._ns, name)
 
 
+def _importable(namespace, name: str, package: bool = False) -> None:
+    """Make ``import name`` give ``namespace``: PyTorch's ``torch.cuda`` and
+    ``torch.cuda.amp`` are modules, and programs import them (``from torch.cuda.amp import
+    autocast, GradScaler``, which ``ember.as_torch`` maps to ``ember.cuda.amp``)."""
+    namespace.__name__ = name
+    namespace.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=package)
+    if package:
+        namespace.__path__ = []
+    sys.modules.setdefault(name, namespace)
+
+
 class DeviceNamespace:
     """``ember.<device type>``: the device API of that type's plugin, with PyTorch's
     behaviour when there is no device (see the module docstring)."""
@@ -183,6 +198,9 @@ class DeviceNamespace:
         self.amp = _AmpNamespace(device_type)
         self.memory = _MemoryNamespace(self)
         self._current = 0
+        _importable(self, f"ember.{device_type}", package=True)
+        _importable(self.amp, f"ember.{device_type}.amp")
+        _importable(self.memory, f"ember.{device_type}.memory")
 
     def _backend(self):
         ensure_loaded()

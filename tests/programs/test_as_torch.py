@@ -143,3 +143,42 @@ def test_printed_texts_name_ember_without_as_torch():
     assert (repr(x.dtype), repr(x.shape), repr(ember.strided), x.type()) == (
         "ember.float64", "ember.Size([2])", "ember.strided", "ember.DoubleTensor")
     assert repr(x).endswith("dtype=ember.float64)")
+
+
+_CUDA_IMPORTS = """
+import warnings
+warnings.simplefilter("ignore")
+import torch.cuda
+import torch.cuda.amp
+from torch.cuda import amp
+from torch.cuda.amp import autocast, GradScaler
+import torch
+
+
+class M(torch.nn.Module):            # the old minGPT's spelling, on a CPU-only machine
+    @autocast()
+    def forward(self, x):
+        return x * 2
+
+
+print(torch.cuda.is_available(), amp is torch.cuda.amp, autocast is torch.cuda.amp.autocast)
+print(M()(torch.ones(2)).tolist(), M()(torch.ones(2)).dtype, GradScaler().is_enabled())
+"""
+
+
+def test_torch_cuda_imports_as_modules(tmp_path):
+    """``import torch.cuda`` and ``from torch.cuda.amp import autocast, GradScaler`` (older
+    minGPT's model.py, many training scripts) import on a machine without a GPU, as under
+    PyTorch (the oracle: the same script under real PyTorch), and the namespaces are
+    importable from ember by their own names too."""
+    pytest.importorskip("torch")
+    script = tmp_path / "prog.py"
+    script.write_text(_CUDA_IMPORTS)
+    ran = [subprocess.run([sys.executable, *pre, str(script)], capture_output=True,
+                          text=True, timeout=300) for pre in ((), ("-m", "ember.as_torch"))]
+    assert ran[0].returncode == 0, ran[0].stderr
+    assert ran[1].returncode == 0, ran[1].stderr
+    assert ran[1].stdout == ran[0].stdout
+    import ember.cuda.amp as cuda_amp
+    from ember.opencl import amp as opencl_amp
+    assert cuda_amp is ember.cuda.amp and opencl_amp is ember.opencl.amp
