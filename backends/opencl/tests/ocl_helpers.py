@@ -14,7 +14,8 @@ from ember.dispatcher import backend_for
 from ember_opencl import _runtime as rt  # noqa: F401  (re-exported for conftest)
 
 if not ember_opencl.is_available():  # pragma: no cover - depends on the machine
-    pytest.skip("no OpenCL device (pip install pocl-binary-distribution)",
+    pytest.skip("no usable OpenCL device (pip install pocl-binary-distribution; "
+                f"{rt._discovery_error or 'none found'})",
                 allow_module_level=True)
 backend_for("opencl")   # load the plugin (tests reach its kernels directly)
 
