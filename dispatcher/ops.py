@@ -34,14 +34,14 @@ from .random import default_generator
 from .schema import OPS
 from .warn import warn as _warn
 
+#: complex tensors' entries (``complex_ops`` fills it when it is imported: "elementwise",
+#: "run", "launch", "real_view", and the products and norm by op name)
+COMPLEX: dict = {}
+
+
 def _real_view(t):
     """The real view of complex ``t`` (``views.view_as_real`` below autograd)."""
     return COMPLEX["real_view"](t)
-
-
-#: complex tensors' entries (``ember.dispatcher.complex`` fills it: "elementwise", "run",
-#: and the products by op name)
-COMPLEX: dict = {}
 
 
 def requires_grad(args) -> bool:
