@@ -402,3 +402,13 @@ def test_rfft_real_kernel_and_composite(n):
     want = torch.fft.rfft(torch.tensor(a))
     for got in (SP.rfft_real(ember.tensor(a)), SP._rfft_real_composite(ember.tensor(a))):
         _close(ember.view_as_complex(got), want, rtol=1e-4, atol=1e-4 * np.sqrt(n))
+
+
+def test_dlpack_both_ways():
+    a = _carr(3, 2, dtype=np.complex128)
+    t = torch.from_dlpack(ember.from_numpy(a))
+    assert t.dtype == torch.complex128
+    np.testing.assert_array_equal(t.numpy(), a)
+    e = ember.from_dlpack(torch.tensor(a).to(torch.complex64))
+    assert e.dtype is ember.complex64
+    np.testing.assert_array_equal(e.numpy(), a.astype(np.complex64))
