@@ -24,6 +24,7 @@ from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher.views import ViewGrad
 from ember.dispatcher.defs import index as IX
+from ember.dispatcher import dtypes
 from ember.dispatcher.dtypes import torch_name
 from ember.dispatcher.schema import Unsaved
 
@@ -247,7 +248,10 @@ class SavedTensor:
 
 
 def _type_str(t) -> str:
-    return f"ember.{torch_name(t.dtype)}Tensor"
+    """``t.type()``'s name (``torch.FloatTensor`` under ``ember.as_torch``, as PyTorch
+    prints it)."""
+    prefix = "" if t.device.type == "cpu" else f"{t.device.type}."
+    return f"{dtypes.module_name}.{prefix}{torch_name(t.dtype)}Tensor"
 
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "

@@ -182,3 +182,29 @@ def test_torch_cuda_imports_as_modules(tmp_path):
     import ember.cuda.amp as cuda_amp
     from ember.opencl import amp as opencl_amp
     assert cuda_amp is ember.cuda.amp and opencl_amp is ember.opencl.amp
+
+
+_STALE_SAVED = """
+import torch
+w = torch.ones(3, dtype=torch.float64, requires_grad=True)
+h = w * 2
+s = h.sin()                          # saves h
+h.mul_(2)
+try:
+    s.sum().backward()
+except RuntimeError as e:
+    print(str(e).split("], which")[0] + "]")
+"""
+
+
+def test_stale_saved_tensor_error_names_torch(tmp_path):
+    """The 'modified by an inplace operation' error names the tensor's type as PyTorch's
+    does (``[torch.DoubleTensor [3]]`` under as_torch; the oracle: real PyTorch)."""
+    pytest.importorskip("torch")
+    script = tmp_path / "prog.py"
+    script.write_text(_STALE_SAVED)
+    ran = [subprocess.run([sys.executable, *pre, str(script)], capture_output=True,
+                          text=True, timeout=300) for pre in ((), ("-m", "ember.as_torch"))]
+    assert ran[1].returncode == 0, ran[1].stderr
+    assert ran[1].stdout == ran[0].stdout
+    assert "[torch.DoubleTensor [3]]" in ran[1].stdout
