@@ -543,6 +543,10 @@ class Tensor(TensorBase):
 
     def __float__(self):
         _reading("float() of a tensor")
+        if self.requires_grad and MODE.grad and not _FLOAT_WARNED[0]:
+            _FLOAT_WARNED[0] = True     # once a process, as PyTorch's TORCH_WARN_ONCE
+            _warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                  "unexpected behavior.\nConsider using tensor.detach() first.")
         return float(self.item())
 
     def __int__(self):
@@ -1219,6 +1223,7 @@ def _rebuild(arr, dtype, device, requires_grad):
 
 
 _T_WARNED = False
+_FLOAT_WARNED = [False]
 
 
 def _warn_T():

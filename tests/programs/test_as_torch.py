@@ -208,3 +208,41 @@ def test_stale_saved_tensor_error_names_torch(tmp_path):
     assert ran[1].returncode == 0, ran[1].stderr
     assert ran[1].stdout == ran[0].stdout
     assert "[torch.DoubleTensor [3]]" in ran[1].stdout
+
+
+_FLOAT_OF_GRAD = """
+import warnings
+import torch
+w = torch.ones(2, requires_grad=True)
+with warnings.catch_warnings(record=True) as rec:
+    warnings.simplefilter("always")
+    float(w.detach().sum()); w.sum().item(); int(w.sum()); bool(w[0])
+    s = w.sum()
+    with torch.no_grad():
+        float(s)
+    opt = torch.optim.LBFGS([w])
+    def closure():
+        opt.zero_grad()
+        loss = (w ** 2).sum()
+        loss.backward()
+        return loss
+    opt.step(closure)
+    print(len(rec))
+    float(w.sum()); float(w[0]); float(w.sum())
+print([str(r.message).split(" (Triggered")[0] for r in rec])
+"""
+
+
+def test_float_of_a_tensor_requiring_grad_warns_once(tmp_path):
+    """``float(t)`` of a tensor that requires grad, with grad mode on, warns (once a
+    process) that the scalar leaves the graph; ``item()``, ``int()``, ``bool()``, detached
+    tensors and ``float()`` under no_grad (LBFGS's of its closure's loss) do not (the
+    oracle: the same script under real PyTorch)."""
+    pytest.importorskip("torch")
+    script = tmp_path / "prog.py"
+    script.write_text(_FLOAT_OF_GRAD)
+    ran = [subprocess.run([sys.executable, *pre, str(script)], capture_output=True,
+                          text=True, timeout=300) for pre in ((), ("-m", "ember.as_torch"))]
+    assert ran[1].returncode == 0, ran[1].stderr
+    assert ran[1].stdout == ran[0].stdout
+    assert "Converting a tensor with requires_grad=True" in ran[1].stdout
