@@ -34,7 +34,7 @@ __version__ = "0.1.0"     # (before the submodules, which read it)
 
 from . import autograd, backends, nn, optim, utils
 from . import distributions, fft, linalg, return_types, sparse, special
-from ._device_ns import cuda, opencl, xpu, mps, DeviceNamespace as _DeviceNamespace
+from ._device_ns import cpu, cuda, opencl, xpu, mps, DeviceNamespace as _DeviceNamespace
 from ember.dispatcher.plugins import BACKENDS as _BACKENDS, ensure_loaded as _ensure_loaded
 from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
 from . import _dynamo, _inductor, _logging

@@ -37,8 +37,8 @@ from ._creation import tensor as _tensor
 from .autograd._engine import IN_BACKWARD, RUNNING_NODE
 from ember.dispatcher.warn import warn as _warn
 
-__all__ = ["DeviceNamespace", "DeviceUnavailableError", "pinning_api", "cuda", "opencl", "xpu",
-           "mps"]
+__all__ = ["DeviceNamespace", "DeviceUnavailableError", "pinning_api", "cpu", "cuda", "opencl",
+           "xpu", "mps"]
 
 
 class DeviceUnavailableError(RuntimeError, AssertionError):
@@ -59,16 +59,25 @@ class _AmpNamespace:
 
     def autocast(self, enabled: bool = True, dtype=None, cache_enabled: bool = True):
         """``ember.amp.autocast(<this device type>, ...)``."""
-        return _amp.autocast(self._type, dtype=D.float16 if dtype is None else dtype,
+        self._deprecated("autocast")
+        if dtype is None:   # torch.cpu.amp.autocast's default is bfloat16, cuda's float16
+            dtype = D.bfloat16 if self._type == "cpu" else D.float16
+        return _amp.autocast(self._type, dtype=dtype,
                              enabled=enabled, cache_enabled=cache_enabled)
 
     def GradScaler(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
                    backoff_factor: float = 0.5, growth_interval: int = 2000,
                    enabled: bool = True):
         """``ember.amp.GradScaler(<this device type>, ...)``."""
+        self._deprecated("GradScaler")
         return _amp.GradScaler(self._type, init_scale=init_scale, growth_factor=growth_factor,
                                backoff_factor=backoff_factor, growth_interval=growth_interval,
                                enabled=enabled)
+
+    def _deprecated(self, name: str) -> None:
+        torch = D.module_name
+        _warn(f"`{torch}.{self._type}.amp.{name}(args...)` is deprecated. Please use "
+              f"`{torch}.amp.{name}('{self._type}', args...)` instead.", FutureWarning)
 
     def __repr__(self):
         return f"<ember.{self._type}.amp namespace>"
@@ -434,6 +443,8 @@ def pinning_api():
 
 opencl = DeviceNamespace("opencl")
 cuda = DeviceNamespace("cuda")
+#: made at import, as the others, so that ``import torch.cpu.amp`` (ember.as_torch) finds it
+cpu = DeviceNamespace("cpu")
 #: PyTorch's other accelerator namespaces: without a plugin for them, is_available() is
 #: False, as in a PyTorch build without them
 xpu = DeviceNamespace("xpu")

@@ -228,8 +228,10 @@ class autocast:
                   "ember.float16 currently.", UserWarning)
             enabled = False
         elif enabled and device_type != "cpu" and not _device_available(device_type):
-            name = "CUDA" if device_type == "cuda" else repr(device_type)
-            _warn(f"{name} is not available. Disabling autocast.", UserWarning)
+            # (PyTorch's text, the torch_xla clause included, for cuda)
+            why = ("CUDA is not available or torch_xla is imported" if device_type == "cuda"
+                   else f"{device_type!r} is not available")
+            _warn(f"{why}. Disabling autocast.", UserWarning)
             enabled = False
         elif enabled and device_type != "cpu" and self.fast_dtype not in (D.float16,
                                                                           D.bfloat16):
@@ -350,8 +352,10 @@ class GradScaler:
         self._device = device
         self._enabled = enabled
         if self._device != "cpu" and enabled and not _device_available(device):
-            _warn(f"ember.amp.GradScaler is enabled, but {device} is not available.  "
-                  "Disabling.", UserWarning)
+            what = (f"{D.module_name}.cuda.amp.GradScaler is enabled, but CUDA"
+                    if device == "cuda" else
+                    f"{D.module_name}.amp.GradScaler is enabled, but {device}")
+            _warn(f"{what} is not available.  Disabling.", UserWarning)
             self._enabled = False
         if self._enabled:
             if growth_factor <= 1.0:

@@ -246,3 +246,38 @@ def test_float_of_a_tensor_requiring_grad_warns_once(tmp_path):
     assert ran[1].returncode == 0, ran[1].stderr
     assert ran[1].stdout == ran[0].stdout
     assert "Converting a tensor with requires_grad=True" in ran[1].stdout
+
+
+_AMP_SPELLINGS = """
+import warnings
+import torch.cpu.amp
+import torch
+with warnings.catch_warnings(record=True) as rec:
+    warnings.simplefilter("always")
+    a = torch.cuda.amp.autocast()
+    torch.cuda.amp.GradScaler()
+    torch.amp.GradScaler("cuda")
+    torch.amp.autocast("cuda")
+    c = torch.cpu.amp.autocast()
+print(torch.cuda.is_available(), a.fast_dtype, c.fast_dtype, torch.cpu.is_available())
+for r in rec:
+    print(r.category.__name__, str(r.message))
+"""
+
+
+def test_amp_device_spellings_warn_and_default_as_torch(tmp_path):
+    """``torch.cuda.amp.autocast()`` / ``GradScaler()`` and ``torch.cpu.amp.autocast()``
+    warn that they are deprecated (FutureWarning), a cuda autocast or GradScaler without a
+    GPU warns it is disabled with PyTorch's text, and ``torch.cpu.amp.autocast()``'s
+    default dtype is bfloat16 (cuda's float16); ``import torch.cpu.amp`` works first thing.
+    The oracle: the same script under real PyTorch on this CPU-only machine."""
+    pytest.importorskip("torch")
+    script = tmp_path / "prog.py"
+    script.write_text(_AMP_SPELLINGS)
+    ran = [subprocess.run([sys.executable, *pre, str(script)], capture_output=True,
+                          text=True, timeout=300) for pre in ((), ("-m", "ember.as_torch"))]
+    if ran[0].stdout.startswith("True"):
+        pytest.skip("a GPU is visible to PyTorch: the disabled-autocast texts do not apply")
+    assert ran[1].returncode == 0, ran[1].stderr
+    assert ran[1].stdout == ran[0].stdout
+    assert "torch.float16 torch.bfloat16" in ran[1].stdout
