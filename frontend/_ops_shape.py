@@ -460,7 +460,7 @@ def sgn(input, *, out=None):
         >>> ember.sgn(ember.tensor([3 + 4j, 0j]))
         tensor([0.6000+0.8000j, 0.0000+0.0000j])
     """
-    if input.dtype._kind == 3:
+    if isinstance(input, TensorBase) and input.dtype._kind == 3:
         return CX.elementwise("sgn", (input,), out, False, {})
     return E("sign", input, out=out)
 

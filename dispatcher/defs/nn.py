@@ -1058,7 +1058,7 @@ def _(g, self, target, weight=None, reduction="mean"):
         g = E("mul", g, weight)
     d_self = E("mul", g, E("div", E("sub", self, target),
                            O.clamp(E("sub", self, E("mul", self, self)), 1e-12)))
-    d_target = E("mul", g, E("neg", E("logit", self)))
+    d_target = E("mul", g, E("neg", E("logit", self, eps=-1.0)))
     return d_self, d_target, None
 
 

@@ -46,7 +46,11 @@ PROGRAMS = {
     "ppo_actor_critic": "exact",
     "wgan_gp": "exact",
     "realnvp_flow": "exact",
-    "gin_graph_classification": "exact",
+    # (its attention's amax / scatter softmax with Adam amplifies float rounding: one-ulp
+    # differences, PyTorch's own between thread counts, grow to ~1e-4 by step 48 and
+    # ~5e-3 by step 63 on some machines; test_gin_alone_matches_closely checks the first
+    # 40 steps at 1e-4)
+    "gin_graph_classification": ("trend", 0.02),
     "convnext_tiny": "exact",
     "style_transfer": "exact",
     "func_per_sample": "exact",
@@ -108,3 +112,19 @@ def test_program_matches_pytorch(prog, outdir):
             f"{prog}: the end of ember's curve {b[-q:].mean():.4g} vs PyTorch's "
             f"{a[-q:].mean():.4g}")
         assert b[-q:].mean() < b[:q].mean(), f"{prog}: ember's run did not learn"
+
+
+def test_gin_alone_matches_closely(tmp_path):
+    """gin_graph_classification in interpreters of its own: PyTorch's curve, then ember's
+    from the same initial weights; the first 40 steps within 1e-4 relative (later ones
+    amplify rounding, see PROGRAMS)."""
+    runner = os.path.join(HERE, "_runner.py")
+    env = dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for pre in ([], ["-m", "ember.as_torch"]):
+        r = subprocess.run([sys.executable, *pre, runner, str(tmp_path),
+                            "gin_graph_classification"], capture_output=True, text=True,
+                           timeout=600, env=env)
+        assert r.returncode == 0, r.stderr[-4000:]
+    ref = _result(tmp_path, "gin_graph_classification", "torch")
+    got = _result(tmp_path, "gin_graph_classification", "ember")
+    np.testing.assert_allclose(got["losses"][:40], ref["losses"][:40], rtol=1e-4, atol=1e-7)
