@@ -126,8 +126,12 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
 
     Args:
         input (Tensor): the complex spectrogram, ``(B?, freq, frames)``.
-        n_fft, hop_length, win_length, window, center, normalized: as given to
-            :func:`stft`.
+        n_fft (int): the frame length given to :func:`stft`.
+        hop_length (int, optional): as given to :func:`stft`.
+        win_length (int, optional): as given to :func:`stft`.
+        window (Tensor, optional): as given to :func:`stft`.
+        center (bool): as given to :func:`stft`.
+        normalized (bool): as given to :func:`stft`.
         onesided (bool, optional): whether ``input`` holds the non-negative frequencies
             only. Default: ``input.size(-2) != n_fft``.
         length (int, optional): the output length (trimmed or zero-padded to it).

@@ -377,7 +377,7 @@ class Tracer(TracerBase):
         return qualname
 
     def create_arg(self, a):
-        """As :meth:`TracerBase.create_arg`, plus: parameters, buffers and submodules of
+        """As ``TracerBase.create_arg`` (arguments as graph arguments), plus: parameters, buffers and submodules of
         the root become ``get_attr`` nodes, other tensors become constants of the root
         (``_tensor_constant0``, ...), named tuples ``call_function`` nodes of their
         type."""

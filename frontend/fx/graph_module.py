@@ -136,7 +136,7 @@ class GraphModule(Module):
 
     def recompile(self):
         """Regenerate ``forward`` from the graph (after editing it); returns the
-        :class:`~ember.fx.graph.PythonCode`."""
+        ``PythonCode`` (its ``src`` and ``globals``)."""
         python_code = self._graph.python_code("self")
         src, glob = python_code
         _COUNT[0] += 1

@@ -86,7 +86,7 @@ class _Matcher:
 def replace_pattern(gm, pattern, replacement) -> list:
     """Replace each occurrence of ``pattern`` (a function or Module, traced; or a Graph)
     in ``gm``'s graph by ``replacement`` (its placeholders take the matched inputs in
-    order), then recompile ``gm``. Returns the :class:`Match` list.
+    order), then recompile ``gm``. Returns the list of ``Match`` tuples.
 
     Example::
 
