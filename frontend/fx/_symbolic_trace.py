@@ -377,10 +377,10 @@ class Tracer(TracerBase):
         return qualname
 
     def create_arg(self, a):
-        """As ``TracerBase.create_arg`` (arguments as graph arguments), plus: parameters, buffers and submodules of
-        the root become ``get_attr`` nodes, other tensors become constants of the root
-        (``_tensor_constant0``, ...), named tuples ``call_function`` nodes of their
-        type."""
+        """As ``TracerBase.create_arg`` (arguments as graph arguments), plus: parameters,
+        buffers and submodules of the root become ``get_attr`` nodes, other tensors
+        become constants of the root (``_tensor_constant0``, ...), named tuples
+        ``call_function`` nodes of their type."""
         if isinstance(a, Parameter):
             for n, p in self.root.named_parameters():
                 if a is p:
