@@ -33,7 +33,7 @@ from .defs import index as _IX
 from .schema import OPS
 from .warn import warn
 
-__all__ = ["elementwise", "run", "matmul", "join", "parts", "is_complex_arg", "TABLE",
+__all__ = ["elementwise", "run", "matmul", "join", "conj", "parts", "is_complex_arg", "TABLE",
            "COMPONENTWISE"]
 
 
@@ -77,6 +77,11 @@ def join(re, im, like=None):
     res = V.view_as_complex(_IX.stack([re, im], -1))
     res._base = None   # (the stacked parts are private: the result is a tensor of its own)
     return res
+
+
+def conj(z):
+    """The complex conjugate of complex ``z`` (a new tensor, recorded for autograd)."""
+    return join(V.complex_part(z, 0), O.elementwise("neg", V.complex_part(z, 1)))
 
 
 # ---- real arithmetic on parts that may be Python floats ----------------------------------

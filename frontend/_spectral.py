@@ -21,9 +21,9 @@ from .nn import functional as F
 __all__ = ["stft", "istft"]
 
 
-def _window(window, win_length, n_fft, like, op):
+def _window(window, win_length, n_fft, dtype, device, op):
     if window is None:
-        window = K.ones(win_length, dtype=D.real_of(like.dtype), device=like.device)
+        window = K.ones(win_length, dtype=dtype, device=device)
     elif window.shape != (win_length,):
         raise RuntimeError(f"{op}: expected a 1D window tensor of size equal to win_length="
                            f"{win_length}, but got window with size {list(window.shape)}")
@@ -102,7 +102,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         pad = n_fft // 2
         x = V.squeeze(F.pad(V.unsqueeze(x, 0), (pad, pad), pad_mode), 0)
     hop, win = _lengths("stft", n_fft, hop_length, win_length, x.shape[-1])
-    w = _window(window, win, n_fft, x, "stft")
+    w = _window(window, win, n_fft, D.real_of(x.dtype), x.device, "stft")
     frames = O.elementwise("mul", V.unfold(x, -1, n_fft, hop), w)     # (B, T, n_fft)
     real = frames.dtype._kind != 3
     if onesided is None:
@@ -166,7 +166,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if return_complex and onesided:
         raise RuntimeError("cannot have onesided output if window or input is complex")
     rdt = D.real_of(spec.dtype)
-    w = _window(window, win, n_fft, O.full((), 0.0, rdt, spec.device), "istft")
+    w = _window(window, win, n_fft, rdt, spec.device, "istft")
     norm = "ortho" if normalized else "backward"
     frames = V.transpose(spec, -1, -2)                                  # (B, T, freq)
     if onesided:

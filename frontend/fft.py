@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+from ember.dispatcher import complex_ops as CX
 from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
@@ -165,7 +166,7 @@ def _rfft_along(x, d, n, sign, scale):
     y = V.view_as_complex(SP.rfft_real(O.contiguous(x)))
     y._base = None
     if sign > 0:
-        y = SP.conj(y)
+        y = CX.conj(y)
     if scale != 1.0:
         y = O.elementwise("mul", y, scale)
     return V.movedim(y, -1, d) if d != last else y
@@ -193,7 +194,7 @@ def _c2r_along(x, d, n, sign, scale):
     x = _resize(x, d, half)
     rest = n - half
     if rest:
-        mirror = SP.conj(IX.flip(V.narrow(x, d, 1, rest), (d,)))
+        mirror = CX.conj(IX.flip(V.narrow(x, d, 1, rest), (d,)))
         x = IX.cat([x, mirror], d)
     y = _c2c(x, d, sign, scale)
     return O.contiguous(V.complex_part(y, 0))
@@ -224,7 +225,7 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     x = _as_complex(input, "fft_hfft")
     d = _dim(x, dim, "fft_hfft")
     n = _length(n, 2 * (x.shape[d] - 1), "fft_hfft")
-    return _out(_c2r_along(SP.conj(x), d, n, 1, _scale(_flip_norm(norm), n, False)), out,
+    return _out(_c2r_along(CX.conj(x), d, n, 1, _scale(_flip_norm(norm), n, False)), out,
                 "fft_hfft")
 
 
@@ -342,7 +343,7 @@ def _irnd(input, s, dim, norm, op, hermitian=False):
     if not dims:
         raise RuntimeError(f"{op}(): must have at least one dimension to transform")
     if hermitian:
-        x, norm = SP.conj(x), _flip_norm(norm)
+        x, norm = CX.conj(x), _flip_norm(norm)
     for d, n in zip(dims[:-1], sizes[:-1]):
         n = _length(n, x.shape[d], op)
         x = _c2c(_resize(x, d, n), d, 1, _scale(norm, n, False))

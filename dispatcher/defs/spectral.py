@@ -23,7 +23,7 @@ from ..grad_mode import below_autograd
 from ..schema import OPS, composite, defop, gradient
 from . import index as IX
 
-__all__ = ["fft_pairs", "rfft_real", "fft_last", "conj"]
+__all__ = ["fft_pairs", "rfft_real", "fft_last"]
 
 defop("fft_pairs", "matmul", "fft_pairs(Tensor self, int sign) -> Tensor", "(out, x, sign)",
       promotion="none")
@@ -127,7 +127,7 @@ def _bluestein(x, sign):
     w = _chirp(n, sign, dt, dev)                       # exp(sign i pi j^2 / n)
 
     def make_kernel():
-        wc = conj(w)
+        wc = CX.conj(w)
         zeros = O.zeros((m - 2 * n + 1,), dt, dev)
         full = IX.cat([wc, zeros, IX.flip(V.narrow(wc, 0, 1, n - 1), (0,))], 0)
         return fft_last(full, -1)
@@ -137,10 +137,6 @@ def _bluestein(x, sign):
     conv = fft_last(O.elementwise("mul", fft_last(a, -1), kernel_hat), 1)
     conv = O.elementwise("mul", V.narrow(conv, -1, 0, n), 1.0 / m)
     return O.elementwise("mul", conv, w)
-
-
-def conj(z):
-    return CX.join(V.complex_part(z, 0), O.elementwise("neg", V.complex_part(z, 1)))
 
 
 @composite("fft_pairs")
