@@ -510,23 +510,25 @@ def elementwise(name, *args, out=None, inplace=False, **attrs):
     o = OPS[name]
     if AC.ACTIVE[0] and out is None and not inplace:
         args = AC.cast_args(name, args, to)
+    g = None   # (one pass: a complex argument, and the first tensor that requires grad)
     for a in args:  # (inline: this is the hottest path there is)
         if isinstance(a, TensorBase):
             if a.dtype._kind == 3:
                 return COMPLEX["elementwise"](name, args, out, inplace, attrs)
+            if g is None and a.requires_grad:
+                g = a
         elif type(a) is complex:
             return COMPLEX["elementwise"](name, args, out, inplace, attrs)
-    for a in args:
-        if isinstance(a, TensorBase) and a.requires_grad and MODE.grad and o.differentiable:
-            if o.grad is not None:
-                if (len(args) == 1 and out is None and not inplace and not attrs
-                        and (name, a.dtype) in _UNARY_SAME):
-                    k = o.kernels.get(a.device.type)
-                    if k is not None:  # (the unary fast path below, without re-entering)
-                        return record(o, lambda: _unary_same(o, k, a), args, attrs)
-                return record(o, lambda: elementwise(name, *args, out=out, inplace=inplace,
-                                                     **attrs), args, attrs, inplace, out)
-            return _differentiate_body(o, args, attrs, out, inplace)
+    if g is not None and MODE.grad and o.differentiable:
+        if o.grad is not None:
+            if (len(args) == 1 and out is None and not inplace and not attrs
+                    and (name, g.dtype) in _UNARY_SAME):
+                k = o.kernels.get(g.device.type)
+                if k is not None:  # (the unary fast path below, without re-entering)
+                    return record(o, lambda: _unary_same(o, k, g), args, attrs)
+            return record(o, lambda: elementwise(name, *args, out=out, inplace=inplace,
+                                                 **attrs), args, attrs, inplace, out)
+        return _differentiate_body(o, args, attrs, out, inplace)
     a0 = args[0]
     # fast path: same-dtype, same-shape, same-device tensors
     if len(args) == 2 and out is None and not inplace and isinstance(a0, TensorBase):
