@@ -93,7 +93,7 @@ def _resize(x, d, n):
 
 def _length(n, default, op):
     if n is None:
-        return default
+        n = default   # (an empty dimension is refused too, as PyTorch's)
     if n < 1:
         raise RuntimeError(f"Invalid number of data points ({n}) specified")
     return int(n)

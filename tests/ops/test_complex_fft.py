@@ -287,6 +287,7 @@ def test_fft_dtypes_and_helpers():
 def test_fft_errors_as_pytorch():
     e, t = _both(_carr(4))
     for f in (lambda m, x: m.fft.fft(x, n=0), lambda m, x: m.fft.rfft(x),
+              lambda m, x: m.fft.fft(m.zeros(0)), lambda m, x: m.fft.irfft(x[:1]),
               lambda m, x: m.fft.fft(x, norm="bad")):
         with pytest.raises(RuntimeError) as te:
             f(torch, t)
