@@ -10,27 +10,11 @@ pocketfft: this measures what that costs.
 from __future__ import annotations
 
 import argparse
-import time
-
 import numpy as np
 import torch
 
 import ember
-
-
-def interleaved(fns, rounds, number):
-    """Per-call minimum over ``rounds`` rounds of each function, the functions taking turns
-    within every round."""
-    for f in fns.values():
-        f()
-    best = {k: float("inf") for k in fns}
-    for _ in range(rounds):
-        for k, f in fns.items():
-            t0 = time.perf_counter()
-            for _ in range(number):
-                f()
-            best[k] = min(best[k], (time.perf_counter() - t0) / number)
-    return best
+from _timing import interleaved
 
 
 def case(name, make, rounds, number):
