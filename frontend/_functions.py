@@ -28,6 +28,7 @@ from ember.dispatcher.grad_mode import MODE, below_autograd
 from ember.dispatcher.schema import OPS, elementwise_ops, parse_signature
 
 from .return_types import return_type
+from . import _deprecated_overloads as DO
 from . import _views as VW
 from . import _ops_shape as _SH
 from . import linalg as _linalg
@@ -249,16 +250,24 @@ def _generate(o):
         return ", ".join(out)
 
     rest = "".join(f", {n}" for n, _ in pos[1:])
+    dep = o.name in DO.SCALE    # (PyTorch's deprecated order: the scale first)
     star = f", *{kw_decl}{', out=None' if has_out else ''}" if kws or has_out else ""
-    src = [f"def {o.name}(input{rest}{star}):",
+    if dep:
+        star = star.replace("*", "*args", 1)
+    ops, scale = rest[2:], DO.SCALE.get(o.name)
+
+    def rebind(first, inplace):
+        return ([f"    if args: {first}, ({ops},), {scale} = _dep({o.name!r}, {inplace}, "
+                 f"({first}{rest}, *args), {len(pos)}, {scale})"] if dep else [])
+    src = [f"def {o.name}(input{rest}{star}):", *rebind("input", False),
            f"    return _ew({o.name!r}, {args(o.name, 0)}"
            f"{', out=out' if has_out else ''}{kw_pass})"]
-    star = f", *{kw_decl}" if kws else ""
-    src += [f"def {o.name}__method(self{rest}{star}):",
+    star = (f", *args{kw_decl}" if dep else f", *{kw_decl}") if kws else ""
+    src += [f"def {o.name}__method(self{rest}{star}):", *rebind("self", False),
             f"    return _ew({o.name!r}, {args(o.name, 1)}{kw_pass})",
-            f"def {o.name}_(self{rest}{star}):",
+            f"def {o.name}_(self{rest}{star}):", *rebind("self", True),
             f"    return _ew({o.name!r}, {args(o.name + '_', 1)}, inplace=True{kw_pass})"]
-    env = {"_ew": E, "_s": _s, "_t": _t}
+    env = {"_ew": E, "_s": _s, "_t": _t, "_dep": DO.scaled}
     exec("\n".join(src), env)  # noqa: S102 - source built from the op table above
     fn, method, fn_ = env[o.name], env[o.name + "__method"], env[o.name + "_"]
     fn.__doc__ = _ew_doc(o)
@@ -339,7 +348,7 @@ def neg_(self):
 negative = neg
 
 
-def add(input, other, *, alpha=1, out=None):
+def add(input, other, *args, alpha=1, out=None):
     """Adds ``other``, scaled by ``alpha``, to ``input``: ``input + alpha * other``.
 
     The operands broadcast to a common shape and their dtypes are promoted by PyTorch's rules;
@@ -351,6 +360,8 @@ def add(input, other, *, alpha=1, out=None):
         other (Tensor or Number): the operand to add.
         alpha (Number): the multiplier of ``other``. Default: 1.
         out (Tensor, optional): the output tensor.
+        *args: PyTorch's deprecated order ``add(input, alpha, other)``, accepted with its
+            warning (as for ``sub``, ``addcmul`` and ``addcdiv``).
 
     Example:
         >>> ember.add(ember.tensor([1, 2]), ember.tensor([10, 20]), alpha=2)
@@ -358,12 +369,14 @@ def add(input, other, *, alpha=1, out=None):
         >>> ember.add(ember.tensor([1, 2]), 1.5)
         tensor([2.5000, 3.5000])
     """
+    if args:
+        input, (other,), alpha = DO.scaled("add", False, (input, other, *args), 2, alpha)
     if type(alpha) is int and alpha == 1:
         return E("add", _s(input), _s(other), out=out)
     return _add_sub("add", _s(input), _s(other), alpha, out=out)
 
 
-def sub(input, other, *, alpha=1, out=None):
+def sub(input, other, *args, alpha=1, out=None):
     """Subtracts ``other``, scaled by ``alpha``, from ``input``: ``input - alpha * other``.
 
     Broadcasting, type promotion and the rules for ``alpha`` are those of :func:`ember.add`.
@@ -379,6 +392,8 @@ def sub(input, other, *, alpha=1, out=None):
         >>> ember.sub(ember.tensor([5., 6.]), 1, alpha=2)
         tensor([3., 4.])
     """
+    if args:
+        input, (other,), alpha = DO.scaled("sub", False, (input, other, *args), 2, alpha)
     a, b = _s(input), _s(other)
     if (type(a) is bool or type(b) is bool or getattr(a, "dtype", None) is _BOOL
             or getattr(b, "dtype", None) is _BOOL):
@@ -392,15 +407,19 @@ subtract = sub
 _BOOL = D.bool_  # (sub's check: a bool dtype or a Python bool operand)
 
 
-def add_(self, other, *, alpha=1):
+def add_(self, other, *args, alpha=1):
     """In-place version of :meth:`ember.Tensor.add`: ``self += alpha * other``."""
+    if args:
+        self, (other,), alpha = DO.scaled("add", True, (self, other, *args), 2, alpha)
     if type(alpha) is int and alpha == 1:
         return E("add", self, _s(other), inplace=True)
     return _add_sub("add", self, _s(other), alpha, inplace=True)
 
 
-def sub_(self, other, *, alpha=1):
+def sub_(self, other, *args, alpha=1):
     """In-place version of :meth:`ember.Tensor.sub` (also ``subtract_``)."""
+    if args:
+        self, (other,), alpha = DO.scaled("sub", True, (self, other, *args), 2, alpha)
     other = _s(other)
     _no_bool_subtraction(self, other)
     return _add_sub("sub", self, other, alpha, inplace=True)
@@ -2384,7 +2403,7 @@ def outer(input, vec2, *, out=None):
 ger = outer
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+def addmm(input, mat1, mat2, *args, beta=1, alpha=1, out=None):
     """Returns ``beta * input + alpha * (mat1 @ mat2)``.
 
     ``mat1`` is (n x m) and ``mat2`` (m x p); ``input`` broadcasts to (n x p). With
@@ -2404,6 +2423,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
         tensor([[2.5000, 4.5000],
                 [6.5000, 8.5000]])
     """
+    if args:
+        input, mat1, mat2, beta, alpha = DO.product(
+            'addmm', False, (input, mat1, mat2, *args), beta, alpha)
     _tensors("addmm", input, mat1, mat2)
     if out is not None:
         return O.write_out("addmm", out, LA.addmm(input, mat1, mat2, beta, alpha), "exact")

@@ -21,6 +21,7 @@ from ember.dispatcher.defs import linalg as LA
 
 from ._ops_shape import conj as _conj
 from .return_types import return_type
+from . import _deprecated_overloads as DO
 from . import linalg as linalg_ns
 from ember.dispatcher.warn import warn as _warn
 
@@ -338,20 +339,29 @@ def _update(name, input, prod, beta, alpha):
     return E("add", prod, input if beta == 1 else E("mul", input, beta))
 
 
-def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+def addmv(input, mat, vec, *args, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat @ vec)."""
+    if args:
+        input, mat, vec, beta, alpha = DO.product(
+            'addmv', False, (input, mat, vec, *args), beta, alpha)
     _t(input, "addmv")
     linalg_ns.no_grad_out((input, mat, vec), out)
     return write_out(_update("addmv", input, LA.mv(mat, vec), beta, alpha), out, "addmv")
 
 
-def addmv_(input, mat, vec, *, beta=1, alpha=1):
+def addmv_(input, mat, vec, *args, beta=1, alpha=1):
+    if args:
+        input, mat, vec, beta, alpha = DO.product(
+            'addmv', True, (input, mat, vec, *args), beta, alpha)
     C.check_writable(input, "addmv_")  # (refuse before computing)
     return input.copy_(addmv(input, mat, vec, beta=beta, alpha=alpha))
 
 
-def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+def addr(input, vec1, vec2, *args, beta=1, alpha=1, out=None):
     """beta * input + alpha * outer(vec1, vec2)."""
+    if args:
+        input, vec1, vec2, beta, alpha = DO.product(
+            'addr', False, (input, vec1, vec2, *args), beta, alpha)
     _t(input, "addr")
     if len(vec1.shape) != 1 or len(vec2.shape) != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {len(vec1.shape)}-D"
@@ -361,7 +371,10 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     return write_out(_update("addr", input, LA.outer(vec1, vec2), beta, alpha), out, "addr")
 
 
-def addr_(input, vec1, vec2, *, beta=1, alpha=1):
+def addr_(input, vec1, vec2, *args, beta=1, alpha=1):
+    if args:
+        input, vec1, vec2, beta, alpha = DO.product(
+            'addr', True, (input, vec1, vec2, *args), beta, alpha)
     C.check_writable(input, "addr_")  # (refuse before computing)
     return input.copy_(addr(input, vec1, vec2, beta=beta, alpha=alpha))
 
@@ -376,8 +389,11 @@ def _check_batches(name, b1, b2):
                            f"{b2.shape[1]}].")
 
 
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+def addbmm(input, batch1, batch2, *args, beta=1, alpha=1, out=None):
     """beta * input + alpha * sum_i batch1[i] @ batch2[i]."""
+    if args:
+        input, batch1, batch2, beta, alpha = DO.product(
+            'addbmm', False, (input, batch1, batch2, *args), beta, alpha)
     _t(input, "addbmm")
     _check_batches("addbmm", batch1, batch2)
     linalg_ns.no_grad_out((input, batch1, batch2), out)
@@ -386,13 +402,19 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return write_out(_update("addbmm", input, prod, beta, alpha), out, "addbmm")
 
 
-def addbmm_(input, batch1, batch2, *, beta=1, alpha=1):
+def addbmm_(input, batch1, batch2, *args, beta=1, alpha=1):
+    if args:
+        input, batch1, batch2, beta, alpha = DO.product(
+            'addbmm', True, (input, batch1, batch2, *args), beta, alpha)
     C.check_writable(input, "addbmm_")  # (refuse before computing)
     return input.copy_(addbmm(input, batch1, batch2, beta=beta, alpha=alpha))
 
 
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+def baddbmm(input, batch1, batch2, *args, beta=1, alpha=1, out=None):
     """beta * input + alpha * (batch1 @ batch2), batch by batch."""
+    if args:
+        input, batch1, batch2, beta, alpha = DO.product(
+            'baddbmm', False, (input, batch1, batch2, *args), beta, alpha)
     _t(input, "baddbmm")
     _check_batches("baddbmm", batch1, batch2)
     linalg_ns.no_grad_out((input, batch1, batch2), out)
@@ -400,13 +422,19 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
                      "baddbmm")
 
 
-def baddbmm_(input, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm_(input, batch1, batch2, *args, beta=1, alpha=1):
+    if args:
+        input, batch1, batch2, beta, alpha = DO.product(
+            'baddbmm', True, (input, batch1, batch2, *args), beta, alpha)
     C.check_writable(input, "baddbmm_")  # (refuse before computing)
     return input.copy_(baddbmm(input, batch1, batch2, beta=beta, alpha=alpha))
 
 
-def addmm_(input, mat1, mat2, *, beta=1, alpha=1):
+def addmm_(input, mat1, mat2, *args, beta=1, alpha=1):
     """In place: input = beta * input + alpha * (mat1 @ mat2)."""
+    if args:
+        input, mat1, mat2, beta, alpha = DO.product(
+            'addmm', True, (input, mat1, mat2, *args), beta, alpha)
     C.check_writable(input, "addmm_")  # (refuse before computing)
     return input.copy_(LA.addmm(input, mat1, mat2, beta, alpha))
 
