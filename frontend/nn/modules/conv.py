@@ -96,7 +96,8 @@ class _ConvNd(Module):
             s += ", padding_mode={padding_mode}"
         return s.format(**self.__dict__)
 
-    def _conv_forward(self, fn, input, weight, bias, zero):
+    def _conv_nd(self, fn, zero, input, weight, bias):
+        # the body of every Conv{1,2,3}d._conv_forward; non-zero padding modes pad first
         if self.padding_mode != "zeros":
             return fn(F.pad(input, self._reversed_padding_repeated_twice,
                             mode=self.padding_mode), weight, bias, self.stride, zero,
@@ -115,8 +116,13 @@ class Conv1d(_ConvNd):
                          _single(dilation), False, _single(0), groups, bias, padding_mode,
                          device, dtype)
 
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        """The convolution with the given ``weight`` and ``bias`` (PyTorch's hook for
+        subclasses that transform the parameters, e.g. cast them, before convolving)."""
+        return self._conv_nd(F.conv1d, _single(0), input, weight, bias)
+
     def forward(self, input: Tensor) -> Tensor:
-        return self._conv_forward(F.conv1d, input, self.weight, self.bias, _single(0))
+        return self._conv_forward(input, self.weight, self.bias)
 
 
 class Conv2d(_ConvNd):
@@ -135,8 +141,13 @@ class Conv2d(_ConvNd):
                          _pair(dilation), False, _pair(0), groups, bias, padding_mode,
                          device, dtype)
 
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        """The convolution with the given ``weight`` and ``bias`` (PyTorch's hook for
+        subclasses that transform the parameters, e.g. cast them, before convolving)."""
+        return self._conv_nd(F.conv2d, _pair(0), input, weight, bias)
+
     def forward(self, input: Tensor) -> Tensor:
-        return self._conv_forward(F.conv2d, input, self.weight, self.bias, _pair(0))
+        return self._conv_forward(input, self.weight, self.bias)
 
 
 class Conv3d(_ConvNd):
@@ -187,8 +198,13 @@ class Conv3d(_ConvNd):
                          _triple(dilation), False, _triple(0), groups, bias, padding_mode,
                          device, dtype)
 
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        """The convolution with the given ``weight`` and ``bias`` (PyTorch's hook for
+        subclasses that transform the parameters, e.g. cast them, before convolving)."""
+        return self._conv_nd(F.conv3d, _triple(0), input, weight, bias)
+
     def forward(self, input: Tensor) -> Tensor:
-        return self._conv_forward(F.conv3d, input, self.weight, self.bias, _triple(0))
+        return self._conv_forward(input, self.weight, self.bias)
 
 
 class _ConvTransposeNd(_ConvNd):
