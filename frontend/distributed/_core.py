@@ -204,7 +204,8 @@ def is_initialized() -> bool:
 
 def _group(group) -> ProcessGroup:
     if _WORLD is None:
-        raise RuntimeError("Default process group has not been initialized, please make sure "
+        # (a ValueError, as PyTorch's)
+        raise ValueError("Default process group has not been initialized, please make sure "
                            "to call init_process_group.")
     return group if group is not None else _WORLD
 
@@ -213,7 +214,7 @@ def get_rank(group=None) -> int:
     """The rank of this process in ``group`` (the default group if None); -1 for
     ``GroupMember.NON_GROUP_MEMBER``.
 
-    Raises RuntimeError when the default process group is not initialised.
+    Raises ValueError (as PyTorch) when the default process group is not initialised.
     """
     if group is GroupMember.NON_GROUP_MEMBER:
         return -1
