@@ -53,6 +53,8 @@ NAMESPACES = [
     ("ember.utils.benchmark", "Timing statements: Timer, Measurement, Compare."),
     ("ember.return_types", "The named tuples of ops with several results."),
     ("ember.distributed", "Multi-process communication (MPI)."),
+    ("ember.distributed.nn", "Collectives that autograd differentiates (also as "
+                             "``ember.distributed.nn.functional``)."),
     ("ember.multiprocessing", "Multiprocessing with tensors in shared memory."),
     ("ember.serialization", "Saving and loading."),
     ("ember.hub", "Loading models published in repositories."),
