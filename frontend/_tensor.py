@@ -702,13 +702,15 @@ class Tensor(TensorBase):
 
     def _overwrite(self, name, write):
         """An in-place write of constant values (fill_, zero_, random): in a graph (this
-        tensor, or the base it views, requires grad) it is recorded as a copy of a constant,
-        so no gradient reaches what was overwritten (PyTorch's semantics)."""
+        tensor, or the base it views, requires grad) the overwritten values get a gradient
+        of zeros, as PyTorch's ``ZeroBackward0`` / ``FillBackward`` give (not none: a
+        ``.grad`` of zeros, and the graph stays connected)."""
         base = self._base
         if MODE.grad and (self.requires_grad or (base is not None and base.requires_grad)):
             tmp = C.empty(self.shape, self.dtype, self.device)
             write(tmp)
-            return O.copy_(self, tmp)
+            keep = O.zeros((), D.bool_, self.device)   # where(False, self, tmp) is tmp
+            return O.copy_(self, F.where(keep, self, tmp))
         return write(self)
 
     def fill_(self, value):
@@ -720,6 +722,10 @@ class Tensor(TensorBase):
         """
         if not isinstance(value, TensorBase):  # PyTorch checks a number (a tensor is cast)
             value = K.fill_scalar(value, self.dtype, "fill_", C.numel(self.shape), self.device)
+        elif value.requires_grad and MODE.grad and len(value.shape) == 0:
+            # (the value gets the sum of the gradient, as PyTorch's FillBackward1)
+            keep = O.zeros((), D.bool_, self.device)
+            return O.copy_(self, F.where(keep, self, value))
         return self._overwrite("fill", lambda t: O.fill_(t, value))
 
     def zero_(self):
