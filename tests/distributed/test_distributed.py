@@ -85,3 +85,10 @@ def test_object_collectives_all_to_all_groups_and_their_errors():
     r = launch("objects_worker.py", timeout=90)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("checks passed") == 2, r.stdout + r.stderr
+
+
+def test_ddp_before_init_raises_valueerror_as_pytorch():
+    torch = pytest.importorskip("torch")
+    for L in (torch, ember):
+        with pytest.raises(ValueError, match="Default process group has not been initialized"):
+            L.nn.parallel.DistributedDataParallel(L.nn.Linear(2, 2))

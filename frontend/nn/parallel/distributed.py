@@ -71,7 +71,7 @@ class DistributedDataParallel(Module):
                  gradient_as_bucket_view: bool = False, static_graph: bool = False):
         super().__init__()
         if not dist.is_initialized():
-            raise RuntimeError("Default process group has not been initialized, please make "
+            raise ValueError("Default process group has not been initialized, please make "
                                "sure to call init_process_group.")
         self.module = module
         self.process_group = process_group
