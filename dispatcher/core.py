@@ -511,7 +511,8 @@ _SCALARS_VIEWS_GET = _SCALAR_VIEWS.get
 
 
 _FORMATS = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
-            "float16": "e", "float32": "f", "float64": "d"}
+            "float16": "e", "float32": "f", "float64": "d", "uint16": "H", "uint32": "I",
+            "uint64": "Q"}
 _COMPLEX_FORMATS = {"complex64": "ff", "complex128": "dd"}
 
 
@@ -523,6 +524,9 @@ def encode_scalar(value, dtype) -> bytes:
     fmt = _FORMATS.get(dtype.name)
     if fmt is None:  # bfloat16: the high half of a float32
         return struct.pack("<f", v)[2:]
+    if dtype._kind == 1:  # (the element's bits: -1 is 255 in uint8)
+        v &= (1 << (8 * dtype.itemsize)) - 1
+        fmt = fmt.upper()
     return struct.pack("<" + fmt, v)
 
 
@@ -552,7 +556,10 @@ def _coerce_scalar(value, dtype):
                 raise RuntimeError(f"value cannot be converted to type {dtype.name} without "
                                    "overflow")
             value = int(value)
-        return int(value)
+        value = int(value)
+        # a uint64 above INT64_MAX as the int64 of its bits: what kernels parse and convert
+        # back (a Python int past 64 bits would reach them as an inexact double)
+        return value - (1 << 64) if value >= 1 << 63 and dtype.itemsize == 8 else value
     return float(value)
 
 

@@ -10,7 +10,8 @@ import numpy as np
 
 __all__ = [
     "DType", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-    "float32", "float64", "complex64", "complex128", "ALL_DTYPES", "COMPLEX_DTYPES",
+    "float32", "float64", "complex64", "complex128", "uint16", "uint32", "uint64", "ALL_DTYPES",
+    "COMPLEX_DTYPES", "BAREBONES_UNSIGNED",
     "promote_types", "real_of", "complex_of", "default_complex_dtype", "result_type",
     "get_default_dtype", "set_default_dtype", "dtype_of_scalar", "to_dtype", "from_numpy_dtype",
     "module_name", "set_module_name",
@@ -54,7 +55,7 @@ class DType:
         self._kind = kind            # 0 bool, 1 integer, 2 floating, 3 complex
         self._rank = rank
         self.is_floating_point = kind == 2
-        self.is_signed = name not in ("bool", "uint8")
+        self.is_signed = kind > 1 or kind == 1 and not name.startswith("uint")
         self._np = np_dtype
 
     @property
@@ -87,11 +88,20 @@ float64 = DType("float64", 9, 8, 2, 3, np.dtype(np.float64))
 #: complex dtypes: pairs of float32 / float64 (real, imaginary), stored interleaved as PyTorch's
 complex64 = DType("complex64", 10, 8, 3, 2, np.dtype(np.complex64))
 complex128 = DType("complex128", 11, 16, 3, 3, np.dtype(np.complex128))
+#: PyTorch's "barebones" unsigned dtypes: tensors of them are created, copied, cast, viewed,
+#: saved and printed, but few ops compute on them (mul, eq / ne, bitwise and / or / xor,
+#: sum / prod / cumsum, sort, ...: the ops whose definitions say so); they promote with no
+#: dtype but themselves and floating ones (``promote_types`` raises, as PyTorch's).
+uint16 = DType("uint16", 12, 2, 1, 2, np.dtype(np.uint16))
+uint32 = DType("uint32", 13, 4, 1, 3, np.dtype(np.uint32))
+uint64 = DType("uint64", 14, 8, 1, 4, np.dtype(np.uint64))
 
 #: the real dtypes (every backend's kernels cover these); complex ones are COMPLEX_DTYPES
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 COMPLEX_DTYPES = (complex64, complex128)
-_EVERY = ALL_DTYPES + COMPLEX_DTYPES
+#: the barebones unsigned dtypes (see uint16): only the kernels that say so take them
+BAREBONES_UNSIGNED = (uint16, uint32, uint64)
+_EVERY = ALL_DTYPES + COMPLEX_DTYPES + BAREBONES_UNSIGNED
 BY_CODE = {d.code: d for d in _EVERY}
 _BY_NAME = {d.name: d for d in _EVERY}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64,
@@ -100,7 +110,8 @@ _BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": i
 _TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
                 "int32": "Int", "int64": "Long", "float16": "Half", "bfloat16": "BFloat16",
                 "float32": "Float", "float64": "Double", "complex64": "ComplexFloat",
-                "complex128": "ComplexDouble"}
+                "complex128": "ComplexDouble", "uint16": "UInt16", "uint32": "UInt32",
+                "uint64": "UInt64"}
 _FROM_NP = {d._np: d for d in _EVERY if d._np is not None}
 _REAL_OF = {complex64: float32, complex128: float64}
 _COMPLEX_OF = {float32: complex64, float64: complex128}
@@ -194,13 +205,15 @@ def from_numpy_dtype(npd) -> DType:
     except (KeyError, TypeError):
         raise TypeError(f"can't convert np.ndarray of type {npd}. The only supported types are: "
                         "float64, float32, float16, complex64, complex128, int64, int32, int16, "
-                        "int8, uint8, and bool."
+                        "int8, uint64, uint32, uint16, uint8, and bool."
                         ) from None
 
 
-def _promote2(a: DType, b: DType) -> DType:
+def _promote2(a: DType, b: DType) -> DType | None:
     if a is b:
         return a
+    if a in BAREBONES_UNSIGNED or b in BAREBONES_UNSIGNED:  # (None: not in the table)
+        return a if a._kind == 2 else b if b._kind == 2 else None
     if a._kind == 3 or b._kind == 3:  # complex: its parts widen to a float operand's width
         c, r = (a, b) if a._kind == 3 else (b, a)
         if r._kind == 3 or r._kind == 2:
@@ -220,7 +233,18 @@ def _promote2(a: DType, b: DType) -> DType:
     return a
 
 
-_PROMOTE = {(a, b): _promote2(a, b) for a in _EVERY for b in _EVERY}
+class _PromotionTable(dict):
+    """``(a, b) -> promote_types(a, b)``; the pairs PyTorch refuses are missing, and looking
+    one up raises its error (a plain lookup otherwise: the table is on every op's path)."""
+
+    def __missing__(self, key):
+        a, b = key
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {torch_name(a)} and {torch_name(b)}")
+
+
+_PROMOTE = _PromotionTable({(a, b): c for a in _EVERY for b in _EVERY
+                            if (c := _promote2(a, b)) is not None})
 
 
 def promote_types(a, b) -> DType:

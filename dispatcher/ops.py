@@ -170,11 +170,13 @@ def can_cast(src, dst) -> bool:
 CPP_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
                   "int16": "short int", "int32": "int", "int64": "long int",
                   "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-                  "float64": "double"}
+                  "float64": "double", "uint16": "unsigned short", "uint32": "unsigned int",
+                  "uint64": "unsigned long"}
 #: the names c10's checked scalar conversions print
 _CONVERT_NAMES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t",
                   "int32": "int", "int64": "int64_t", "float16": "c10::Half",
-                  "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
+                  "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+                  "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}
 _FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
               "float32": 3.4028234663852886e38}
 
@@ -271,8 +273,8 @@ def launch_failed(o, dev, e):
         raise C.host_out_of_memory(f"the scratch memory of {o.name}() on {dev}", None,
                                    e) from None
     if isinstance(e, TypeError):
-        _dtype_refused(e)
-        if "unknown dtype code 1" in str(e):  # (codes 10, 11: complex64, complex128)
+        _dtype_refused(e, o.name)
+        if str(e).endswith(("unknown dtype code 10", "unknown dtype code 11")):  # (complex)
             raise NotImplementedError(f"{o.name}(): complex tensors are not supported by this "
                                       "op in ember yet") from None
     raise e
@@ -296,11 +298,33 @@ def _check_kind(o, compute, attrs):
         raise NotImplementedError(f"{o.name}(): not implemented for dtype {compute.name}")
 
 
-def _dtype_refused(e):
+_BAREBONES = frozenset(D.BAREBONES_UNSIGNED)
+
+
+def refuse_barebones(name, *args):
+    """PyTorch's NotImplementedError for op ``name`` on a uint16 / uint32 / uint64 tensor
+    or dtype among ``args`` (anything else is ignored), for the ops PyTorch's kernels refuse
+    them in while ember's composite would compute them (``"flip_cpu" not implemented for
+    'UInt16'``). Ops with kernels refuse them there (their dtype masks, ``OpDef.barebones``).
+
+    >>> refuse_barebones("flip", D.uint16)
+    Traceback (most recent call last):
+    NotImplementedError: flip(): not implemented for dtype uint16
+    """
+    for a in args:
+        d = a.dtype if isinstance(a, TensorBase) else a
+        if isinstance(d, D.DType) and d in _BAREBONES:
+            raise NotImplementedError(f"{name}(): not implemented for dtype {d.name}")
+
+
+def _dtype_refused(e, name):
     """A kernel's refusal of a dtype it has no loop for (backends raise TypeError "op(): not
-    implemented for dtype ...") becomes PyTorch's class for it, NotImplementedError."""
+    implemented for dtype ...") becomes PyTorch's class for it, NotImplementedError, whose
+    message names op ``name`` where the kernel's did not."""
     msg = str(e)
     if "not implemented for dtype" in msg:
+        if not msg.startswith(f"{name}("):
+            msg = f"{name}(): {msg}"
         raise NotImplementedError(msg) from None
 
 
@@ -464,6 +488,7 @@ def _promote(o, name, args):
     if p == "bool_out":
         return rt, D.bool_
     if p == "logical":
+        refuse_barebones(name, *args)   # (PyTorch has no logical_not of uint16, ...)
         return D.bool_, D.bool_
     if p == "integral":
         if rt.is_floating_point:
@@ -687,7 +712,10 @@ def clamp(x, min=None, max=None, out=None, inplace=False):
         dest = x if inplace else C.empty(x.shape, x.dtype, x.device)
         lo = C.scalar_like(_lowest(dt) if min is None else min, x)
         hi = C.scalar_like(_highest(dt) if max is None else max, x)
-        o.kernels[x.device.type](dest, x, lo, hi)
+        try:
+            o.kernels[x.device.type](dest, x, lo, hi)
+        except Exception as e:
+            launch_failed(o, x.device, e)
         if inplace:
             C.bump(x)
         return dest
@@ -707,8 +735,7 @@ def _wrap_int(v, dt):
     hi = (1 << (bits - 1)) - 1 if dt.is_signed else (1 << bits) - 1
     lo = -hi - 1 if dt.is_signed else -hi        # c10::overflows: unsigned may wrap negatives
     if not lo <= v <= hi:
-        ctype = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
-                 "int64": "int64_t"}.get(dt.name, dt.name)
+        ctype = _CONVERT_NAMES[dt.name]
         raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
     v &= (1 << bits) - 1
     return v - (1 << bits) if dt.is_signed and v >= 1 << (bits - 1) else v

@@ -35,6 +35,10 @@ An :class:`OpDef` holds everything about one op:
   ``lerp``'s weight: numbers or tensors).
 - ``meta``: PyTorch's checks of a call's arguments beyond promotion (``lerp``'s dtypes,
   ``addcmul``'s ``value``), ``fn(args, attrs)``, run before the inputs are promoted.
+- ``barebones``: the op computes on PyTorch's barebones unsigned dtypes (uint16, uint32,
+  uint64) as PyTorch's kernels do (``mul``, ``eq``, ``bitwise_and``, ``floor``, ...): its
+  generated kernels are built for them too. Every other op refuses them (NotImplementedError
+  naming the op and the dtype), as PyTorch's "not implemented for 'UInt16'".
 
 In a signature, a positional ``Tensor`` parameter must be a tensor (``hypot``'s
 ``other``: PyTorch raises TypeError for a number); ``Tensor|Scalar`` takes a Python number
@@ -149,6 +153,8 @@ class OpDef:
     out_dtype: object = "cast"
     #: argument checks run before promotion, ``fn(args, attrs)`` (see the module docstring)
     meta: object = None
+    #: whether the op computes on uint16 / uint32 / uint64 (see the module docstring)
+    barebones: bool = False
     #: device_type -> kernel; the dispatch table for this op (one dict lookup per call).
     kernels: dict = field(default_factory=dict)
 
@@ -257,7 +263,8 @@ def defop(name: str, kind: str, signature: str, kernel: str | None = None, *,
           promotion: str = "default", primitive: bool = False, differentiable: bool = True,
           scalar=None, modes: dict | None = None, attrs: dict | None = None,
           checks=(), domain=None, doc: str = "", inputs: tuple | None = None,
-          node=None, variants: tuple | None = None, out_dtype=None, meta=None) -> OpDef:
+          node=None, variants: tuple | None = None, out_dtype=None, meta=None,
+          barebones: bool = False) -> OpDef:
     """Register one op. ``scalar`` is an expression (every dtype kind) or a mapping from
     kind (float, sint, uint, bool, int, integral, num, any) to expression; ``attrs`` maps
     the body's scalar attributes to their defaults. ``out_dtype`` defaults to ``any`` for
@@ -288,7 +295,7 @@ def defop(name: str, kind: str, signature: str, kernel: str | None = None, *,
     if isinstance(out_dtype, str) and out_dtype not in OUT_DTYPE_RULES:
         raise ValueError(f"op {name!r}: unknown out_dtype {out_dtype!r} (one of "
                          f"{', '.join(OUT_DTYPE_RULES)})")
-    o.out_dtype, o.meta = out_dtype, meta
+    o.out_dtype, o.meta, o.barebones = out_dtype, meta, barebones
     if scalar is not None:
         for scal in o.bodies().values():
             for e in scal.values():
@@ -354,7 +361,7 @@ def table_hash() -> str:
             for k in sorted(scal):
                 h.update(k.encode() + X.render_text(X.resolve_precise(scal[k])).encode())
         h.update(repr((sorted(o.attrs.items()), [(c.input, X.render_text(c.pred), c.kinds, c.error)
-                                 for c in o.checks])).encode())
+                                 for c in o.checks], o.barebones)).encode())
     return h.hexdigest()[:16]
 
 

@@ -657,6 +657,15 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         return _finish(res, requires_grad)
     arr, inferred = _infer(data)
     dt = D.to_dtype(dtype) if dtype is not None else inferred
+    if dt is D.uint64 and arr.dtype.kind in "fi" and arr.size and not isinstance(
+            data, (np.ndarray, np.generic)) and (arr.dtype.kind == "i" or np.abs(arr).max()
+                                                 >= 2.0 ** 63):
+        # PyTorch reads the Python ints of a uint64 tensor as unsigned (NumPy reads [2**63 +
+        # 1, 1] as float64): exact values, and no negative ones
+        try:
+            arr = np.array(data, dtype=np.uint64)
+        except OverflowError:
+            raise OverflowError("can't convert negative int to unsigned") from None
     return _finish(_from_host_array(arr, dt, _dev(device)), requires_grad)
 
 

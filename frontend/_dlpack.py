@@ -74,7 +74,8 @@ _DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_
 
 #: (type code, bits) of DLPack's DLDataTypeCode -> ember dtype
 DL_CODES = {(0, 8): D.int8, (0, 16): D.int16, (0, 32): D.int32, (0, 64): D.int64,
-            (1, 8): D.uint8, (2, 16): D.float16, (2, 32): D.float32, (2, 64): D.float64,
+            (1, 8): D.uint8, (1, 16): D.uint16, (1, 32): D.uint32, (1, 64): D.uint64,
+            (2, 16): D.float16, (2, 32): D.float32, (2, 64): D.float64,
             (4, 16): D.bfloat16, (6, 8): D.bool_, (5, 64): D.complex64,
             (5, 128): D.complex128}
 _TO_CODE = {v: k for k, v in DL_CODES.items()}

@@ -166,8 +166,10 @@ def _check_functor(o, idx: int, check) -> str:
     return "\n".join(lines)
 
 
-def _mask(kinds) -> str:
+def _mask(kinds, barebones=False) -> str:
     parts = [m for k in kinds for m in KIND_MASKS[k]]
+    if barebones and "uint" in kinds:   # (uint16 / uint32 / uint64: the op says it takes them)
+        parts.append("M_BAREBONES")
     return " | ".join(parts) if parts else "0u"
 
 
@@ -208,7 +210,8 @@ def _entry(o) -> str:
                            f'gen::{o.name}_check{ci}{{}}, "{CHECK_MESSAGES[chk.error]}");')
         init = ", ".join(f"call.scalar({attr_index[a]}, {_cxx_default(o, a)})"
                          for a in o.attrs)
-        out.append(f"{indent}call.run<{_mask(kinds)}, {sig}>(gen::{fname}{{{init}}});")
+        out.append(f"{indent}call.run<{_mask(kinds, o.barebones)}, {sig}>"
+                   f"(gen::{fname}{{{init}}});")
         return out
 
     if mode_index is None:
@@ -300,7 +303,8 @@ def check_extension(plugin: str, kernel_names, ops_table_hash: str, helpers=()) 
 #: the C++ type of each dtype's elements in generated code (ember/dtype.h)
 FUSED_CTYPES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t",
                 "int32": "int32_t", "int64": "int64_t", "float16": "Half",
-                "bfloat16": "BFloat16", "float32": "float", "float64": "double"}
+                "bfloat16": "BFloat16", "float32": "float", "float64": "double",
+                "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}
 
 
 def _fused_scalar(ref) -> str:

@@ -27,32 +27,35 @@ _NO_INPLACE = ("function", "method", "out")
 
 
 def unary(name, scalar, *, promotion="int_to_float", primitive=False, differentiable=True,
-          domain=None, doc="", variants=None):
+          domain=None, doc="", variants=None, barebones=False):
     # PyTorch builds the unary ops that keep their dtype with every operand of one dtype:
     # their out= must have the result's dtype (floating-point math casts to out's)
     # (and the predicates' out= must be bool: "does not support non-boolean outputs")
     out_dtype = "exact" if promotion in ("default", "integral", "bool_out") else None
     return defop(name, "elementwise", f"{name}(Tensor self) -> Tensor", promotion=promotion,
                  primitive=primitive, differentiable=differentiable, scalar=scalar,
-                 domain=domain, doc=doc, variants=variants, out_dtype=out_dtype)
+                 domain=domain, doc=doc, variants=variants, out_dtype=out_dtype,
+                 barebones=barebones)
 
 
 def binary(name, scalar, *, promotion="default", primitive=False, differentiable=True,
            checks=(), modes=None, signature=None, domain=None, doc="", node=None,
-           variants=None, self_type="Tensor", other_type="Tensor|Scalar"):
+           variants=None, self_type="Tensor", other_type="Tensor|Scalar", barebones=False):
     """``self_type`` / ``other_type``: ``Tensor|Scalar`` where PyTorch takes a number too."""
     return defop(name, "elementwise",
                  signature or f"{name}({self_type} self, {other_type} other) -> Tensor",
                  promotion=promotion, primitive=primitive, differentiable=differentiable,
                  scalar=scalar, checks=checks, modes=modes, domain=domain, doc=doc, node=node,
-                 variants=variants)
+                 variants=variants, barebones=barebones)
 
 
 def ternary(name, signature, scalar, *, promotion="default", primitive=False, attrs=None,
-            differentiable=True, doc="", variants=None, out_dtype=None, meta=None, node=None):
+            differentiable=True, doc="", variants=None, out_dtype=None, meta=None, node=None,
+            barebones=False):
     return defop(name, "elementwise", signature, promotion=promotion, primitive=primitive,
                  differentiable=differentiable, scalar=scalar, attrs=attrs, doc=doc,
-                 variants=variants, out_dtype=out_dtype, meta=meta, node=node)
+                 variants=variants, out_dtype=out_dtype, meta=meta, node=node,
+                 barebones=barebones)
 
 
 def absolute(v):
@@ -171,20 +174,23 @@ unary("sinc", {"float": where(x == 0, 1.0, sin(math.pi * x) / (math.pi * x))},
 unary("signbit", {"float": precise("copysign", (1.0, x), where(
     (x < 0) | ((x == 0) & (1 / x < 0)), -1.0, 1.0)) < 0, "sint": x < 0, "uint": x != x,
                   "bool": x != x}, promotion="bool_out", differentiable=False,
-      variants=("function", "method", "out"), doc="the sign bit (of -0.0 and NaN too)")
+      variants=("function", "method", "out"), doc="the sign bit (of -0.0 and NaN too)",
+      barebones=True)
 unary("isposinf", {"float": x == math.inf, "integral": x != x}, promotion="bool_out",
-      differentiable=False, variants=("function", "method", "out"))
+      differentiable=False, variants=("function", "method", "out"), barebones=True)
 unary("isneginf", {"float": x == -math.inf, "integral": x != x}, promotion="bool_out",
-      differentiable=False, variants=("function", "method", "out"))
+      differentiable=False, variants=("function", "method", "out"), barebones=True)
 
 # ---- unary: keep the dtype (rounding is the identity on integers) --------------------------
-# (PyTorch rounds integers to themselves and rejects bool)
-unary("floor", {"float": floor(x), "int": x}, promotion="default", primitive=True)
-unary("ceil", {"float": precise("ceil", (x,), -floor(-x)), "int": x}, promotion="default")
+# (PyTorch rounds integers to themselves, uint16 / uint32 / uint64 too, and rejects bool)
+unary("floor", {"float": floor(x), "int": x}, promotion="default", primitive=True,
+      barebones=True)
+unary("ceil", {"float": precise("ceil", (x,), -floor(-x)), "int": x}, promotion="default",
+      barebones=True)
 unary("trunc", {"float": precise("trunc", (x,), where(x < 0, -floor(-x), floor(x))),
-                "int": x}, promotion="default")
+                "int": x}, promotion="default", barebones=True)
 unary("round", {"float": precise("rint", (x,), _round_half_even(x)), "int": x},
-      promotion="default", doc="half to even")
+      promotion="default", doc="half to even", barebones=True)
 unary("neg", {"num": -x}, promotion="default")
 unary("abs", {"float": absolute(x), "sint": where(x < 0, -x, x), "uint": x},
       promotion="default")
@@ -194,7 +200,7 @@ unary("bitwise_not", {"integral": ~x}, promotion="integral", primitive=True,
       differentiable=False)
 for _n in ("isnan", "isinf", "isfinite"):
     unary(_n, {"any": call(_n, x)}, promotion="bool_out", differentiable=False,
-          variants=("function", "method"))  # (no out= in PyTorch)
+          variants=("function", "method"), barebones=True)  # (no out= in PyTorch)
 unary("logical_not", {"bool": ~x}, promotion="logical", differentiable=False)
 
 # ---- binary arithmetic (integers wrap; bool: + is or, * is and) -----------------------------
@@ -202,7 +208,8 @@ binary("add", {"num": a + b, "bool": a | b}, primitive=True, self_type="Tensor|S
 binary("sub", {"num": a - b}, primitive=True, self_type="Tensor|Scalar",
        # (a number first is PyTorch's rsub(Tensor, Scalar): ``2 - t``)
        node=lambda ins: "SubBackward0" if isinstance(ins[0], C.TensorBase) else "RsubBackward1")
-binary("mul", {"num": a * b, "bool": a & b}, primitive=True, self_type="Tensor|Scalar")
+binary("mul", {"num": a * b, "bool": a & b}, primitive=True, self_type="Tensor|Scalar",
+       barebones=True)
 # the gradients of tanh and sigmoid from their outputs, one pass each (PyTorch's
 # tanh_backward and sigmoid_backward; internal: no function or method of their own)
 for _n, _body in (("tanh_backward", a * (1 - b * b)), ("sigmoid_backward", a * ((1 - b) * b))):
@@ -327,13 +334,15 @@ binary("xlogy", {"float": where(X.isnan(b), b, where(a == 0, 0.0, a * log(b)))},
        doc="a * log(b), 0 where a is 0")
 
 # ---- comparisons, bitwise and logical ops ----------------------------------------------------
+# (uint16 / uint32 / uint64: PyTorch compares them for equality only)
 for _n, _e in (("eq", a == b), ("lt", a < b)):
-    binary(_n, {"any": _e}, promotion="bool_out", primitive=True, differentiable=False)
+    binary(_n, {"any": _e}, promotion="bool_out", primitive=True, differentiable=False,
+           barebones=_n == "eq")
 for _n, _e in (("ne", a != b), ("le", a <= b), ("gt", a > b), ("ge", a >= b)):
-    binary(_n, {"any": _e}, promotion="bool_out", differentiable=False)
+    binary(_n, {"any": _e}, promotion="bool_out", differentiable=False, barebones=_n == "ne")
 for _n, _e in (("bitwise_and", a & b), ("bitwise_or", a | b), ("bitwise_xor", a ^ b)):
     binary(_n, {"integral": _e}, promotion="integral", primitive=True, differentiable=False,
-           self_type="Tensor|Scalar")
+           self_type="Tensor|Scalar", barebones=True)
 for _n, _e in (("logical_and", a & b), ("logical_or", a | b), ("logical_xor", a ^ b)):
     binary(_n, {"bool": _e}, promotion="logical", differentiable=False, other_type="Tensor")
 
@@ -341,7 +350,7 @@ for _n, _e in (("logical_and", a & b), ("logical_or", a | b), ("logical_xor", a 
 _c, _p, _q = inputs("cond", "a", "b", types={"cond": BOOL})
 ternary("where", "where(Tensor condition, Tensor|Scalar self, Tensor|Scalar other) -> Tensor",
         {"any": where(_c, _p, _q)}, promotion="none", primitive=True, variants=_NO_INPLACE,
-        out_dtype="exact")
+        out_dtype="exact", barebones=True)
 
 
 def _is_t(v) -> bool:

@@ -74,4 +74,6 @@ def test_legacy_capsules_and_errors():
     with pytest.raises(ValueError):             # a capsule is consumed once
         from_dlpack(cap)
     with pytest.raises(BufferError, match="unsupported DLPack dtype"):
-        ember.from_dlpack(torch.ones(2, dtype=torch.uint16))   # (no uint16 in ember)
+        ember.from_dlpack(torch.ones(2, dtype=torch.complex32))   # (no complex32 in ember)
+    u = ember.from_dlpack(torch.tensor([1, 2**64 - 1], dtype=torch.uint64))
+    assert u.dtype is ember.uint64 and u.tolist() == [1, 2**64 - 1]

@@ -33,14 +33,15 @@ void copy_impl(const char* op, const Tensor& dst, const Tensor& src) {
     dispatch_size(dst.itemsize, op, [&](auto tag) { copy_same<EMBER_T(tag)>(it); });
     return;
   }
-  dispatch<M_ALL>(dst.dtype, op, [&](auto to) {
+  // (uint16 / uint32 / uint64 too: casts are among the few things PyTorch does with them)
+  dispatch<M_ALL | M_BAREBONES>(dst.dtype, op, [&](auto to) {
     using To = EMBER_T(to);
     if (src.dtype == kBool) {  // any nonzero byte is true (see load_elem): read the bytes
       auto f = [](uint8_t v) { return cvt<To>(v != 0); };
       it.run([&](char* const* p, const int64_t* s, int64_t n) { unary_inner<To, uint8_t>(p, s, n, f); });
       return;
     }
-    dispatch<M_ALL>(src.dtype, op, [&](auto ti) {
+    dispatch<M_ALL | M_BAREBONES>(src.dtype, op, [&](auto ti) {
       using Ti = EMBER_T(ti);
       auto f = [](Ti v) { return cvt<To>(v); };
       it.run([&](char* const* p, const int64_t* s, int64_t n) { unary_inner<To, Ti>(p, s, n, f); });
@@ -121,7 +122,8 @@ void k_fill(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   it.build(ts, 1, "fill");
   if (it.numel == 0) return;
   NoGil g(it.numel >= kGilThreshold);
-  dispatch<M_ALL>(out.dtype, "fill", [&](auto tag) {
+  // (a uint64 value above INT64_MAX arrives as the int64 of its bits: it converts back)
+  dispatch<M_ALL | M_BAREBONES>(out.dtype, "fill", [&](auto tag) {
     using T = EMBER_T(tag);
     const T v = sv.as<T>();
     // fill through the same-size unsigned type (bit pattern) so loops vectorise

@@ -291,9 +291,9 @@ void reduce_engine(const char* opname, const Tensor& out, const Tensor& x, const
   });
 }
 
-// (out, x, dims) reductions of x's dtypes in Mask: out either of x's dtype (same_dtype) or of
+// (out, x, dims) reductions of x's dtypes in InMask: out either of x's dtype (same_dtype) or of
 // any dtype in Mask.
-template <unsigned Mask, template <class> class Op>
+template <unsigned Mask, template <class> class Op, unsigned InMask = Mask>
 void reduce_dims(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw, bool same_dtype, bool mean,
                  bool empty_ok) {
   Args args(op, a, n, kw, {"out", "x", "dims"}, 2);
@@ -303,7 +303,7 @@ void reduce_dims(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw,
   bool red[MAXD];
   args.get_dims(2, x.ndim, red);
   if (!same_dtype) dispatch<Mask>(out.dtype, op, [](auto) {});
-  dispatch<Mask>(x.dtype, op, [&](auto tag) {
+  dispatch<InMask>(x.dtype, op, [&](auto tag) {
     using T = EMBER_T(tag);
     reduce_engine<T, Op<T>>(op, out, x, red, mean, empty_ok);
   });
@@ -311,8 +311,11 @@ void reduce_dims(const char* op, PyObject* const* a, Py_ssize_t n, PyObject* kw,
 template <class T> using MaxOf = MaxOp<T, true>;
 template <class T> using MinOf = MaxOp<T, false>;
 
+// (sum and prod read uint16 / uint32 / uint64 into their int64 or float results, as PyTorch's;
+// they do not write them)
 void k_sum(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  reduce_dims<M_ALL, SumOp>("sum", a, n, kw, /*same_dtype=*/false, /*mean=*/false, /*empty_ok=*/true);
+  reduce_dims<M_ALL, SumOp, M_ALL | M_BAREBONES>("sum", a, n, kw, /*same_dtype=*/false, /*mean=*/false,
+                                                 /*empty_ok=*/true);
 }
 EMBER_KERNEL("sum", k_sum);
 void k_mean(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
@@ -320,7 +323,8 @@ void k_mean(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
 }
 EMBER_KERNEL("mean", k_mean);
 void k_prod(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
-  reduce_dims<M_ALL, ProdOp>("prod", a, n, kw, /*same_dtype=*/false, /*mean=*/false, /*empty_ok=*/true);
+  reduce_dims<M_ALL, ProdOp, M_ALL | M_BAREBONES>("prod", a, n, kw, /*same_dtype=*/false, /*mean=*/false,
+                                                  /*empty_ok=*/true);
 }
 EMBER_KERNEL("prod", k_prod);
 void k_max(PyObject* const* a, Py_ssize_t n, PyObject* kw) {

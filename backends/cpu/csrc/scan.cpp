@@ -17,7 +17,8 @@ void scan_op(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   build_rgeom_dim(g, op, out, x, dim, /*same_shape=*/true);
   if (g.nout == 0 || g.nred == 0) return;
   const int oc = out.dtype;
-  dispatch<M_ALL>(x.dtype, op, [&](auto tag) {
+  // (x may be uint16 / uint32 / uint64, as in PyTorch, which scans them into int64 only)
+  dispatch<M_ALL | M_BAREBONES>(x.dtype, op, [&](auto tag) {
     using T = EMBER_T(tag);
     using A = std::conditional_t<is_fp_v<T>, double, int64_t>;
     auto comb = [](A acc, A v) -> A { return IsProd ? mul_elem(acc, v) : add_elem(acc, v); };

@@ -16,7 +16,7 @@ void k_sort(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   const DimWalk w(args.values, args.indices, x, args.dim);
   const int64_t L = w.len, vsd = w.sd[0], isd = w.sd[1], xsd = w.sd[2];
   NoGil g(x.numel >= kGilThreshold);
-  dispatch<M_ALL>(x.dtype, "sort", [&](auto tag) {
+  dispatch<M_ALL | M_BAREBONES>(x.dtype, "sort", [&](auto tag) {
     using T = EMBER_T(tag);
     using K = compute_t<T>;
     using P = std::pair<K, int64_t>;

@@ -27,9 +27,10 @@ void copy_tensor(const Tensor& dst, const Tensor& src) {
   }
   Geom<2> g;
   const int64_t n = make_geom<2>(g, ts, "copy");
-  dispatch<M_ALL>(dst.dtype, "copy", [&](auto to) {
+  // (uint16 / uint32 / uint64 too: casts are among the few things PyTorch does with them)
+  dispatch<M_ALL | M_BAREBONES>(dst.dtype, "copy", [&](auto to) {
     using To = EMBER_T(to);
-    dispatch<M_ALL>(src.dtype, "copy", [&](auto from) {
+    dispatch<M_ALL | M_BAREBONES>(src.dtype, "copy", [&](auto from) {
       using From = EMBER_T(from);
       launch_elementwise<2>("copy", g, n, dst.device, CastF<To, From>{});
     });
@@ -84,7 +85,7 @@ void k_fill(PyObject* const* a, Py_ssize_t n, PyObject* kw) {
   Args args("fill", a, n, kw, {"out", "value"}, 2);
   Tensor out = args.out(0);
   if (out.numel == 0) return;
-  dispatch<M_ALL>(out.dtype, "fill", [&](auto tag) {
+  dispatch<M_ALL | M_BAREBONES>(out.dtype, "fill", [&](auto tag) {
     using T = EMBER_T(tag);
     const T v = scalar_as<T>(args.v[1], "fill");
     const Tensor* ts[1] = {&out};

@@ -37,19 +37,25 @@
 
 namespace ember {
 
+// Codes 10 and 11 are complex64 and complex128, which no kernel sees (the dispatcher runs
+// complex ops on the real views of their tensors): their size here is 0 and read_dtype
+// refuses them. 12 to 14 are PyTorch's "barebones" unsigned dtypes, which only the kernels
+// whose dtype masks name them (M_BAREBONES) take.
 enum : int {
   kBool = 0, kUInt8 = 1, kInt8 = 2, kInt16 = 3, kInt32 = 4, kInt64 = 5,
-  kFloat16 = 6, kBFloat16 = 7, kFloat32 = 8, kFloat64 = 9, kNumDTypes = 10
+  kFloat16 = 6, kBFloat16 = 7, kFloat32 = 8, kFloat64 = 9,
+  kUInt16 = 12, kUInt32 = 13, kUInt64 = 14, kNumDTypes = 15
 };
-inline constexpr const char* kDTypeNames[kNumDTypes] = {"bool",  "uint8",   "int8",     "int16",   "int32",
-                                                        "int64", "float16", "bfloat16", "float32", "float64"};
-inline constexpr int kDTypeSizes[kNumDTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+inline constexpr const char* kDTypeNames[kNumDTypes] = {
+    "bool",    "uint8",   "int8",      "int16",      "int32",  "int64",  "float16", "bfloat16",
+    "float32", "float64", "complex64", "complex128", "uint16", "uint32", "uint64"};
+inline constexpr int kDTypeSizes[kNumDTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 0, 0, 2, 4, 8};
 
 inline const char* dtype_name(int code) {
   return (code >= 0 && code < kNumDTypes) ? kDTypeNames[code] : "<invalid dtype>";
 }
 inline bool is_floating_code(int c) { return c >= kFloat16 && c <= kFloat64; }
-inline bool is_integral_code(int c) { return c >= kUInt8 && c <= kInt64; }
+inline bool is_integral_code(int c) { return (c >= kUInt8 && c <= kInt64) || (c >= kUInt16 && c <= kUInt64); }
 
 // Raise TypeError: `op` has no kernel for dtype `code` / for elements of `itemsize` bytes on
 // this backend. Declared here for dispatch(); defined in <ember/python.h>, where C++ errors
@@ -176,11 +182,15 @@ enum : unsigned {
   M_BOOL = 1u << kBool, M_U8 = 1u << kUInt8, M_I8 = 1u << kInt8, M_I16 = 1u << kInt16,
   M_I32 = 1u << kInt32, M_I64 = 1u << kInt64, M_F16 = 1u << kFloat16, M_BF16 = 1u << kBFloat16,
   M_F32 = 1u << kFloat32, M_F64 = 1u << kFloat64,
+  M_U16 = 1u << kUInt16, M_U32 = 1u << kUInt32, M_U64 = 1u << kUInt64,
   M_INT = M_U8 | M_I8 | M_I16 | M_I32 | M_I64,
   M_FLOAT = M_F16 | M_BF16 | M_F32 | M_F64,
   M_NUM = M_INT | M_FLOAT,
   M_ALL = M_NUM | M_BOOL,
   M_BOOLINT = M_INT | M_BOOL,
+  // not in the masks above: a kernel takes them where PyTorch's does (copies, casts, fill,
+  // mul, eq / ne, bitwise and / or / xor, sum / prod / cumsum, sort, ...)
+  M_BAREBONES = M_U16 | M_U32 | M_U64,
 };
 
 // Calls f(Tag<T>{}) for the C++ type of dtype `code` if it is in Mask, else raises TypeError.
@@ -201,6 +211,9 @@ inline void dispatch(int code, const char* op, F&& f) {
     EMBER_CASE(kBFloat16, M_BF16, BFloat16)
     EMBER_CASE(kFloat32, M_F32, float)
     EMBER_CASE(kFloat64, M_F64, double)
+    EMBER_CASE(kUInt16, M_U16, uint16_t)
+    EMBER_CASE(kUInt32, M_U32, uint32_t)
+    EMBER_CASE(kUInt64, M_U64, uint64_t)
 #undef EMBER_CASE
     default: break;
   }

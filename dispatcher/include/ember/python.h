@@ -280,7 +280,7 @@ inline void read_dtype(PyObject* dt, const char* op, const char* arg, int& code,
   if (!is.p) { PyErr_Clear(); raise(PyExc_TypeError, "%s(): argument '%s' has a dtype without .itemsize", op, arg); }
   code = (int)as_int64(c.p, op, "dtype.code");
   itemsize = (int)as_int64(is.p, op, "dtype.itemsize");
-  if (code < 0 || code >= kNumDTypes)
+  if (code < 0 || code >= kNumDTypes || kDTypeSizes[code] == 0)
     raise(PyExc_TypeError, "%s(): argument '%s' has unknown dtype code %d", op, arg, code);
   if (itemsize != kDTypeSizes[code])
     raise(PyExc_TypeError, "%s(): argument '%s': dtype %s has itemsize %d, expected %d", op, arg,
