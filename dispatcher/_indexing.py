@@ -124,7 +124,7 @@ def _split_key(x, key):
             for j in range(n):
                 adv_dims.append((start + j, V.select(nz, 1, j)))
         else:
-            if k.dtype.is_floating_point:
+            if k.dtype.is_floating_point or k.dtype in D.BAREBONES_UNSIGNED:
                 raise IndexError("tensors used as indices must be long, int, byte or bool "
                                  "tensors")
             adv_dims.append((start, O.cast(k, D.int64)))
@@ -222,6 +222,7 @@ def index_put_(x, key, values, accumulate=False):
     if not adv:
         O.copy_(v, values)
         return x
+    O.refuse_barebones("index_put", x)
     offs, shape, total = _linear_offsets(v, adv)
     if total == 0:
         return x

@@ -831,7 +831,8 @@ def square(input, *, out=None):
         >>> ember.square(ember.tensor([1, -2, 3]))
         tensor([1, 4, 9])
     """
-    # (PyTorch's square is pow(input, 2): a bool input gives int64)
+    # (PyTorch's square is pow(input, 2): a bool input gives int64; uint16 has no pow)
+    O.refuse_barebones("pow", input)
     if isinstance(input, TensorBase) and input.dtype is D.bool_:
         input = O.cast(input, D.int64)
     return E("mul", input, input, out=out)
@@ -1634,6 +1635,7 @@ def count_nonzero(input, dim=None):
         >>> ember.count_nonzero(x, dim=1)
         tensor([2, 1])
     """
+    O.refuse_barebones("count_nonzero", input)
     return O.reduce("sum", E("ne", input, 0), dim)
 
 
@@ -1792,6 +1794,7 @@ def gather(input, dim, index, *, out=None):
         tensor([[1, 1],
                 [4, 3]])
     """
+    O.refuse_barebones("gather", input)
     return O.gather(input, dim, index, out=out)
 
 
@@ -1827,6 +1830,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     """In-place version of :meth:`ember.Tensor.scatter`."""
+    O.refuse_barebones("scatter", self)
     if reduce == "multiply":
         return self.copy_(_scatter(self, dim, index, _src(src, value), reduce))
     return O.scatter_(self, dim, index, _src(src, value), reduce=reduce)
@@ -1835,6 +1839,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 def _scatter(input, dim, index, src, reduce=None):
     """``scatter``; its ``reduce='multiply'`` (which the scatter kernels lack) is
     ``scatter_reduce``'s "prod" with ``input``'s values included."""
+    O.refuse_barebones("scatter", input)
     if reduce != "multiply":
         return O.scatter(input, dim, index, src, reduce=reduce)
     _t(input, "scatter")
@@ -1869,6 +1874,7 @@ def scatter_add(input, dim, index, src, *, out=None):
         >>> ember.zeros(3).scatter_add(0, ember.tensor([0, 0, 2]), ember.tensor([1., 2., 3.]))
         tensor([3., 0., 3.])
     """
+    O.refuse_barebones("scatter_add", input)
     if out is not None:
         return O.write_out("scatter_add", out, O.scatter(input, dim, index, src, reduce="add"),
                            "exact")
@@ -1897,6 +1903,7 @@ def index_select(input, dim, index, *, out=None):
         tensor([[5, 6],
                 [1, 2]])
     """
+    O.refuse_barebones("index_select", input)
     res = IX.index_select(input, dim, index)
     return O.write_out("index_select", out, res, "exact") if out is not None else res
 
@@ -1980,6 +1987,7 @@ def masked_select(input, mask, *, out=None):
         >>> ember.masked_select(x, ember.tensor([[True, False], [False, True]]))
         tensor([1, 4])
     """
+    O.refuse_barebones("masked_select", input)
     shape = C.broadcast_shapes(input.shape, mask.shape)
     if out is not None:
         return O.write_out("masked_select", out, masked_select(input, mask), "exact")
@@ -2049,6 +2057,7 @@ def take(input, index, *, out=None):
         >>> ember.take(ember.tensor([[1, 2], [3, 4]]), ember.tensor([0, 3, -2]))
         tensor([1, 4, 3])
     """
+    O.refuse_barebones("take", input)
     if out is not None:
         return O.write_out("take", out, IX.index(V.reshape(input, -1), index), "exact")
     return IX.index(V.reshape(input, -1), index)
@@ -2569,6 +2578,9 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     # |input - other| is finite and within atol + rtol * |other| (so inf vs -inf is not)
     if getattr(input, "dtype", None) is D.bool_ and getattr(other, "dtype", None) is D.bool_:
         input, other = O.cast(input, D.get_default_dtype()), O.cast(other, D.get_default_dtype())
+    elif getattr(input, "dtype", None) in D.BAREBONES_UNSIGNED and other.dtype is input.dtype:
+        # (no subtraction or abs for uint16 / uint32 / uint64: the error in float64)
+        input, other = O.cast(input, D.float64), O.cast(other, D.float64)
     tol = E("add", E("mul", E("abs", other), rtol), atol)
     err = E("abs", sub(input, other))
     close = E("logical_and", E("isfinite", err), E("le", err, tol))

@@ -388,6 +388,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """``input`` with ``src`` reduced (sum, prod, mean, amax, amin) into the positions
     ``index`` names along ``dim``."""
+    O.refuse_barebones("scatter_reduce", input)   # (index_reduce takes uint16, ...)
     return RD.scatter_reduce(_t(input, "scatter_reduce"), dim, index, src, reduce,
                              include_self)
 

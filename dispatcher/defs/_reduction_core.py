@@ -518,6 +518,7 @@ def _(g, self_shape, result1, dim=-1):
 
 @composite("topk")
 def topk(x, k, dim=-1, largest=True, sorted=True):
+    O.refuse_barebones("topk", x)
     nd = len(x.shape)
     d = C.normalize_dim(dim, nd, "topk")   # a 0-d tensor takes dim -1 or 0 (PyTorch)
     n = x.shape[d] if nd else 1
@@ -569,12 +570,11 @@ def _keep_or_squeeze(t, d, keepdim):
 
 
 def _no_bool(kernel, x):
-    if x.dtype is D.bool_:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+    """PyTorch's refusal of a bool (or uint16 / uint32 / uint64) ``x`` by ``kernel``."""
+    if x.dtype is D.bool_ or x.dtype in D.BAREBONES_UNSIGNED:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_tname(x.dtype)}'")
 
 
 def _tname(dtype):
     """The dtype as PyTorch's "not implemented for 'Float'" messages spell it."""
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-            "uint8": "Byte", "bool": "Bool"}[dtype.name]
+    return D.torch_name(dtype)

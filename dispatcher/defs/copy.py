@@ -65,7 +65,8 @@ _TWO63 = 2.0 ** 63
 #: the C++ names PyTorch's conversion errors print
 _CTYPES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t",
            "int32": "int", "int64": "int64_t", "float16": "c10::Half",
-           "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
+           "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+           "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}
 #: the largest finite value of each floating dtype narrower than float64
 _FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
               "float32": 3.4028234663852886e38}
@@ -401,6 +402,7 @@ def linspace(start, end, steps, dtype, device):
     >>> linspace(2.5, -4, 6, D.int64, ember.device("cpu")).tolist()
     [2, 0, 0, -1, -2, -4]
     """
+    O.refuse_barebones("linspace", dtype)
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
     if steps == 0:
@@ -431,6 +433,7 @@ def linspace(start, end, steps, dtype, device):
 
 @composite("eye")
 def eye(n, m, dtype, device):
+    O.refuse_barebones("eye", dtype)
     m = n if m is None else m
     if n < 0 or m < 0:
         raise RuntimeError(f"eye(): n and m must be non-negative, got {n} and {m}")
@@ -469,6 +472,7 @@ def randint(low, high, size, generator, dtype, device):
 
 @composite("randperm")
 def randperm(n, generator, dtype, device):
+    O.refuse_barebones("randperm", dtype)
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
     u = O.random_(C.empty((n,), D.float64, device), "uniform", 0.0, 1.0, generator)
@@ -492,6 +496,7 @@ del _n, _sig
 
 
 def _tri_indices(op, row, col, offset, dtype, device, upper):
+    O.refuse_barebones(op, dtype)
     for name, v in (("row", row), ("col", col)):
         if v < 0:
             raise RuntimeError(f"{name} must be non-negative, got{v}")

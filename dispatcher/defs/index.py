@@ -264,6 +264,7 @@ def index_select(x, dim, index):
 
 @composite("index_add")
 def index_add(x, dim, index, source, alpha=1):
+    O.refuse_barebones("index_add", x)
     nd = len(x.shape)
     d = C.normalize_dim(dim, nd, "index_add")
     index = O._check_index("index_add", index)
@@ -276,6 +277,7 @@ def index_add(x, dim, index, source, alpha=1):
 
 @composite("masked_fill")
 def masked_fill(x, mask, value):
+    O.refuse_barebones("masked_fill", x)
     if mask.dtype is not D.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{D.torch_name(mask.dtype)}")
@@ -291,6 +293,7 @@ def masked_fill(x, mask, value):
 
 @composite("flip")
 def flip(x, dims):
+    O.refuse_barebones("flip", x)
     if isinstance(dims, (list, tuple)) and not dims:  # no dims: an unchanged copy
         return O.clone(x)
     nd = len(x.shape)
@@ -372,11 +375,13 @@ def _zero_like(x):
 
 @composite("tril")
 def tril(x, diagonal=0):
+    O.refuse_barebones("tril", x)
     return O.where(_tri_mask(x, diagonal, False), x, _zero_like(x))
 
 
 @composite("triu")
 def triu(x, diagonal=0):
+    O.refuse_barebones("triu", x)
     return O.where(_tri_mask(x, diagonal, True), x, _zero_like(x))
 
 
@@ -576,6 +581,7 @@ def _dim_key(d, index):
 
 @composite("index_copy")
 def index_copy(x, dim, index, source):
+    O.refuse_barebones("index_copy", x)
     op = "index_copy_"
     _long_index(op, index)
     nd = len(x.shape)
@@ -617,6 +623,7 @@ def index_copy(x, dim, index, source):
 
 @composite("index_fill")
 def index_fill(x, dim, index, value):
+    O.refuse_barebones("index_fill", x)
     op = "index_fill_"
     if not O._is_t(index) or index.dtype is not D.int64:
         got = D.torch_name(index.dtype) if O._is_t(index) else type(index).__name__
@@ -640,6 +647,7 @@ def index_fill(x, dim, index, value):
 
 @composite("masked_scatter")
 def masked_scatter(x, mask, source):
+    O.refuse_barebones("masked_scatter", x)
     if mask.dtype is not D.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
                            f"dtype {D.torch_name(mask.dtype)}")
@@ -666,6 +674,7 @@ def masked_scatter(x, mask, source):
 
 @composite("put")
 def put(x, index, source, accumulate=False):
+    O.refuse_barebones("put", x)
     op = "put_"
     _long_index(op, index)
     if source.dtype is not x.dtype:
@@ -687,6 +696,7 @@ def put(x, index, source, accumulate=False):
 
 @composite("take_along_dim")
 def take_along_dim(x, indices, dim=None):
+    O.refuse_barebones("take_along_dim", x)
     op = "torch.take_along_dim()"
     if not O._is_t(indices):
         raise TypeError(f"take_along_dim(): argument 'indices' must be Tensor, not "

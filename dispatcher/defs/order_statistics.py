@@ -52,6 +52,7 @@ def _cum_extreme_indices(x, d, largest):
 
 
 def _cum_extreme(name, x, dim, largest):
+    O.refuse_barebones(name, x)
     d = C.normalize_dim(dim, len(x.shape), name)
     if not x.shape:
         return O.clone(x), O.zeros((), D.int64, x.device)
@@ -299,6 +300,7 @@ def mode(x, dim=-1, keepdim=False):
     kernel orders them (``_insertion_sorted``), so a NaN first in its line is its mode when
     no value repeats. (Over 16, PyTorch's std::sort with NaNs has no defined order; these
     lines are sorted with NaNs last.)"""
+    O.refuse_barebones("mode", x)
     d = C.normalize_dim(dim, len(x.shape), "mode")
     if not x.shape:
         return _zero_d_pair(x)
@@ -418,6 +420,7 @@ defop("aminmax", "reduction", "aminmax(Tensor self, *, int? dim=None, bool keepd
 
 @composite("aminmax")
 def aminmax(x, dim=None, keepdim=False):
+    O.refuse_barebones("aminmax", x)
     if dim is None:
         if C.numel(x.shape) == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "

@@ -36,7 +36,7 @@ defop("histogramdd", "reduction", "histogramdd(Tensor self, int[]|Tensor[] bins,
 @composite("bincount")
 def bincount(x, weights=None, minlength=0):
     """Counts (or summed weights) of each non-negative integer in ``x``."""
-    if x.dtype.is_floating_point or x.dtype is D.bool_:
+    if x.dtype.is_floating_point or x.dtype is D.bool_ or x.dtype in D.BAREBONES_UNSIGNED:
         raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{_tname(x.dtype)}'")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
