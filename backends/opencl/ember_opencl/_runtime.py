@@ -252,6 +252,9 @@ class Device:
     # -- dtypes ---------------------------------------------------------------------------
     def check_dtype(self, dtype, op: str) -> None:
         if dtype.name not in self.dtypes:
+            if dtype.name not in CTYPES:    # (uint16, uint32, uint64: copies only)
+                raise TypeError(f"{op}(): not implemented for dtype {dtype.name} on opencl "
+                                "(its tensors only copy there; compute on the cpu)")
             raise TypeError(f"{op}(): dtype {dtype.name} is not supported on opencl:"
                             f"{self.index} ({self.name}): the device does not report "
                             f"cl_khr_fp64")

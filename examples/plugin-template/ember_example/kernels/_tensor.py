@@ -29,7 +29,9 @@ STORAGE_DTYPES = {
 
 def array(t) -> np.ndarray:
     """The NumPy view of tensor ``t`` in device memory (no copy)."""
-    np_dtype = STORAGE_DTYPES[t.dtype.name]
+    np_dtype = STORAGE_DTYPES.get(t.dtype.name)
+    if np_dtype is None:    # (PyTorch's uint16 / uint32 / uint64: no kernel here takes them)
+        raise TypeError(f"not implemented for dtype {t.dtype.name} on example")
     item = t.dtype.itemsize
     if 0 in t.shape:
         return np.empty(t.shape, np_dtype)
