@@ -40,7 +40,7 @@ from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
 from . import _dynamo, _inductor, _logging
 from . import onnx
 from . import export
-from . import _autocast_entries, _docstrings
+from . import _autocast_entries, _docstrings, _numpy_aliases
 import importlib as _importlib
 import sys as _sys
 from ._compile import compile  # noqa: A001  (torch.compile's name)
@@ -83,6 +83,8 @@ del _name
 _autocast_entries.install(_sys.modules[__name__], nn.functional, linalg, Tensor)
 # the method and in-place forms' docstrings, from their functions' ("See ember.abs")
 _docstrings.fill(_sys.modules[__name__], Tensor)
+# NumPy's ``axis=``/``keepdims=`` wherever PyTorch's argument parser accepts them
+_numpy_aliases.install((_sys.modules[__name__], linalg, special, fft), Tensor)
 
 
 #: submodules imported on first use of ``ember.<name>``

@@ -31,3 +31,44 @@ def test_conv_forward_override_with_three_arguments(dims, padding_mode):
     want = tm(torch.from_numpy(x))
     got = em(ember.from_numpy(x))
     np.testing.assert_allclose(_np(got), _np(want), rtol=1e-5, atol=1e-6)
+
+
+_AXIS_CALLS = [
+    # (what, call on a (lib, x) pair) -- whisper's timing.py: weights.mean(axis=0)
+    ("mean", lambda lib, x: x.mean(axis=0)),
+    ("sum keepdims", lambda lib, x: x.sum(axis=-1, keepdims=True)),
+    ("max", lambda lib, x: x.max(axis=1).values),
+    ("argmax", lambda lib, x: lib.argmax(x, axis=0)),
+    ("cat", lambda lib, x: lib.cat([x, x], axis=1)),
+    ("stack", lambda lib, x: lib.stack([x, x], axis=0)),
+    ("softmax method", lambda lib, x: x.softmax(axis=-1)),
+    ("cumsum", lambda lib, x: lib.cumsum(x, axis=1)),
+    ("std_mean", lambda lib, x: lib.std_mean(x, axis=0)[0]),
+    ("logsumexp", lambda lib, x: x.logsumexp(axis=1, keepdims=True)),
+    ("unsqueeze", lambda lib, x: x.unsqueeze(axis=0)),
+    ("index_select", lambda lib, x: x.index_select(axis=1, index=lib.tensor([2, 0]))),
+    ("vector_norm", lambda lib, x: lib.linalg.vector_norm(x, axis=0, keepdims=True)),
+]
+
+
+@pytest.mark.parametrize("what,call", _AXIS_CALLS, ids=[c[0] for c in _AXIS_CALLS])
+def test_numpy_axis_and_keepdims_names(what, call):
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    want = call(torch, torch.from_numpy(x))
+    got = call(ember, ember.from_numpy(x))
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(_np(got), _np(want), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: x.sum(axis=0, dim=0),         # both names: PyTorch's parser rejects it
+    lambda lib, x: x.split(2, axis=0),           # Python-level in PyTorch: no NumPy names
+    lambda lib, x: lib.unique(x, axis=0),
+])
+def test_numpy_names_rejected_where_pytorch_rejects_them(call):
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(TypeError) as want:
+        call(torch, torch.from_numpy(x))
+    with pytest.raises(TypeError) as got:
+        call(ember, ember.from_numpy(x))
+    assert "axis" in str(want.value) and "axis" in str(got.value)
