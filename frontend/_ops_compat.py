@@ -21,7 +21,7 @@ from ember.dispatcher.warn import warn as _warn
 __all__ = ["detach", "detach_", "rsub", "can_cast", "get_device", "is_distributed",
            "unravel_index", "nonzero_static", "set_default_tensor_type", "from_file", "cond",
            "AcceleratorError", "resize_as_", "get_device_module", "pi", "e", "inf", "nan",
-           "newaxis"]
+           "newaxis", "SymInt", "SymFloat", "SymBool"]
 
 pi = math.pi
 e = math.e
@@ -32,6 +32,44 @@ newaxis = None
 
 class AcceleratorError(RuntimeError):
     """Raised for an error reported by an accelerator's runtime (PyTorch's name)."""
+
+
+class _Symbolic:
+    """PyTorch's symbolic numbers: the sizes its compiler traces with dynamic shapes. ember's
+    compile traces with concrete sizes (a new shape recompiles), so it never makes one: the
+    classes are there for code that asks ``isinstance(n, (int, torch.SymInt))``, which is
+    False for every value ember gives, and making one raises."""
+
+    def __init__(self, node):
+        raise TypeError(f"ember.{type(self).__name__}: ember traces with concrete sizes and "
+                        "makes no symbolic numbers")
+
+
+class SymInt(_Symbolic):
+    """PyTorch's symbolic integer (``torch.SymInt``); ember never makes one.
+
+    Example:
+        >>> isinstance(3, ember.SymInt)
+        False
+    """
+
+
+class SymFloat(_Symbolic):
+    """PyTorch's symbolic float (``torch.SymFloat``); ember never makes one.
+
+    Example:
+        >>> isinstance(3.0, ember.SymFloat)
+        False
+    """
+
+
+class SymBool(_Symbolic):
+    """PyTorch's symbolic bool (``torch.SymBool``); ember never makes one.
+
+    Example:
+        >>> isinstance(True, ember.SymBool)
+        False
+    """
 
 
 def _tensor(x, op, arg="input"):

@@ -21,6 +21,14 @@ does on ember:
 
 Any other ``torch._C`` name raises ``AttributeError`` naming it.
 
+:data:`fake_tensor` is ``torch._subclasses.fake_tensor`` (in the package
+:data:`subclasses`, ``torch._subclasses``) with its one name packages import:
+``is_fake(t)``, whether ``t`` is a FakeTensor (kornia asks before data-dependent loops).
+ember traces with meta tensors and real ones, never FakeTensors: always ``False``.
+:data:`proxy_tensor` is ``torch.fx.experimental.proxy_tensor`` (in :data:`fx_experimental`)
+with ``get_proxy_mode()``, the ``make_fx`` tracing mode in effect: ember has no
+``make_fx``, so there is none, ``None``.
+
 :data:`pytree` is ``torch.utils._pytree``'s public-in-practice part (x-transformers,
 ema-pytorch and torch-einops-utils import it): ``tree_flatten``, ``tree_unflatten``,
 ``tree_map``, ``tree_map_only``, ``tree_leaves``, ``tree_structure``, ``tree_all``,
@@ -33,7 +41,7 @@ from __future__ import annotations
 import collections
 import types
 
-__all__ = ["C", "pytree"]
+__all__ = ["C", "pytree", "subclasses", "fake_tensor", "fx_experimental", "proxy_tensor"]
 
 
 def _log_api_usage_once(event: str) -> None:
@@ -49,6 +57,16 @@ def _get_tracing_state():
 def _are_functorch_transforms_active() -> bool:
     """``False``: ember's ``vmap``/``grad`` hand functions ordinary tensors."""
     return False
+
+
+def is_fake(x) -> bool:
+    """``False``: ember has no FakeTensor (``torch._subclasses.fake_tensor.is_fake``)."""
+    return False
+
+
+def get_proxy_mode():
+    """``None``: no ``make_fx`` tracing mode is ever in effect on ember."""
+    return None
 
 
 def _c_getattr(name):
@@ -248,3 +266,19 @@ for _f in (_log_api_usage_once, _get_tracing_state, _are_functorch_transforms_ac
     setattr(C, _f.__name__, _f)
 C.__getattr__ = _c_getattr
 del _f
+
+
+subclasses = types.ModuleType("torch._subclasses", "torch._subclasses on ember (see "
+                              "ember._torch_c).")
+subclasses.__path__ = []
+fake_tensor = types.ModuleType("torch._subclasses.fake_tensor", "torch._subclasses.fake_tensor "
+                               "on ember (see ember._torch_c).")
+fake_tensor.is_fake = is_fake
+subclasses.fake_tensor = fake_tensor
+fx_experimental = types.ModuleType("torch.fx.experimental", "torch.fx.experimental on ember "
+                                   "(see ember._torch_c).")
+fx_experimental.__path__ = []
+proxy_tensor = types.ModuleType("torch.fx.experimental.proxy_tensor", "torch.fx.experimental."
+                                "proxy_tensor on ember (see ember._torch_c).")
+proxy_tensor.get_proxy_mode = get_proxy_mode
+fx_experimental.proxy_tensor = proxy_tensor

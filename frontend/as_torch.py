@@ -39,7 +39,11 @@ __all__ = ["install", "uninstall", "installed", "main", "TORCH_API_LEVEL"]
 TORCH_API_LEVEL = "2.13.0"  # the PyTorch release whose public API ember follows
 
 # private torch modules packages touch, and the shim each resolves to
-_PRIVATE = {"torch._C": _torch_c.C, "torch.utils._pytree": _torch_c.pytree}
+_PRIVATE = {"torch._C": _torch_c.C, "torch.utils._pytree": _torch_c.pytree,
+            "torch._subclasses": _torch_c.subclasses,
+            "torch._subclasses.fake_tensor": _torch_c.fake_tensor,
+            "torch.fx.experimental": _torch_c.fx_experimental,
+            "torch.fx.experimental.proxy_tensor": _torch_c.proxy_tensor}
 
 
 class _TorchModule(types.ModuleType):
@@ -49,6 +53,8 @@ class _TorchModule(types.ModuleType):
     def __getattr__(self, name):
         if name == "_C":
             return _torch_c.C
+        if name == "torch":     # (PyTorch's package holds itself: ``torch.torch.Tensor``)
+            return self
         try:
             return getattr(ember, name)
         except AttributeError:

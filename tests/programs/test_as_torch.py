@@ -281,3 +281,32 @@ def test_amp_device_spellings_warn_and_default_as_torch(tmp_path):
     assert ran[1].returncode == 0, ran[1].stderr
     assert ran[1].stdout == ran[0].stdout
     assert "torch.float16 torch.bfloat16" in ran[1].stdout
+
+
+def test_private_names_kornia_imports(tmp_path):
+    """kornia 0.9 at import: ``torch.torch`` (the package itself),
+    ``torch._subclasses.fake_tensor.is_fake``, ``torch.fx.experimental.proxy_tensor.
+    get_proxy_mode``, ``isinstance(n, torch.SymInt)``; answered as PyTorch answers them
+    outside its tracers (checked against it in this process below)."""
+    r = _run(tmp_path, """
+        import torch
+        from torch._subclasses.fake_tensor import is_fake
+        from torch.fx.experimental.proxy_tensor import get_proxy_mode
+        import torch.fx.experimental.proxy_tensor as proxy_tensor
+        import ember._torch_c as shim
+        assert torch.torch is torch and torch.torch.Tensor is torch.Tensor
+        assert is_fake is shim.is_fake and proxy_tensor is shim.proxy_tensor
+        assert is_fake(torch.ones(2)) is False and get_proxy_mode() is None
+        assert not isinstance(3, (torch.SymInt, torch.SymFloat, torch.SymBool))
+        assert isinstance(3, (int, torch.SymInt))
+        print("ok")
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+    torch = pytest.importorskip("torch")
+    from torch._subclasses.fake_tensor import is_fake
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode
+    assert is_fake(torch.ones(2)) is False and get_proxy_mode() is None
+    assert not isinstance(3, (torch.SymInt, torch.SymFloat, torch.SymBool))
+    with pytest.raises(TypeError, match="symbolic"):
+        ember.SymInt(None)
