@@ -1,4 +1,5 @@
-"""einsum as a chain of pairwise contractions, each one permute + reshape + bmm.
+"""einsum as a chain of pairwise contractions, each one permute + reshape + bmm (or a
+broadcast multiply where nothing is summed, as PyTorch does).
 
 Written in views and ops that record themselves for autograd, so einsum is differentiated
 through them.
@@ -99,7 +100,10 @@ def _contract(a, ta, b, tb, keep):
     nl = C.numel([sizes[c] for c in left])
     nc = C.numel([sizes[c] for c in contr])
     nr = C.numel([sizes[c] for c in right])
-    R = O.bmm(V.reshape(A, (nb, nl, nc)), V.reshape(B, (nb, nc, nr)))
+    if contr:
+        R = O.bmm(V.reshape(A, (nb, nl, nc)), V.reshape(B, (nb, nc, nr)))
+    else:  # nothing summed: PyTorch multiplies (so mixed dtypes promote, as mul's do)
+        R = O.elementwise("mul", V.reshape(A, (nb, nl, 1)), V.reshape(B, (nb, 1, nr)))
     R = V.reshape(R, tuple(sizes[c] for c in batch + left + right))
     return R, "".join(batch + left + right)
 
@@ -109,11 +113,6 @@ def einsum(equation, *operands):
         operands = tuple(operands[0])
     terms, rhs = _parse(equation, operands)
     items = [_diag(t, term) for t, term in zip(operands, terms)]
-    dt = items[0][0].dtype
-    for t, _ in items[1:]:
-        if t.dtype is not dt:
-            raise RuntimeError(f"einsum(): expected all operands to have the same dtype, got "
-                               f"{dt.name} and {t.dtype.name}")
     # sum out letters used by one operand only and absent from the output
     for i, (t, term) in enumerate(items):
         others = set(rhs).union(*(set(tt) for j, (_, tt) in enumerate(items) if j != i))

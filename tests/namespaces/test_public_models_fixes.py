@@ -72,3 +72,37 @@ def test_numpy_names_rejected_where_pytorch_rejects_them(call):
     with pytest.raises(TypeError) as got:
         call(ember, ember.from_numpy(x))
     assert "axis" in str(want.value) and "axis" in str(got.value)
+
+
+_EINSUMS = [("bhc,hkc->bhk", (2, 3, 4), (3, 5, 4)),   # contraction: bmm
+            ("bhc,hc->bhc", (2, 3, 4), (3, 4)),        # nothing summed: a broadcast multiply
+            ("i,j->ij", (4,), (5,)),
+            ("i,i->", (4,), (4,))]
+
+
+@pytest.mark.parametrize("autocast", [False, True])
+@pytest.mark.parametrize("eq,sa,sb", _EINSUMS, ids=[e[0] for e in _EINSUMS])
+@pytest.mark.parametrize("da,db", [("bfloat16", "float32"), ("float64", "float32"),
+                                   ("float32", "float32")])
+def test_einsum_mixed_dtypes(eq, sa, sb, da, db, autocast):
+    # segment-anything's add_decomposed_rel_pos under CPU bfloat16 autocast: a bfloat16 query
+    # with float32 relative-position tables
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal(sa).astype(np.float32)
+    b = rng.standard_normal(sb).astype(np.float32)
+
+    def run(lib):
+        x = lib.from_numpy(a).to(getattr(lib, da))
+        y = lib.from_numpy(b).to(getattr(lib, db))
+        with lib.autocast("cpu", dtype=lib.bfloat16, enabled=autocast):
+            return lib.einsum(eq, x, y)
+    try:
+        want = run(torch)
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            run(ember)
+        return
+    got = run(ember)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    tol = 2e-2 if want.dtype == torch.bfloat16 else 1e-5
+    np.testing.assert_allclose(_np(got.float()), _np(want.float()), rtol=tol, atol=tol)
