@@ -39,9 +39,23 @@ for _n, _sig, _inputs in [
 ]:
     defop(_n, "matmul", _sig, "(composite only)", inputs=_inputs)
 del _n, _sig, _inputs
+
+
+def _linear_node(ins) -> str:
+    # the node PyTorch's F.linear leaves as grad_fn: addmm (a matrix input with a bias) or mm;
+    # a batched input is folded to a matrix and viewed back (a non-contiguous one goes
+    # through matmul, then the bias is added)
+    x, bias = ins[0], ins[2]
+    if len(x.shape) == 2:
+        return "AddmmBackward0" if bias is not None else "MmBackward0"
+    if bias is None:
+        return "UnsafeViewBackward0"
+    return "ViewBackward0" if C.is_contiguous(x) else "AddBackward0"
+
+
 defop("linear", "matmul", "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
       "(out, input, weight, bias)  # [n,k] @ [m,k]^T + [m], float32/float64, with a bias",
-      inputs=("input", "weight", "bias"),
+      inputs=("input", "weight", "bias"), node=_linear_node,
       doc="a kernel adds the bias inside the product; the composite is mm then an add")
 
 

@@ -846,7 +846,8 @@ defop("nll_loss", "loss",
       "int ignore_index=-100) -> Tensor",
       "(out, self, target, weight, reduction, ignore_index)  # self (N, C, *) or (C,) "
       "log-probabilities; target int64/uint8 class indices; reduction 'mean' | 'sum' | "
-      "'none'; out () or target's shape", promotion="none", inputs=("self", "weight"))
+      "'none'; out () or target's shape", promotion="none",
+      inputs=("self", "target", "weight"), node=lambda ins: _nll_node(ins[0]))
 defop("cross_entropy", "loss",
       "cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', "
       "int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
@@ -863,7 +864,13 @@ defop("cross_entropy_indices", "loss",
       "cross_entropy_indices(Tensor self, Tensor target, Tensor? weight=None, "
       "str reduction='mean', int ignore_index=-100) -> Tensor",
       "(composite only)", promotion="none", inputs=("self", "target", "weight"),
-      variants=())
+      variants=(), node=lambda ins: _nll_node(ins[0]))   # cross_entropy's last node
+
+
+def _nll_node(input) -> str:
+    # PyTorch's node: nll_loss for (C,) and (N, C) inputs, nll_loss2d for the rest (folded to
+    # four dimensions)
+    return "NllLossBackward0" if len(input.shape) <= 2 else "NllLoss2DBackward0"
 
 
 def _nll_shape(input, target, reduction) -> tuple:
@@ -881,6 +888,9 @@ def _loss_dtype(input, reduction):
 
 def nll_loss(input, target, weight=None, reduction="mean", ignore_index=-100):
     """The negative log likelihood of class indices (arguments checked)."""
+    if weight is not None and weight.requires_grad and MODE.grad:
+        # differentiated through its composite (PyTorch refuses a weight that requires grad)
+        return _nll_loss(input, target, weight, reduction, ignore_index)
     return O.composite_op("nll_loss", (input, target, weight),
                           {"reduction": reduction, "ignore_index": ignore_index},
                           [(_nll_shape(input, target, reduction),
@@ -914,6 +924,28 @@ def _nll_loss(self, target, weight, reduction, ignore_index):
     if reduction == "sum":
         return O.reduce("sum", loss)
     return _true_div(O.reduce("sum", loss), O.reduce("sum", w))
+
+
+@gradient("nll_loss")
+def _(g, self, target, weight=None, reduction="mean", ignore_index=-100):
+    # d loss / d input[i, t_i] = -w_i (scaled by g, over the weight sum for the mean); zero
+    # elsewhere and at ignored targets
+    cdim = 0 if len(self.shape) == 1 else 1
+    t = O.to(target, None, D.int64)
+    if len(self.shape) == 1 and len(t.shape) == 1:
+        t = V.reshape(t, ())
+    valid = E("ne", t, ignore_index)
+    safe = O.where(valid, t, 0)
+    w = O.to(valid, None, self.dtype)
+    if weight is not None:
+        picked = V.reshape(index_select(weight, 0, V.reshape(safe, -1)), safe.shape)
+        w = E("mul", w, O.to(picked, None, self.dtype))
+    scale = E("mul", g, w)
+    if reduction == "mean":
+        scale = _true_div(scale, O.reduce("sum", w))
+    d = O.zeros(self.shape, self.dtype, self.device)
+    d = O.scatter(d, cdim, V.unsqueeze(safe, cdim), V.unsqueeze(E("neg", scale), cdim))
+    return d, None, None
 
 
 def cross_entropy(input, target, weight=None, reduction="mean", ignore_index=-100,

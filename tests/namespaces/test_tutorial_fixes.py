@@ -1,0 +1,85 @@
+"""Behaviour the PyTorch tutorials showed differing (run unchanged under ``ember.as_torch``),
+checked against PyTorch itself."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import ember
+import ember.nn.functional as EF
+
+RNG = np.random.default_rng(0)
+
+
+# ---- the grad_fn a printed loss / layer output shows ----------------------------------------
+@pytest.mark.parametrize("shape, bias, transpose", [
+    ((2, 4), True, False), ((2, 4), False, False), ((5, 2, 4), True, False),
+    ((5, 2, 4), False, False), ((5, 2, 4), True, True), ((3, 5, 2, 4), True, False)])
+def test_linear_grad_fn_is_pytorchs(shape, bias, transpose):
+    x = RNG.standard_normal(shape)
+    w = RNG.standard_normal((3, 4))
+    b = RNG.standard_normal(3)
+    names = []
+    for lib, F in ((torch, TF), (ember, EF)):
+        xt = lib.tensor(x)
+        if transpose:
+            xt = xt.transpose(0, 1)
+        out = F.linear(xt, lib.tensor(w, requires_grad=True),
+                       lib.tensor(b, requires_grad=True) if bias else None)
+        names.append(out.grad_fn.name())
+    assert names[1] == names[0]
+
+
+@pytest.mark.parametrize("shape, tshape", [((4, 5), (4,)), ((5,), ()), ((2, 3, 4, 5), (2, 4, 5)),
+                                            ((2, 3, 4), (2, 4))])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss_matches_pytorch(shape, tshape, reduction, weighted):
+    c = shape[0] if len(shape) == 1 else shape[1]
+    x = RNG.standard_normal(shape)
+    t = RNG.integers(0, c, tshape)
+    if t.size > 1:
+        t.flat[0] = -100   # ignored
+    w = RNG.random(c) if weighted else None
+    g = RNG.standard_normal(tshape) if reduction == "none" else None
+    res = []
+    for lib, F in ((torch, TF), (ember, EF)):
+        xt = lib.tensor(x, requires_grad=True)
+        loss = F.nll_loss(xt, lib.tensor(t), weight=None if w is None else lib.tensor(w),
+                          reduction=reduction)
+        loss.backward(None if g is None else lib.tensor(g))
+        res.append((loss.detach().numpy(), xt.grad.numpy(), loss.grad_fn.name()))
+    (tl, tg, tn), (el, eg, en) = res
+    np.testing.assert_allclose(el, tl, rtol=1e-12)
+    np.testing.assert_allclose(eg, tg, rtol=1e-12)
+    if not (len(shape) == 3 and reduction == "none"):   # (PyTorch: a view of nll_loss2d)
+        assert en == tn
+
+
+def test_cross_entropy_grad_fn_is_nll_loss():
+    x = RNG.standard_normal((3, 5))
+    t = np.array([0, 4, 2])
+    names = [F.cross_entropy(lib.tensor(x, requires_grad=True), lib.tensor(t)).grad_fn.name()
+             for lib, F in ((torch, TF), (ember, EF))]
+    assert names[1] == names[0] == "NllLossBackward0"
+
+
+def test_nll_loss_double_backward_matches_pytorch():
+    x = RNG.standard_normal((4, 3))
+    t = np.array([0, 2, 1, 2])
+    res = []
+    for lib, F in ((torch, TF), (ember, EF)):
+        xt = lib.tensor(x, requires_grad=True)
+        loss = F.nll_loss(F.log_softmax(xt, 1), lib.tensor(t))
+        g, = lib.autograd.grad(loss, xt, create_graph=True)
+        gg, = lib.autograd.grad((g * g).sum(), xt)
+        res.append(gg.numpy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-10, atol=1e-14)
+
+
+def test_nll_loss_weight_requiring_grad_still_differentiates_through_composite():
+    # (PyTorch refuses such a weight; ember keeps giving its gradient)
+    x = ember.tensor(RNG.standard_normal((4, 3)), requires_grad=True)
+    w = ember.tensor(RNG.random(3), requires_grad=True)
+    EF.nll_loss(x, ember.tensor([0, 2, 1, 2]), weight=w).backward()
+    assert w.grad is not None and x.grad is not None
