@@ -368,7 +368,8 @@ class AccumulateGrad:
         return ()
 
     def name(self) -> str:
-        return "AccumulateGrad"
+        # PyTorch's node name is its C++ class's qualified name
+        return "torch::autograd::AccumulateGrad"
 
     def __repr__(self):
         return f"<AccumulateGrad object at {id(self):#x}>"

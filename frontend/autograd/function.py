@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 
+from ember.dispatcher import dtypes
 from ember.dispatcher import ops as O
 from ember.dispatcher.core import TensorBase
 
@@ -59,6 +60,11 @@ class FunctionCtx:
 
 class _FunctionNode(Node):
     __slots__ = ()
+
+    def __repr__(self):
+        # PyTorch's custom-Function nodes are Python classes of torch.autograd.function
+        return (f"<{dtypes.module_name}.autograd.function.{type(self).__name__} object at "
+                f"{id(self):#x}>")
 
 
 class Function:

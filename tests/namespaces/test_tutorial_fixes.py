@@ -83,3 +83,31 @@ def test_nll_loss_weight_requiring_grad_still_differentiates_through_composite()
     w = ember.tensor(RNG.random(3), requires_grad=True)
     EF.nll_loss(x, ember.tensor([0, 2, 1, 2]), weight=w).backward()
     assert w.grad is not None and x.grad is not None
+
+
+# ---- the graph a torchviz-style walk prints --------------------------------------------------
+def test_accumulate_grad_name_is_pytorchs():
+    names = []
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        node = (x * 2).grad_fn.next_functions[0][0]
+        names.append((node.name(), type(node).__name__))
+    assert names[1] == names[0]
+
+
+def test_custom_function_node_repr_names_its_module():
+    reprs = []
+    for lib in (torch, ember):
+        class Exp(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.exp()
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        y = Exp.apply(lib.tensor([1.0], requires_grad=True))
+        reprs.append(repr(y.grad_fn).split(" object at ")[0].replace("ember.", "torch."))
+        assert y.grad_fn.name() == "ExpBackward"
+    assert reprs[1] == reprs[0]
