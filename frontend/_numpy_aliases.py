@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 
 __all__ = ["install"]
 
@@ -75,3 +76,20 @@ def install(spaces, Tensor) -> None:
                 hit = wrapped[id(value)] = (value, _wrap(key, value))
             if hit[0] is value:
                 setattr(space, key, hit[1])
+                _locate(hit[1], space, key)
+
+
+def _locate(fn, space, key) -> None:
+    """Name the wrapper after the first public place it is bound to, unless its module and
+    qualified name already lead to it: pickle (a ``partial(torch.mean, dim=1)`` sent to a
+    DataLoader worker) and documentation tools look functions up that way, and the
+    wrapped function's names lead to the unwrapped function."""
+    obj = sys.modules.get(fn.__module__ or "")
+    for part in fn.__qualname__.split("."):
+        obj = getattr(obj, part, None)
+    if obj is fn:
+        return
+    if isinstance(space, type):
+        fn.__module__, fn.__qualname__ = space.__module__, f"{space.__name__}.{key}"
+    else:
+        fn.__module__, fn.__qualname__ = space.__name__, key

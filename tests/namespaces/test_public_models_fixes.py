@@ -106,3 +106,20 @@ def test_einsum_mixed_dtypes(eq, sa, sb, da, db, autocast):
     assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
     tol = 2e-2 if want.dtype == torch.bfloat16 else 1e-5
     np.testing.assert_allclose(_np(got.float()), _np(want.float()), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("path", ["mean", "cat", "unsqueeze", "Tensor.mean", "Tensor.softmax",
+                                  "linalg.vector_norm", "special.logsumexp"])
+def test_functions_taking_numpy_names_still_pickle(path):
+    # a partial of them is what a DataLoader worker (spawn) receives as collate_fn
+    import functools
+    import pickle
+
+    def get(lib):
+        obj = lib
+        for part in path.split("."):
+            obj = getattr(obj, part)
+        return obj
+    for lib in (torch, ember):
+        fn = get(lib)
+        assert pickle.loads(pickle.dumps(functools.partial(fn))).func is fn
