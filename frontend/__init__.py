@@ -30,6 +30,8 @@ from ._ops_nn import *  # noqa: F401,F403
 from ._ops_sparse import *  # noqa: F401,F403
 from ._ops_compat import *  # noqa: F401,F403
 from ._foreach import *  # noqa: F401,F403
+from ._storage import UntypedStorage, TypedStorage, is_storage
+from ._storage import LEGACY as _LEGACY_STORAGES
 __version__ = "0.1.0"     # (before the submodules, which read it)
 
 from . import autograd, backends, nn, optim, utils
@@ -80,6 +82,7 @@ for _name in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "Lo
 del _name
 
 # the public functions on PyTorch's autocast lists cast their inputs at entry
+globals().update(_LEGACY_STORAGES)   # FloatStorage, LongStorage, ...: legacy TypedStorages
 _autocast_entries.install(_sys.modules[__name__], nn.functional, linalg, Tensor)
 # the method and in-place forms' docstrings, from their functions' ("See ember.abs")
 _docstrings.fill(_sys.modules[__name__], Tensor)

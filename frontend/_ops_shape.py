@@ -27,6 +27,7 @@ from ember.dispatcher.device import to_device
 from ember.dispatcher.grad_mode import MODE, below_autograd
 
 from . import _creation as K
+from . import _storage as ST
 from . import _views as VW
 from ember.dispatcher.warn import warn as _warn
 
@@ -1861,6 +1862,10 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         if copy is False and dev is not None and dev != obj.device:
             raise ValueError(f"can't alias tensor from device '{obj.device}' to '{dev}'.")
         res = O.to(obj, dev, dt, copy=bool(copy))
+    elif ST.is_storage(obj):    # its bytes, read as dtype (PyTorch's int64 by default)
+        res = ST.as_tensor_of(obj, dt)
+        if dev is not None or copy:
+            res = O.to(res, dev, None, copy=bool(copy))
     elif isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__") or (
             hasattr(obj, "__buffer__") and not isinstance(obj, (list, tuple))):
         arr = np.asarray(obj)

@@ -23,6 +23,7 @@ from ember.dispatcher.lazy import reading as _reading
 from ember.dispatcher.plugins import backend_for
 
 from . import _creation as K
+from . import _storage as ST
 from . import _dlpack
 from . import _device_ns
 from . import _functions as F
@@ -254,12 +255,86 @@ class Tensor(TensorBase):
         return self._vc[0]
 
     def untyped_storage(self):
-        """The storage object (the backend's block of memory) the tensor views.
+        """The storage the tensor views, as an ``ember.UntypedStorage`` (bytes): one
+        object for every view of the same memory while it is alive, as in PyTorch.
 
-        Unlike PyTorch's ``UntypedStorage`` it is the backend's own storage type: its
-        ``nbytes`` and ``data_ptr`` are attributes, not methods.
+        Example:
+            >>> x = ember.zeros(4)
+            >>> x.untyped_storage().nbytes(), x[2:].untyped_storage() is x.untyped_storage()
+            (16, True)
         """
-        return self._storage
+        return ST.untyped_of(self._storage, self.device)
+
+    def storage(self):
+        """The storage as an ``ember.TypedStorage`` of this tensor's dtype (deprecated in
+        PyTorch, which warns once; ``untyped_storage()`` is the current form)."""
+        return ST.typed_of(self)
+
+    def is_set_to(self, tensor) -> bool:
+        """Whether this tensor and ``tensor`` view the same memory with the same size,
+        strides and offset."""
+        return (self._storage is tensor._storage and self._offset == tensor._offset
+                and tuple(self.shape) == tuple(tensor.shape)
+                and tuple(self._stride) == tuple(tensor._stride))
+
+    def set_(self, source=None, storage_offset=None, size=None, stride=None):
+        """Make this tensor view ``source``'s memory, in place: a tensor (its storage, size,
+        strides and offset), a storage (from ``storage_offset``, ``size`` and ``stride``;
+        by default all of it, contiguous), or nothing (an empty storage).
+
+        ember's storages keep their size: a geometry reaching past the storage's end raises
+        (PyTorch grows a resizable storage instead).
+        """
+        if self.requires_grad and MODE.grad and self.grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        if source is None:
+            if storage_offset is not None or size is not None:
+                raise TypeError("set_() received an invalid combination of arguments")
+            store, offset, shape, strides = C.empty((0,), self.dtype, self.device)._storage, \
+                0, (0,), (1,)
+        elif isinstance(source, TensorBase):
+            if source.dtype is not self.dtype:
+                names = [_CPP_TYPE_NAMES.get(t.dtype.name, t.dtype.name) for t in (source, self)]
+                raise RuntimeError(f"Could not set tensor of type {names[0]} to a tensor of "
+                                   f"type {names[1]}")
+            store, offset, shape, strides = (source._storage, source._offset,
+                                             tuple(source.shape), tuple(source._stride))
+        elif ST.is_storage(source):
+            if isinstance(source, ST.TypedStorage) and source.dtype is not self.dtype:
+                raise RuntimeError(f"Expected a Storage of type {_storage_type(self.dtype)} or "
+                                   f"an UntypedStorage, but got type "
+                                   f"{_storage_type(source.dtype)} for "
+                                   "argument 1 'storage'")
+            if storage_offset is not None and size is None:
+                raise TypeError("set_() received an invalid combination of arguments: "
+                                "a storage offset needs a size")
+            untyped = source.untyped()
+            offset = int(storage_offset or 0)
+            shape = (tuple(int(n) for n in size) if size is not None
+                     else (untyped.nbytes() // self.dtype.itemsize,))
+            strides = (tuple(int(n) for n in stride) if stride
+                       else C.contiguous_strides(shape))
+            store = untyped._s
+            if self.device != untyped.device:
+                raise RuntimeError(f"Attempted to set the storage of a tensor on device "
+                                   f"\"{self.device}\" to a storage on different device "
+                                   f"\"{untyped.device}\"")
+            need = (offset + 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+                    if all(shape) else offset) * self.dtype.itemsize
+            if need > untyped.nbytes():
+                raise RuntimeError(f"setStorage: sizes {list(shape)}, strides {list(strides)},"
+                                   f" storage offset {offset}, and itemsize "
+                                   f"{self.dtype.itemsize} requiring a storage size of {need} "
+                                   f"are out of bounds for storage of size {untyped.nbytes()}"
+                                   " (ember cannot grow a storage)")
+        else:
+            raise TypeError(f"set_(): expected a Tensor or a storage, got "
+                            f"{type(source).__name__}")
+        self._storage, self._offset = store, offset
+        self.shape, self._stride = Size(shape), tuple(strides)
+        C.bump(self)
+        return self
 
     def requires_grad_(self, requires_grad=True):
         """Set ``requires_grad`` in place and return the tensor.
@@ -805,7 +880,7 @@ class Tensor(TensorBase):
         return K.tensor(data, dtype=dtype or self.dtype, device=device or self.device, **kw)
 
     # ---- views ------------------------------------------------------------------------
-    def view(self, *shape):
+    def view(self, *shape, dtype=None, size=None):
         """A tensor sharing this tensor's storage with a new shape, or its bytes reinterpreted as
         another dtype.
 
@@ -820,6 +895,10 @@ class Tensor(TensorBase):
             >>> ember.arange(6.).view(-1, 2).shape
             ember.Size([3, 2])
         """
+        if dtype is not None or size is not None:   # (the keyword forms of both overloads)
+            if shape or (dtype is not None and size is not None):
+                raise TypeError("view() received an invalid combination of arguments")
+            shape = (dtype,) if dtype is not None else (size,)
         if len(shape) == 1 and isinstance(shape[0], D.DType):
             if shape[0] is self.dtype:  # (a plain view, recorded for autograd)
                 return VW.view(self, self.shape)
@@ -1176,6 +1255,13 @@ def parse_to_args(args, kwargs):
             raise TypeError(f"to() received an invalid combination of arguments - got "
                             f"({type(a).__name__})")
     return device, dtype, copy
+
+
+def _storage_type(dtype) -> str:
+    """PyTorch's name of a storage's element type in its errors (``float``, ``Long``)."""
+    name = ST.LEGACY_BY_DTYPE[dtype].__name__[:-len("Storage")] if (
+        dtype in ST.LEGACY_BY_DTYPE) else dtype.name
+    return "float" if name == "Float" else name
 
 
 #: the C++ type names PyTorch's ``.grad`` errors print for a gradient's dtype

@@ -208,7 +208,7 @@ def test_a_stride_zero_view_loads_as_a_view_as_in_torch():
     want = torch.load(io.BytesIO(raw))
     got = load(raw)
     assert tuple(got.shape) == tuple(want.shape) and got.stride() == want.stride()
-    assert got.untyped_storage().nbytes == 16       # nothing was materialised
+    assert got.untyped_storage().nbytes() == 16     # nothing was materialised
 
 
 HUGE_VIEW = tensor_pkl(size=(2 ** 40,), stride=(0,))     # 2**40 elements over 16 bytes
