@@ -111,3 +111,37 @@ def test_custom_function_node_repr_names_its_module():
         reprs.append(repr(y.grad_fn).split(" object at ")[0].replace("ember.", "torch."))
         assert y.grad_fn.name() == "ExpBackward"
     assert reprs[1] == reprs[0]
+
+
+# ---- torch.func's jacfwd (column by column) ---------------------------------------------------
+def _predict(F):
+    return lambda weight, bias, x: F.linear(x, weight, bias).tanh()
+
+
+def test_jacfwd_of_a_wide_output_and_the_batched_hessian_match_pytorch():
+    # the jacobians/hessians tutorial: many more outputs than inputs, and vmap(hessian)
+    w, b, x = RNG.standard_normal((40, 3)), RNG.standard_normal(40), RNG.standard_normal((4, 3))
+    res = []
+    for lib, F in ((torch, TF), (ember, EF)):
+        fn = lib.func
+        args = (lib.tensor(w), lib.tensor(b), lib.tensor(x))
+        jac = fn.jacfwd(_predict(F), argnums=(0, 2))(args[0], args[1], args[2][0])
+        hess = fn.vmap(fn.hessian(_predict(F), argnums=2), in_dims=(None, None, 0))(*args)
+        res.append((jac[0].numpy(), jac[1].numpy(), hess.numpy()))
+    for e, t in zip(res[1], res[0]):
+        assert e.shape == t.shape
+        np.testing.assert_allclose(e, t, rtol=1e-10, atol=1e-12)
+
+
+def test_jacfwd_structured_outputs_and_aux_match_pytorch():
+    def f(lib):
+        return lambda x, y: ({"s": (x * y).sin(), "c": x.cos().sum()}, x * 2)
+    a, b = RNG.standard_normal(3), RNG.standard_normal(3)
+    res = []
+    for lib in (torch, ember):
+        jac, aux = lib.func.jacfwd(f(lib), argnums=(0, 1), has_aux=True)(lib.tensor(a),
+                                                                          lib.tensor(b))
+        res.append(([jac["s"][0], jac["s"][1], jac["c"][0], jac["c"][1]], aux))
+    for e, t in zip(res[1][0] + [res[1][1]], res[0][0] + [res[0][1]]):
+        assert tuple(e.shape) == tuple(t.shape)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12, atol=1e-14)
