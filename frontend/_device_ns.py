@@ -34,6 +34,7 @@ from ember.dispatcher.random import default_generator
 
 from . import amp as _amp
 from ._creation import tensor as _tensor
+from . import _ops_shape as _SH
 from .autograd._engine import IN_BACKWARD, RUNNING_NODE
 from ember.dispatcher.warn import warn as _warn
 
@@ -399,6 +400,8 @@ class DeviceNamespace:
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in _SH.LEGACY_NAMES:   # ember.cuda.FloatTensor, ...
+            return _SH.legacy_type(self._type, name, self.is_available)
         api = self._api()
         if api is not None and hasattr(api, name):
             if name in _NEEDS_DEVICE and not self.is_available():

@@ -2320,17 +2320,47 @@ _export("bernoulli", "multinomial", "poisson", "binomial", "normal")
 
 # ---- legacy tensor types -------------------------------------------------------------------
 class _LegacyTensorType(type):
-    """``isinstance(x, ember.FloatTensor)``: a CPU tensor of that dtype."""
+    """``isinstance(x, ember.FloatTensor)``: a CPU tensor of that dtype
+    (``ember.cuda.FloatTensor``: a tensor of that dtype on that device type)."""
+    device_type = "cpu"
+    available = None    # (for other device types: whether one is available)
 
     def __instancecheck__(cls, obj):
         return (isinstance(obj, TensorBase) and obj.dtype is cls.dtype
-                and obj.device.type == "cpu")
+                and obj.device.type == cls.device_type)
 
     def __call__(cls, *args, device=None):
+        if cls.device_type != "cpu":
+            if not cls.available():
+                raise TypeError(f"type {cls._name()} not available: no "
+                                f"{cls.device_type!r} device is available")
+            device = device if device is not None else cls.device_type
         return legacy_new(cls.dtype, args, device, cls.__name__)
 
+    def _name(cls):
+        where = "" if cls.device_type == "cpu" else f"{cls.device_type}."
+        return f"{D.module_name}.{where}{cls.__name__}"
+
     def __repr__(cls):
-        return f"<class 'ember.{cls.__name__}'>"
+        return f"<class '{cls._name()}'>"
+
+
+_DEVICE_LEGACY: dict = {}
+
+
+def legacy_type(device_type: str, name: str, available):
+    """``ember.<device type>.FloatTensor`` (and the other legacy names): ``isinstance``
+    tests a tensor of that dtype on that device type; calling it makes one there, or raises
+    PyTorch's TypeError when no such device is available (``available()``)."""
+    key = (device_type, name)
+    cls = _DEVICE_LEGACY.get(key)
+    if cls is None:
+        cls = _DEVICE_LEGACY[key] = _LegacyTensorType(
+            name, (), {"dtype": _LEGACY[name], "__module__": f"ember.{device_type}",
+                       "device_type": device_type, "available": staticmethod(available),
+                       "__doc__": f"PyTorch's legacy {device_type} tensor type of dtype "
+                                  f"``ember.{_LEGACY[name].name}``."})
+    return cls
 
 
 def legacy_new(dtype, args, device, name="Tensor"):
@@ -2364,6 +2394,8 @@ for _name, _dt in _LEGACY.items():
     globals()[_name] = _LegacyTensorType(_name, (), {"dtype": _dt, "__module__": "ember"})
     _export(_name)
 del _name, _dt
+#: the legacy tensor type names (``FloatTensor``, ...)
+LEGACY_NAMES = frozenset(_LEGACY)
 
 
 def parse_type(spec):
@@ -2372,7 +2404,7 @@ def parse_type(spec):
     if isinstance(spec, D.DType):
         return spec, None
     if isinstance(spec, _LegacyTensorType):
-        return spec.dtype, "cpu"
+        return spec.dtype, spec.device_type
     if isinstance(spec, str):
         parts = spec.split(".")
         if len(parts) >= 2 and parts[0] in ("torch", "ember") and parts[-1] in _LEGACY:
