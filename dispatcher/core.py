@@ -33,7 +33,8 @@ from .plugins import BACKENDS, backend_for, on_unregister
 __all__ = [
     "TensorBase", "Size", "as_size", "set_tensor_factory", "new_tensor", "empty",
     "contiguous_strides",
-    "numel", "view_of", "is_contiguous", "broadcast_shapes", "expand_to", "scalar_tensor",
+    "numel", "view_of", "is_contiguous", "broadcast_shapes", "expand_to", "expand_rank_error",
+    "scalar_tensor",
     "same_device", "bump", "normalize_dim", "normalize_dims", "shape_str", "encode_scalar",
     "decode_scalar", "has_internal_overlap", "check_writable", "same_view", "may_overlap",
     "OVERLAP_MESSAGE", "host_out_of_memory", "LazyStorage", "adopt", "host_storage",
@@ -439,6 +440,15 @@ def broadcast_shapes(*shapes) -> tuple:
     return tuple(out)
 
 
+def expand_rank_error(t, sizes) -> RuntimeError:
+    """PyTorch's error for expanding ``t`` to fewer dimensions than it has."""
+    prefix = "" if t.device.type == "cpu" else f"{t.device.type}."
+    return RuntimeError(
+        f"expand({_dt.module_name}.{prefix}{_dt.torch_name(t.dtype)}Tensor{{{list(t.shape)}}},"
+        f" size={list(sizes)}): the number of sizes provided ({len(sizes)}) must be greater "
+        f"or equal to the number of dimensions in the tensor ({len(t.shape)})")
+
+
 def expand_to(t, shape: tuple):
     """A stride-0 broadcast view of ``t`` with ``shape`` (no copy)."""
     if t.shape == shape:
@@ -446,8 +456,7 @@ def expand_to(t, shape: tuple):
     nd = len(shape)
     off = nd - len(t.shape)
     if off < 0:
-        raise RuntimeError(f"expand: the number of sizes provided ({nd}) must be greater or "
-                           f"equal to the number of dimensions in the tensor ({len(t.shape)})")
+        raise expand_rank_error(t, shape)
     stride = [0] * nd
     for i, n in enumerate(t.shape):
         target = shape[off + i]

@@ -354,8 +354,7 @@ def expand(x, *sizes):
     nd = len(sizes)
     off = nd - len(x.shape)
     if off < 0:
-        raise RuntimeError(f"expand(): the number of sizes provided ({nd}) must be greater or "
-                           f"equal to the number of dimensions in the tensor ({len(x.shape)})")
+        raise C.expand_rank_error(x, sizes)
     target = tuple(x.shape[i - off] if (s == -1 and i >= off) else s
                    for i, s in enumerate(sizes))
     if any(s < 0 for s in target):

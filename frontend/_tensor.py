@@ -1002,6 +1002,13 @@ class Tensor(TensorBase):
 
     def __setitem__(self, key, value):
         value = _s(value)
+        if isinstance(value, TensorBase) and value.shape[:1] == (1,):
+            # PyTorch drops the value's leading size-1 dimensions before broadcasting it to
+            # the indexed part (t[i] = row of shape (1, n))
+            lead = 1
+            while lead < len(value.shape) and value.shape[lead] == 1:
+                lead += 1
+            value = V.reshape(value, value.shape[lead:])
         v = V.basic_index(self, key)
         if v is not None or key is True:
             # PyTorch copies into a basic-index view (into self[None] for a bare True): a

@@ -145,3 +145,41 @@ def test_jacfwd_structured_outputs_and_aux_match_pytorch():
     for e, t in zip(res[1][0] + [res[1][1]], res[0][0] + [res[0][1]]):
         assert tuple(e.shape) == tuple(t.shape)
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12, atol=1e-14)
+
+
+# ---- t[key] = value with leading size-1 dimensions (seq2seq: attentions[di] = attn of (1, n))
+@pytest.mark.parametrize("shape, key, vshape", [
+    ((10, 10), 0, (1, 10)), ((10, 10), 0, (1, 1, 10)), ((4, 5), slice(1, 3), (1, 2, 5)),
+    ((4, 5), [0, 2], (1, 2, 5)), ((4, 5), "mask", (1, 1, 5)), ((3,), 1, (1, 1)),
+    ((2, 3), (Ellipsis, 1), (1, 2)), ((10, 10), 0, (10, 1))])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_setitem_drops_the_values_leading_ones_as_pytorch(shape, key, vshape, requires_grad):
+    res = []
+    for lib in (torch, ember):
+        t = lib.zeros(shape)
+        k = lib.tensor([True, False, True, False]) if key == "mask" else key
+        v = lib.arange(float(np.prod(vshape))).reshape(vshape).requires_grad_(requires_grad)
+        try:
+            t[k] = v
+        except RuntimeError as e:
+            res.append(str(e).replace("ember.", "torch."))
+            continue
+        if requires_grad:
+            (t * lib.arange(float(t.numel())).reshape(shape)).sum().backward()
+            res.append((t.detach().numpy(), v.grad.numpy()))
+        else:
+            res.append((t.numpy(),))
+    if isinstance(res[0], str):
+        assert res[1] == res[0]
+    else:
+        for e, t in zip(res[1], res[0]):
+            np.testing.assert_array_equal(e, t)
+
+
+def test_expand_to_fewer_dims_error_is_pytorchs():
+    msgs = []
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError) as info:
+            lib.zeros(10, 1).expand(10)
+        msgs.append(str(info.value).replace("ember.", "torch."))
+    assert msgs[1] == msgs[0]
