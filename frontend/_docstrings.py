@@ -51,12 +51,9 @@ def _place(fn, module: str, qualname: str) -> None:
         fn.__module__, fn.__qualname__ = module, qualname
 
 
-def fill(ember, tensor_cls) -> int:
-    """Fill the derived docstrings of ``ember``'s functions and ``tensor_cls``'s methods;
-    returns how many it filled."""
-    filled = 0
-    # (the module's own names: getattr would ask ember's module __getattr__, once defined,
-    # about missing ones, which loads the backend plugins: a second call took 0.2 s)
+def _place_all(ember, tensor_cls) -> None:
+    """Place every public function of ``ember`` and method of ``tensor_cls`` that its
+    names do not lead back to (see :func:`_place`)."""
     names = vars(ember)
     for name in dir(ember):
         if not name.startswith("_"):
@@ -64,6 +61,16 @@ def fill(ember, tensor_cls) -> int:
     for name, fn in list(vars(tensor_cls).items()):
         if not name.startswith("_"):
             _place(fn, tensor_cls.__module__, f"{tensor_cls.__name__}.{name}")
+
+
+def fill(ember, tensor_cls) -> int:
+    """Fill the derived docstrings of ``ember``'s functions and ``tensor_cls``'s methods;
+    returns how many it filled."""
+    filled = 0
+    # (the module's own names: getattr would ask ember's module __getattr__, once defined,
+    # about missing ones, which loads the backend plugins: a second call took 0.2 s)
+    names = vars(ember)
+    _place_all(ember, tensor_cls)
     # ember.abs_ (PyTorch has some in-place forms at the top level too)
     for name in dir(ember):
         if name.startswith("_") or not name.endswith("_") or name.endswith("__"):
@@ -89,4 +96,5 @@ def fill(ember, tensor_cls) -> int:
             continue
         _set_doc(tensor_cls, name, fn, doc)
         filled += 1
+    _place_all(ember, tensor_cls)   # (the copies made for aliases, and what they displaced)
     return filled

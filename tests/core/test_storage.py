@@ -156,3 +156,4 @@ def test_view_keyword_forms_as_pytorch():
         assert tuple(x.view(size=(2, 2)).shape) == (2, 2)
         with pytest.raises(TypeError):
             x.view((2, 2), dtype=L.int32)
+
