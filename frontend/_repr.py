@@ -110,10 +110,10 @@ def _body(a, fmt, indent, summarize):
 def _meta_repr(t) -> str:
     """A meta tensor has no values: PyTorch prints its size (and any dtype but the default
     float one) instead."""
-    suffixes = [f"size={tuple(t.shape)}"]
+    suffixes = ["device='meta'", f"size={tuple(t.shape)}"]
     if t.dtype is not D.get_default_dtype():
         suffixes.append(f"dtype={t.dtype!r}")
-    return "tensor(..., device='meta', " + ", ".join(suffixes + _autograd_suffix(t)) + ")"
+    return _add_suffixes("tensor(...", suffixes + _autograd_suffix(t), len("tensor("))
 
 
 def _autograd_suffix(t) -> list:

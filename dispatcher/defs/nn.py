@@ -26,7 +26,8 @@ from ..grad_mode import MODE, below_autograd
 from ..lazy import capturing
 from ..plugins import BACKENDS, backend_for
 from ..schema import OPS, composite, defop, gradient
-from .conv import dense_conv, depthwise_conv
+from .conv import (dense_conv, dense_conv_input, dense_conv_weight, depthwise_conv,
+                   depthwise_conv_input, depthwise_conv_weight)
 from .index import index, index_add, index_select, masked_fill, tril
 from .linalg import matmul
 from .reduction import any_
@@ -87,6 +88,34 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
     if bias is not None:
         return E("add", out, V.reshape(bias, (1, out.shape[1]) + (1,) * nd))
     return O.contiguous(out)
+
+
+@gradient("convolution", needs={"input": ("weight",), "weight": ("input",)})
+def _(g, input, weight, bias_shape, stride, padding, dilation, transposed, groups):
+    # one node, PyTorch's ConvolutionBackward0: the gradients of the op _conv ran (depthwise
+    # or dense), and the bias's, the output gradient summed over all but the channels. A
+    # transposed convolution is dense_conv_input of its input: that op's gradients.
+    kernel = tuple(weight.shape[2:])
+    c = input.shape[1]
+    if transposed:
+        gx = dense_conv(g, weight, kernel, dilation, padding, stride, input.shape[2:],
+                        groups) if input.requires_grad else None
+        gw = dense_conv_weight(input, g, kernel, dilation, padding, stride, groups) \
+            if weight.requires_grad else None
+    elif groups == c and weight.shape[0] == c:
+        gx = depthwise_conv_input(g, weight, kernel, dilation, padding, stride,
+                                  input.shape[2:]) if input.requires_grad else None
+        gw = depthwise_conv_weight(g, input, kernel, dilation, padding, stride) \
+            if weight.requires_grad else None
+    else:
+        gx = dense_conv_input(g, weight, kernel, dilation, padding, stride, input.shape[2:],
+                              groups) if input.requires_grad else None
+        gw = dense_conv_weight(g, input, kernel, dilation, padding, stride, groups) \
+            if weight.requires_grad else None
+    gb = None
+    if bias_shape is not None:
+        gb = O.reduce("sum", g, (0,) + tuple(range(2, len(g.shape))))
+    return gx, gw, gb
 
 
 def _conv(x, weight, stride, padding, dilation, groups):

@@ -183,3 +183,48 @@ def test_expand_to_fewer_dims_error_is_pytorchs():
             lib.zeros(10, 1).expand(10)
         msgs.append(str(info.value).replace("ember.", "torch."))
     assert msgs[1] == msgs[0]
+
+
+# ---- convolutions: one ConvolutionBackward0 node (the shapes recipe prints a conv's output) --
+CONV_CASES = [  # (nd, transposed, cin, cout, groups, k, stride, padding, dilation, outpad, bias)
+    (2, False, 3, 5, 1, 3, 1, 1, 1, 0, True), (2, False, 4, 4, 4, 3, 2, 1, 1, 0, True),
+    (2, False, 4, 6, 2, 3, 1, 0, 2, 0, False), (1, False, 3, 2, 1, 4, 2, 1, 1, 0, True),
+    (3, False, 2, 3, 1, 2, 1, 0, 1, 0, True), (2, True, 3, 5, 1, 3, 2, 1, 1, 1, True),
+    (2, True, 4, 6, 2, 3, 1, 0, 2, 0, False), (1, True, 4, 4, 4, 3, 2, 1, 1, 1, True)]
+
+
+@pytest.mark.parametrize("nd, tr, cin, cout, groups, k, stride, pad, dil, outpad, bias",
+                         CONV_CASES)
+def test_convolution_node_and_gradients_match_pytorch(nd, tr, cin, cout, groups, k, stride,
+                                                      pad, dil, outpad, bias):
+    x = RNG.standard_normal((2, cin) + (7,) * nd)
+    w = RNG.standard_normal(((cin, cout // groups) if tr else (cout, cin // groups)) + (k,) * nd)
+    b = RNG.standard_normal(cout)
+    res = []
+    for lib in (torch, ember):
+        xs, ws, bs = (lib.tensor(a, requires_grad=True) for a in (x, w, b))
+        fn = getattr(lib.nn.functional, f"conv{'_transpose' if tr else ''}{nd}d")
+        kw = dict(stride=stride, padding=pad, dilation=dil, groups=groups)
+        if tr:
+            kw["output_padding"] = outpad
+        y = fn(xs, ws, bs if bias else None, **kw)
+        gy = lib.tensor(np.random.default_rng(1).standard_normal(tuple(y.shape)))
+        grads = lib.autograd.grad(y, (xs, ws) + ((bs,) if bias else ()), gy,
+                                  create_graph=True)
+        second = lib.autograd.grad((grads[0] ** 2).sum() + (grads[1] ** 2).sum(), (xs, ws))
+        res.append(([t.detach().numpy() for t in (y,) + grads + second], y.grad_fn.name()))
+    assert res[1][1] == res[0][1] == "ConvolutionBackward0"
+    for e, t in zip(res[1][0], res[0][0]):
+        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-10)
+
+
+def test_meta_tensor_repr_wraps_as_pytorchs():
+    outs = []
+    for lib in (torch, ember):
+        conv = lib.nn.Conv2d(3, 5, 2, device="meta")
+        lines = [repr(conv(lib.rand(2**10, 3, 2**16, 2**16, device="meta")))]
+        for dt in (lib.float64, lib.int64):
+            lines.append(repr(lib.empty(2**20, 2**20, 2**10, 7, device="meta", dtype=dt)).replace(
+                "ember.", "torch."))
+        outs.append(lines)
+    assert outs[1] == outs[0]
