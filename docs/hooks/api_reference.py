@@ -55,6 +55,8 @@ NAMESPACES = [
     ("ember.distributed", "Multi-process communication (MPI)."),
     ("ember.distributed.nn", "Collectives that autograd differentiates (also as "
                              "``ember.distributed.nn.functional``)."),
+    ("ember.distributed.optim", "ZeroRedundancyOptimizer: optimizer state sharded across "
+                                "ranks."),
     ("ember.multiprocessing", "Multiprocessing with tensors in shared memory."),
     ("ember.serialization", "Saving and loading."),
     ("ember.hub", "Loading models published in repositories."),
