@@ -395,6 +395,21 @@ class Tensor(TensorBase):
         self.dtype, self.device, self._vc = other.dtype, other.device, other._vc
         C.adopt(self)
 
+    def module_load(self, other, assign=False):
+        """What ``nn.Module.load_state_dict`` puts in this parameter's place from the state
+        dict's ``other`` when ``ember.__future__.set_swap_module_params_on_conversion(True)``
+        is set (then swapped in with ``ember.utils.swap_tensors``): ``other`` detached
+        with ``assign``, else this tensor with ``other`` copied in, detached.
+
+        Example:
+            >>> w = ember.zeros(2)
+            >>> w.module_load(ember.ones(2))
+            tensor([1., 1.])
+        """
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()
+
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``autograd.backward``)."""
         autograd.backward(self, gradient, retain_graph, create_graph, inputs)
@@ -533,8 +548,9 @@ class Tensor(TensorBase):
             [[1, 2], [3, 4]]
         """
         _reading("Tensor.tolist()")
-        if self.dtype is D.bfloat16:
-            return K.numpy_of(O.to(self, "cpu", D.float32), readonly=True).tolist()
+        if self.dtype is D.bfloat16 or self.dtype is D.complex32:   # (not NumPy dtypes)
+            wide = D.float32 if self.dtype is D.bfloat16 else D.complex64
+            return K.numpy_of(O.to(self, "cpu", wide), readonly=True).tolist()
         return K.numpy_of(self, force=True, readonly=True).tolist()
 
     def numpy(self, *, force=False):
@@ -691,6 +707,10 @@ class Tensor(TensorBase):
     def cdouble(self):
         """``self.to(ember.complex128)``."""
         return O.to(self, None, D.complex128)
+
+    def chalf(self):
+        """``self.to(ember.complex32)``."""
+        return O.to(self, None, D.complex32)
 
     def half(self):
         """``self.to(ember.float16)``."""

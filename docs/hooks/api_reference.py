@@ -46,6 +46,8 @@ NAMESPACES = [
     ("ember.onnx", "Export to ONNX."),
     ("ember.export", "Models as self-contained graph programs (``torch.export``)."),
     ("ember.jit", "TorchScript's names (ember runs the code eagerly)."),
+    ("ember.__future__", "Switches for how module conversions and load_state_dict replace "
+                         "parameters (swap_tensors)."),
     ("ember.utils.data", "Datasets, samplers and the DataLoader."),
     ("ember.utils.checkpoint", "Activation checkpointing."),
     ("ember.utils.offload", "Activation offload to host memory (vDNN)."),

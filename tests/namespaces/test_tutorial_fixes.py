@@ -228,3 +228,69 @@ def test_meta_tensor_repr_wraps_as_pytorchs():
                 "ember.", "torch."))
         outs.append(lines)
     assert outs[1] == outs[0]
+
+
+# ---- the swap_tensors recipe: torch.utils.swap_tensors, torch.__future__, module_load -------
+def _swap_run(lib, swap, overwrite):
+    fut = lib.__future__
+    fut.set_swap_module_params_on_conversion(swap)
+    fut.set_overwrite_module_params_on_conversion(overwrite)
+    try:
+        out = [fut.get_swap_module_params_on_conversion(),
+               fut.get_overwrite_module_params_on_conversion()]
+        m = lib.nn.Linear(3, 5)
+        opt = lib.optim.SGD(m.parameters(), lr=0.1)
+        m(lib.ones(2, 3)).sum().backward()
+        w, g = m.weight, m.weight.grad
+        m.double()
+        out += [m.weight is w, m.weight.grad is g, str(m.weight.dtype), str(m.weight.grad.dtype),
+                opt.param_groups[0]["params"][0] is m.weight, type(m.weight).__name__,
+                m.weight.requires_grad]
+        for assign in (False, True):
+            m = lib.nn.Linear(3, 5)
+            w = m.weight
+            sd = lib.nn.Linear(3, 5).state_dict()
+            m.load_state_dict(sd, assign=assign)
+            out += [m.weight is w, m.weight is sd["weight"], type(m.weight).__name__,
+                    m.weight.requires_grad, bool((m.weight == sd["weight"]).all())]
+        with lib.device("meta"):
+            m = lib.nn.Linear(3, 5)
+        w = m.weight
+        m.load_state_dict(lib.nn.Linear(3, 5).state_dict(), assign=True)
+        out += [m.weight is w, m.weight.device.type]
+    finally:
+        fut.set_swap_module_params_on_conversion(False)
+        fut.set_overwrite_module_params_on_conversion(False)
+    return [str(v).replace("ember.", "torch.") for v in out]
+
+
+@pytest.mark.parametrize("swap, overwrite", [(False, False), (False, True), (True, False),
+                                             (True, True)])
+def test_future_module_param_conversion_flags_match_pytorch(swap, overwrite):
+    import torch.__future__  # noqa: F401  (the attribute is set by importing it)
+    import ember.__future__  # noqa: F401
+    assert _swap_run(ember, swap, overwrite) == _swap_run(torch, swap, overwrite)
+
+
+def test_swap_tensors_and_module_load_match_pytorch():
+    import weakref
+    res = []
+    for lib in (torch, ember):
+        out = []
+        a, b = lib.ones(2, requires_grad=True), lib.zeros(3, dtype=lib.float64)
+        lib.utils.swap_tensors(a, b)
+        out += [a.tolist(), b.tolist(), str(a.dtype), a.requires_grad, b.requires_grad]
+        p, q = lib.nn.Parameter(lib.ones(2)), lib.zeros(2)
+        lib.utils.swap_tensors(p, q)
+        out += [type(p).__name__, type(q).__name__, q.requires_grad]
+        w = lib.zeros(2)
+        out += [w.module_load(lib.ones(2)).tolist(), w.tolist(),
+                w.module_load(lib.full((2,), 3.0), assign=True).tolist(), w.tolist()]
+        r = lib.ones(1)
+        ref = weakref.ref(r)
+        with pytest.raises(RuntimeError) as info:
+            lib.utils.swap_tensors(r, lib.zeros(1))
+        out.append(str(info.value))
+        del ref
+        res.append([str(v).replace("ember.", "torch.") for v in out])
+    assert res[1] == res[0]

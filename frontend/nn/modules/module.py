@@ -22,6 +22,8 @@ import ember
 from ember import Tensor
 from ember._hooks import RemovableHandle
 from ember._tensor import parse_to_args
+from ember import __future__ as _future
+from ember._swap import swap_tensors
 
 from ..parameter import Buffer, Parameter, _buffer_persistent, _set_data
 from ._backward_hook import BackwardHook
@@ -440,19 +442,46 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
+        swap = _future.get_swap_module_params_on_conversion()
+        overwrite = _future.get_overwrite_module_params_on_conversion()
         for key, param in self._parameters.items():
             if param is None:
                 continue
             with _no_grad():
                 param_applied = fn(param)
-            # PyTorch semantics: the Parameter object stays the same, its data is replaced
-            if param_applied is not param:
-                _set_data(param, param_applied)
-            if param.grad is not None:
+            param_grad = param.grad
+            if swap:
+                # the Parameter object stays the same and takes the converted contents
+                if param_grad is not None:
+                    param.grad = None
+                try:
+                    swap_tensors(param, Parameter(param_applied,
+                                                  requires_grad=param.requires_grad))
+                except Exception as e:
+                    if param_grad is not None:
+                        param.grad = param_grad
+                    raise RuntimeError(f"_apply(): Couldn't swap {self._get_name()}.{key}") \
+                        from e
+                out_param = param
+            elif overwrite:
+                out_param = self._parameters[key] = Parameter(param_applied,
+                                                              param.requires_grad)
+            else:
+                # PyTorch's default: the Parameter object stays the same, its data is replaced
+                if param_applied is not param:
+                    _set_data(param, param_applied)
+                out_param = param
+            if param_grad is not None:
                 with _no_grad():
-                    grad_applied = fn(param.grad)
-                if grad_applied is not param.grad:
-                    _set_data(param.grad, grad_applied)
+                    grad_applied = fn(param_grad)
+                if swap:
+                    grad_applied.requires_grad_(param_grad.requires_grad)
+                    swap_tensors(param_grad, grad_applied)
+                    out_param.grad = param_grad
+                elif overwrite:
+                    out_param.grad = grad_applied.requires_grad_(param_grad.requires_grad)
+                elif grad_applied is not param_grad:
+                    _set_data(param_grad, grad_applied)
         for key, buf in self._buffers.items():
             if buf is not None:
                 self._buffers[key] = fn(buf)
@@ -638,7 +667,20 @@ class Module:
                 continue
             try:
                 with _no_grad():
-                    if assign:
+                    if _future.get_swap_module_params_on_conversion():
+                        new = param.module_load(input_param, assign=assign)
+                        if new is input_param or new is param:
+                            raise RuntimeError("module_load returned one of self or other, "
+                                               "please .detach() the result if returning one "
+                                               "of the inputs in module_load")
+                        if isinstance(param, Parameter):
+                            if not isinstance(new, Parameter):
+                                new = Parameter(new, requires_grad=param.requires_grad)
+                            else:
+                                new.requires_grad_(param.requires_grad)
+                        swap_tensors(param, new)
+                        del new
+                    elif assign:
                         if isinstance(param, Parameter):
                             if not isinstance(input_param, Parameter):
                                 input_param = Parameter(input_param,
