@@ -545,9 +545,28 @@ def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, d
         raise TypeError("randint() missing required argument 'high'")
     low = 0 if low is None else low
     dev, d = _dev(device), _dt(dtype, D.int64)
+    _check_randint_bounds(int(low), int(high), d)
     res = CP.randint(int(low), int(high), _shape((size,), "randint", d), _gen(generator, dev),
                      d, dev)
     return _out_result(_finish(res, requires_grad), out, "randint")
+
+
+#: the C++ names PyTorch's randint errors give its dtypes, and their ranges
+_RANDINT_TYPES = {"uint8": ("unsigned char", 0, 255), "int8": ("signed char", -128, 127),
+                  "int16": ("short", -2 ** 15, 2 ** 15 - 1),
+                  "int32": ("int", -2 ** 31, 2 ** 31 - 1), "bool": ("bool", 0, 1),
+                  "float16": ("c10::Half", -65504, 65504)}
+
+
+def _check_randint_bounds(low: int, high: int, d) -> None:
+    """PyTorch's checks of ``randint``'s ``low`` and ``high - 1`` against the dtype."""
+    name, lo, hi = _RANDINT_TYPES.get(d.name, (None, None, None))
+    if name is None:
+        return
+    if not lo <= low <= hi:
+        raise RuntimeError(f"from is out of bounds for {name}")
+    if not lo <= high - 1 <= hi:
+        raise RuntimeError(f"to - 1 is out of bounds for {name}")
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None,
@@ -628,7 +647,9 @@ def _infer(data):
         return arr, D.get_default_dtype()
     if arr.dtype.kind == "b":
         return arr, D.bool_
-    if arr.dtype.kind in "iu":
+    if arr.dtype.kind == "u":   # (Python ints past int64's range: tensor() decides)
+        return arr, D.int64
+    if arr.dtype.kind == "i":
         return arr.astype(np.int64), D.int64
     if arr.dtype.kind == "c":
         return arr, D.default_complex_dtype()
@@ -657,16 +678,34 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         return _finish(res, requires_grad)
     arr, inferred = _infer(data)
     dt = D.to_dtype(dtype) if dtype is not None else inferred
-    if dt is D.uint64 and arr.dtype.kind in "fi" and arr.size and not isinstance(
-            data, (np.ndarray, np.generic)) and (arr.dtype.kind == "i" or np.abs(arr).max()
-                                                 >= 2.0 ** 63):
+    python = not isinstance(data, (np.ndarray, np.generic))
+    if dt is D.uint64 and arr.dtype.kind in "fiu" and arr.size and python and (
+            arr.dtype.kind in "iu" or np.abs(arr).max() >= 2.0 ** 63):
         # PyTorch reads the Python ints of a uint64 tensor as unsigned (NumPy reads [2**63 +
         # 1, 1] as float64): exact values, and no negative ones
         try:
             arr = np.array(data, dtype=np.uint64)
         except OverflowError:
             raise OverflowError("can't convert negative int to unsigned") from None
+    elif python and arr.size:
+        _check_python_values(arr, dt)
     return _finish(_from_host_array(arr, dt, _dev(device)), requires_grad)
+
+
+def _check_python_values(arr, dt) -> None:
+    """PyTorch's checks on Python numbers put into a tensor of ``dt``: an int past int64
+    (``Overflow when unpacking long long``), and a number outside an integer dtype's range
+    (an int into an unsigned dtype may be negative down to minus its maximum, where it
+    wraps; a float may not)."""
+    if arr.dtype.kind == "u":
+        raise ValueError("Overflow when unpacking long long")
+    if dt._kind != 1 or arr.dtype.kind not in "if":
+        return
+    info = np.iinfo(dt.to_numpy())
+    hi = int(info.max)
+    lo = int(info.min) if dt.is_signed or arr.dtype.kind == "f" else -hi
+    if arr.min() < lo or arr.max() > hi:
+        raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
 
 
 def as_tensor(data, dtype=None, device=None):
