@@ -18,8 +18,9 @@ from __future__ import annotations
 import builtins
 import contextlib
 import typing
+import warnings
 from concurrent.futures import Future as _ConcurrentFuture
-from ember.dispatcher.warn import warn as _warn
+from ember.dispatcher import dtypes
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "Final",
            "annotations", "annotate", "is_scripting", "is_tracing", "fork", "wait", "save",
@@ -127,10 +128,12 @@ def is_tracing() -> bool:
 
 
 def _deprecated(name):
-    # PyTorch 2.13 deprecates TorchScript the same way
-    _warn(f"`ember.jit.{name}` is deprecated. Please switch to `ember.compile` or "
-          "`ember.export` once they exist (ember runs the code eagerly).",
-          DeprecationWarning)
+    # PyTorch 2.13 deprecates TorchScript the same way, in its words, and attributes the
+    # warning to its own module, so the default filters (which show a DeprecationWarning
+    # only where __main__ triggers it) keep it quiet
+    m = dtypes.module_name
+    warnings.warn(f"`{m}.jit.{name}` is deprecated. Please switch to `{m}.compile` or "
+                  f"`{m}.export`.", DeprecationWarning, stacklevel=2)
 
 
 def script(obj=None, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):

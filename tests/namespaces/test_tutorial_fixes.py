@@ -294,3 +294,23 @@ def test_swap_tensors_and_module_load_match_pytorch():
         del ref
         res.append([str(v).replace("ember.", "torch.") for v in out])
     assert res[1] == res[0]
+
+
+# ---- torch.compile intro: TorchScript's deprecation warning, as PyTorch words and places it ---
+def test_jit_deprecation_warning_matches_pytorch():
+    import warnings
+
+    def f(x):
+        return x + 1
+
+    res = []
+    for lib in (torch, ember):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.jit.script(f)
+        msgs = [w for w in caught if issubclass(w.category, DeprecationWarning)]
+        # attributed to the library's own file, so the default filters hide it
+        assert msgs and all(lib.__name__ in w.filename.replace("frontend", "ember")
+                            for w in msgs)
+        res.append(str(msgs[0].message).replace("ember.", "torch."))
+    assert res[1] == res[0]
