@@ -33,6 +33,7 @@ NAMESPACES = [
     ("ember.autograd", "Reverse-mode automatic differentiation."),
     ("ember.autograd.graph", "The autograd graph: nodes and saved-tensor hooks."),
     ("ember.autograd.functional", "Jacobians, Hessians and their products."),
+    ("ember.autograd.forward_ad", "Forward-mode automatic differentiation: dual tensors."),
     ("ember.func", "Function transforms: grad, vmap, jacrev, functional_call."),
     ("ember.linalg", "Linear algebra."),
     ("ember.special", "Special functions."),

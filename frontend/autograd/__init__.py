@@ -8,7 +8,7 @@ tensor([2., 4.])
 from __future__ import annotations
 
 from . import _record
-from . import anomaly_mode, functional, grad_mode, graph, profiler
+from . import anomaly_mode, forward_ad, functional, grad_mode, graph, profiler
 from ._engine import (AccumulateGrad, Node, backward, enable_grad, grad, inference_mode,
                       is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .function import Function, FunctionCtx
@@ -21,6 +21,7 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "gradcheck", "gradgrad
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled", "Node", "AccumulateGrad", "Variable",
            "detect_anomaly", "set_detect_anomaly", "functional", "graph", "anomaly_mode",
+           "forward_ad",
            "profiler", "grad_mode", "set_multithreading_enabled",
            "is_multithreading_enabled"]
 

@@ -39,6 +39,15 @@ __all__ = ["Node", "AccumulateGrad", "SavedTensor", "is_grad_enabled", "set_grad
 
 # grad mode lives in the dispatcher, whose entry points test it on every call
 MODE = grad_mode.MODE
+#: called when a switch below turns grad mode off (forward_ad installs it: ops run then
+#: record no graph, so they carry no tangent)
+GRAD_OFF_WATCH: list = [None]
+
+
+def _grad_off() -> None:
+    w = GRAD_OFF_WATCH[0]
+    if w is not None:
+        w()
 
 
 def is_grad_enabled() -> bool:
@@ -87,6 +96,8 @@ class set_grad_enabled(_ModeContext):
         self._args = (mode,)
         self.prev = MODE.grad
         MODE.grad = bool(mode)
+        if not mode:
+            _grad_off()
 
     def __enter__(self):
         return self
@@ -111,6 +122,8 @@ class _SwitchGrad(_ModeContext):
     def __enter__(self):
         self.prev = MODE.grad
         MODE.grad = self._on
+        if not self._on:
+            _grad_off()
         return self
 
     def __exit__(self, *exc):
@@ -148,6 +161,7 @@ class inference_mode(_ModeContext):
         if self.mode:
             MODE.grad, MODE.inference = False, True
             C.TRACK_VERSIONS[0] = False
+            _grad_off()
         return self
 
     def __exit__(self, *exc):
