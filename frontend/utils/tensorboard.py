@@ -1,8 +1,9 @@
-"""``ember.utils.tensorboard``: ``SummaryWriter`` logging scalars, histograms, images and
-text for TensorBoard, over the ``tensorboard`` package (its protocol buffers and event-file
-writer), as ``torch.utils.tensorboard``. Install it with ``pip install tensorboard``
-(``ember-tensor[tensorboard]``); without it, importing this module raises ImportError, as
-PyTorch's does.
+"""``ember.utils.tensorboard``: ``SummaryWriter`` logging scalars, histograms, images,
+text, precision-recall curves, hyperparameters, embeddings (the projector) and model graphs
+(traced with ``ember.fx``) for TensorBoard, over the ``tensorboard`` package (its protocol
+buffers and event-file writer), as ``torch.utils.tensorboard``. Install it with
+``pip install tensorboard`` (``ember-tensor[tensorboard]``); without it, importing this
+module raises ImportError, as PyTorch's does.
 
 >>> from ember.utils.tensorboard import SummaryWriter
 >>> with SummaryWriter("runs/exp1") as w:
@@ -12,6 +13,7 @@ PyTorch's does.
 from __future__ import annotations
 
 import io
+import math
 import os
 import socket
 import time
@@ -19,14 +21,24 @@ from datetime import datetime
 
 import numpy as np
 
+import ember
 from ember.dispatcher import dtypes as D
 from ember.dispatcher.core import TensorBase
+from ember.fx import symbolic_trace
+from ember.fx.passes.shape_prop import ShapeProp
 
 try:
     import tensorboard  # noqa: F401  (the optional dependency this module writes through)
-    from tensorboard.compat.proto import tensor_pb2, tensor_shape_pb2
-    from tensorboard.compat.proto.event_pb2 import Event
+    from google.protobuf import struct_pb2, text_format
+    from tensorboard.compat.proto import (attr_value_pb2, config_pb2, graph_pb2, node_def_pb2,
+                                          step_stats_pb2, tensor_pb2, tensor_shape_pb2,
+                                          versions_pb2)
+    from tensorboard.compat.proto.event_pb2 import Event, TaggedRunMetadata
     from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary, SummaryMetadata
+    from tensorboard.plugins.hparams import api_pb2 as _hp, plugin_data_pb2 as _hp_data
+    from tensorboard.plugins.pr_curve.plugin_data_pb2 import PrCurvePluginData
+    from tensorboard.plugins.projector.projector_config_pb2 import (EmbeddingInfo,
+                                                                    ProjectorConfig)
     from tensorboard.plugins.text.plugin_data_pb2 import TextPluginData
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 except ImportError as e:  # (as PyTorch: the module is unusable without tensorboard)
@@ -198,6 +210,168 @@ def _text_summary(tag, text: str) -> Summary:
                                         tensor=tensor)])
 
 
+# ---- precision-recall curves (TensorBoard's pr_curves plugin) -------------------------------
+_PR_MIN_COUNT = 1e-7    # (the denominators' floor: no 0 / 0 where nothing is predicted)
+
+
+def _pr_data(labels: np.ndarray, predictions: np.ndarray, num_thresholds: int,
+             weights) -> np.ndarray:
+    """(6, num_thresholds): the true and false positives, true and false negatives,
+    precision and recall when predictions at or above each of ``num_thresholds`` evenly
+    spaced thresholds in [0, 1] count as positive."""
+    bucket = np.floor(predictions.reshape(-1) * (num_thresholds - 1)).astype(np.int32)
+    positive = labels.reshape(-1).astype(np.float64)
+    w = 1.0 if weights is None else np.asarray(weights, dtype=np.float64).reshape(-1)
+    span = (0, num_thresholds - 1)
+    tp_at = np.histogram(bucket, bins=num_thresholds, range=span, weights=positive * w)[0]
+    fp_at = np.histogram(bucket, bins=num_thresholds, range=span,
+                         weights=(1.0 - positive) * w)[0]
+    # a threshold's counts are those of its bucket and every bucket above it
+    tp, fp = np.cumsum(tp_at[::-1])[::-1], np.cumsum(fp_at[::-1])[::-1]
+    tn, fn = fp[0] - fp, tp[0] - tp
+    precision = tp / np.maximum(_PR_MIN_COUNT, tp + fp)
+    recall = tp / np.maximum(_PR_MIN_COUNT, tp + fn)
+    return np.stack((tp, fp, tn, fn, precision, recall))
+
+
+def _pr_summary(tag: str, data: np.ndarray, num_thresholds: int) -> Summary:
+    meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
+        plugin_name="pr_curves",
+        content=PrCurvePluginData(version=0, num_thresholds=num_thresholds)
+        .SerializeToString()))
+    tensor = tensor_pb2.TensorProto(
+        dtype="DT_FLOAT", float_val=data.astype(np.float32).reshape(-1).tolist(),
+        tensor_shape=tensor_shape_pb2.TensorShapeProto(
+            dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=n) for n in data.shape]))
+    return Summary(value=[Summary.Value(tag=tag, metadata=meta, tensor=tensor)])
+
+
+# ---- hyperparameters (TensorBoard's hparams plugin) -----------------------------------------
+def _hparams_summary(tag: str, **content) -> Summary:
+    data = _hp_data.HParamsPluginData(version=0, **content)
+    meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
+        plugin_name="hparams", content=data.SerializeToString()))
+    return Summary(value=[Summary.Value(tag=tag, metadata=meta)])
+
+
+def _hparams_summaries(hparam_dict: dict, metric_dict: dict, domains) -> tuple:
+    """The experiment, session-start and session-end summaries of one hparams run."""
+    domains = {} if domains is None else domains
+    if not isinstance(domains, dict):
+        raise TypeError("parameter: hparam_domain_discrete should be a dictionary, nothing "
+                        "else")
+    for k, v in domains.items():
+        if (k not in hparam_dict or not isinstance(v, list)
+                or not all(isinstance(d, type(hparam_dict[k])) for d in v)):
+            raise TypeError(f"parameter: hparam_domain_discrete[{k}] should be a list of same "
+                            f"type as hparam_dict[{k}].")
+    infos = []
+    start = _hp_data.SessionStartInfo()
+    for k, v in hparam_dict.items():
+        if v is None:
+            continue
+        if isinstance(v, TensorBase):
+            v = float(_numpy(v).reshape(-1)[0])
+        # (bool is an int: a number, as in PyTorch's writer)
+        if isinstance(v, (int, float)):
+            start.hparams[k].number_value = v
+            kind, field = "DATA_TYPE_FLOAT64", "number_value"
+        elif isinstance(v, str):
+            start.hparams[k].string_value = v
+            kind, field = "DATA_TYPE_STRING", "string_value"
+        else:
+            raise ValueError("value should be one of int, float, str, bool, or torch.Tensor")
+        discrete = None
+        if k in domains:
+            discrete = struct_pb2.ListValue(values=[struct_pb2.Value(**{field: d})
+                                                    for d in domains[k]])
+        infos.append(_hp.HParamInfo(name=k, type=_hp.DataType.Value(kind),
+                                    domain_discrete=discrete))
+    experiment = _hp.Experiment(hparam_infos=infos, metric_infos=[
+        _hp.MetricInfo(name=_hp.MetricName(tag=k)) for k in metric_dict])
+    end = _hp_data.SessionEndInfo(status=_hp.Status.Value("STATUS_SUCCESS"))
+    return (_hparams_summary("_hparams_/experiment", experiment=experiment),
+            _hparams_summary("_hparams_/session_start_info", session_start_info=start),
+            _hparams_summary("_hparams_/session_end_info", session_end_info=end))
+
+
+# ---- embeddings (TensorBoard's projector) ---------------------------------------------------
+def _projector_dir_name(tag: str) -> str:
+    """``tag`` as one directory name (``%``, ``/`` and ``\\`` escaped)."""
+    return tag.replace("%", "%25").replace("/", "%2f").replace("\\", "%5c")
+
+
+def _write_text(path: str, lines) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _write_sprite(imgs: np.ndarray, path: str) -> None:
+    """The label images in one square PNG, ceil(sqrt(n)) to a row (the projector's
+    sprite; values scaled by 255 as floats in [0, 1])."""
+    if _PILImage is None:
+        raise ImportError("add_embedding(label_img=...) needs Pillow: pip install pillow")
+    per_row = int(math.ceil(imgs.shape[0] ** 0.5))
+    grid = _grid(imgs, ncols=per_row).transpose(1, 2, 0)
+    side = grid.shape[1]
+    square = np.zeros((side, side, 3))
+    square[:grid.shape[0]] = grid
+    _PILImage.fromarray(np.uint8(np.clip(square * 255, 0, 255))).save(
+        os.path.join(path, "sprite.png"), format="PNG")
+
+
+# ---- model graphs (TensorBoard's graph dashboard) -------------------------------------------
+def _shape_attr(value) -> attr_value_pb2.AttrValue:
+    shapes = [tensor_shape_pb2.TensorShapeProto(
+        dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=int(n)) for n in t.shape])
+        for t in _tensor_metas(value)]
+    return attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(shape=shapes))
+
+
+def _tensor_metas(value) -> list:
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [m for v in value for m in _tensor_metas(v)]
+    return []
+
+
+def _graph_def(model, inputs) -> tuple:
+    """(GraphDef, RunMetadata) of ``model`` traced with ember.fx, each node with the
+    shapes its outputs have on ``inputs``."""
+    gm = symbolic_trace(model)
+    with ember.no_grad():
+        ShapeProp(gm).propagate(*inputs)
+    root = type(model).__name__
+    names, nodes = {}, []
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            name, op = f"input/{n.name}", "IO Node"
+        elif n.op == "output":
+            name, op = f"output/{n.name}", "IO Node"
+        elif n.op == "call_module":
+            sub = gm.get_submodule(n.target)
+            name, op = f"{root}/{type(sub).__name__}[{n.target}]/{n.name}", type(sub).__name__
+        elif n.op == "get_attr":
+            name, op = f"{root}/{n.name}", "prim::GetAttr"
+        else:
+            target = n.target if isinstance(n.target, str) else getattr(
+                n.target, "__name__", str(n.target))
+            name, op = f"{root}/{n.name}", f"{n.op}::{target}"
+        names[n] = name
+        attr = {"attr": attr_value_pb2.AttrValue(s=str(n.target).encode())}
+        meta = n.meta.get("tensor_meta")
+        if meta is not None:
+            attr["_output_shapes"] = _shape_attr(meta)
+        nodes.append(node_def_pb2.NodeDef(name=name, op=op, device="/device:CPU:0",
+                                          input=[names[i] for i in n.all_input_nodes],
+                                          attr=attr))
+    # (no per-node timings: the graph dashboard shows the structure)
+    stats = config_pb2.RunMetadata(step_stats=step_stats_pb2.StepStats(
+        dev_stats=[step_stats_pb2.DeviceStepStats(device="/device:CPU:0")]))
+    return graph_pb2.GraphDef(node=nodes, versions=versions_pb2.VersionDef(producer=22)), stats
+
+
 class SummaryWriter:
     """Writes TensorBoard event files into ``log_dir`` (default:
     ``runs/<date>_<host><comment>``), as ``torch.utils.tensorboard.SummaryWriter``."""
@@ -305,14 +479,114 @@ class SummaryWriter:
 
     def add_graph(self, model, input_to_model=None, verbose: bool = False,
                   use_strict_trace: bool = True) -> None:
-        raise NotImplementedError("SummaryWriter.add_graph(): ember has no graph tracer yet "
-                                  "(it arrives with ember.fx / ember.compile); log scalars, "
-                                  "histograms and images instead.")
+        """Log the graph of ``model`` (an ``nn.Module``), traced with ``ember.fx`` and run
+        on ``input_to_model`` (a tensor or a tuple of them) for its shapes. Node names and
+        ops are ember's (``Net/Linear[fc1]/fc1``, ``call_function::relu``), not
+        TorchScript's."""
+        inputs = () if input_to_model is None else (
+            tuple(input_to_model) if isinstance(input_to_model, (list, tuple))
+            else (input_to_model,))
+        try:
+            graph, stats = _graph_def(model, inputs)
+        except Exception:
+            print("Error occurs, No graph saved")
+            raise
+        if verbose:
+            print(graph)
+        fw = self._get_file_writer()
+        fw.add_event(Event(graph_def=graph.SerializeToString()))
+        fw.add_event(Event(tagged_run_metadata=TaggedRunMetadata(
+            tag="step1", run_metadata=stats.SerializeToString())))
 
     def add_embedding(self, mat, metadata=None, label_img=None, global_step=None,
                       tag="default", metadata_header=None) -> None:
-        raise NotImplementedError("SummaryWriter.add_embedding(): the projector plugin is not "
-                                  "supported by ember's writer.")
+        """Log points for TensorBoard's projector: ``mat`` (N, D) as
+        ``<step>/<tag>/tensors.tsv``, ``metadata`` (N labels, or rows under
+        ``metadata_header``) as ``metadata.tsv``, ``label_img`` (N, C, H, W) as a
+        ``sprite.png``, listed in the log directory's ``projector_config.pbtxt``."""
+        mat = _numpy(mat)
+        step = 0 if global_step is None else int(global_step)
+        subdir = f"{step:05d}/{_projector_dir_name(tag)}"
+        logdir = self._get_file_writer().get_logdir()
+        path = os.path.join(logdir, subdir)
+        if os.path.exists(path):
+            if not os.path.isdir(path):
+                raise ValueError(f"Path: `{path}` exists, but is a file. Cannot proceed.")
+            print("warning: Embedding dir exists, did you set global_step for "
+                  "add_embedding()?")
+        else:
+            os.makedirs(path)
+        info = EmbeddingInfo(tensor_name=f"{tag}:{step:05d}",
+                             tensor_path=subdir + "/tensors.tsv")
+        if metadata is not None:
+            if mat.shape[0] != len(metadata):
+                raise AssertionError("#labels should equal with #data points")
+            if metadata_header:
+                if len(metadata_header) != len(metadata[0]):
+                    raise AssertionError("len of header must be equal to the number of "
+                                         "columns in metadata")
+                lines = ["\t".join(str(e) for e in row)
+                         for row in [metadata_header] + list(metadata)]
+            else:
+                lines = [str(x) for x in metadata]
+            _write_text(os.path.join(path, "metadata.tsv"), lines)
+            info.metadata_path = subdir + "/metadata.tsv"
+        if label_img is not None:
+            imgs = _numpy(label_img)
+            if mat.shape[0] != imgs.shape[0]:
+                raise AssertionError("#images should equal with #data points")
+            _write_sprite(imgs, path)
+            info.sprite.image_path = subdir + "/sprite.png"
+            info.sprite.single_image_dim.extend([imgs.shape[3], imgs.shape[2]])
+        if mat.ndim != 2:
+            raise AssertionError("mat should be 2D, where mat.size(0) is the number of data "
+                                 "points")
+        _write_text(os.path.join(path, "tensors.tsv"),
+                    ["\t".join(str(v) for v in row.tolist()) for row in mat])
+        # the configuration lists every embedding logged so far (rewritten whole)
+        if not hasattr(self, "_projector_config"):
+            self._projector_config = ProjectorConfig()
+        self._projector_config.embeddings.extend([info])
+        with open(os.path.join(logdir, "projector_config.pbtxt"), "w",
+                  encoding="utf-8") as f:
+            f.write(text_format.MessageToString(self._projector_config))
+
+    def add_pr_curve(self, tag: str, labels, predictions, global_step=None,
+                     num_thresholds: int = 127, weights=None, walltime=None) -> None:
+        """Log a precision-recall curve of ``predictions`` (probabilities in [0, 1])
+        against the 0/1 ``labels``, at ``num_thresholds`` (at most 127) thresholds."""
+        n = min(int(num_thresholds), 127)
+        data = _pr_data(_numpy(labels), _numpy(predictions), n,
+                        None if weights is None else _numpy(weights))
+        self._get_file_writer().add_summary(_pr_summary(tag, data, n), global_step,
+                                            walltime)
+
+    def add_pr_curve_raw(self, tag: str, true_positive_counts, false_positive_counts,
+                         true_negative_counts, false_negative_counts, precision, recall,
+                         global_step=None, num_thresholds: int = 127, weights=None,
+                         walltime=None) -> None:
+        """Log a precision-recall curve from counts computed elsewhere (one value per
+        threshold in each)."""
+        data = np.stack([_numpy(a).astype(np.float64) for a in (
+            true_positive_counts, false_positive_counts, true_negative_counts,
+            false_negative_counts, precision, recall)])
+        self._get_file_writer().add_summary(
+            _pr_summary(tag, data, min(int(num_thresholds), 127)), global_step, walltime)
+
+    def add_hparams(self, hparam_dict: dict, metric_dict: dict, hparam_domain_discrete=None,
+                    run_name=None, global_step=None) -> None:
+        """Log one run's hyperparameters and metric values for the hparams dashboard (in a
+        sub-directory ``run_name``, by default the time), the metrics also as scalars."""
+        if type(hparam_dict) is not dict or type(metric_dict) is not dict:
+            raise TypeError("hparam_dict and metric_dict should be dictionary.")
+        summaries = _hparams_summaries(hparam_dict, metric_dict, hparam_domain_discrete)
+        logdir = os.path.join(self._get_file_writer().get_logdir(),
+                              run_name or str(time.time()))
+        with SummaryWriter(log_dir=logdir) as w:
+            for summary in summaries:
+                w.file_writer.add_summary(summary, global_step)
+            for k, v in metric_dict.items():
+                w.add_scalar(k, v, global_step)
 
     def flush(self) -> None:
         """Write everything queued to disk."""

@@ -314,3 +314,69 @@ def test_jit_deprecation_warning_matches_pytorch():
                             for w in msgs)
         res.append(str(msgs[0].message).replace("ember.", "torch."))
     assert res[1] == res[0]
+
+
+# ---- the TensorBoard tutorial's SummaryWriter calls: PR curves, embeddings, hparams, graphs --
+def _events(logdir):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    acc = EventAccumulator(str(logdir), size_guidance={"tensors": 0, "scalars": 0})
+    acc.Reload()
+    return acc
+
+
+def _writer_run(lib, logdir):
+    pytest.importorskip("tensorboard")
+    from importlib import import_module
+    SummaryWriter = import_module(lib.__name__ + ".utils.tensorboard").SummaryWriter
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 50).astype(bool)
+    probs = rng.random(50).astype(np.float32)
+    with SummaryWriter(str(logdir)) as w:
+        w.add_pr_curve("pr", lib.tensor(labels), lib.tensor(probs), global_step=2)
+        w.add_pr_curve("pr_w", lib.tensor(labels), lib.tensor(probs), num_thresholds=300,
+                       weights=rng.random(50))
+        w.add_embedding(lib.tensor(rng.random((9, 4)).astype(np.float32)),
+                        metadata=[f"c{i}" for i in range(9)],
+                        label_img=lib.tensor(rng.random((9, 1, 5, 6)).astype(np.float32)))
+        w.add_embedding(lib.tensor(np.arange(6).reshape(3, 2)), metadata=[[1, "a"], [2, "b"],
+                                                                            [3, "c"]],
+                        metadata_header=["n", "s"], global_step=1, tag="a/b")
+        w.add_hparams({"lr": 0.1, "name": "x", "flag": True}, {"hp/acc": 0.5},
+                      run_name="run0")
+
+
+def test_summary_writer_plugins_match_pytorch(tmp_path):
+    from tensorboard.util import tensor_util
+    _writer_run(torch, tmp_path / "t")
+    _writer_run(ember, tmp_path / "e")
+    et, ee = _events(tmp_path / "t"), _events(tmp_path / "e")
+    assert sorted(ee.Tags()["tensors"]) == sorted(et.Tags()["tensors"]) == ["pr", "pr_w"]
+    for tag in ("pr", "pr_w"):
+        a, b = et.Tensors(tag)[0], ee.Tensors(tag)[0]
+        assert a.step == b.step
+        np.testing.assert_allclose(tensor_util.make_ndarray(b.tensor_proto),
+                                   tensor_util.make_ndarray(a.tensor_proto), rtol=1e-6)
+        assert et.SummaryMetadata(tag) == ee.SummaryMetadata(tag)
+    for f in ("projector_config.pbtxt", "00000/default/tensors.tsv",
+              "00000/default/metadata.tsv", "00000/default/sprite.png",
+              "00001/a%2fb/tensors.tsv", "00001/a%2fb/metadata.tsv"):
+        assert (tmp_path / "e" / f).read_bytes() == (tmp_path / "t" / f).read_bytes(), f
+    ht, he = _events(tmp_path / "t" / "run0"), _events(tmp_path / "e" / "run0")
+    assert [(s.step, s.value) for s in he.Scalars("hp/acc")] == \
+        [(s.step, s.value) for s in ht.Scalars("hp/acc")]
+
+
+def test_add_graph_writes_a_graph_with_shapes(tmp_path):
+    pytest.importorskip("tensorboard")
+    from ember.utils.tensorboard import SummaryWriter
+    net = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.ReLU(), ember.nn.Linear(4, 2))
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_graph(net, ember.ones(5, 3))
+    acc = _events(tmp_path)
+    assert acc.Tags()["graph"] and acc.Tags()["run_metadata"] == ["step1"]   # (PyTorch's tag)
+    graph = acc.Graph()
+    shapes = {n.op: [list(d.size for d in s.dim) for s in n.attr["_output_shapes"].list.shape]
+              for n in graph.node}
+    assert shapes["Linear"] == [[5, 2]] and shapes["ReLU"] == [[5, 4]]
+    assert {n.op for n in graph.node} >= {"IO Node", "Linear", "ReLU"}
