@@ -16,21 +16,27 @@ ranges' ``device_total_ns``.
 """
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
+from . import core as _core
 from .core import TensorBase
 from .plugins import BACKENDS, backend_for, ensure_loaded
 from .schema import KERNELS_GENERATION, OPS
 
-__all__ = ["Event", "Session", "start", "stop", "range_push", "range_pop", "active"]
+__all__ = ["Event", "Session", "start", "stop", "range_push", "range_pop", "active",
+           "hide_frames"]
 
 
 class Event:
-    """One timed op call or user range."""
+    """One timed op call or user range (with ``profile_memory``: the bytes allocated for
+    it, host and device, its own and its children's; with ``with_stack``: the Python stack
+    it was called from, innermost first)."""
     __slots__ = ("name", "start_ns", "end_ns", "thread", "shapes", "parent", "kind",
                  "device_type", "children_ns", "id", "launches", "device_ns",
-                 "device_total_ns")
+                 "device_total_ns", "mem", "mem_children", "device_mem",
+                 "device_mem_children", "stack")
 
     def __init__(self, name, kind, thread, parent, device_type="cpu", shapes=None):
         self.name = name
@@ -46,6 +52,8 @@ class Event:
         self.launches = None        # (timer, first, end): the kernels it launched
         self.device_ns = 0          # their device time (an op's own)
         self.device_total_ns = 0    # with the device time of the ops inside (ranges)
+        self.mem = self.mem_children = self.device_mem = self.device_mem_children = 0
+        self.stack = None
 
     @property
     def duration_ns(self) -> int:
@@ -59,8 +67,11 @@ class Event:
 class Session:
     """The events of one profiler (several sessions may record at once)."""
 
-    def __init__(self, record_shapes: bool = False):
+    def __init__(self, record_shapes: bool = False, profile_memory: bool = False,
+                 with_stack: bool = False):
         self.record_shapes = record_shapes
+        self.profile_memory = profile_memory
+        self.with_stack = with_stack
         self.events: list = []
         self.recording = True
 
@@ -79,8 +90,87 @@ class _Stack(threading.local):
 _STACK = _Stack()
 
 
+class _Pending(threading.local):
+    """Bytes allocated on this thread since they were last given to an event."""
+
+    def __init__(self):
+        self.host = 0
+        self.device = 0
+
+
+_PENDING = _Pending()
+_MEMORY = [False]           # some session profiles memory: allocations are counted
+_STACKS = [False]           # some session records Python stacks
+_UNCOUNTED: list = []       # core's allocator lookup, while counting replaces it
+
+
 def active() -> bool:
     return bool(_SESSIONS)
+
+
+def _counting(alloc, device_str):
+    on_host = device_str.partition(":")[0] == "cpu"
+
+    def counted(nbytes):
+        storage = alloc(nbytes)
+        if on_host:
+            _PENDING.host += nbytes
+        else:
+            _PENDING.device += nbytes
+        return storage
+    counted.__wrapped__ = alloc
+    return counted
+
+
+def _count_allocations():
+    """Wrap every allocator ``core.empty`` uses (and those it looks up later) to count
+    the bytes allocated."""
+    lookup = _core._allocator
+
+    def allocator(device):
+        alloc = _core._ALLOCATORS[device._str] = _counting(lookup(device), device._str)
+        return alloc
+    for key, alloc in list(_core._ALLOCATORS.items()):
+        _core._ALLOCATORS[key] = _counting(alloc, key)
+    _UNCOUNTED.append(lookup)
+    _core._allocator = allocator
+    _PENDING.host = _PENDING.device = 0
+
+
+def _stop_counting():
+    _core._allocator = _UNCOUNTED.pop()
+    for key, alloc in list(_core._ALLOCATORS.items()):
+        _core._ALLOCATORS[key] = getattr(alloc, "__wrapped__", alloc)
+
+
+def _take_pending(ev) -> None:
+    p = _PENDING
+    if p.host or p.device:
+        ev.mem += p.host
+        ev.device_mem += p.device
+        p.host = p.device = 0
+
+
+#: the modules whose frames recorded stacks leave out: the dispatcher, and what the
+#: frontend names with :func:`hide_frames` (its plumbing: PyTorch's C++ side)
+_HIDDEN_FRAMES = ["ember.dispatcher"]
+
+
+def hide_frames(*module_prefixes: str) -> None:
+    """Leave the frames of modules named ``module_prefixes`` (``"ember.profiler"``) out of
+    the Python stacks sessions record (``with_stack``)."""
+    _HIDDEN_FRAMES.extend(p for p in module_prefixes if p not in _HIDDEN_FRAMES)
+
+
+def _python_stack() -> list:
+    out = []
+    hidden = tuple(_HIDDEN_FRAMES)
+    f = sys._getframe(3)
+    while f is not None:
+        if not f.f_globals.get("__name__", "").startswith(hidden):
+            out.append(f"{f.f_code.co_filename}({f.f_lineno}): {f.f_code.co_name}")
+        f = f.f_back
+    return out
 
 
 def _shapes(args):
@@ -104,6 +194,15 @@ def _begin(name, kind, device_type="cpu", args=None):
     ev = Event(name, kind, threading.get_ident(), parent, device_type, shapes)
     _COUNTER[0] += 1
     ev.id = _COUNTER[0]
+    if _MEMORY[0]:
+        # the dispatcher allocates an op's outputs just before its kernel runs: they are
+        # the op's; before a range, what was allocated belongs to the enclosing event
+        if kind == "op":
+            _take_pending(ev)
+        elif parent is not None:
+            _take_pending(parent)
+    if _STACKS[0]:
+        ev.stack = _python_stack()
     stack.append(ev)
     return ev
 
@@ -115,8 +214,12 @@ def _end(ev):
         stack.pop()
     elif ev in stack:
         stack.remove(ev)
+    if _MEMORY[0]:
+        _take_pending(ev)
     if ev.parent is not None:
         ev.parent.children_ns += ev.duration_ns
+        ev.parent.mem_children += ev.mem + ev.mem_children
+        ev.parent.device_mem_children += ev.device_mem + ev.device_mem_children
     for s in _SESSIONS:
         if s.recording:
             s.events.append(ev)
@@ -203,13 +306,26 @@ def _device_times(events) -> None:
             p = p.parent
 
 
-def start(record_shapes: bool = False) -> Session:
-    """Begin a session: kernels are timed until :func:`stop`."""
-    s = Session(record_shapes)
+def _update_flags() -> None:
+    memory = any(s.profile_memory for s in _SESSIONS)
+    if memory and not _MEMORY[0]:
+        _count_allocations()
+    elif _MEMORY[0] and not memory:
+        _stop_counting()
+    _MEMORY[0] = memory
+    _STACKS[0] = any(s.with_stack for s in _SESSIONS)
+
+
+def start(record_shapes: bool = False, profile_memory: bool = False,
+          with_stack: bool = False) -> Session:
+    """Begin a session: kernels are timed until :func:`stop` (``profile_memory``: the
+    bytes each event allocated are counted; ``with_stack``: its Python stack recorded)."""
+    s = Session(record_shapes, profile_memory, with_stack)
     with _LOCK:
         if not _SESSIONS:
             _wrap_all()
         _SESSIONS.append(s)
+        _update_flags()
     return s
 
 
@@ -219,6 +335,7 @@ def stop(session: Session) -> list:
         _device_times(session.events)     # (before the timers stop)
         if session in _SESSIONS:
             _SESSIONS.remove(session)
+        _update_flags()
         if not _SESSIONS:
             _unwrap_all()
     session.recording = False

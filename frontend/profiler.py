@@ -31,6 +31,10 @@ from ember.dispatcher import profiling as P
 from ember.dispatcher.plugins import BACKENDS, ensure_loaded
 from ember.dispatcher.warn import warn as _warn
 
+# the frontend's plumbing between a user's call and the kernel: not in recorded stacks
+P.hide_frames("ember.profiler", "ember.autograd._record", "ember.autograd.profiler",
+              "ember._autocast_entries")
+
 __all__ = ["profile", "record_function", "ProfilerActivity", "ProfilerAction", "DeviceType",
            "schedule",
            "tensorboard_trace_handler", "supported_activities", "kineto_available",
@@ -167,6 +171,13 @@ class FunctionEvent:
         # the device time of the kernels it launched (backends with a device_timer: opencl)
         self.device_time_total = ev.device_total_ns / 1000.0
         self.self_device_time_total = ev.device_ns / 1000.0
+        # bytes allocated (profile_memory): by the event itself, and with what ran inside
+        self.self_cpu_memory_usage = ev.mem
+        self.cpu_memory_usage = ev.mem + ev.mem_children
+        self.self_device_memory_usage = ev.device_mem
+        self.device_memory_usage = ev.device_mem + ev.device_mem_children
+        # the Python stack it was called from, innermost first (with_stack)
+        self.stack = list(ev.stack) if ev.stack else []
         self.cpu_parent = None
         self.cpu_children: list = []
 
@@ -188,6 +199,14 @@ class FunctionEvent:
     def self_cuda_time_total(self) -> float:
         return self.self_device_time_total
 
+    @property
+    def cuda_memory_usage(self) -> int:
+        return self.device_memory_usage
+
+    @property
+    def self_cuda_memory_usage(self) -> int:
+        return self.self_device_memory_usage
+
     def __repr__(self):
         return (f"<FunctionEvent id={self.id} name={self.name} cpu_time="
                 f"{_fmt_us(self.cpu_time_total)} self_cpu_time={_fmt_us(self.self_cpu_time_total)}"
@@ -204,7 +223,10 @@ class FunctionEventAvg:
         self.self_cpu_time_total = 0.0
         self.device_time_total = self.self_device_time_total = 0.0
         self.cuda_time_total = self.self_cuda_time_total = 0.0
+        self.cpu_memory_usage = self.self_cpu_memory_usage = 0
+        self.device_memory_usage = self.self_device_memory_usage = 0
         self.input_shapes = input_shapes
+        self.stack = None
         self.is_user_annotation = False
 
     def add(self, e):
@@ -215,10 +237,24 @@ class FunctionEventAvg:
         self.self_device_time_total += e.self_device_time_total
         self.cuda_time_total, self.self_cuda_time_total = (self.device_time_total,
                                                            self.self_device_time_total)
+        self.cpu_memory_usage += e.cpu_memory_usage
+        self.self_cpu_memory_usage += e.self_cpu_memory_usage
+        self.device_memory_usage += e.device_memory_usage
+        self.self_device_memory_usage += e.self_device_memory_usage
         self.is_user_annotation = e.is_user_annotation
         if self.input_shapes is None:
             self.input_shapes = e.input_shapes
+        if self.stack is None:
+            self.stack = e.stack
         return self
+
+    @property
+    def cuda_memory_usage(self) -> int:
+        return self.device_memory_usage
+
+    @property
+    def self_cuda_memory_usage(self) -> int:
+        return self.self_device_memory_usage
 
     @property
     def cpu_time(self) -> float:
@@ -244,17 +280,38 @@ def _fmt_us(us: float) -> str:
     return f"{us:.3f}us"
 
 
+def _fmt_mem(nbytes: int) -> str:
+    """Bytes as PyTorch's profiler tables print them (``3.75 MB``, ``640 B``)."""
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if abs(nbytes) >= size:
+            return f"{nbytes / size:.2f} {unit}"
+    return f"{nbytes} B"
+
+
 def _pct(part: float, whole: float) -> str:
     return f"{(100.0 * part / whole) if whole else 0.0:.2f}%"
 
 
 _SORT_KEYS = ("cpu_time", "cpu_time_total", "self_cpu_time_total", "count", "device_time",
               "device_time_total", "self_device_time_total", "cuda_time", "cuda_time_total",
-              "self_cuda_time_total", "cpu_memory_usage", "self_cpu_memory_usage")
+              "self_cuda_time_total", "cpu_memory_usage", "self_cpu_memory_usage",
+              "device_memory_usage", "self_device_memory_usage", "cuda_memory_usage",
+              "self_cuda_memory_usage")
+_STACK_METRICS = ("self_cpu_time_total", "self_cuda_time_total", "self_xpu_time_total",
+                  "self_privateuse1_time_total")
+
+
+def _trim_path(entry: str, width: int) -> str:
+    return entry if len(entry) <= width else "..." + entry[len(entry) - width + 3:]
 
 
 class EventList(list):
-    """A list of :class:`FunctionEvent` (or averages) that prints as PyTorch's table."""
+    """A list of :class:`FunctionEvent` (or averages) that prints as PyTorch's table
+    (with memory columns when it comes from a ``profile_memory`` profile)."""
+
+    def __init__(self, *args, profile_memory: bool = False, **kwargs):
+        super().__init__(*args)
+        self._profile_memory = profile_memory
 
     def table(self, sort_by: str | None = None, row_limit: int = 100,
               max_src_column_width: int = 75, max_name_column_width: int = 55,
@@ -274,15 +331,26 @@ class EventList(list):
         names = [e.key for e in rows]
         name_w = min(max([len("Name")] + [len(n) for n in names]) + 4, max_name_column_width)
         device_total = sum(e.self_device_time_total for e in self)
+        memory = self._profile_memory
+        device_mem = memory and any(e.self_device_memory_usage > 0 for e in self)
         cols = ["Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
         if device_total:        # (PyTorch's columns when a device recorded kernel times)
             cols += ["Self Device", "Self Device %", "Device total", "Device time avg"]
+        if memory:
+            cols += ["CPU Mem", "Self CPU Mem"]
+            if device_mem:
+                cols += ["Device Mem", "Self Device Mem"]
         cols.append("# of Calls")
         widths = [max(12, len(c)) for c in cols]
         if with_shapes:
             cols.append("Input Shapes")
             widths.append(min(max([12] + [len(str(e.input_shapes)) for e in rows]) + 2,
                               max_shapes_column_width))
+        stacks = [e.stack for e in rows if getattr(e, "stack", None)]
+        if stacks:
+            cols.append("Source Location")
+            widths.append(min(max(len(x) for st in stacks for x in st) + 4,
+                              max_src_column_width))
         line = "-" * name_w + "  " + "  ".join("-" * w for w in widths) + "  "
         head = "Name".rjust(name_w) + "  " + "  ".join(c.rjust(w) for c, w in
                                                         zip(cols, widths)) + "  "
@@ -300,11 +368,25 @@ class EventList(list):
                 vals += [_fmt_us(e.self_device_time_total),
                          _pct(e.self_device_time_total, device_total),
                          _fmt_us(e.device_time_total), _fmt_us(e.device_time)]
+            if memory:
+                vals += [_fmt_mem(e.cpu_memory_usage), _fmt_mem(e.self_cpu_memory_usage)]
+                if device_mem:
+                    vals += [_fmt_mem(e.device_memory_usage),
+                             _fmt_mem(e.self_device_memory_usage)]
             vals.append(str(e.count))
             if with_shapes:
-                vals.append(str(e.input_shapes)[:widths[-1]])
+                vals.append(str(e.input_shapes)[:widths[len(vals)]])
+            stack = getattr(e, "stack", None) or []
+            if stacks:
+                vals.append(_trim_path(stack[0], widths[-1]) if stack else "")
             out.append(name.rjust(name_w) + "  " + "  ".join(v.rjust(w) for v, w in
                                                              zip(vals, widths)) + "  ")
+            if stacks:
+                # the rest of the stack on lines of its own, then an empty line
+                blank = " " * name_w + "  " + "  ".join(" " * w for w in widths[:-1]) + "  "
+                for entry in stack[1:]:
+                    out.append(blank + _trim_path(entry, widths[-1]).rjust(widths[-1]) + "  ")
+                out.append(blank + " " * widths[-1] + "  ")
         out.append(line)
         out.append(f"Self CPU time total: {_fmt_us(self_total)}")
         if device_total:
@@ -313,18 +395,37 @@ class EventList(list):
 
     def key_averages(self, group_by_input_shapes: bool = False,
                      group_by_stack_n: int = 0) -> "EventList":
+        """One :class:`FunctionEventAvg` per name (and input shapes; and the innermost
+        ``group_by_stack_n`` frames of the call's stack, which the table then shows)."""
         groups: dict = OrderedDict()
         for e in self:
-            key = (e.key, str(e.input_shapes)) if group_by_input_shapes else e.key
+            key = (e.key, str(e.input_shapes) if group_by_input_shapes else None,
+                   tuple(e.stack[:group_by_stack_n]) if group_by_stack_n > 0 else None)
             avg = groups.get(key)
             if avg is None:
                 avg = groups[key] = FunctionEventAvg(
                     e.key, e.input_shapes if group_by_input_shapes else None)
             avg.add(e)
-        if not group_by_input_shapes:
-            for avg in groups.values():
+        for avg in groups.values():
+            if not group_by_input_shapes:
                 avg.input_shapes = None
-        return EventList(groups.values())
+            avg.stack = list(avg.stack or [])[:group_by_stack_n]
+        return EventList(groups.values(), profile_memory=self._profile_memory)
+
+    def export_stacks(self, path: str, metric: str) -> None:
+        """Write each event's stack (outermost frame first, ``;``-separated) and its
+        ``metric`` in microseconds, one line per event: the input of flame-graph tools."""
+        if metric not in _STACK_METRICS:
+            raise ValueError("metric should be one of: " + str(list(_STACK_METRICS)))
+        table = str.maketrans(" ;\t\n", "____")
+        attr = metric.replace("cuda", "device").replace("xpu", "device").replace(
+            "privateuse1", "device")
+        with open(path, "w") as f:
+            for e in self:
+                value = int(getattr(e, attr, 0))
+                if e.stack and value > 0:
+                    frames = ";".join(x.translate(table) for x in reversed(e.stack))
+                    f.write(f"{frames} {value}\n")
 
     def total_average(self) -> FunctionEventAvg:
         total = FunctionEventAvg("Total")
@@ -392,7 +493,8 @@ class profile:
     # recording on and off
     def _start_session(self):
         if self._session is None:
-            self._session = P.start(self.record_shapes)
+            self._session = P.start(self.record_shapes, self.profile_memory,
+                                    self.with_stack)
             if self._t0 is None:
                 self._t0 = time.perf_counter_ns()
 
@@ -465,7 +567,8 @@ class profile:
         """Every recorded call, in the order they finished."""
         t0 = self._t0 or 0
         evs = self._events if self._session is None else self._session.events
-        return EventList(FunctionEvent(e, t0) for e in evs)
+        return EventList((FunctionEvent(e, t0) for e in evs),
+                         profile_memory=self.profile_memory)
 
     def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0,
                      group_by_overload_name: bool = False) -> EventList:
@@ -479,8 +582,11 @@ class profile:
         _write_trace(self.events(), path)
 
     def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
-        raise NotImplementedError("profile.export_stacks(): ember's profiler does not record "
-                                  "Python stacks (with_stack); use export_chrome_trace().")
+        """Write the recorded stacks (``with_stack=True``) with ``metric`` per call, one
+        line each, for flame-graph tools (Brendan Gregg's ``flamegraph.pl``)."""
+        if not self.with_stack:
+            raise AssertionError("export_stacks() requires with_stack=True")
+        self.events().export_stacks(path, metric)
 
     @property
     def profiler(self):

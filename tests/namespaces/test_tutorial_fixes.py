@@ -380,3 +380,60 @@ def test_add_graph_writes_a_graph_with_shapes(tmp_path):
               for n in graph.node}
     assert shapes["Linear"] == [[5, 2]] and shapes["ReLU"] == [[5, 4]]
     assert {n.op for n in graph.node} >= {"IO Node", "Linear", "ReLU"}
+
+
+# ---- the profiler recipe: memory columns and sort keys, stacks and export_stacks ------------
+def _profile(lib, **kw):
+    model = lib.nn.Sequential(lib.nn.Conv2d(3, 4, 3), lib.nn.ReLU(), lib.nn.Flatten(),
+                              lib.nn.Linear(4 * 6 * 6, 5))
+    x = lib.ones(2, 3, 8, 8)
+    with lib.profiler.profile(activities=[lib.profiler.ProfilerActivity.CPU], **kw) as prof:
+        model(x)
+    return prof
+
+
+def _header(table: str) -> list:
+    return [c for c in table.splitlines()[1].split("  ") if c.strip()]
+
+
+def test_profile_memory_table_columns_and_sorting_match_pytorch():
+    heads = []
+    for lib in (torch, ember):
+        prof = _profile(lib, profile_memory=True, record_shapes=True)
+        for key in ("self_cpu_memory_usage", "cpu_memory_usage"):
+            table = prof.key_averages().table(sort_by=key, row_limit=10)
+            heads.append([h.strip() for h in _header(table)])
+            rows = prof.key_averages()
+            assert max(getattr(e, key) for e in rows) > 0
+        # without profile_memory: no memory columns
+        plain = _profile(lib).key_averages().table(sort_by="cpu_time_total")
+        assert "CPU Mem" not in plain
+    assert heads[2:] == heads[:2]
+    ember_rows = _profile(ember, profile_memory=True).key_averages()
+    linear = [e for e in ember_rows if e.key == "ember::linear"][0]
+    assert linear.self_cpu_memory_usage == 2 * 5 * 4     # its (2, 5) float32 output
+
+
+def test_with_stack_group_by_stack_n_and_export_stacks(tmp_path):
+    # PyTorch 2.13 records with_stack as Python-function events and leaves op stacks
+    # empty (its export_stacks writes nothing); ember records each op's stack as the
+    # recipe documents (Source Location column, flamegraph lines) -- what both share:
+    msgs = []
+    for lib in (torch, ember):
+        prof = _profile(lib, with_stack=True)
+        assert "Source Location" not in prof.key_averages().table(row_limit=2)
+        path = tmp_path / f"{lib.__name__}.txt"
+        prof.export_stacks(str(path), "self_cpu_time_total")
+        for line in path.read_text().splitlines():    # "frame;frame;... <microseconds>"
+            frames, value = line.rsplit(" ", 1)
+            assert int(value) > 0 and ".py(" in frames.split(";")[-1]
+        with pytest.raises(ValueError) as info:
+            prof.export_stacks(str(path), "cpu_time_total")
+        msgs.append(str(info.value))
+    assert msgs[1] == msgs[0]
+    prof = _profile(ember, with_stack=True)
+    table = prof.key_averages(group_by_stack_n=3).table(sort_by="self_cpu_time_total",
+                                                       row_limit=2)
+    assert _header(table)[-1].strip() == "Source Location"
+    text = (tmp_path / "ember.txt").read_text()
+    assert "test_tutorial_fixes.py(" in text and "ember/dispatcher" not in text
