@@ -21,6 +21,7 @@ texts use PyTorch's module name: ``str(x.dtype)`` is ``"torch.float32"``, ``x.sh
 """
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -175,7 +176,25 @@ def main(argv=None) -> None:
         else:
             sys.path.insert(0, script_dir)
         sys.argv = argv
-        runpy.run_path(argv[0], run_name="__main__")
+        _run_script(argv[0])
+
+
+def _run_script(path: str) -> None:
+    """Run the file ``path`` as ``__main__`` the way ``python path`` does: its ``__file__``
+    (so warnings' and tracebacks' locations) absolute, ``sys.argv[0]`` as given."""
+    full = os.path.abspath(path)
+    with open(full, "rb") as f:
+        code = compile(f.read(), full, "exec")
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=full, __cached__=None, __package__=None, __spec__=None,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", full),
+                         __builtins__=builtins)
+    previous = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        sys.modules["__main__"] = previous
 
 
 if __name__ == "__main__":

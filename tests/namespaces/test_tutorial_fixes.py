@@ -437,3 +437,17 @@ def test_with_stack_group_by_stack_n_and_export_stacks(tmp_path):
     assert _header(table)[-1].strip() == "Source Location"
     text = (tmp_path / "ember.txt").read_text()
     assert "test_tutorial_fixes.py(" in text and "ember/dispatcher" not in text
+
+
+# ---- python -m ember.as_torch script.py runs the script as python script.py does -----------
+def test_as_torch_script_file_and_argv_as_python_gives_them(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "s.py"
+    script.write_text("import sys, warnings\nprint(__file__, sys.argv[0], __name__)\n"
+                      "warnings.warn('w')\n")
+    outs = []
+    for cmd in ([sys.executable, "s.py"], [sys.executable, "-m", "ember.as_torch", "s.py"]):
+        r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        outs.append((r.stdout, r.stderr.splitlines()[0]))
+    assert outs[1] == outs[0]
