@@ -138,11 +138,13 @@ def make_dual(tensor, tangent, *, level=None):
     with enable_grad():
         dual = (tensor.view_as(tensor) if tensor.requires_grad
                 else tensor.detach().requires_grad_(True))
-    if tangent.dtype is not tensor.dtype:
-        tangent = O.to(tangent, None, tensor.dtype)
+    if tangent.dtype is not tensor.dtype or tuple(tangent.stride()) != tuple(tensor.stride()):
+        # as PyTorch: a tangent laid out otherwise than the primal is copied into the
+        # primal's layout; one laid out as it is is kept as it is (unpack_dual gives it back)
+        tangent = tensor.detach().clone().copy_(tangent.detach())
     key = id(dual)
     _STATE.duals[key] = (weakref.ref(dual, lambda _r, k=key: _STATE.duals.pop(k, None)),
-                         tangent.detach())
+                         tangent)
     return dual
 
 

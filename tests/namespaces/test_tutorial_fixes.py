@@ -451,3 +451,21 @@ def test_as_torch_script_file_and_argv_as_python_gives_them(tmp_path):
         r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
         outs.append((r.stdout, r.stderr.splitlines()[0]))
     assert outs[1] == outs[0]
+
+
+# ---- forward-mode AD tutorial: make_dual keeps a tangent laid out as the primal -------------
+def test_make_dual_keeps_or_copies_the_tangent_as_pytorch():
+    p, t = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    res = []
+    for lib in (torch, ember):
+        fw = lib.autograd.forward_ad
+        primal, tangent = lib.tensor(p, dtype=lib.float32), lib.tensor(t, dtype=lib.float32)
+        out = []
+        with fw.dual_level():
+            for tan in (tangent, tangent.T.contiguous().T):
+                got = fw.unpack_dual(fw.make_dual(primal, tan)).tangent
+                out += [got is tan, tuple(got.stride()), bool((got == tan).all())]
+            got = fw.unpack_dual(fw.make_dual(primal.T, tangent.T.contiguous())).tangent
+            out.append(tuple(got.stride()))
+        res.append(out)
+    assert res[1] == res[0]
