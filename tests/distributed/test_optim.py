@@ -22,26 +22,14 @@ import ember
 import ember.distributed as dist
 import ember.distributed.optim as eoptim
 
+from _side_by_side import run_both  # (this folder)
+
 HERE = os.path.dirname(__file__)
 WORKER = os.path.join(HERE, "optim_worker.py")
 
 
 def _run_both(n, out, timeout=120):
-    """optim_worker.py on n ranks under ember (MPI) and under PyTorch (gloo), at once."""
-    env = dict(os.environ, OPT_OUT=str(out), OMP_NUM_THREADS="1")
-    procs = [subprocess.Popen([sys.executable, WORKER], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True,
-                              env=dict(env, OPT_FRAMEWORK="torch", OPT_STORE=str(out / "store"),
-                                       RANK=str(r), WORLD_SIZE=str(n)))
-             for r in range(n)]
-    ours = subprocess.run([sys.executable, "-m", "ember.distributed.run", "-n", str(n),
-                           "--timeout", str(timeout), WORKER], capture_output=True, text=True,
-                          timeout=timeout + 30, env=dict(env, OPT_FRAMEWORK="ember"))
-    theirs = [p.communicate(timeout=timeout)[0] for p in procs]
-    assert ours.returncode == 0, ours.stdout + ours.stderr
-    assert all(p.returncode == 0 for p in procs), "\n".join(theirs)
-    return {fw: [dict(np.load(out / f"{fw}_{r}.npz")) for r in range(n)]
-            for fw in ("ember", "torch")}
+    return run_both(WORKER, "OPT", n, out, timeout)
 
 
 @pytest.fixture(scope="module", params=[1, 3], ids=["world1", "world3"])
