@@ -71,51 +71,19 @@ class _FunctionalOptimizer:
         self._step_with(self._param_optimizers[param], [param], [grad])
 
 
-class _FunctionalAdagrad(_FunctionalOptimizer):
-    """``ember.optim.Adagrad`` stepped with gradients passed in."""
-    optimizer_class = optim.Adagrad
-
-
-class _FunctionalAdam(_FunctionalOptimizer):
-    """``ember.optim.Adam`` stepped with gradients passed in."""
-    optimizer_class = optim.Adam
-
-
-class _FunctionalAdamW(_FunctionalOptimizer):
-    """``ember.optim.AdamW`` stepped with gradients passed in."""
-    optimizer_class = optim.AdamW
-
-
-class _FunctionalSGD(_FunctionalOptimizer):
-    """``ember.optim.SGD`` stepped with gradients passed in."""
-    optimizer_class = optim.SGD
-
-
-class _FunctionalAdadelta(_FunctionalOptimizer):
-    """``ember.optim.Adadelta`` stepped with gradients passed in."""
-    optimizer_class = optim.Adadelta
-
-
-class _FunctionalRMSprop(_FunctionalOptimizer):
-    """``ember.optim.RMSprop`` stepped with gradients passed in."""
-    optimizer_class = optim.RMSprop
-
-
-class _FunctionalRprop(_FunctionalOptimizer):
-    """``ember.optim.Rprop`` stepped with gradients passed in."""
-    optimizer_class = optim.Rprop
-
-
-class _FunctionalAdamax(_FunctionalOptimizer):
-    """``ember.optim.Adamax`` stepped with gradients passed in."""
-    optimizer_class = optim.Adamax
+def _functional(optimizer_class: type) -> type:
+    """The functional counterpart of ``optimizer_class`` (``_FunctionalAdam``, ...)."""
+    name = optimizer_class.__name__
+    return type(f"_Functional{name}", (_FunctionalOptimizer,), {
+        "optimizer_class": optimizer_class, "__module__": __name__,
+        "__doc__": f"``ember.optim.{name}`` stepped with gradients passed in."})
 
 
 #: each optimizer class that has a functional counterpart, and that counterpart
 functional_optim_map: dict[type, type[_FunctionalOptimizer]] = {
-    cls.optimizer_class: cls
-    for cls in (_FunctionalAdagrad, _FunctionalAdam, _FunctionalAdamW, _FunctionalSGD,
-                _FunctionalAdadelta, _FunctionalRMSprop, _FunctionalRprop, _FunctionalAdamax)}
+    cls: _functional(cls)
+    for cls in (optim.Adagrad, optim.Adam, optim.AdamW, optim.SGD, optim.Adadelta,
+                optim.RMSprop, optim.Rprop, optim.Adamax)}
 
 
 def as_functional_optim(optim_cls: type, *args: Any, **kwargs: Any) -> _FunctionalOptimizer:
