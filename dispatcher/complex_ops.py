@@ -1,7 +1,7 @@
-"""Complex tensors (complex64, complex128) as pairs of real tensors.
+"""Complex tensors (complex32, complex64, complex128) as pairs of real tensors.
 
 A complex tensor is stored as PyTorch stores it: each element a (real, imaginary) pair of
-float32 / float64, interleaved. Its ops are composites of real ops on the parts
+float16 / float32 / float64, interleaved. Its ops are composites of real ops on the parts
 (``views.view_as_real``), so every backend runs complex tensors with the real kernels it
 already has, and autograd differentiates the real ops. Differentiating the parts gives
 PyTorch's convention for the gradient of a real loss L with respect to z = x + iy: the
@@ -15,7 +15,9 @@ Three kinds of op reach here:
   gathers, joins, sums, ...): ``run`` runs the op's real kernel twice, once per part;
 - products (``matmul``): one real GEMM on the interleaved layout (below).
 
-An op none of these covers raises NotImplementedError naming it.
+An op none of these covers raises NotImplementedError naming it. complex32 takes only the
+ops PyTorch computes on it on the CPU (``HALF_OPS``), in complex64 as PyTorch's (its
+products round once, not once per float16 part).
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from .schema import OPS
 from .warn import warn
 
 __all__ = ["elementwise", "run", "matmul", "join", "conj", "parts", "is_complex_arg", "TABLE",
-           "COMPONENTWISE"]
+           "COMPONENTWISE", "HALF_OPS", "refuse_half", "check_half"]
 
 
 def is_complex_arg(a) -> bool:
@@ -366,6 +368,55 @@ _REFUSED = frozenset({"lt", "le", "gt", "ge", "maximum", "minimum", "fmax", "fmi
                       "maximum", "minimum"})
 
 
+#: the ops PyTorch computes on complex32 ("ComplexHalf") tensors on the CPU, of those in
+#: TABLE and COMPONENTWISE (copies, fills, views and casts take every dtype); "gather" and
+#: "scatter" are indexing's kernels here (the public gather, scatter, flip, ... refuse
+#: complex32: ``check_half``)
+HALF_OPS = frozenset({
+    "add", "sub", "mul", "neg", "abs", "sgn", "eq", "ne", "isnan", "isinf", "isfinite",
+    "gather", "scatter", "cat", "stack", "index", "index_select", "diag", "diag_embed", "tril",
+    "triu", "roll", "repeat", "clone", "where", "masked_fill", "index_put", "index_add",
+    "index_copy", "index_fill", "diff", "block_diag", "repeat_interleave", "select_scatter",
+    "slice_scatter", "diagonal_scatter", "as_strided_scatter", "im2col", "col2im"})
+#: the names of PyTorch's CPU kernels in its errors for complex32, where not "<op>_cpu"
+_HALF_KERNELS = {
+    **{n: f"{n}_vml_cpu" for n in ("exp", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+                                   "sin", "cos", "tan", "tanh")},
+    "pow": "pow", "sum": "sum_cpu", "mean": "sum_cpu", "prod": "prod_out_cpu",
+    "cumsum": "cumsum_out_cpu", "trace": "trace", "scatter_gather": "scatter_gather_tensor_cpu",
+    "scatter": "scatter_gather_tensor_cpu", "take_along_dim": "scatter_gather_tensor_cpu",
+    "rot90": "flip_cpu", "masked_scatter": "masked_scatter", "take_put": "take_put_cpu",
+    "mm": "addmm_impl_cpu_", "matmul": "addmm_impl_cpu_", "bmm": "bmm", "unique": "unique"}
+#: ops refused for every complex dtype whose complex32 error is PyTorch's kernel error
+_HALF_UNREFUSED = frozenset({"lt", "le", "gt", "ge"})
+
+
+def refuse_half(name):
+    """Raise PyTorch's error for op ``name``, which has no complex32 kernel on the CPU."""
+    kernel = _HALF_KERNELS.get(name, f"{name}_cpu")
+    raise NotImplementedError(f'"{kernel}" not implemented for \'ComplexHalf\'')
+
+
+def check_half(name, *args):
+    """Raise PyTorch's error for op ``name`` if a tensor or dtype among ``args`` is complex32
+    and ``name`` is not one of ``HALF_OPS`` (for ops whose composites would compute it).
+
+    >>> check_half("flip", D.complex32)
+    Traceback (most recent call last):
+    NotImplementedError: "flip_cpu" not implemented for 'ComplexHalf'
+    """
+    for a in args:
+        if (a.dtype if isinstance(a, TensorBase) else a) is D.complex32:
+            _check_half(name)
+
+
+def _check_half(name):
+    if name not in HALF_OPS:
+        if name in _REFUSED and name not in _HALF_UNREFUSED:
+            _refuse(name, D.complex32)
+        refuse_half(name)
+
+
 def _refuse(name, dtype):
     if name in _REFUSED:
         raise RuntimeError(f"{name}(): not implemented for '{D.torch_name(dtype)}' (PyTorch does "
@@ -378,20 +429,26 @@ def elementwise(name, args, out, inplace, attrs):
     """Elementwise op ``name`` on arguments of which one is complex (see ``TABLE``)."""
     entry = TABLE.get(name)
     rt = D.result_type(*args)
+    if rt is D.complex32:
+        _check_half(name)
     if entry is None:
         _refuse(name, rt if rt._kind == 3 else D.complex64)
     fn, complex_result = entry
     if rt._kind != 3:   # (a complex number with an integer tensor: the default complex)
         rt = D.complex_of(rt)
     rdt = D.real_of(rt)
-    if name in ("add", "sub") and attrs.get("alpha", 1) != 1:
+    if name in ("add", "sub") and attrs.get("alpha", 1) != 1 and rt is not D.complex32:
         args = (args[0], O.elementwise("mul", args[1], attrs["alpha"])
                 if isinstance(args[1], TensorBase) else args[1] * attrs["alpha"])
     elif name == "div" and attrs.get("rounding_mode") is not None:
         raise RuntimeError(f"div(): rounding_mode={attrs['rounding_mode']!r} is not supported "
                            "for complex inputs")
     like = next(a for a in args if isinstance(a, TensorBase))
-    if name == "mul" and all(isinstance(a, TensorBase) and a.dtype._kind == 3
+    if rt is D.complex32:   # (computed in complex64, alpha too, rounded once as PyTorch's)
+        res = elementwise(name, [_widen(a) for a in args], None, False, attrs)
+        res = O.to(res, dtype=D.complex32 if complex_result else
+                   D.float16 if res.dtype is D.float32 else res.dtype)
+    elif name == "mul" and all(isinstance(a, TensorBase) and a.dtype._kind == 3
                              and not (a.requires_grad and MODE.grad) for a in args):
         res = _mul_interleaved(*[a if a.dtype is rt else O.to(a, dtype=rt) for a in args])
     elif name in _PAIRWISE and all(isinstance(a, TensorBase) and a.dtype._kind == 3
@@ -417,6 +474,13 @@ def elementwise(name, args, out, inplace, attrs):
     if out is not None:
         return O.write_out(name, out, res)
     return res
+
+
+def _widen(a):
+    """complex32 / float16 tensor ``a`` as complex64 / float32 (others as they are)."""
+    if isinstance(a, TensorBase) and a.dtype in (D.complex32, D.float16):
+        return O.to(a, dtype=D.complex64 if a.dtype is D.complex32 else D.float32)
+    return a
 
 
 # ---- ops that act on both parts alike ----------------------------------------------------
@@ -470,6 +534,9 @@ def run(o, dev, ins, attrs, shape, dtype, out):
             val = (v.imag if k else v.real) if type(v) is complex else (0.0 if k else v)
             O.run(OPS["fill"], dev, (val,), {}, part.shape, part.dtype, part)
         return out
+    if dtype is D.complex32 or any(isinstance(t, TensorBase) and t.dtype is D.complex32
+                                   for t in ins):
+        _check_half(name)
     if name not in COMPONENTWISE or dtype._kind != 3:
         _refuse(name, dtype if dtype._kind == 3 else next(
             t.dtype for t in ins if isinstance(t, TensorBase) and t.dtype._kind == 3))
@@ -516,6 +583,8 @@ def launch(o, dev, k, args, attrs, error):
     """``O.launch`` of kernel ``k`` whose arguments include complex tensors (the kernel
     refused them): an op of ``COMPONENTWISE`` runs once per part, on real copies of the
     parts, and the first argument (the kernel's output) gets both parts back."""
+    if any(isinstance(a, TensorBase) and a.dtype is D.complex32 for a in args):
+        _check_half(o.name)
     if o.name not in COMPONENTWISE:
         if isinstance(error, MemoryError):
             O.launch_failed(o, dev, error)
@@ -554,6 +623,8 @@ def matmul(a, b):
     dt = D.promote_types(a.dtype, b.dtype)
     if dt._kind != 3:
         dt = D.complex_of(dt)
+    if dt is D.complex32:
+        refuse_half("matmul")
     a, b = (x if x.dtype is dt else O.to(x, dtype=dt) for x in (a, b))
     squeeze_a = len(a.shape) == 1
     squeeze_b = len(b.shape) == 1

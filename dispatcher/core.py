@@ -522,7 +522,7 @@ _SCALARS_VIEWS_GET = _SCALAR_VIEWS.get
 _FORMATS = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
             "float16": "e", "float32": "f", "float64": "d", "uint16": "H", "uint32": "I",
             "uint64": "Q"}
-_COMPLEX_FORMATS = {"complex64": "ff", "complex128": "dd"}
+_COMPLEX_FORMATS = {"complex32": "ee", "complex64": "ff", "complex128": "dd"}
 
 
 def encode_scalar(value, dtype) -> bytes:

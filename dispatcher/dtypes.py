@@ -10,8 +10,8 @@ import numpy as np
 
 __all__ = [
     "DType", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-    "float32", "float64", "complex64", "complex128", "uint16", "uint32", "uint64", "ALL_DTYPES",
-    "COMPLEX_DTYPES", "BAREBONES_UNSIGNED",
+    "float32", "float64", "complex64", "complex128", "complex32", "uint16", "uint32", "uint64",
+    "ALL_DTYPES", "COMPLEX_DTYPES", "BAREBONES_UNSIGNED",
     "promote_types", "real_of", "complex_of", "default_complex_dtype", "result_type",
     "get_default_dtype", "set_default_dtype", "dtype_of_scalar", "to_dtype", "from_numpy_dtype",
     "module_name", "set_module_name",
@@ -64,6 +64,8 @@ class DType:
 
     def to_numpy(self):
         if self._np is None:
+            if self._kind == 3:
+                raise TypeError(f"Got unsupported ScalarType {_TORCH_NAMES[self.name]}")
             raise TypeError(f"Got unsupported ScalarType {_TORCH_NAMES[self.name]}: "
                             "NumPy has no bfloat16 dtype")
         return self._np
@@ -95,10 +97,13 @@ complex128 = DType("complex128", 11, 16, 3, 3, np.dtype(np.complex128))
 uint16 = DType("uint16", 12, 2, 1, 2, np.dtype(np.uint16))
 uint32 = DType("uint32", 13, 4, 1, 3, np.dtype(np.uint32))
 uint64 = DType("uint64", 14, 8, 1, 4, np.dtype(np.uint64))
+#: PyTorch's complex32 ("ComplexHalf"): pairs of float16, stored interleaved; NumPy has no
+#: such dtype. PyTorch computes few ops on it (see complex_ops.HALF_OPS).
+complex32 = DType("complex32", 15, 4, 3, 1, None)
 
 #: the real dtypes (every backend's kernels cover these); complex ones are COMPLEX_DTYPES
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
-COMPLEX_DTYPES = (complex64, complex128)
+COMPLEX_DTYPES = (complex64, complex128, complex32)
 #: the barebones unsigned dtypes (see uint16): only the kernels that say so take them
 BAREBONES_UNSIGNED = (uint16, uint32, uint64)
 _EVERY = ALL_DTYPES + COMPLEX_DTYPES + BAREBONES_UNSIGNED
@@ -106,15 +111,15 @@ BY_CODE = {d.code: d for d in _EVERY}
 _BY_NAME = {d.name: d for d in _EVERY}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64,
                  "int": int32, "short": int16, "bool_": bool_, "cfloat": complex64,
-                 "cdouble": complex128})
+                 "cdouble": complex128, "chalf": complex32})
 _TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
                 "int32": "Int", "int64": "Long", "float16": "Half", "bfloat16": "BFloat16",
                 "float32": "Float", "float64": "Double", "complex64": "ComplexFloat",
-                "complex128": "ComplexDouble", "uint16": "UInt16", "uint32": "UInt32",
-                "uint64": "UInt64"}
+                "complex128": "ComplexDouble", "complex32": "ComplexHalf", "uint16": "UInt16",
+                "uint32": "UInt32", "uint64": "UInt64"}
 _FROM_NP = {d._np: d for d in _EVERY if d._np is not None}
-_REAL_OF = {complex64: float32, complex128: float64}
-_COMPLEX_OF = {float32: complex64, float64: complex128}
+_REAL_OF = {complex32: float16, complex64: float32, complex128: float64}
+_COMPLEX_OF = {float16: complex32, float32: complex64, float64: complex128}
 
 _default_dtype = float32
 
@@ -131,8 +136,9 @@ def real_of(d: DType) -> DType:
 
 
 def complex_of(d: DType) -> DType:
-    """The complex dtype whose parts are ``d`` (``float32`` -> ``complex64``); integer and
-    bool dtypes give the default complex dtype, a complex dtype itself."""
+    """The complex dtype whose parts are ``d`` (``float32`` -> ``complex64``, ``float16`` ->
+    ``complex32``); integer and bool dtypes give the default complex dtype, a complex dtype
+    itself."""
     if d._kind == 3:
         return d
     if d._kind < 2:
@@ -140,14 +146,15 @@ def complex_of(d: DType) -> DType:
     try:
         return _COMPLEX_OF[d]
     except KeyError:
-        raise NotImplementedError(f"complex dtypes with {torch_name(d)} parts (complex32) are "
-                                  "not supported by ember; use float32 or float64") from None
+        raise NotImplementedError(f"complex dtypes with {torch_name(d)} parts are not "
+                                  "supported (PyTorch has none); use float32 or float64") from None
 
 
 def default_complex_dtype() -> DType:
     """The complex dtype of Python complex numbers: complex128 when the default dtype is
-    float64, else complex64 (PyTorch's complex32 for a float16 default is not supported)."""
-    return complex128 if _default_dtype is float64 else complex64
+    float64, complex32 when it is float16, else complex64 (as PyTorch)."""
+    return complex128 if _default_dtype is float64 else \
+        complex32 if _default_dtype is float16 else complex64
 
 
 def get_default_dtype() -> DType:
@@ -216,8 +223,10 @@ def _promote2(a: DType, b: DType) -> DType | None:
         return a if a._kind == 2 else b if b._kind == 2 else None
     if a._kind == 3 or b._kind == 3:  # complex: its parts widen to a float operand's width
         c, r = (a, b) if a._kind == 3 else (b, a)
-        if r._kind == 3 or r._kind == 2:
-            return complex128 if max(c._rank, r._rank) == 3 else complex64
+        if r._kind == 3 or r._kind == 2:   # (float16 parts only with float16: bfloat16 widens)
+            rank = max(c._rank, r._rank)
+            return complex128 if rank == 3 else complex32 if rank == 1 and \
+                bfloat16 not in (c, r) else complex64
         return c
     if a._kind != b._kind:
         return a if a._kind > b._kind else b

@@ -862,18 +862,16 @@ def view_as_real(input):
 
 @_view_op("as_complex", "ViewAsComplexBackward0")
 def view_as_complex(input):
-    """A complex view of a float32 / float64 ``input`` whose last dimension has size 2 (real
-    and imaginary parts) and stride 1; the other strides and the offset must be even.
+    """A complex view of a float16 / float32 / float64 ``input`` whose last dimension has
+    size 2 (real and imaginary parts) and stride 1; the other strides and the offset must be
+    even.
 
     Example:
         >>> ember.view_as_complex(ember.tensor([[1., 2.], [3., -1.]]))
         tensor([1.+2.j, 3.-1.j])
     """
     x = input
-    if x.dtype is not D.float32 and x.dtype is not D.float64:
-        if x.dtype is D.float16:
-            raise NotImplementedError("view_as_complex of a float16 tensor (complex32) is not "
-                                      "supported by ember; use float32 or float64")
+    if x.dtype not in (D.float16, D.float32, D.float64):
         raise RuntimeError("view_as_complex is only supported for float and double tensors, but "
                            f"got a tensor of scalar type: {D.torch_name(x.dtype)}")
     if not x.shape or x.shape[-1] != 2:

@@ -8,7 +8,7 @@
 # ruff: noqa: F401  (this module re-exports the public API)
 from ember.dispatcher.dtypes import (DType as dtype, bfloat16, bool_ as bool, float16, float32,
                                      float64, int8, int16, int32, int64, uint8, complex64,
-                                     complex128, uint16, uint32, uint64,
+                                     complex128, complex32, uint16, uint32, uint64,
                                      get_default_dtype, set_default_dtype, promote_types,
                                      result_type as _result_type)
 from ember.dispatcher.device import device
@@ -62,6 +62,7 @@ int = int32
 short = int16
 cfloat = complex64
 cdouble = complex128
+chalf = complex32
 
 
 def result_type(tensor1, tensor2):

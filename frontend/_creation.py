@@ -6,6 +6,7 @@ import operator
 
 import numpy as np
 
+from ember.dispatcher import complex_ops as CX
 from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
@@ -417,6 +418,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if dtype is None:
         dtype = (D.get_default_dtype() if any(isinstance(v, float) for v in vals)
                  else D.int64)
+    CX.check_half("arange", D.to_dtype(dtype))
     return _into_out("arange", CP.arange(*vals, D.to_dtype(dtype), _dev(device)), out,
                      requires_grad)
 
@@ -440,6 +442,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     if out is not None:
         dtype = out.dtype if dtype is None else dtype
         device = out.device if device is None else device
+    CX.check_half("linspace", _dt(dtype))
     return _into_out("linspace", CP.linspace(ends[0], ends[1], operator.index(steps),
                                              _dt(dtype), _dev(device)), out, requires_grad)
 

@@ -19,7 +19,8 @@ safetensors::
 The header is ``{"format": "ember.save", "tensors": [entry, ...], "data_size": n,
 "root": node}``. A tensor entry is ``{"dtype", "shape", "offset", "nbytes", "device",
 "requires_grad"}`` (plus ``"parameter": true`` for an ``nn.Parameter``); bfloat16 is
-stored as its raw 2-byte words, bool as bytes 0 and 1. ``root`` is the saved object as a
+stored as its raw 2-byte words, complex32 as its (real, imaginary) float16 pairs, bool as
+bytes 0 and 1. ``root`` is the saved object as a
 tree of nodes: JSON null/bool/int/string/finite number for the Python values of the same
 kind, otherwise an object tagged by ``"$"``: ``float`` (nan/inf), ``bytes`` (base64),
 ``list``, ``tuple``, ``dict`` and ``odict`` (``[[key, value], ...]``, so keys need not be
@@ -166,6 +167,8 @@ def _tensor_bytes(t) -> np.ndarray:
     elif t.dtype is ember.bool:
         # a bool tensor built over foreign bytes may hold 2..255; files hold 0 and 1
         a = np.not_equal(t.numpy().view(np.uint8), 0)
+    elif t.dtype is ember.complex32:   # (NumPy has no complex32: its float16 pairs)
+        a = np.ascontiguousarray(ember.view_as_real(t).numpy(), dtype="<f2")
     else:
         a = t.numpy()
         a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
@@ -360,6 +363,9 @@ class _Decoder:
             # bfloat16's bits are the upper half of the float32 it widens to exactly
             f32 = np.left_shift(buf.view("<u2").astype(np.uint32), 16).view(np.float32)
             t = ember.from_numpy(f32.reshape(e["shape"])).to(ember.bfloat16)
+        elif dtype is ember.complex32:
+            arr = buf.view("<f2").reshape(list(e["shape"]) + [2]).astype(np.float16)
+            t = ember.view_as_complex(ember.from_numpy(arr))
         elif dtype is ember.bool:
             # any nonzero byte is True (kernels assume bool bytes are 0 or 1: a 2 would
             # count twice in a sum); what PyTorch's kernels make of such a byte

@@ -14,6 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ember.dispatcher import complex_ops as CX
 from ember.dispatcher import core as C
 from ember.dispatcher import dtypes as D
 from ember.dispatcher import ops as O
@@ -454,7 +455,7 @@ def _add_sub(name, a, b, alpha, out=None, inplace=False):
     if isinstance(alpha, bool):
         if rt is not D.bool_:
             raise RuntimeError(f"{name}(): Boolean alpha only supported for Boolean results.")
-    elif isinstance(alpha, float) and not rt.is_floating_point:
+    elif isinstance(alpha, float) and not rt.is_floating_point and not rt.is_complex:
         raise RuntimeError(f"{name}(): For integral input tensors, argument alpha must not be a "
                            f"floating point number.")
     # PyTorch subtracts by adding -alpha: that is what must fit (-(-128) does not in int8)
@@ -467,6 +468,8 @@ def _add_sub(name, a, b, alpha, out=None, inplace=False):
             MODE.grad):  # recorded as PyTorch's graph has it: one add/sub node at the top
         scaled = E("mul", O.to(b, dtype=rt) if isinstance(b, TensorBase) else b, alpha)
         return E(name, a, scaled, out=out, inplace=inplace)
+    if rt.is_complex:   # (complex_ops scales b by alpha; complex32 in complex64, as PyTorch)
+        return E(name, a, b, out=out, inplace=inplace, alpha=alpha)
     one = C.scalar_like(1, a) if inplace and a.dtype is rt else 1
     return E("addcmul", a, b, one, value=value, out=out, inplace=inplace)
 
@@ -833,6 +836,7 @@ def square(input, *, out=None):
     """
     # (PyTorch's square is pow(input, 2): a bool input gives int64; uint16 has no pow)
     O.refuse_barebones("pow", input)
+    CX.check_half("pow", input)
     if isinstance(input, TensorBase) and input.dtype is D.bool_:
         input = O.cast(input, D.int64)
     return E("mul", input, input, out=out)
@@ -1795,6 +1799,7 @@ def gather(input, dim, index, *, out=None):
                 [4, 3]])
     """
     O.refuse_barebones("gather", input)
+    CX.check_half("scatter_gather", input)
     return O.gather(input, dim, index, out=out)
 
 
@@ -1831,6 +1836,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     """In-place version of :meth:`ember.Tensor.scatter`."""
     O.refuse_barebones("scatter", self)
+    CX.check_half("scatter_gather", self)
     if reduce == "multiply":
         return self.copy_(_scatter(self, dim, index, _src(src, value), reduce))
     return O.scatter_(self, dim, index, _src(src, value), reduce=reduce)
@@ -1840,6 +1846,7 @@ def _scatter(input, dim, index, src, reduce=None):
     """``scatter``; its ``reduce='multiply'`` (which the scatter kernels lack) is
     ``scatter_reduce``'s "prod" with ``input``'s values included."""
     O.refuse_barebones("scatter", input)
+    CX.check_half("scatter_gather", input)
     if reduce != "multiply":
         return O.scatter(input, dim, index, src, reduce=reduce)
     _t(input, "scatter")
@@ -2140,6 +2147,7 @@ def flip(input, dims):
         tensor([[4, 3],
                 [2, 1]])
     """
+    CX.check_half("flip", input)
     return IX.flip(input, dims)
 
 
@@ -2619,6 +2627,7 @@ def equal(input, other):
         >>> ember.equal(ember.tensor([1, 2]), ember.tensor([1, 2]))
         True
     """
+    CX.check_half("equal", input, other)
     return input.shape == other.shape and bool(O.item(all(E("eq", input, other))))
 
 

@@ -397,17 +397,16 @@ def _parts_check(op, a, b, names):
     if a.dtype is not b.dtype:
         raise RuntimeError(f"Expected object of scalar type {D.torch_name(a.dtype)} but got "
                            f"scalar type {D.torch_name(b.dtype)} for second argument")
-    if a.dtype not in (D.float32, D.float64):
-        if a.dtype is D.float16:
-            raise NotImplementedError(f"{op}() of float16 parts (complex32) is not supported "
-                                      "by ember; use float32 or float64")
+    if a.dtype is D.float16 and op == "polar":
+        raise NotImplementedError('"polar_cpu" not implemented for \'Half\'')
+    if a.dtype not in (D.float16, D.float32, D.float64):
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
                            f"{D.torch_name(a.dtype)} and {D.torch_name(b.dtype)}")
 
 
 def complex(real, imag, *, out=None):  # noqa: A001 (PyTorch's name)
-    """The complex tensor ``real + i imag`` (float32 parts give complex64, float64 parts
-    complex128; shapes broadcast).
+    """The complex tensor ``real + i imag`` (float16 parts give complex32, float32 parts
+    complex64, float64 parts complex128; shapes broadcast).
 
     Example:
         >>> ember.complex(ember.tensor([1., 2.]), ember.tensor([3., 4.]))
@@ -442,6 +441,7 @@ def angle(input, *, out=None):
         tensor([1.5708, 3.1416])
     """
     _t(input, "angle")
+    CX.check_half("angle", input)
     if input.dtype._kind == 3:
         res = E("atan2", V.complex_part(input, 1), V.complex_part(input, 0))
     else:
@@ -827,7 +827,8 @@ def masked_scatter(input, mask, source):
         tensor([[1., 0.],
                 [2., 0.]])
     """
-    return IX.masked_scatter(_t(input, "masked_scatter"), mask, source)
+    CX.check_half("masked_scatter", _t(input, "masked_scatter"))
+    return IX.masked_scatter(input, mask, source)
 
 
 @_method()
@@ -835,6 +836,7 @@ def masked_scatter_(self, mask, source):
     """In-place version of :meth:`masked_scatter` (``mask`` must broadcast to
     ``self``'s shape); returns ``self``."""
     C.check_writable(self, "masked_scatter_")
+    CX.check_half("masked_scatter", self)
     res = IX.masked_scatter(self, mask, source)
     if tuple(res.shape) != tuple(self.shape):
         raise RuntimeError(f"masked_scatter_(): output with shape {C.shape_str(self.shape)} "
@@ -859,7 +861,8 @@ def put(input, index, source, accumulate=False):
         tensor([[1., 0.],
                 [0., 2.]])
     """
-    return IX.put(_t(input, "put"), index, source, accumulate)
+    CX.check_half("take_put", _t(input, "put"))
+    return IX.put(input, index, source, accumulate)
 
 
 @_method()
@@ -873,6 +876,7 @@ def put_(self, index, source, accumulate=False):
                 [0., 0.]])
     """
     C.check_writable(self, "put_")
+    CX.check_half("take_put", self)
     return O.copy_(self, IX.put(self, index, source, accumulate))
 
 
@@ -899,7 +903,8 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         >>> ember.take_along_dim(x, ember.tensor([4, 0]))
         tensor([40, 10])
     """
-    return _out(IX.take_along_dim(_t(input, "take_along_dim"), indices, dim), out,
+    CX.check_half("scatter_gather", _t(input, "take_along_dim"))
+    return _out(IX.take_along_dim(input, indices, dim), out,
                 "take_along_dim", "exact")
 
 
@@ -1002,7 +1007,8 @@ def rot90(input, k=1, dims=(0, 1)):
         tensor([[3, 1],
                 [4, 2]])
     """
-    return IX.rot90(_t(input, "rot90"), k, dims)
+    CX.check_half("flip", _t(input, "rot90"))
+    return IX.rot90(input, k, dims)
 
 
 @_method()

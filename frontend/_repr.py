@@ -133,6 +133,8 @@ def tensor_repr(t, numpy_of) -> str:
     src = t if t.device.type == "cpu" else O.to(t, "cpu")
     if t.dtype is D.bfloat16:
         src = O.cast(src, D.float32)
+    elif t.dtype is D.complex32:   # (NumPy has no complex32; complex64 holds its values)
+        src = O.cast(src, D.complex64)
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")

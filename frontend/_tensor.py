@@ -548,8 +548,9 @@ class Tensor(TensorBase):
             [[1, 2], [3, 4]]
         """
         _reading("Tensor.tolist()")
-        if self.dtype is D.bfloat16:
-            return K.numpy_of(O.to(self, "cpu", D.float32), readonly=True).tolist()
+        if self.dtype is D.bfloat16 or self.dtype is D.complex32:   # (not NumPy dtypes)
+            wide = D.float32 if self.dtype is D.bfloat16 else D.complex64
+            return K.numpy_of(O.to(self, "cpu", wide), readonly=True).tolist()
         return K.numpy_of(self, force=True, readonly=True).tolist()
 
     def numpy(self, *, force=False):
@@ -706,6 +707,10 @@ class Tensor(TensorBase):
     def cdouble(self):
         """``self.to(ember.complex128)``."""
         return O.to(self, None, D.complex128)
+
+    def chalf(self):
+        """``self.to(ember.complex32)``."""
+        return O.to(self, None, D.complex32)
 
     def half(self):
         """``self.to(ember.float16)``."""

@@ -56,6 +56,8 @@ def _flip_norm(norm):
 def _as_complex(x, op):
     if not isinstance(x, TensorBase):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    if x.dtype is D.complex32:   # (PyTorch's CPU transforms have no float16 kernels)
+        raise RuntimeError("MKL FFT doesn't support tensors of type: Half")
     if x.dtype._kind == 3:
         return x
     return O.to(x, dtype=_complex_dtype(x.dtype, op))

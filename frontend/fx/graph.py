@@ -762,7 +762,8 @@ class _Codegen:
 
 _DTYPE_ABBRS = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
                 "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
-                "bool": "b8", "complex64": "c64", "complex128": "c128"}
+                "bool": "b8", "complex32": "c32", "complex64": "c64",
+                "complex128": "c128"}
 
 
 def _wrap_fn():

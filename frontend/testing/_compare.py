@@ -18,6 +18,7 @@ TOLERANCES = {
     "float32": (1.3e-6, 1e-5),
     "float16": (1e-3, 1e-3),
     "bfloat16": (1.6e-2, 1e-2),
+    "complex32": (1e-3, 1e-5),
     "complex64": (1.3e-6, 1e-5),
     "complex128": (1e-7, 1e-7),
 }
@@ -29,10 +30,13 @@ def tolerance(dtype, scale: float = 1.0) -> tuple[float, float]:
 
 
 def to_numpy(t) -> np.ndarray:
-    """A tensor's values on the host, bfloat16 widened to float32."""
+    """A tensor's values on the host, bfloat16 widened to float32, complex32 to complex64
+    (NumPy has neither)."""
     t = t.detach().cpu()
     if t.dtype is ember.bfloat16:
         t = t.float()
+    elif t.dtype is ember.complex32:
+        t = t.to(ember.complex64)
     return np.array(t.numpy(), copy=True)
 
 

@@ -467,7 +467,7 @@ CRAFTED = [
     ("nbytes disagrees", _record(_header([_entry(nbytes=4)]), b"\0" * 64), "needs 8"),
     ("negative dim", _record(_header([_entry(shape=[-2], nbytes=-8)]), b"\0" * 64),
      "invalid shape"),
-    ("unknown dtype", _record(_header([_entry(dtype="complex32")]), b"\0" * 64),
+    ("unknown dtype", _record(_header([_entry(dtype="complex256")]), b"\0" * 64),
      "unknown dtype"),
     ("object dtype", _record(_header([_entry(dtype=["float32"])]), b"\0" * 64),
      "unknown dtype"),

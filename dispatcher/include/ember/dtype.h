@@ -37,19 +37,20 @@
 
 namespace ember {
 
-// Codes 10 and 11 are complex64 and complex128, which no kernel sees (the dispatcher runs
-// complex ops on the real views of their tensors): their size here is 0 and read_dtype
-// refuses them. 12 to 14 are PyTorch's "barebones" unsigned dtypes, which only the kernels
-// whose dtype masks name them (M_BAREBONES) take.
+// Codes 10, 11 and 15 are complex64, complex128 and complex32, which no kernel sees (the
+// dispatcher runs complex ops on the real views of their tensors): their size here is 0 and
+// read_dtype refuses them. 12 to 14 are PyTorch's "barebones" unsigned dtypes, which only the
+// kernels whose dtype masks name them (M_BAREBONES) take.
 enum : int {
   kBool = 0, kUInt8 = 1, kInt8 = 2, kInt16 = 3, kInt32 = 4, kInt64 = 5,
   kFloat16 = 6, kBFloat16 = 7, kFloat32 = 8, kFloat64 = 9,
-  kUInt16 = 12, kUInt32 = 13, kUInt64 = 14, kNumDTypes = 15
+  kUInt16 = 12, kUInt32 = 13, kUInt64 = 14, kNumDTypes = 16
 };
 inline constexpr const char* kDTypeNames[kNumDTypes] = {
     "bool",    "uint8",   "int8",      "int16",      "int32",  "int64",  "float16", "bfloat16",
-    "float32", "float64", "complex64", "complex128", "uint16", "uint32", "uint64"};
-inline constexpr int kDTypeSizes[kNumDTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 0, 0, 2, 4, 8};
+    "float32", "float64", "complex64", "complex128", "uint16", "uint32", "uint64",
+    "complex32"};
+inline constexpr int kDTypeSizes[kNumDTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 0, 0, 2, 4, 8, 0};
 
 inline const char* dtype_name(int code) {
   return (code >= 0 && code < kNumDTypes) ? kDTypeNames[code] : "<invalid dtype>";
