@@ -281,12 +281,11 @@ np.savez(sys.argv[1], **RESULTS)
 
 PACKAGES = ["torchmetrics", "torch_optimizer", "ema_pytorch", "rotary_embedding_torch",
             "pytorch_metric_learning", "einx", "x_transformers", "torch_optimizer_adahessian",
-            "lion_pytorch", "torch_optimizer_ranger", "vector_quantize_pytorch"]
+            "lion_pytorch", "torch_optimizer_ranger", "vector_quantize_pytorch", "kornia"]
 
 # sections that fail on ember for a public PyTorch name or behaviour ember lacks, with the
 # text the failure must name. When one starts passing, move it to PACKAGES.
 BLOCKED = {
-    "kornia": "'complex32'",                         # torch.complex32
 }
 
 
