@@ -599,11 +599,14 @@ _PLAIN_SCALARS = frozenset((int, float, bool))
 
 
 def _has_tensor(seq) -> bool:
-    """Whether a (nested) list holds tensors; plain lists of numbers are checked in C."""
+    """Whether a (nested) list holds tensors or NumPy scalars (whose dtypes join the
+    inference, as in PyTorch: ``tensor([np.int32(1)])`` is int32, ``tensor([np.float64(1),
+    2.0])`` float64); plain lists of numbers are checked in C."""
     if set(map(type, seq)) <= _PLAIN_SCALARS:
         return False
     for x in seq:
-        if isinstance(x, TensorBase) or isinstance(x, (list, tuple)) and _has_tensor(x):
+        if isinstance(x, (TensorBase, np.generic)) or isinstance(x, (list, tuple)) and \
+                _has_tensor(x):
             return True
     return False
 
@@ -622,7 +625,8 @@ def _tensor_items(seq, dtypes):
             dtypes.append(x.dtype)
             out.append(O.item(x))
         else:
-            dtypes.append(D.dtype_of_scalar(x if not isinstance(x, np.generic) else x.item()))
+            dtypes.append(D.from_numpy_dtype(x.dtype) if isinstance(x, np.generic)
+                          else D.dtype_of_scalar(x))
             out.append(x)
     return out
 
@@ -700,7 +704,7 @@ def _check_python_values(arr, dt) -> None:
     (``Overflow when unpacking long long``), and a number outside an integer dtype's range
     (an int into an unsigned dtype may be negative down to minus its maximum, where it
     wraps; a float may not)."""
-    if arr.dtype.kind == "u":
+    if arr.dtype == np.uint64:    # (NumPy's type for Python ints past int64's range)
         raise ValueError("Overflow when unpacking long long")
     if dt._kind != 1 or arr.dtype.kind not in "if":
         return

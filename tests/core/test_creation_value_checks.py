@@ -24,6 +24,14 @@ CALLS = [
     "L.randint(-5, 3, (2,), dtype=L.uint8)", "L.randint(-128, 128, (2,), dtype=L.int8).dtype",
     "L.randint(0, 129, (2,), dtype=L.int8)", "L.randint(0, 3, (2,), dtype=L.bool)",
     "L.randint(0, 70000, (2,), dtype=L.float16)", "L.randint(0, 2**40, (2,), dtype=L.int32)",
+    # NumPy scalars in a sequence bring their dtypes into the inference
+    "L.tensor([np.int32(1)]).dtype", "L.tensor([np.int32(1), 2]).dtype",
+    "L.tensor([np.int16(1), np.int32(2)]).dtype", "L.tensor([np.float64(1)]).dtype",
+    "L.tensor([np.float64(1), 2.0]).dtype", "L.tensor([np.float16(1)]).dtype",
+    "L.tensor([np.int32(1), 2.5]).dtype", "L.tensor([[np.int8(1)], [np.int8(2)]]).dtype",
+    "L.tensor([np.uint8(1)]).dtype", "L.tensor([np.bool_(True)]).dtype",
+    "L.tensor([np.int32(1), np.float32(2)]).dtype", "L.tensor([np.float64(0.1), 1]).tolist()",
+    "L.tensor([np.uint16(5), 1])",
 ]
 
 
