@@ -1,5 +1,5 @@
-"""Run by test_distributed_optim.py on N ranks, twice: on ember (``OPT_FRAMEWORK=ember``, launched with
-``python -m ember.distributed.run``, MPI) and on PyTorch (``OPT_FRAMEWORK=torch``, one
+"""Run by test_distributed_optim.py on N ranks, twice: on ember (``OPT_FRAMEWORK=ember``,
+launched with ``python -m ember.distributed.run``, MPI) and on PyTorch (``OPT_FRAMEWORK=torch``, one
 process a rank, gloo), the oracle. Each case trains a small model with
 ``ZeroRedundancyOptimizer`` for a few steps from weights and data every rank rebuilds from
 seeds (gradients averaged with ``all_reduce``, as DDP would), and saves the parameters after
