@@ -487,7 +487,9 @@ def scalar_tensor(value, dtype, device):
             key = None
         t = real_empty((), dtype, device)
         fill = BACKENDS[device.type].kernels.get("fill")
-        if fill is None:  # a backend without it (EMBER_FALLBACK=cpu): write the bytes
+        if fill is None or dtype._kind == 3:
+            # a backend without it (EMBER_FALLBACK=cpu), or a complex dtype (which no kernel
+            # takes): write the bytes
             BACKENDS[device.type].copy_from_host(t._storage, 0,
                                                  encode_scalar(value, dtype))
         else:

@@ -1255,6 +1255,8 @@ def scatter_(x, dim, index, src, reduce=None):
 
 def nonzero(x):
     o = OPS["nonzero"]
+    if x.dtype._kind == 3:      # complex: the elements with a nonzero part
+        x = elementwise("ne", x, 0)
     k = o.kernels.get(x.device.type)
     if k is None:
         return o.composite(x)

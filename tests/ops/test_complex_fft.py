@@ -415,3 +415,17 @@ def test_dlpack_both_ways():
     e = ember.from_dlpack(torch.tensor(a).to(torch.complex64))
     assert e.dtype is ember.complex64
     np.testing.assert_array_equal(e.numpy(), a.astype(np.complex64))
+
+
+@pytest.mark.parametrize("call", [
+    "x.nonzero()", "L.argwhere(x)", "L.nonzero(x, as_tuple=True)[0]",
+    "x.reshape(1, 5).nonzero()", "x.to(L.complex32).nonzero()",
+    "x.index_fill(0, L.tensor([0]), 2)", "x.index_fill(0, L.tensor([2, 4]), 1 - 1j)",
+    "x.to(L.complex32).index_fill(0, L.tensor([1]), 3).to(L.complex64)",
+])
+def test_nonzero_and_index_fill_of_complex_as_pytorch(call):
+    got = []
+    for L in (torch, ember):
+        x = L.tensor([0j, 1 + 0j, 1j, 0j, 2 + 2j])
+        got.append(eval(call, {"L": L, "x": x}).tolist())  # noqa: S307 - the calls above
+    assert got[1] == got[0]
