@@ -955,10 +955,10 @@ def _nll_loss(self, target, weight, reduction, ignore_index):
     return _true_div(O.reduce("sum", loss), O.reduce("sum", w))
 
 
-@gradient("nll_loss")
-def _(g, self, target, weight=None, reduction="mean", ignore_index=-100):
-    # d loss / d input[i, t_i] = -w_i (scaled by g, over the weight sum for the mean); zero
-    # elsewhere and at ignored targets
+def _target_scale(g, self, target, weight, reduction, ignore_index):
+    """What the gradients of nll_loss and cross_entropy (class-index targets) share: the
+    class dim, the targets with ignored ones set to 0, and each sample's factor (``g``
+    times its class weight, 0 where ignored, over the weight sum for the mean)."""
     cdim = 0 if len(self.shape) == 1 else 1
     t = O.to(target, None, D.int64)
     if len(self.shape) == 1 and len(t.shape) == 1:
@@ -972,6 +972,14 @@ def _(g, self, target, weight=None, reduction="mean", ignore_index=-100):
     scale = E("mul", g, w)
     if reduction == "mean":
         scale = _true_div(scale, O.reduce("sum", w))
+    return cdim, safe, scale
+
+
+@gradient("nll_loss")
+def _(g, self, target, weight=None, reduction="mean", ignore_index=-100):
+    # d loss / d input[i, t_i] = -w_i (scaled by g, over the weight sum for the mean); zero
+    # elsewhere and at ignored targets
+    cdim, safe, scale = _target_scale(g, self, target, weight, reduction, ignore_index)
     d = O.zeros(self.shape, self.dtype, self.device)
     d = O.scatter(d, cdim, V.unsqueeze(safe, cdim), V.unsqueeze(E("neg", scale), cdim))
     return d, None, None
@@ -1054,21 +1062,8 @@ def _cross_entropy_indices(self, target, weight, reduction, ignore_index):
 
 @gradient("cross_entropy_indices")
 def _(g, self, target, weight=None, reduction="mean", ignore_index=-100):
-    nd = len(self.shape)
-    cdim = 0 if nd == 1 else 1
-    t = O.to(target, None, D.int64)
-    if nd == 1 and len(t.shape) == 1:
-        t = V.reshape(t, ())
-    valid = E("ne", t, ignore_index)
-    safe = O.where(valid, t, 0)
-    w = O.to(valid, None, self.dtype)
-    if weight is not None:
-        picked = V.reshape(index_select(weight, 0, V.reshape(safe, -1)), safe.shape)
-        w = E("mul", w, O.to(picked, None, self.dtype))
     # d loss / d logit[i, j] = scale_i (softmax[i, j] - [j == t_i])
-    scale = E("mul", g, w)
-    if reduction == "mean":
-        scale = _true_div(scale, O.reduce("sum", w))
+    cdim, safe, scale = _target_scale(g, self, target, weight, reduction, ignore_index)
     scale = V.unsqueeze(scale, cdim)
     d = E("mul", O.softmax_op("softmax", self, cdim), scale)
     d = O.scatter(d, cdim, V.unsqueeze(safe, cdim), E("neg", scale), reduce="add")
