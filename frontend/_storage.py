@@ -105,7 +105,7 @@ class UntypedStorage:
         values = list(arg)
         s = _new(len(values), dev)
         if values:
-            _bytes_of(s).copy_(_host_tensor(values, D.uint8).to(dev))
+            _bytes_of(s).copy_(K.tensor(values, dtype=D.uint8).to(dev))
         return s
 
     # ---- what it is -----------------------------------------------------------------------
@@ -126,8 +126,7 @@ class UntypedStorage:
 
     def data_ptr(self) -> int:
         """The address of the first byte."""
-        probe = C.new_tensor(self._s, (0,), (1,), 0, D.uint8, self.device, [0])
-        return int(getattr(C.host_storage(probe, False), "data_ptr", 0))
+        return _bytes_of(self).data_ptr()
 
     @property
     def is_cuda(self) -> bool:
@@ -158,8 +157,7 @@ class UntypedStorage:
 
     def is_pinned(self, device=None) -> bool:
         """Whether the storage is in page-locked host memory."""
-        probe = C.new_tensor(self._s, (0,), (1,), 0, D.uint8, self.device, [0])
-        return bool(probe.is_pinned())
+        return bool(_bytes_of(self).is_pinned())
 
     # ---- contents -------------------------------------------------------------------------
     def tolist(self) -> list:
@@ -172,8 +170,8 @@ class UntypedStorage:
             if step != 1:
                 raise RuntimeError("slices with steps are not supported by storages")
             if self.device.type == "cpu":   # a storage over the same bytes, as PyTorch's
-                probe = C.new_tensor(self._s, (0,), (1,), 0, D.uint8, self.device, [0])
-                host = np.frombuffer(C.host_storage(probe), np.uint8)[start:max(start, stop)]
+                host = np.frombuffer(C.host_storage(_bytes_of(self)),
+                                     np.uint8)[start:max(start, stop)]
                 return untyped_of(backend_for("cpu").wrap_host_buffer(host), self.device)
             out = _new(max(stop - start, 0), self.device)
             if stop > start:
@@ -260,11 +258,6 @@ class UntypedStorage:
                                   "pickle or save the tensor instead")
 
 
-def _host_tensor(values, dtype):
-    """A CPU tensor of ``values``."""
-    return K.tensor(values, dtype=dtype)
-
-
 class TypedStorage:
     """A storage seen as elements of one dtype (PyTorch's deprecated ``torch.TypedStorage``;
     ``tensor.storage()`` gives one, with PyTorch's deprecation warning).
@@ -302,7 +295,7 @@ class TypedStorage:
             values = list(args[0])
             self._untyped_storage = _new(len(values) * dtype.itemsize, dev)
             if values:
-                self._tensor().copy_(_host_tensor(values, dtype).to(dev))
+                self._tensor().copy_(K.tensor(values, dtype=dtype).to(dev))
         else:
             raise TypeError(f"TypedStorage(): expected a size or a sequence, got {len(args)} "
                             "arguments")
