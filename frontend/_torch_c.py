@@ -268,17 +268,18 @@ C.__getattr__ = _c_getattr
 del _f
 
 
-subclasses = types.ModuleType("torch._subclasses", "torch._subclasses on ember (see "
-                              "ember._torch_c).")
-subclasses.__path__ = []
-fake_tensor = types.ModuleType("torch._subclasses.fake_tensor", "torch._subclasses.fake_tensor "
-                               "on ember (see ember._torch_c).")
-fake_tensor.is_fake = is_fake
-subclasses.fake_tensor = fake_tensor
-fx_experimental = types.ModuleType("torch.fx.experimental", "torch.fx.experimental on ember "
-                                   "(see ember._torch_c).")
-fx_experimental.__path__ = []
-proxy_tensor = types.ModuleType("torch.fx.experimental.proxy_tensor", "torch.fx.experimental."
-                                "proxy_tensor on ember (see ember._torch_c).")
-proxy_tensor.get_proxy_mode = get_proxy_mode
-fx_experimental.proxy_tensor = proxy_tensor
+def _shim(name: str, package: bool = False, **attrs) -> types.ModuleType:
+    """A module ``name`` holding ``attrs`` (a package if ``package``), documented as one of
+    this module's shims."""
+    m = types.ModuleType(name, f"{name} on ember (see ember._torch_c).")
+    if package:
+        m.__path__ = []
+    for k, v in attrs.items():
+        setattr(m, k, v)
+    return m
+
+
+fake_tensor = _shim("torch._subclasses.fake_tensor", is_fake=is_fake)
+subclasses = _shim("torch._subclasses", package=True, fake_tensor=fake_tensor)
+proxy_tensor = _shim("torch.fx.experimental.proxy_tensor", get_proxy_mode=get_proxy_mode)
+fx_experimental = _shim("torch.fx.experimental", package=True, proxy_tensor=proxy_tensor)
