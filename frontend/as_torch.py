@@ -25,6 +25,7 @@ import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
+import multiprocessing.spawn
 import os
 import runpy
 import sys
@@ -126,6 +127,26 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 _FINDER = _Finder()
 
 
+class _AliasInChild:
+    """Carried in the preparation data ``multiprocessing`` sends a child it starts with
+    "spawn" or "forkserver": unpickling it (the child's first act, before it re-imports the
+    parent's ``__main__``) installs the alias there too, so the child's ``import torch``
+    gives ember as the parent's did."""
+
+    def __reduce__(self):
+        return install, ()
+
+
+_parent_preparation_data = multiprocessing.spawn.get_preparation_data
+
+
+def _preparation_data(name):
+    data = _parent_preparation_data(name)
+    if installed():
+        data["ember.as_torch"] = _AliasInChild()
+    return data
+
+
 def installed() -> bool:
     return _FINDER in sys.meta_path
 
@@ -139,6 +160,7 @@ def install() -> None:
         raise RuntimeError("ember.as_torch.install(): PyTorch is already imported in this "
                            "process; install the alias before anything imports torch")
     sys.meta_path.insert(0, _FINDER)
+    multiprocessing.spawn.get_preparation_data = _preparation_data
     # printed texts read as the program wrote them: torch.float32, torch.Size([2])
     _dtypes.set_module_name("torch")
 
@@ -147,6 +169,8 @@ def uninstall() -> None:
     """Remove the alias and forget the ``torch`` modules it handed out."""
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
+    if multiprocessing.spawn.get_preparation_data is _preparation_data:
+        multiprocessing.spawn.get_preparation_data = _parent_preparation_data
     _dtypes.set_module_name("ember")
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         mod = sys.modules[name]
