@@ -26,13 +26,15 @@ def _parse(equation: str, operands):
                          "einsum(): fewer operands were provided than specified in the equation")
     used = set(c for c in eq if c.isalpha())
     free = [c for c in string.ascii_letters if c not in used]
-    ell_letters = None
+    # the ellipses of all operands broadcast together, right-aligned: one letter per dim of
+    # the longest, and an operand with fewer ellipsis dims takes the rightmost letters
+    n_ells = [len(t.shape) - (len(term) - 3) for term, t in zip(terms, operands)
+              if "..." in term]
+    ell_letters = free[:max(n_ells)] if n_ells else None
     out_terms = []
     for term, t in zip(terms, operands):
         if "..." in term:
             n_ell = len(t.shape) - (len(term) - 3)
-            if ell_letters is None or len(ell_letters) < n_ell:
-                ell_letters = free[:max(n_ell, len(ell_letters or []))]
             term = term.replace("...", "".join(ell_letters[len(ell_letters) - n_ell:]))
         for c in term:
             if not c.isalpha():

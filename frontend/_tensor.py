@@ -37,6 +37,10 @@ from ember.dispatcher.warn import warn as _warn
 E = O.elementwise
 _s = F._s
 _PLAIN = frozenset((int, float, bool))
+# what the arithmetic operators take as the other operand; for anything else they return
+# NotImplemented, as PyTorch's do, so Python tries that object's reflected method (zuko's
+# NestedTensor, a tuple of tensors, defines ``__rmul__`` for ``dt * f(t, x)``)
+_OPERANDS = (TensorBase, bool, int, float, complex, np.generic, np.ndarray)
 
 
 #: storages made by ``Tensor.pin_memory`` (page-locked host memory)
@@ -374,7 +378,9 @@ class Tensor(TensorBase):
     @property
     def data(self):
         """The tensor's data without autograd history: a tensor sharing storage with this one
-        that does not require grad (as :meth:`detach`).
+        that does not require grad. Unlike :meth:`detach`, it has its own version counter
+        (starting at 0), so writing through it hides the change from autograd's check that
+        saved tensors are unmodified, as in PyTorch.
 
         Assigning ``t.data = other`` makes ``t`` use ``other``'s storage, shape, dtype and
         device, without autograd recording anything.
@@ -386,7 +392,9 @@ class Tensor(TensorBase):
             >>> w.data.requires_grad
             False
         """
-        return self.detach()
+        d = self.detach()
+        d._vc = [0]
+        return d
 
     @data.setter
     def data(self, other):
@@ -1092,21 +1100,29 @@ class Tensor(TensorBase):
     # ---- operators -------------------------------------------------------------------------
     def __add__(self, other):
         if type(other) is not Tensor and type(other) not in _PLAIN:
+            if not isinstance(other, _OPERANDS):
+                return NotImplemented
             other = _s(other)
         return E("add", self, other)
 
     def __radd__(self, other):
         # (self first, as PyTorch: the same value, and the tensor's edge first in
         # grad_fn.next_functions)
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         return E("add", self, _s(other))
 
     def __iadd__(self, other):
         return E("add", self, _s(other), inplace=True)
 
     def __sub__(self, other):
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         return F.sub(self, other)
 
     def __rsub__(self, other):
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         return F.sub(_s(other), self)
 
     def __isub__(self, other):
@@ -1114,22 +1130,30 @@ class Tensor(TensorBase):
 
     def __mul__(self, other):
         if type(other) is not Tensor and type(other) not in _PLAIN:
+            if not isinstance(other, _OPERANDS):
+                return NotImplemented
             other = _s(other)
         return E("mul", self, other)
 
     def __rmul__(self, other):
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         return E("mul", self, _s(other))
 
     def __imul__(self, other):
         return E("mul", self, _s(other), inplace=True)
 
     def __truediv__(self, other):
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         return F.div(self, other)
 
     def __rtruediv__(self, other):
         # PyTorch's number / tensor: the reciprocal times the number (its bits, which
         # differ from a division by an ulp in about a third of float32 cases; and its
         # gradient saves the reciprocal, not the tensor)
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         if not isinstance(other, TensorBase):
             return F.reciprocal(self) * other
         return F.div(other, self)
@@ -1138,24 +1162,34 @@ class Tensor(TensorBase):
         return F.div_(self, other)
 
     def __floordiv__(self, other):
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         return F.floor_divide(self, other)
 
     def __rfloordiv__(self, other):
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         return F.floor_divide(_s(other), self)
 
     def __ifloordiv__(self, other):
         return F.floor_divide_(self, other)
 
     def __mod__(self, other):
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         return E("remainder", self, _s(other))
 
     def __rmod__(self, other):
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         return E("remainder", _s(other), self)
 
     def __imod__(self, other):
         return E("remainder", self, _s(other), inplace=True)
 
     def __pow__(self, other):
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         to = type(other)
         if self.dtype.is_floating_point and not (
                 (to is int or to is float) and other in POW_SPECIAL):
@@ -1163,6 +1197,8 @@ class Tensor(TensorBase):
         return F._pow(self, _s(other))  # (integer tensors: PyTorch's checks of the exponent)
 
     def __rpow__(self, other):
+        if type(other) is not Tensor and not isinstance(other, _OPERANDS):
+            return NotImplemented
         return E("pow", _s(other), self)
 
     def __ipow__(self, other):

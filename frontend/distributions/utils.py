@@ -119,6 +119,13 @@ def sum_rightmost(value: Tensor, dim: int) -> Tensor:
     return value.reshape(tuple(value.shape[:-dim]) + (-1,)).sum(-1)
 
 
+# PyTorch's private spelling, imported by packages that build on torch.distributions
+# (zuko: ``from torch.distributions.utils import _sum_rightmost``)
+_sum_rightmost = sum_rightmost
+
+euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant, as torch.distributions.utils
+
+
 # ---------------------------------------------------------------------------------------------
 # Special functions. ember has no lgamma/digamma kernels yet; these composites are accurate to
 # ~1e-14 for positive arguments: shift the argument up by 12 with the recurrence

@@ -1,0 +1,196 @@
+"""Behaviours that PyTorch-based registry packages rely on (tests/programs/
+test_registry_packages.py), each checked against PyTorch in this process.
+
+- ``Tensor.data`` has its own version counter (torchdiffeq's Runge-Kutta steps write the
+  stage buffer through ``scratch.data[index] = value`` after autograd saved it);
+- a tensor's arithmetic operators return NotImplemented for an operand they do not take,
+  so Python tries its reflected method (zuko's ``NestedTensor.__rmul__``);
+- einsum broadcasts ellipses of different lengths right-aligned (zuko's
+  ``einsum("...ij,...j->...i", W, x)`` with a batched ``x``);
+- ``torch.distributions.utils._sum_rightmost`` and ``euler_constant`` (zuko imports them).
+"""
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def both(fn):
+    return fn(ember), fn(torch)
+
+
+# ---- Tensor.data's version counter ----
+
+def test_data_has_its_own_version_counter():
+    def probe(M):
+        x = M.ones(3, requires_grad=True).clone()
+        x.add_(1)
+        d = x.data
+        before = (x._version, d._version)
+        d.add_(1)
+        after = (x._version, d._version)
+        y = x.detach()
+        y.add_(1)  # detach shares the counter
+        return before, after, x._version
+    assert both(probe)[0] == both(probe)[1]
+
+
+def test_write_through_data_passes_the_saved_tensor_check():
+    """The pattern of torchdiffeq's _UncheckedAssign: write a saved tensor through .data."""
+    def run(M):
+        class Assign(M.autograd.Function):
+            @staticmethod
+            def forward(ctx, scratch, value, i):
+                ctx.i = i
+                scratch.data[..., i] = value
+                return scratch
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, g[..., ctx.i], None
+
+        v = M.tensor([1.0, 2.0], requires_grad=True)
+        k = M.zeros(2, 3)
+        k = Assign.apply(k, v, 0)
+        s = (k * k).sum()  # saves k
+        k = Assign.apply(k, v * 3, 1)  # writes into k after the save
+        (s + k.sum()).backward()
+        return v.grad.numpy()
+    e, t = both(run)
+    np.testing.assert_allclose(e, t)
+
+
+def test_data_of_a_parameter_leaves_its_version():
+    def probe(M):
+        p = M.nn.Parameter(M.ones(2))
+        p.data.mul_(2)
+        return p._version, p.data._version, p.tolist()
+    assert both(probe)[0] == both(probe)[1]
+
+
+# ---- operators and foreign operands ----
+
+class Nested(tuple):
+    """A tuple of tensors with reflected arithmetic, as zuko.utils.NestedTensor."""
+
+    def __radd__(self, other):
+        return "radd"
+
+    def __rsub__(self, other):
+        return "rsub"
+
+    def __rmul__(self, other):
+        return "rmul"
+
+    def __rtruediv__(self, other):
+        return "rtruediv"
+
+    def __rfloordiv__(self, other):
+        return "rfloordiv"
+
+    def __rmod__(self, other):
+        return "rmod"
+
+    def __rpow__(self, other):
+        return "rpow"
+
+    def __add__(self, other):
+        return "add"
+
+    def __sub__(self, other):
+        return "sub"
+
+    def __mul__(self, other):
+        return "mul"
+
+    def __truediv__(self, other):
+        return "truediv"
+
+
+OPS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "truediv": lambda a, b: a / b, "floordiv": lambda a, b: a // b,
+    "mod": lambda a, b: a % b, "pow": lambda a, b: a ** b,
+}
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_tensor_op_foreign_operand_defers_to_its_reflected_method(op):
+    f = OPS[op]
+    e, t = both(lambda M: f(M.ones(2), Nested((M.ones(2),))))
+    assert e == t == "r" + op
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv"])
+def test_foreign_operand_first_is_unchanged(op):
+    f = OPS[op]
+    e, t = both(lambda M: f(Nested((M.ones(2),)), M.ones(2)))
+    assert e == t == op
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("other", [None, object(), "s", [1.0, 2.0], (1.0, 2.0)],
+                         ids=["none", "object", "str", "list", "tuple"])
+def test_tensor_op_unsupported_operand_raises_type_error_as_torch(op, other):
+    f = OPS[op]
+    with pytest.raises(TypeError) as t_err:
+        f(torch.ones(2), other)
+    with pytest.raises(TypeError) as e_err:
+        f(ember.ones(2), other)
+    assert str(e_err.value) == str(t_err.value)
+
+
+def test_numbers_and_numpy_scalars_still_work():
+    for other in (2, 2.5, np.float32(2.0), np.int64(3)):
+        for name, f in OPS.items():
+            e, t = f(ember.ones(2) * 3, other), f(torch.ones(2) * 3, other)
+            np.testing.assert_allclose(e.numpy(), t.numpy(), err_msg=f"{name} {other!r}")
+            e, t = f(other, ember.ones(2) * 3), f(other, torch.ones(2) * 3)
+            np.testing.assert_allclose(np.asarray(e), np.asarray(t), err_msg=f"r{name}")
+
+
+# ---- einsum with ellipses of different lengths ----
+
+@pytest.mark.parametrize("eq, shapes", [
+    ("...ij,...j->...i", [(3, 4, 5), (2, 3, 5)]),
+    ("...ij,...j", [(3, 4, 5), (2, 3, 5)]),
+    ("...ij,...j->...i", [(2, 3, 4, 5), (3, 5)]),
+    ("...,...->...", [(3,), (2, 3)]),
+    ("i...,...->i...", [(2, 3), (4, 3)]),
+    ("...ij,...jk->...ik", [(4, 2, 3), (5, 4, 3, 2)]),
+    ("...ij,...jk->...ik", [(1, 2, 3), (5, 4, 3, 2)]),
+])
+def test_einsum_ellipses_broadcast_right_aligned(eq, shapes):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    e = ember.einsum(eq, *[ember.tensor(a) for a in arrays])
+    t = torch.einsum(eq, *[torch.tensor(a) for a in arrays])
+    assert tuple(e.shape) == tuple(t.shape)
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_einsum_ellipsis_gradient():
+    rng = np.random.default_rng(1)
+    w0, x0 = rng.standard_normal((3, 4, 5)), rng.standard_normal((2, 3, 5))
+    grads = []
+    for M in (ember, torch):
+        w, x = M.tensor(w0, requires_grad=True), M.tensor(x0, requires_grad=True)
+        M.einsum("...ij,...j->...i", w, x).square().sum().backward()
+        grads.append((w.grad.numpy(), x.grad.numpy()))
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# ---- torch.distributions.utils names ----
+
+def test_distributions_utils_private_names():
+    from torch.distributions import utils as TU
+
+    from ember.distributions import utils as EU
+    assert EU.euler_constant == TU.euler_constant
+    x = np.arange(24.0).reshape(2, 3, 4)
+    for dim in (0, 1, 2, 3):
+        np.testing.assert_allclose(EU._sum_rightmost(ember.tensor(x), dim).numpy(),
+                                   TU._sum_rightmost(torch.tensor(x), dim).numpy())
