@@ -276,12 +276,334 @@ def kornia():
            rot=K.geometry.transform.rotate(img, t([30.0])))
 
 
+
+def fit(model, make_opt, steps, x, y, schedule_free=False):
+    """Train with the optimizer ``make_opt(params)`` makes; a schedule-free one is put in
+    train mode before each step and in eval mode (the averaged weights) at the end."""
+    opt = make_opt(model.parameters())
+    losses = []
+    for _ in range(steps):
+        if schedule_free:
+            opt.train()
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    if schedule_free:
+        opt.eval()
+    return losses
+
+
+def mlp(seed):
+    model = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    det_init(model, seed)
+    return model
+
+
+@section
+def schedulefree():
+    rng = np.random.default_rng(101)  # own stream: a failing section shifts no other
+    import schedulefree as sf
+    x, y = t(rng.standard_normal((16, 5))), t(rng.standard_normal((16, 2)))
+    for name, make in [
+            ("adamw", lambda p: sf.AdamWScheduleFree(p, lr=1e-2, warmup_steps=2)),
+            ("adamw_wd", lambda p: sf.AdamWScheduleFree(p, lr=1e-2, weight_decay=0.1)),
+            ("sgd", lambda p: sf.SGDScheduleFree(p, lr=1e-2, warmup_steps=1)),
+            ("radam", lambda p: sf.RAdamScheduleFree(p, lr=1e-2)),
+            ("adamw_ref", lambda p: sf.AdamWScheduleFreeReference(p, lr=1e-2)),
+            ("adamw_paper", lambda p: sf.AdamWScheduleFreePaper(p, lr=1e-2)),
+            ("sgd_ref", lambda p: sf.SGDScheduleFreeReference(p, lr=1e-2)),
+            ("wrap", lambda p: sf.ScheduleFreeWrapper(torch.optim.SGD(p, lr=1e-2),
+                                                      momentum=0.9))]:
+        model = mlp(2)
+        losses = fit(model, make, 5, x, y, schedule_free=True)
+        record("schedulefree", **{f"{name}_losses": losses, f"{name}_w": model[0].weight,
+                                  f"{name}_out": model(x)})
+    model = mlp(2)
+    opt = sf.AdamWScheduleFreeClosure(model.parameters(), lr=1e-2)
+    closure_losses = []
+    for _ in range(4):
+        def closure():
+            opt.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            return loss
+        closure_losses.append(opt.step(closure).item())
+    record("schedulefree", closure_losses=closure_losses, closure_w=model[0].weight)
+
+
+@section
+def prodigyopt():
+    rng = np.random.default_rng(102)  # own stream: a failing section shifts no other
+    from prodigyopt import Prodigy
+    x, y = t(rng.standard_normal((16, 5))), t(rng.standard_normal((16, 2)))
+    for i, kw in enumerate([dict(lr=1.0), dict(lr=1.0, weight_decay=0.01, use_bias_correction=True,
+                                               safeguard_warmup=True),
+                            dict(lr=1.0, d_coef=0.5, decouple=False, weight_decay=0.01)]):
+        model = mlp(3)
+        losses = fit(model, lambda p: Prodigy(p, **kw), 5, x, y)
+        record("prodigyopt", **{f"losses{i}": losses, f"w{i}": model[0].weight})
+
+
+@section
+def dadaptation():
+    rng = np.random.default_rng(103)  # own stream: a failing section shifts no other
+    import dadaptation as da
+    x, y = t(rng.standard_normal((16, 5))), t(rng.standard_normal((16, 2)))
+    for name in ("DAdaptAdam", "DAdaptSGD", "DAdaptAdaGrad", "DAdaptAdan", "DAdaptLion"):
+        model = mlp(4)
+        lr = 1e-2 if name == "DAdaptLion" else 1.0
+        losses = fit(model, lambda p: getattr(da, name)(p, lr=lr), 5, x, y)
+        record("dadaptation", **{f"{name}_losses": losses, f"{name}_w": model[0].weight})
+
+
+@section
+def torch_ema():
+    rng = np.random.default_rng(104)  # own stream: a failing section shifts no other
+    from torch_ema import ExponentialMovingAverage
+    x, y = t(rng.standard_normal((16, 5))), t(rng.standard_normal((16, 2)))
+    model = mlp(5)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ema = ExponentialMovingAverage(model.parameters(), decay=0.9)
+    for _ in range(5):
+        opt.zero_grad()
+        ((model(x) - y) ** 2).mean().backward()
+        opt.step()
+        ema.update()
+    live = model(x)
+    state = ema.state_dict()
+    with ema.average_parameters():
+        averaged = model(x)
+    ema.store()
+    ema.copy_to()
+    copied = model[0].weight.clone()
+    ema.restore()
+    ema2 = ExponentialMovingAverage(model.parameters(), decay=0.5)
+    ema2.load_state_dict(state)
+    record("torch_ema", live=live, averaged=averaged, copied=copied,
+           restored=model[0].weight, num_updates=state["num_updates"],
+           shadow=ema2.shadow_params[0], decay=ema2.decay)
+
+
+@section
+def entmax():
+    rng = np.random.default_rng(105)  # own stream: a failing section shifts no other
+    import entmax as em
+    x = t(rng.standard_normal((4, 7)) * 2).requires_grad_()
+    outs = {"sparsemax": em.sparsemax(x, dim=-1), "entmax15": em.entmax15(x, dim=-1),
+            "bisect": em.entmax_bisect(x, alpha=1.3, dim=-1),
+            "sparsemax_k": em.sparsemax(x, dim=-1, k=3),
+            "entmax15_k": em.entmax15(x, dim=0, k=2),
+            "sparsemax_bisect": em.sparsemax_bisect(x)}
+    for name, out in outs.items():
+        (grad,) = torch.autograd.grad((out * t(np.arange(7.0))).sum(), x)
+        record("entmax", **{name: out, f"{name}_grad": grad})
+    alpha = t([1.2, 1.5, 1.8, 2.0]).unsqueeze(1).requires_grad_()
+    out = em.entmax_bisect(x, alpha=alpha)
+    out[:, 0].sum().backward()
+    target = torch.tensor(rng.integers(0, 7, 4))
+    record("entmax", bisect_alpha=out, alpha_grad=alpha.grad,
+           sparsemax_loss=em.SparsemaxLoss()(x, target),
+           entmax15_loss=em.Entmax15Loss(k=3)(x, target),
+           bisect_loss=em.EntmaxBisectLoss(alpha=1.5)(x, target),
+           modules=em.Entmax15(dim=1)(x) + em.Sparsemax(dim=1)(x) +
+           em.EntmaxBisect(alpha=1.7, dim=1)(x))
+
+
+@section
+def torchdiffeq():
+    rng = np.random.default_rng(106)  # own stream: a failing section shifts no other
+    from torchdiffeq import odeint, odeint_adjoint
+
+    class Func(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(),
+                                           torch.nn.Linear(8, 3))
+            det_init(self, 9)
+
+        def forward(self, t, y):
+            return self.net(y) - 0.1 * y
+
+    func = Func()
+    y0 = t(rng.standard_normal((2, 3)))
+    ts = t(np.linspace(0.0, 1.0, 5))
+    for method, opts in [("dopri5", {}), ("rk4", dict(step_size=0.1)),
+                         ("euler", dict(step_size=0.05)), ("midpoint", dict(step_size=0.1)),
+                         ("bosh3", {}), ("adaptive_heun", {}), ("dopri8", {}),
+                         ("explicit_adams", dict(step_size=0.1)),
+                         ("implicit_adams", dict(step_size=0.1)), ("fehlberg2", {})]:
+        ys = odeint(func, y0, ts, method=method, options=opts, rtol=1e-6, atol=1e-7)
+        record("torchdiffeq", **{method: ys})
+    y0g = y0.clone().requires_grad_()
+    ys = odeint(func, y0g, ts, rtol=1e-6, atol=1e-7)
+    ys.square().sum().backward()
+    direct = [p.grad.clone() for p in func.parameters()] + [y0g.grad.clone()]
+    func.zero_grad()
+    y0a = y0.clone().requires_grad_()
+    ys = odeint_adjoint(func, y0a, ts, rtol=1e-6, atol=1e-7)
+    ys.square().sum().backward()
+    record("torchdiffeq", adjoint=ys, adj_y0_grad=y0a.grad, direct_y0_grad=direct[-1],
+           adj_w_grad=func.net[0].weight.grad, direct_w_grad=direct[0])
+    # event handling: stop when the first coordinate crosses zero
+    ev_t, ev_y = odeint(lambda s, y: torch.stack([y[1], -y[0]]), t([1.0, 0.0]), t([0.0, 10.0]),
+                        event_fn=lambda s, y: y[0], rtol=1e-7, atol=1e-8)
+    record("torchdiffeq", event_t=ev_t, event_y=ev_y)
+
+
+def param_init(module, seed):
+    """Deterministic parameters (not buffers: a flow's base distribution lives in them)."""
+    r = np.random.default_rng(seed)
+    with torch.no_grad():
+        for name, p in sorted(module.named_parameters()):
+            p.copy_(t(r.standard_normal(tuple(p.shape)) * 0.1, p.dtype))
+
+
+@section
+def zuko():
+    rng = np.random.default_rng(201)  # own stream: a failing section shifts no other
+    import zuko as zk
+    x = t(rng.standard_normal((8, 3)))
+    c = t(rng.standard_normal((8, 2)))
+    for i, (name, make) in enumerate([
+            ("maf", lambda: zk.flows.MAF(3, 2, transforms=2, hidden_features=(16, 16))),
+            ("nsf", lambda: zk.flows.NSF(3, 2, transforms=2, hidden_features=(16,))),
+            ("ncsf", lambda: zk.flows.NCSF(3, 2, transforms=1, hidden_features=(16,))),
+            ("nice", lambda: zk.flows.NICE(3, 2, transforms=2, hidden_features=(16,))),
+            ("realnvp", lambda: zk.flows.RealNVP(3, 2, transforms=2, hidden_features=(16,))),
+            ("sospf", lambda: zk.flows.SOSPF(3, 2, transforms=2, hidden_features=(16,))),
+            ("bpf", lambda: zk.flows.BPF(3, 2, transforms=2, hidden_features=(16,))),
+            ("naf", lambda: zk.flows.NAF(3, 2, transforms=1, hidden_features=(16,))),
+            ("unaf", lambda: zk.flows.UNAF(3, 2, transforms=1, hidden_features=(16,))),
+            ("gf", lambda: zk.flows.GF(3, 2, transforms=2, components=4)),
+            ("cnf", lambda: zk.flows.CNF(3, 2, hidden_features=(16,)))]):
+        flow = make()
+        param_init(flow, 20 + i)
+        # the CNF's adaptive solver makes float32 round-off visible (1e-3 in the
+        # gradient, under both frameworks alike): it runs in float64
+        dt = torch.float64 if name == "cnf" else torch.float32
+        dist = flow.to(dt)(c.to(dt))
+        logp = dist.log_prob(x.to(dt))
+        (grad,) = torch.autograd.grad(logp.sum(), next(flow.parameters()))
+        record("zuko", **{f"{name}_logp": logp, f"{name}_grad": grad})
+        if name in ("maf", "nsf", "realnvp", "gf"):
+            tr = dist.transform
+            z = tr(x)
+            record("zuko", **{f"{name}_z": z, f"{name}_inv": tr.inv(z),
+                              f"{name}_ladj": tr.log_abs_det_jacobian(x, z)})
+    flow = zk.flows.NSF(3, 2, transforms=2, hidden_features=(16,))
+    param_init(flow, 40)
+    opt = torch.optim.Adam(flow.parameters(), lr=1e-3)
+    losses = []
+    for _ in range(3):
+        loss = -flow(c).log_prob(x).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    record("zuko", nsf_train=losses)
+
+
+@section
+def zuko_distributions():
+    rng = np.random.default_rng(202)  # own stream: a failing section shifts no other
+    import zuko as zk
+    x = t(rng.standard_normal((8, 3)))
+    D = zk.distributions
+    loc, scale = t(rng.standard_normal(3)), t(rng.random(3) + 0.5)
+    for name, d, v in [("diagnormal", D.DiagNormal(loc, scale), x),
+                       ("boxuniform", D.BoxUniform(-3 * scale, 3 * scale), x * 0.5),
+                       ("truncnormal", D.Truncated(torch.distributions.Normal(loc, scale),
+                                                   loc - 1, loc + 1), loc + 0.5 * torch.tanh(x)),
+                       ("sort", D.Sort(torch.distributions.Normal(loc[0], scale[0]), 3),
+                        x.sort(-1).values),
+                       ("mixture", D.Mixture(torch.distributions.Normal(loc, scale),
+                                             t([1.0, 2.0, 3.0])), x[:, 0]),
+                       ("gmm", D.Mixture(D.DiagNormal(loc.expand(2, 3), scale.expand(2, 3)),
+                                         t([0.3, 0.7])), x)]:
+        record("zuko_distributions", **{f"{name}_logp": d.log_prob(v)})
+
+
+@section
+def zuko_transforms():
+    rng = np.random.default_rng(203)  # own stream: a failing section shifts no other
+    import zuko as zk
+    T = zk.transforms
+    u = t(rng.standard_normal((5, 3)))
+    for name, tr in [("monotonic_rqs", T.MonotonicRQSTransform(
+                         t(rng.standard_normal((5, 3, 4))), t(rng.standard_normal((5, 3, 4))),
+                         t(rng.standard_normal((5, 3, 3))))),
+                     ("softclip", T.SoftclipTransform(4.0)),
+                     ("circular_shift", T.CircularShiftTransform(3.0)),
+                     ("sospt", T.SOSPolynomialTransform(t(rng.standard_normal((5, 3, 2, 3))))),
+                     ("bernstein", T.BernsteinTransform(t(rng.standard_normal((5, 3, 6))))),
+                     ("lu_linear", T.LULinearTransform(t(rng.standard_normal((3, 3)) * 0.3))),
+                     ("rotation", T.RotationTransform(t(rng.standard_normal((3, 3)))))]:
+        y = tr(u)
+        record("zuko_transforms", **{f"{name}_y": y, f"{name}_inv": tr.inv(y),
+                          f"{name}_ladj": tr.log_abs_det_jacobian(u, y)})
+
+
+@section
+def perceiver_pytorch():
+    rng = np.random.default_rng(204)  # own stream: a failing section shifts no other
+    from perceiver_pytorch import Perceiver, PerceiverIO
+    img = t(rng.standard_normal((2, 6, 5, 3)))
+    model = Perceiver(input_channels=3, input_axis=2, num_freq_bands=4, max_freq=10.0, depth=2,
+                      num_latents=8, latent_dim=16, cross_heads=1, latent_heads=2,
+                      cross_dim_head=8, latent_dim_head=8, num_classes=5, self_per_cross_attn=1)
+    det_init(model, 50)
+    logits = model(img)
+    logits.square().mean().backward()
+    record("perceiver_pytorch", logits=logits, latents_grad=model.latents.grad)
+    io = PerceiverIO(dim=6, queries_dim=4, logits_dim=3, depth=2, num_latents=8, latent_dim=16,
+                     cross_heads=1, latent_heads=2, cross_dim_head=8, latent_dim_head=8)
+    det_init(io, 51)
+    seq = t(rng.standard_normal((2, 10, 6)))
+    queries = t(rng.standard_normal((7, 4)))
+    mask = torch.tensor(rng.random((2, 10)) < 0.8)
+    record("perceiver_pytorch", io=io(seq, queries=queries), io_masked=io(seq, mask=mask,
+                                                                          queries=queries))
+
+
+@section
+def local_attention():
+    rng = np.random.default_rng(205)  # own stream: a failing section shifts no other
+    from local_attention import LocalAttention, LocalTransformer
+    q, k, v = (t(rng.standard_normal((2, 3, 16, 8))) for _ in range(3))
+    for i, kw in enumerate([dict(window_size=4, causal=True),
+                            dict(window_size=4, causal=False, look_backward=1, look_forward=1),
+                            dict(window_size=4, causal=True, exact_windowsize=True, dim=8),
+                            dict(window_size=5, causal=False, autopad=True, dim=8,
+                                 use_xpos=True)]):
+        attn = LocalAttention(**kw)
+        n = 16 if i < 3 else 13
+        mask = torch.tensor(rng.random((2, n)) < 0.9)
+        record("local_attention", **{f"attn{i}": attn(q[:, :, :n], k[:, :, :n], v[:, :, :n],
+                                                         mask=mask if i % 2 else None)})
+    model = LocalTransformer(num_tokens=20, max_seq_len=16, dim=16, depth=2, heads=2,
+                             dim_head=8, local_attn_window_size=4, causal=True,
+                             num_residual_streams=1).eval()
+    det_init(model, 60)
+    tokens = torch.tensor(rng.integers(0, 20, (2, 16)))
+    logits = model(tokens)
+    loss = model(tokens, return_loss=True)
+    loss.backward()
+    record("local_attention", logits=logits, loss=loss,
+           emb_grad=model.token_emb.weight.grad)
+
 np.savez(sys.argv[1], **RESULTS)
 '''
 
 PACKAGES = ["torchmetrics", "torch_optimizer", "ema_pytorch", "rotary_embedding_torch",
             "pytorch_metric_learning", "einx", "x_transformers", "torch_optimizer_adahessian",
-            "lion_pytorch", "torch_optimizer_ranger", "vector_quantize_pytorch", "kornia"]
+            "lion_pytorch", "torch_optimizer_ranger", "vector_quantize_pytorch", "kornia",
+            "schedulefree", "prodigyopt", "dadaptation", "torch_ema", "entmax", "torchdiffeq",
+            "zuko", "zuko_distributions", "zuko_transforms", "perceiver_pytorch",
+            "local_attention"]
+# sections named <package>_<part> that exercise part of a package listed on its own
+_PARTS = ("torch_optimizer_", "zuko_")
 
 # sections that fail on ember for a public PyTorch name or behaviour ember lacks, with the
 # text the failure must name. When one starts passing, move it to PACKAGES.
@@ -292,7 +614,7 @@ BLOCKED = {
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     pytest.importorskip("torch")
-    missing = [p for p in (*PACKAGES, *BLOCKED) if not p.startswith("torch_optimizer_")
+    missing = [p for p in (*PACKAGES, *BLOCKED) if not p.startswith(_PARTS)
                and importlib.util.find_spec(p) is None]
     if missing:
         pytest.skip(f"registry packages not installed: {missing} "
