@@ -40,6 +40,8 @@ from ._device_ns import cpu, cuda, opencl, xpu, mps, DeviceNamespace as _DeviceN
 from ember.dispatcher.plugins import BACKENDS as _BACKENDS, ensure_loaded as _ensure_loaded
 from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
 from . import _dynamo, _inductor, _logging
+from . import overrides
+from ._torch_c import C as _C   # (torch._C's switches: _C.DisableTorchFunctionSubclass)
 from . import onnx
 from . import export
 from . import _autocast_entries, _docstrings, _numpy_aliases
@@ -106,3 +108,8 @@ def __getattr__(name):
             ns = globals()[name] = _DeviceNamespace(name)
             return ns
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+# the __torch_function__ hooks go in place now if a Tensor subclass asked while importing
+_IMPORTED = True
+overrides._ember_imported()

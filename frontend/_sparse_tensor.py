@@ -24,6 +24,7 @@ from . import _creation as K
 from . import _functions as F
 from . import _ops_sparse as OS
 from . import autograd
+from .overrides import _disabled_torch_function_impl
 from ._tensor import Size, Tensor, parse_to_args
 
 sparse_coo = OS.sparse_coo
@@ -108,6 +109,8 @@ class SparseCOOTensor(Tensor):
     """A sparse COO tensor (``layout=ember.sparse_coo``). Build it with
     ``ember.sparse_coo_tensor`` or ``Tensor.to_sparse()``."""
     __slots__ = ("_ind", "_val", "_is_coal")
+    # a layout, not a user subclass: ops on it are not handed to __torch_function__
+    __torch_function__ = _disabled_torch_function_impl
 
     # ---- metadata -------------------------------------------------------------------------
     @property

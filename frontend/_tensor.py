@@ -5,6 +5,7 @@ the version counter, and every in-place op bumps it.
 """
 from __future__ import annotations
 
+import copy
 import weakref
 
 import numpy as np
@@ -30,6 +31,7 @@ from . import _functions as F
 from . import (_ops_compat, _ops_linalg, _ops_misc, _ops_nn, _ops_reduce, _ops_shape,
                _ops_sparse)
 from . import autograd
+from . import overrides as _overrides
 from . import _views as VW
 from ._repr import tensor_repr
 from ember.dispatcher.warn import warn as _warn
@@ -86,6 +88,34 @@ class Tensor(TensorBase):
 
     def __init__(self, *args, **kwargs):
         pass  # everything happens in __new__
+
+    # ---- subclasses: the __torch_function__ protocol (ember.overrides) ----------------------
+    __torch_function__ = classmethod(_overrides.tensor_torch_function)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__torch_dispatch__" in cls.__dict__:
+            raise NotImplementedError(
+                f"{cls.__name__} defines __torch_dispatch__: ember has no dispatch level "
+                "below autograd to hand ops to, so __torch_dispatch__ subclasses are not "
+                "supported; override __torch_function__ instead")
+        _overrides._on_subclass(cls)  # (the first subclass that does not opt out arms it)
+
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False, **kwargs):
+        """A ``cls`` instance sharing ``data``'s storage, without its autograd history,
+        requiring grad if ``require_grad`` (PyTorch's way of making a subclass instance).
+
+        Example:
+            >>> class M(ember.Tensor): pass
+            >>> type(ember.Tensor._make_subclass(M, ember.ones(2))).__name__
+            'M'
+        """
+        with _overrides.DisableTorchFunctionSubclass():
+            out = _ops_compat._as_subclass(data.detach(), cls)
+            if require_grad:
+                out.requires_grad_(True)
+        return out
 
     # ---- metadata ----------------------------------------------------------------
     @property
@@ -533,7 +563,7 @@ class Tensor(TensorBase):
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a 0-d tensor")
-        return iter(VW.unbind(self, 0))
+        return iter(self.unbind(0))  # (the method: a subclass dispatches it)
 
     __hash__ = object.__hash__
 
@@ -662,7 +692,10 @@ class Tensor(TensorBase):
 
     def __repr__(self):
         _reading("printing a tensor (repr/str)")
-        return tensor_repr(self, _read_only_numpy)
+        text = tensor_repr(self, _read_only_numpy)
+        if type(self) is not Tensor and _overrides._overrides(type(self)):
+            text = _subclass_repr(text, type(self).__name__)
+        return text
 
     __str__ = __repr__
 
@@ -1284,10 +1317,29 @@ class Tensor(TensorBase):
         return E("ge", self, _s(other))
 
     # ---- pickling (plain data, no code) -------------------------------------------------
+    def __deepcopy__(self, memo):
+        fn, args = self.__reduce_ex__(4)
+        if type(self) is Tensor:
+            return fn(*copy.deepcopy(args, memo))
+        cls, data, state = args
+        # a subclass: a leaf stays a leaf (pickling, as PyTorch's, gives a view)
+        with _overrides.DisableTorchFunctionSubclass():
+            out = _ops_compat._as_subclass(_rebuild(*copy.deepcopy(data[:3], memo), False),
+                                           cls)
+            if data[3]:
+                out.requires_grad_(True)
+        memo[id(self)] = out
+        if state:
+            out.__dict__.update(copy.deepcopy(state, memo))
+        return out
+
     def __reduce_ex__(self, proto):
         arr = K.numpy_of(O.to(self, "cpu", D.float32 if self.dtype is D.bfloat16 else None))
-        return (_rebuild, (np.require(arr, requirements="C"), self.dtype.name, str(self.device),
-                           self.requires_grad))
+        args = (np.require(arr, requirements="C"), self.dtype.name, str(self.device),
+                self.requires_grad)
+        if type(self) is not Tensor:  # a subclass: its type and attributes come back too
+            return (_rebuild_subclass, (type(self), args, getattr(self, "__dict__", None)))
+        return (_rebuild, args)
 
 
 def parse_to_args(args, kwargs):
@@ -1377,6 +1429,30 @@ def _rebuild(arr, dtype, device, requires_grad):
     return t
 
 
+def _subclass_repr(text, name):
+    """PyTorch's repr of a subclass instance: its class name for ``tensor``, continuation
+    lines moved to line up under the new opening parenthesis."""
+    if not text.startswith("tensor("):
+        return text
+    shift = len(name) - len("tensor")
+    lines = text.split("\n")
+    lines[0] = name + lines[0][len("tensor"):]
+    for i in range(1, len(lines)):
+        line = lines[i]
+        lines[i] = " " * shift + line if shift >= 0 else line[min(-shift, len(line) -
+                                                                  len(line.lstrip(" "))):]
+    return "\n".join(lines)
+
+
+def _rebuild_subclass(cls, args, state):
+    with _overrides.DisableTorchFunctionSubclass():
+        # (as PyTorch's: a view of the rebuilt tensor, so one that requires grad is no leaf)
+        t = _ops_compat._as_subclass(_rebuild(*args), cls)
+    if state:
+        t.__dict__.update(state)
+    return t
+
+
 _T_WARNED = False
 _FLOAT_WARNED = [False]
 
@@ -1416,6 +1492,9 @@ def _make(storage, shape, stride, offset, dtype, device, vc):
 
 _new = object.__new__
 C.set_tensor_factory(_make, Tensor)
+_overrides._TENSOR[0] = Tensor
+_overrides._OVERRIDES[Tensor] = False   # (plain tensors never dispatch)
+_overrides._AS_SUBCLASS[0] = _ops_compat._as_subclass
 
 # ---- methods that forward to the functional API -------------------------------------------
 _METHODS = (F.ELEMENTWISE + [

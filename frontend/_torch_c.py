@@ -13,6 +13,8 @@ does on ember:
     The TorchScript tracer's state, ``None`` outside ``torch.jit.trace``. ember never builds
     a TorchScript graph (``ember.jit.trace`` only runs the function), so it is always
     ``None``.
+``DisableTorchFunctionSubclass``, ``DisableTorchFunction``, ``_disabled_torch_function_impl``
+    The ``__torch_function__`` switches and opt-out of :mod:`ember.overrides`.
 ``_are_functorch_transforms_active()``
     Whether a functorch transform (``vmap``/``grad``) is wrapping the tensors. ember's
     transforms call the function on ordinary tensors (``vmap`` loops over the batch), so
@@ -40,6 +42,8 @@ from __future__ import annotations
 
 import collections
 import types
+
+from . import overrides as _overrides
 
 __all__ = ["C", "pytree", "subclasses", "fake_tensor", "fx_experimental", "proxy_tensor"]
 
@@ -264,6 +268,10 @@ del _name
 C = types.ModuleType("torch._C", "torch._C on ember: the few names listed in ember._torch_c.")
 for _f in (_log_api_usage_once, _get_tracing_state, _are_functorch_transforms_active):
     setattr(C, _f.__name__, _f)
+# the __torch_function__ switches, which subclasses written for PyTorch use (ember.overrides)
+C.DisableTorchFunctionSubclass = _overrides.DisableTorchFunctionSubclass
+C.DisableTorchFunction = _overrides.DisableTorchFunction
+C._disabled_torch_function_impl = _overrides._disabled_torch_function_impl
 C.__getattr__ = _c_getattr
 del _f
 

@@ -38,6 +38,8 @@ NAMESPACES = [
     ("ember.linalg", "Linear algebra."),
     ("ember.special", "Special functions."),
     ("ember.fft", "Discrete Fourier transforms."),
+    ("ember.overrides", "The ``__torch_function__`` protocol: Tensor subclasses and "
+                        "tensor-like types that take over ember's functions, and modes."),
     ("ember.sparse", "Sparse tensors."),
     ("ember.distributions", "Probability distributions."),
     ("ember.amp", "Automatic mixed precision: autocast and GradScaler."),

@@ -27,6 +27,8 @@ from ember.dispatcher.defs import linalg as _linalg
 from ember.dispatcher.defs import nn as _nn
 
 from .. import _sparse_tensor
+from ..overrides import (handle_torch_function, has_torch_function,  # noqa: F401
+                         has_torch_function_unary, has_torch_function_variadic)
 from .modules.utils import _no_grad, _ntuple, _pair
 from ember.dispatcher.warn import warn as _warn
 
@@ -3878,27 +3880,6 @@ GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
 
 
 # ==== PyTorch's helpers of this module ================================================
-def has_torch_function(*args, **kwargs) -> bool:
-    """Always False: ember tensors have no ``__torch_function__`` overrides."""
-    return False
-
-
-has_torch_function_unary = has_torch_function
-has_torch_function_variadic = has_torch_function
-
-
-def handle_torch_function(public_api, relevant_args, *args, **kwargs):
-    """PyTorch's ``__torch_function__`` override hook; not supported.
-
-    ember has no ``__torch_function__`` protocol, so this always raises.
-
-    Raises:
-        NotImplementedError: always.
-    """
-    raise NotImplementedError("handle_torch_function: ember has no __torch_function__ "
-                              "overrides to dispatch to")
-
-
 def assert_int_or_pair(arg, arg_name: str, message: str) -> None:
     """Raise ``AssertionError`` unless ``arg`` is an int or has two items.
 

@@ -12,6 +12,7 @@ import weakref
 import ember
 from ember import Tensor
 from ember.dispatcher import core as C
+from ember.overrides import _disabled_torch_function_impl
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer",
            "UninitializedTensorMixin", "is_lazy"]
@@ -25,6 +26,8 @@ class Parameter(Tensor):
     """
     # no new slots: a tensor's class can be switched to Parameter in place
     __slots__ = ()
+    # ops on a Parameter return plain tensors: it opts out of __torch_function__
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
@@ -105,6 +108,7 @@ def _buffer_persistent(t) -> bool:
 class UninitializedTensorMixin:
     """Shared by the uninitialized parameter and buffer: no data, no shape to ask for."""
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl  # (not a subclass to dispatch to)
     cls_to_become: type = Tensor
 
     def materialize(self, shape, device=None, dtype=None) -> None:

@@ -1,0 +1,717 @@
+"""``ember.overrides``: PyTorch's ``__torch_function__`` protocol (``torch.overrides``).
+
+A Tensor subclass, or any object whose type defines ``__torch_function__``, takes over the
+calls of ember's public functions (``ember``, ``ember.nn.functional``, ``ember.linalg``,
+``ember.fft``, ``ember.special``) and of ``Tensor``'s methods, operators and property
+getters that it is passed to, as in PyTorch: the overriding types are tried subclasses
+first, then left to right; ``NotImplemented`` passes to the next; when all decline, a
+``TypeError``. ``Tensor.__torch_function__`` (the default) runs the function with subclass
+handling off and gives the Tensor results the subclass's type, so a plain subclass keeps
+its type through every op. ``nn.Parameter`` opts out (``_disabled_torch_function_impl``):
+ops on it return plain tensors. A :class:`TorchFunctionMode` entered with ``with`` sees
+every call.
+
+Cost. Plain tensors pay nothing: the hooks are put in place ("armed") the first time a
+Tensor subclass that does not opt out is defined, a :class:`TorchFunctionMode` is entered,
+or :func:`get_overridable_functions` / :func:`handle_torch_function` is called. Until then
+the public functions are ember's own, unwrapped. Once armed, each public function and
+Tensor method is a thin wrapper that checks its arguments' types and calls through. A
+duck type (a non-Tensor with ``__torch_function__``) is dispatched once the hooks are
+armed, so a program made only of duck types arms them with
+:func:`get_overridable_functions` (which is also how it gets the function objects that its
+``__torch_function__`` will be handed) before it looks up the functions it handles.
+
+>>> import ember
+>>> class Logged(ember.Tensor):
+...     calls = []
+...     @classmethod
+...     def __torch_function__(cls, func, types, args=(), kwargs=None):
+...         cls.calls.append(func.__name__)
+...         return super().__torch_function__(func, types, args, kwargs)
+>>> x = ember.ones(2).as_subclass(Logged)
+>>> type(ember.sin(x) + 1).__name__, Logged.calls
+('Logged', ['sin', '__add__'])
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+import threading
+import types
+
+from ember.dispatcher.core import TensorBase
+
+__all__ = ["has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
+           "handle_torch_function", "is_tensor_like", "is_tensor_method_or_property",
+           "get_ignored_functions", "get_overridable_functions", "get_testing_overrides",
+           "get_default_nowrap_functions", "TorchFunctionMode", "DisableTorchFunction",
+           "DisableTorchFunctionSubclass", "wrap_torch_function"]
+
+
+class _State(threading.local):
+    """Per thread, as PyTorch's: the mode stack and the two disabling switches."""
+
+    def __init__(self):
+        self.modes = []             # entered TorchFunctionModes, innermost last
+        self.subclass_off = False   # DisableTorchFunctionSubclass (or DisableTorchFunction)
+        self.all_off = False        # DisableTorchFunction: modes are skipped too
+        self.mode_on = False        # modes and not all_off: every call goes to the mode
+
+
+_STATE = _State()
+
+
+def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """The ``__torch_function__`` of types that opt out of the protocol (``nn.Parameter``):
+    a type whose ``__torch_function__`` is this function is never dispatched to, so ops on
+    it return what they return for a plain tensor.
+
+    >>> ember.nn.Parameter(ember.ones(2)).__torch_function__ is _disabled_torch_function_impl
+    True
+    """
+    with DisableTorchFunctionSubclass():
+        return func(*args, **(kwargs or {}))
+
+
+#: type -> whether its instances take part in dispatch (filled as types are met)
+_OVERRIDES: dict = {int: False, float: False, bool: False, complex: False, str: False,
+                    type(None): False, slice: False, type(Ellipsis): False}
+
+
+def _overrides(t) -> bool:
+    """Whether instances of type ``t`` dispatch: it defines ``__torch_function__`` and that
+    is not the opt-out. (``ember.Tensor`` itself is entered as False when it is made.)"""
+    hit = _OVERRIDES.get(t)
+    if hit is None:
+        tf = getattr(t, "__torch_function__", None)
+        hit = tf is not None and getattr(tf, "__func__", tf) is not \
+            _disabled_torch_function_impl
+        _OVERRIDES[t] = hit
+    return hit
+
+
+def _any_overrides(args, kwargs) -> bool:
+    """Whether any argument (or an item of a list/tuple argument) dispatches."""
+    table = _OVERRIDES
+    for a in args:
+        t = type(a)
+        hit = table.get(t)
+        if hit is False:
+            continue
+        if t is list or t is tuple:
+            for b in a:
+                if table.get(type(b)) is not False and _overrides(type(b)):
+                    return True
+        elif hit or _overrides(t):
+            return True
+    if kwargs:
+        return _any_overrides(tuple(kwargs.values()), None)
+    return False
+
+
+def _overloaded_args(relevant) -> list:
+    """The arguments whose types dispatch, one per type, in PyTorch's order: a subclass
+    goes before the first of its superclasses already collected, others left to right."""
+    found: list = []
+    seen = set()
+    for arg in relevant:
+        t = type(arg)
+        if t in seen or not _overrides(t):
+            continue
+        seen.add(t)
+        at = len(found)
+        for i, old in enumerate(found):
+            if issubclass(t, type(old)):
+                at = i
+                break
+        found.insert(at, arg)
+    return found
+
+
+def _flatten(args, kwargs) -> list:
+    """The arguments dispatch looks at: each positional and keyword argument, and the items
+    of those that are lists or tuples (``ember.cat([a, b])``)."""
+    out = []
+    for a in (*args, *(kwargs.values() if kwargs else ())):
+        if type(a) is list or type(a) is tuple:
+            out.extend(a)
+        else:
+            out.append(a)
+    return out
+
+
+def _recompute():
+    st = _STATE
+    st.mode_on = bool(st.modes) and not st.all_off
+
+
+class _PoppedMode:
+    """The innermost mode, taken off the stack while its ``__torch_function__`` runs (so
+    that the function it calls goes to the next mode, or runs)."""
+
+    def __enter__(self):
+        st = _STATE
+        self.mode = st.modes.pop()
+        _recompute()
+        return self.mode
+
+    def __exit__(self, *exc):
+        _STATE.modes.append(self.mode)
+        _recompute()
+        return False
+
+
+def _func_name(func) -> str:
+    where = getattr(func, "__torch_function_name__", None)
+    if where is not None:
+        return where
+    owner = getattr(func, "__self__", None)                     # a property's __get__
+    if isinstance(owner, property) and owner.fget is not None:
+        return getattr(owner.fget, "__torch_function_name__", owner.fget.__name__)
+    module = getattr(func, "__module__", None)
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    return f"{module}.{name}" if module else name
+
+
+def _run(public_api, overloaded, args, kwargs):
+    """Hand ``public_api(*args, **kwargs)`` to the current mode, then to each of the
+    ``overloaded`` arguments' ``__torch_function__``, until one does not decline."""
+    kwargs = kwargs if kwargs is not None else {}
+    types_ = tuple(type(a) for a in overloaded)
+    if _STATE.mode_on:
+        with _PoppedMode() as mode:
+            result = mode.__torch_function__(public_api, types_, args, kwargs)
+        if result is not NotImplemented:
+            return result
+    for arg in overloaded:
+        result = arg.__torch_function__(public_api, types_, args, kwargs)
+        if result is not NotImplemented:
+            return result
+    if getattr(public_api, "__module__", None) == "ember.nn.functional" or \
+            not hasattr(public_api, "__torch_function_name__"):
+        # (PyTorch's Python-level functions word it so: nn.functional, user functions)
+        raise TypeError(f"no implementation found for '{_func_name(public_api)}' on types "
+                        f"that implement __torch_function__: {list(types_)}")
+    lines = [f"  - tensor subclass {t}" for t in types_]
+    if _STATE.mode_on:
+        lines.insert(0, f"  - mode object {_STATE.modes[-1]!r}")
+    raise TypeError(f"Multiple dispatch failed for '{_func_name(public_api)}'; all "
+                    "__torch_function__ handlers returned NotImplemented:\n\n" +
+                    "\n".join(lines))
+
+
+def _dispatch(public_api, fn, args, kwargs):
+    """The slow path of a wrapped function ``fn``: some argument overrides, or a mode is
+    on."""
+    overloaded = [] if _STATE.subclass_off else _overloaded_args(_flatten(args, kwargs))
+    if not overloaded and not _STATE.mode_on:
+        return fn(*args, **kwargs)
+    return _run(public_api, overloaded, args, kwargs)
+
+
+# ---- the public helpers ----------------------------------------------------------------
+def has_torch_function(relevant_args) -> bool:
+    """Whether a call with ``relevant_args`` (an iterable) must go through
+    :func:`handle_torch_function`: a mode is on, or one of them overrides
+    ``__torch_function__`` (a plain ``ember.Tensor`` or a ``Parameter`` does not).
+
+    >>> class M(ember.Tensor): pass
+    >>> has_torch_function((ember.ones(1),)), has_torch_function((ember.ones(1).as_subclass(M),))
+    (False, True)
+    """
+    st = _STATE
+    if st.mode_on:
+        return True
+    if st.subclass_off:
+        return False
+    return any(_overrides(type(a)) for a in relevant_args)
+
+
+def has_torch_function_unary(obj) -> bool:
+    """:func:`has_torch_function` of the one argument ``obj``.
+
+    >>> has_torch_function_unary(ember.ones(1))
+    False
+    """
+    return has_torch_function((obj,))
+
+
+def has_torch_function_variadic(*args) -> bool:
+    """:func:`has_torch_function` of the arguments themselves.
+
+    >>> has_torch_function_variadic(ember.ones(1), 2.0)
+    False
+    """
+    return has_torch_function(args)
+
+
+def handle_torch_function(public_api, relevant_args, *args, **kwargs):
+    """Run ``public_api(*args, **kwargs)`` through the ``__torch_function__`` of the
+    overriding arguments among ``relevant_args`` (and the current mode), as PyTorch's
+    functions do after :func:`has_torch_function` said so.
+
+    Raises:
+        TypeError: every override returned ``NotImplemented``.
+
+    >>> def double(x):
+    ...     if has_torch_function_unary(x):
+    ...         return handle_torch_function(double, (x,), x)
+    ...     return x * 2
+    >>> double(ember.ones(1))
+    tensor([2.])
+    """
+    _arm()
+    overloaded = [] if _STATE.subclass_off else _overloaded_args(relevant_args)
+    return _run(public_api, overloaded, args, kwargs)
+
+
+def is_tensor_like(inp) -> bool:
+    """Whether ``inp`` is a tensor or acts as one: an ``ember.Tensor`` or anything whose
+    type defines ``__torch_function__``.
+
+    >>> is_tensor_like(ember.ones(1)), is_tensor_like(1.0)
+    (True, False)
+    """
+    return type(inp) is _TENSOR[0] or hasattr(inp, "__torch_function__")
+
+
+def is_tensor_method_or_property(func) -> bool:
+    """Whether ``func`` is a method of ``ember.Tensor`` or the getter of one of its
+    properties (the ``func`` handed to ``__torch_function__`` for ``x.T``).
+
+    >>> is_tensor_method_or_property(ember.Tensor.add), is_tensor_method_or_property(ember.add)
+    (True, False)
+    """
+    if getattr(func, "__name__", None) == "__get__":
+        return True
+    tensor = _TENSOR[0]
+    return any(value is func or getattr(value, "__wrapped__", None) is func
+               for value in vars(tensor).values())
+
+
+def get_default_nowrap_functions() -> set:
+    """The functions whose results ``Tensor.__torch_function__`` leaves as they are (the
+    ``.grad`` getter: a subclass's gradient is not converted).
+
+    >>> get_default_nowrap_functions() == {ember.Tensor.grad.__get__}
+    True
+    """
+    return {_TENSOR[0].grad.__get__}
+
+
+# ---- which functions dispatch ------------------------------------------------------------
+#: the namespaces whose public functions dispatch, by module name
+NAMESPACES = ("ember", "ember.nn.functional", "ember.linalg", "ember.fft", "ember.special")
+
+#: public functions PyTorch never dispatches (no tensor to look at, or queries/setters of
+#: global state); the same names here
+_IGNORED = {
+    "ember": frozenset((
+        "arange", "are_deterministic_algorithms_enabled", "as_strided", "as_tensor",
+        "asarray", "bartlett_window", "blackman_window", "broadcast_shapes", "can_cast",
+        "clear_autocast_cache", "compile", "cond", "empty", "empty_permuted",
+        "empty_strided", "eye", "fill", "from_file", "from_numpy", "frombuffer", "full",
+        "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype",
+        "get_default_device", "get_default_dtype", "get_deterministic_debug_mode",
+        "get_device_module", "get_float32_matmul_precision", "get_num_interop_threads",
+        "get_num_threads", "get_rng_state", "hamming_window", "hann_window",
+        "init_num_threads", "initial_seed", "is_anomaly_check_nan_enabled",
+        "is_anomaly_enabled", "is_autocast_cache_enabled", "is_autocast_cpu_enabled",
+        "is_autocast_enabled", "is_deterministic_algorithms_warn_only_enabled",
+        "is_grad_enabled", "is_inference_mode_enabled", "is_storage", "is_tensor",
+        "is_warn_always_enabled", "kaiser_window", "linspace", "load", "logspace",
+        "manual_seed", "normal", "ones", "promote_types", "rand", "rand_like", "randint",
+        "randint_like", "randn", "randn_like", "randperm", "range", "result_type", "save",
+        "scalar_tensor", "seed", "set_anomaly_enabled", "set_autocast_cache_enabled",
+        "set_autocast_cpu_dtype", "set_autocast_cpu_enabled", "set_autocast_dtype",
+        "set_autocast_enabled", "set_autocast_gpu_dtype", "set_default_device",
+        "set_default_dtype", "set_default_tensor_type", "set_deterministic_debug_mode",
+        "set_float32_matmul_precision", "set_flush_denormal", "set_num_interop_threads",
+        "set_num_threads", "set_printoptions", "set_rng_state", "set_warn_always",
+        "sparse_coo_tensor", "tensor", "tril_indices", "triu_indices", "typename",
+        "use_deterministic_algorithms", "vander", "vmap", "zeros", "from_dlpack")),
+    "ember.nn.functional": frozenset((
+        "assert_int_or_pair", "boolean_dispatch", "grouped_mm", "handle_torch_function",
+        "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
+        "hardsigmoid", "hardswish", "scaled_grouped_mm", "scaled_mm", "sigmoid", "tanh",
+        "upsample", "upsample_bilinear", "upsample_nearest")),
+}
+
+#: ignored functions that a mode still sees (PyTorch's factories and dtype queries go
+#: through its argument parser, which asks the mode even when no tensor is passed)
+_MODE_ONLY = frozenset((
+    "ones", "zeros", "empty", "full", "tensor", "as_tensor", "asarray", "arange", "range",
+    "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "normal",
+    "rand_like", "randn_like", "randint_like", "scalar_tensor", "hann_window",
+    "hamming_window", "bartlett_window", "blackman_window", "kaiser_window", "tril_indices",
+    "triu_indices", "vander", "as_strided", "empty_strided", "empty_permuted", "fill",
+    "sparse_coo_tensor", "promote_types", "result_type", "can_cast"))
+
+#: Tensor operators PyTorch hands over as the method they compute (``x + y`` reaches
+#: ``__torch_function__`` as ``Tensor.add``)
+_OPERATOR_METHODS = {
+    "__add__": "add", "__radd__": "add", "__iadd__": "add_", "__sub__": "sub",
+    "__isub__": "sub_", "__mul__": "mul", "__rmul__": "mul", "__imul__": "mul_",
+    "__truediv__": "div", "__div__": "div", "__itruediv__": "div_", "__idiv__": "div_",
+    "__ifloordiv__": "floor_divide_", "__mod__": "remainder", "__imod__": "remainder_",
+    "__pow__": "pow", "__ipow__": "pow_", "__matmul__": "matmul", "__neg__": "neg",
+    "__pos__": "positive", "__abs__": "abs", "__ge__": "ge", "__gt__": "gt", "__le__": "le",
+    "__lt__": "lt", "__ne__": "ne", "__rand__": "bitwise_and", "__ror__": "bitwise_or",
+    "__rxor__": "bitwise_xor"}
+
+#: Tensor members PyTorch never dispatches, and those ember keeps out of dispatch because
+#: they build the tensor object itself or are the protocol (pickling and copying keep the
+#: subclass type by themselves, see ``Tensor.__reduce_ex__``)
+_TENSOR_IGNORED = frozenset((
+    "__delattr__", "__delitem__", "__dir__", "__getattribute__", "__hash__", "__init__",
+    "__iter__", "__new__", "__setattr__", "__init_subclass__", "__torch_function__",
+    "__torch_dispatch__", "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__",
+    "__deepcopy__", "__copy__", "__class_getitem__", "__subclasshook__", "__sizeof__",
+    "__getattr__", "__array_priority__", "__weakref__", "__dict__", "__slots__",
+    "__module__", "__doc__", "__qualname__",
+    "_make_subclass", "as_subclass", "new", "new_empty", "new_empty_strided", "new_full",
+    "new_ones", "new_tensor", "new_zeros", "stride", "unflatten", "to_sparse_coo",
+    "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc", "to_padded_tensor"))
+
+_TENSOR: list = [None]      # ember.Tensor, set by _tensor.py when the class is made
+_ARMED = [False]            # the hooks are in place
+_PENDING = [False]          # asked for while ember was still importing
+#: (owner, name, original, wrapper): the namespace functions and Tensor members put in place
+_WRAPPED: list = []
+
+
+def _namespaces() -> list:
+    return [(name, sys.modules[name]) for name in NAMESPACES if name in sys.modules]
+
+
+def _wrap_function(fn, where, public=None):
+    """The dispatching form of ``fn`` (``where`` names it in errors): plain arguments call
+    straight through. ``__torch_function__`` is handed the wrapper itself, or ``public``
+    (an operator's method)."""
+    @functools.wraps(fn)
+    def dispatching(*args, **kwargs):
+        st = _STATE
+        if st.mode_on or (not st.subclass_off and _any_overrides(args, kwargs)):
+            return _dispatch(target, fn, args, kwargs)
+        return fn(*args, **kwargs)
+    target = dispatching if public is None else public
+    dispatching.__torch_function_wrapper__ = True
+    dispatching.__torch_function_name__ = where
+    return dispatching
+
+
+def _wrap_mode_only(fn, where):
+    """The form of an ignored function that a mode sees (no argument is looked at)."""
+    @functools.wraps(fn)
+    def mode_only(*args, **kwargs):
+        if _STATE.mode_on:
+            return _run(mode_only, [], args, kwargs)
+        return fn(*args, **kwargs)
+    mode_only.__torch_function_wrapper__ = True
+    mode_only.__torch_function_name__ = where
+    return mode_only
+
+
+def _wrap_property(prop, where):
+    """A property whose getter dispatches (``func`` is the new property's ``__get__``)."""
+    fget = prop.fget
+
+    @functools.wraps(fget)
+    def getter(self):
+        st = _STATE
+        if st.mode_on or (not st.subclass_off and _overrides(type(self))):
+            return _run_getter(self)
+        return fget(self)
+
+    new = property(getter, prop.fset, prop.fdel, prop.__doc__)
+
+    def _run_getter(self):
+        overloaded = [] if _STATE.subclass_off else _overloaded_args((self,))
+        if not overloaded and not _STATE.mode_on:
+            return fget(self)
+        return _run(new.__get__, overloaded, (self,), {})
+    getter.__torch_function_wrapper__ = True
+    getter.__torch_function_name__ = where
+    return new
+
+
+def _arm() -> None:
+    """Put the dispatching wrappers in place (once); before ember finished importing, when
+    it finishes."""
+    if _ARMED[0]:
+        return
+    ember = sys.modules.get("ember")
+    if ember is None or not getattr(ember, "_IMPORTED", False):
+        _PENDING[0] = True
+        return
+    _ARMED[0] = True
+    tensor = _TENSOR[0]
+    for ns_name, ns in _namespaces():
+        ignored = _IGNORED.get(ns_name, frozenset())
+        made: dict = {}     # id(original) -> wrapper: aliases in one namespace share it
+        for name, value in list(vars(ns).items()):
+            if name.startswith("_") or not isinstance(value, types.FunctionType) or \
+                    getattr(value, "__torch_function_wrapper__", False):
+                continue
+            if name in ignored:
+                if ns_name != "ember" or name not in _MODE_ONLY:
+                    continue
+                wrapper = _wrap_mode_only(value, f"{ns_name}.{name}")
+                setattr(ns, name, wrapper)
+                continue
+            wrapper = made.get(id(value))
+            if wrapper is None:
+                wrapper = made[id(value)] = _wrap_function(value, f"{ns_name}.{name}")
+            setattr(ns, name, wrapper)
+            _WRAPPED.append((ns, name, value, wrapper))
+    made = {}
+    operators = []
+    for klass in tensor.__mro__[:-1]:          # Tensor, then TensorBase (not object)
+        for name, value in list(vars(klass).items()):
+            if name in _TENSOR_IGNORED or (name.startswith("_") and not
+                                           (name.startswith("__") and name.endswith("__"))):
+                continue
+            if klass is not tensor and name in vars(tensor):
+                continue                        # (overridden in Tensor: done above)
+            if name in _OPERATOR_METHODS:
+                operators.append((name, value))
+                continue
+            if isinstance(value, property) and value.fget is not None:
+                if getattr(value.fget, "__torch_function_wrapper__", False):
+                    continue
+                wrapper = _wrap_property(value, f"ember.Tensor.{name}")
+            elif isinstance(value, types.FunctionType):
+                if getattr(value, "__torch_function_wrapper__", False):
+                    continue
+                wrapper = made.get(id(value))
+                if wrapper is None:
+                    wrapper = made[id(value)] = _wrap_function(value,
+                                                               f"ember.Tensor.{name}")
+            else:
+                continue
+            setattr(tensor, name, wrapper)
+            _WRAPPED.append((tensor, name, value, wrapper))
+    for name, value in operators:               # (x + y is handed over as Tensor.add)
+        if not isinstance(value, types.FunctionType) or \
+                getattr(value, "__torch_function_wrapper__", False):
+            continue
+        method = vars(tensor).get(_OPERATOR_METHODS[name])
+        wrapper = _wrap_function(value, f"ember.Tensor.{name}",
+                                 method if isinstance(method, types.FunctionType) else None)
+        setattr(tensor, name, wrapper)
+        _WRAPPED.append((tensor, name, value, wrapper))
+
+
+def _ember_imported() -> None:
+    """Called once ``import ember`` completes: arm the hooks if something asked already."""
+    if _PENDING[0] or os.environ.get("EMBER_TORCH_FUNCTION") == "1":
+        _arm()
+
+
+def _on_subclass(cls) -> None:
+    """``Tensor.__init_subclass__``: a subclass that does not opt out arms the hooks."""
+    _OVERRIDES.pop(cls, None)
+    if _overrides(cls):
+        _arm()
+
+
+def get_ignored_functions() -> set:
+    """The public functions and Tensor members that never dispatch (factories, global state
+    queries, the object's own construction).
+
+    >>> ember.ones in get_ignored_functions()
+    True
+    """
+    out = set()
+    for ns_name, ns in _namespaces():
+        for name in _IGNORED.get(ns_name, ()):
+            value = getattr(ns, name, None)
+            if callable(value):
+                out.add(value)
+    tensor = _TENSOR[0]
+    for name in _TENSOR_IGNORED:
+        value = vars(tensor).get(name)
+        if isinstance(value, types.FunctionType):
+            out.add(value)
+    return out
+
+
+def get_overridable_functions() -> dict:
+    """``{namespace: [functions]}`` for every function and Tensor method that dispatches
+    (arming the hooks, so these are the objects ``__torch_function__`` will be handed).
+
+    >>> ember.add in get_overridable_functions()[ember]
+    True
+    """
+    _arm()
+    out: dict = {}
+    for owner, name, _, wrapper in _WRAPPED:
+        func = wrapper.__get__ if isinstance(wrapper, property) else wrapper
+        out.setdefault(owner, [])
+        if func not in out[owner]:
+            out[owner].append(func)
+    return out
+
+
+def get_testing_overrides() -> dict:
+    """``{function: dummy}`` for every overridable function: a dummy with the function's
+    signature that returns -1, for testing a ``__torch_function__``.
+
+    >>> get_testing_overrides()[ember.add](ember.ones(1), 1)
+    -1
+    """
+    out = {}
+    for functions in get_overridable_functions().values():
+        for func in functions:
+            def dummy(*args, **kwargs):
+                return -1
+            try:
+                dummy.__signature__ = inspect.signature(func)
+            except (TypeError, ValueError):
+                pass
+            dummy.__name__ = dummy.__qualname__ = getattr(func, "__name__", "dummy")
+            out[func] = dummy
+    return out
+
+
+def wrap_torch_function(dispatcher):
+    """Decorator: the function dispatches on the arguments ``dispatcher(*args, **kwargs)``
+    returns (a tuple), as ember's own functions do.
+
+    >>> @wrap_torch_function(lambda x: (x,))
+    ... def twice(x):
+    ...     return x * 2
+    >>> twice(ember.ones(1))
+    tensor([2.])
+    """
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapped(*args, **kwargs):
+            relevant = dispatcher(*args, **kwargs)
+            if has_torch_function(relevant):
+                return handle_torch_function(wrapped, relevant, *args, **kwargs)
+            return func(*args, **kwargs)
+        return wrapped
+    return decorate
+
+
+# ---- modes and switches --------------------------------------------------------------------
+class TorchFunctionMode:
+    """A context manager that sees every call of a public function or Tensor method made
+    while it is entered: its ``__torch_function__(func, types, args, kwargs)`` runs instead
+    (with the mode taken off, so calling ``func`` inside runs it). Modes nest; the innermost
+    goes first.
+
+    >>> class Count(TorchFunctionMode):
+    ...     def __init__(self):
+    ...         self.n = 0
+    ...     def __torch_function__(self, func, types, args=(), kwargs=None):
+    ...         self.n += 1
+    ...         return func(*args, **(kwargs or {}))
+    >>> with Count() as c:
+    ...     _ = ember.ones(2).sin()
+    >>> c.n
+    1
+    """
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        raise NotImplementedError(f"{type(self).__name__} is a TorchFunctionMode without a "
+                                  "__torch_function__ method; define one")
+
+    def __enter__(self):
+        _arm()
+        _STATE.modes.append(self)
+        _recompute()
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        modes = _STATE.modes
+        if modes and modes[-1] is self:
+            modes.pop()
+        elif self in modes:
+            modes.remove(self)
+        _recompute()
+        return False
+
+    @classmethod
+    def push(cls, *args, **kwargs):
+        """Make the mode and enter it (PyTorch's deprecated form of ``with cls(...)``)."""
+        return cls(*args, **kwargs).__enter__()
+
+
+class DisableTorchFunctionSubclass:
+    """Within it, arguments' ``__torch_function__`` are not called (modes still are): the
+    context ``Tensor.__torch_function__`` runs the function in.
+
+    >>> class M(ember.Tensor): pass
+    >>> with DisableTorchFunctionSubclass():
+    ...     type(ember.ones(1).as_subclass(M) + 1) is ember.Tensor
+    True
+    """
+
+    def __enter__(self):
+        self._saved = _STATE.subclass_off
+        _STATE.subclass_off = True
+        return self
+
+    def __exit__(self, *exc):
+        _STATE.subclass_off = self._saved
+        return False
+
+
+class DisableTorchFunction:
+    """Within it, no ``__torch_function__`` runs, neither the arguments' nor the modes'.
+
+    >>> with DisableTorchFunction():
+    ...     has_torch_function(())
+    False
+    """
+
+    def __enter__(self):
+        st = _STATE
+        self._saved = (st.subclass_off, st.all_off)
+        st.subclass_off = st.all_off = True
+        _recompute()
+        return self
+
+    def __exit__(self, *exc):
+        _STATE.subclass_off, _STATE.all_off = self._saved
+        _recompute()
+        return False
+
+
+# ---- the default Tensor.__torch_function__ ----------------------------------------------------
+def _convert(ret, cls):
+    """``ret`` with its tensors (also inside tuples and lists) made ``cls`` instances."""
+    if isinstance(ret, TensorBase):
+        if not isinstance(ret, cls):
+            ret = _AS_SUBCLASS[0](ret, cls)
+        return ret
+    if isinstance(ret, (tuple, list)):
+        items = [_convert(r, cls) for r in ret]
+        if hasattr(type(ret), "_fields"):                   # named tuples (return_types)
+            return type(ret)(*items)
+        return type(ret)(items)
+    return ret
+
+
+_AS_SUBCLASS: list = [None]     # Tensor.as_subclass's function, set by _tensor.py
+
+
+def tensor_torch_function(cls, func, types, args=(), kwargs=None):
+    """``Tensor.__torch_function__``: run ``func`` with subclass handling off and give its
+    Tensor results (also inside tuples and lists) the type ``cls``, unless ``func`` is one
+    whose result PyTorch leaves alone (:func:`get_default_nowrap_functions`). Declines
+    (``NotImplemented``) when one of ``types`` is not a superclass of ``cls``."""
+    if kwargs is None:
+        kwargs = {}
+    for t in types:
+        if not issubclass(cls, t):
+            return NotImplemented
+    with DisableTorchFunctionSubclass():
+        ret = func(*args, **kwargs)
+        if cls is _TENSOR[0] or func in get_default_nowrap_functions():
+            return ret
+        return _convert(ret, cls)
