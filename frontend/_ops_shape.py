@@ -166,9 +166,11 @@ TENSOR_METHODS["layout"] = property(
     lambda self: strided,
     doc="The tensor's memory layout: ``ember.strided`` for a dense tensor.")
 TENSOR_METHODS["output_nr"] = property(
-    lambda self: 0,
+    lambda self: 0 if self.grad_fn is None else self.grad_fn._output_nr(self),
     doc="The index of the tensor among the outputs of the op that made it (PyTorch's "
-        "autograd metadata): always 0 in ember.")
+        "autograd metadata): 0 for a leaf and for ember's built-in ops (each of which "
+        "makes one output per node); a custom ``autograd.Function``'s outputs count "
+        "from 0.")
 
 
 @_method()

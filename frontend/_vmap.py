@@ -24,6 +24,29 @@ from . import _functions as F
 __all__ = ["vmap", "tree_flatten", "tree_unflatten"]
 
 
+class _Transforms:
+    """How many ``ember.func`` transforms run now (``active``), and how many of them are
+    ``vmap``s: custom autograd Functions follow PyTorch's rules under transforms
+    (``setup_context`` required; under ``vmap``, a ``vmap`` rule or
+    ``generate_vmap_rule``)."""
+    active = 0
+    vmap = 0
+
+
+TRANSFORMS = _Transforms()
+
+
+def call_transformed(func, args, kwargs, is_vmap=False):
+    """``func(*args, **kwargs)`` counted as running under a transform."""
+    TRANSFORMS.active += 1
+    TRANSFORMS.vmap += is_vmap
+    try:
+        return func(*args, **kwargs)
+    finally:
+        TRANSFORMS.active -= 1
+        TRANSFORMS.vmap -= is_vmap
+
+
 # ---- minimal pytrees (tuples, lists, dicts of leaves) ----------------------------------
 def tree_flatten(tree):
     """``(leaves, spec)``: the leaves of nested tuples/lists/dicts, and how to rebuild."""
@@ -171,7 +194,7 @@ def _vmap_call(func, in_dims, out_dims, randomness, args, kwargs):
                 g.set_state(s)
         sliced = [leaf if d is None else leaf.select(d, i) for leaf, d in zip(leaves, norm)]
         call_args = tree_unflatten(sliced, spec)
-        results.append(func(*call_args, **kwargs))
+        results.append(call_transformed(func, call_args, kwargs, is_vmap=True))
         if randomness == "error" and any(g.get_state() != s for g, s in zip(gens, start)):
             raise RuntimeError("vmap: called random operation while in randomness error mode. "
                                "Please either use the 'same' or 'different' randomness flags "

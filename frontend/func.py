@@ -23,7 +23,8 @@ from ember.dispatcher.core import TensorBase
 from ember.dispatcher.grad_mode import MODE
 
 from . import _functions as F
-from ._vmap import tree_flatten, tree_unflatten, vmap
+from ._vmap import call_transformed, tree_flatten, tree_unflatten, vmap
+from .autograd.forward_ad import _tangent_pass
 from .autograd._engine import enable_grad, grad as _autograd_grad
 from .nn.utils.stateless import _functional_call, _merge_dicts
 
@@ -112,7 +113,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
         nums = _argnums_tuple(argnums, len(args), "grad_and_value")
         with enable_grad():
             args2, flats, specs, nested = _diff_inputs(args, nums)
-            out = func(*args2, **kwargs)
+            out = call_transformed(func, args2, kwargs)
             aux = None
             if has_aux:
                 if not (isinstance(out, tuple) and len(out) == 2):
@@ -167,7 +168,7 @@ def vjp(func, *primals, has_aux=False):
     vector–Jacobian product for each primal (``aux`` third with ``has_aux``)."""
     with enable_grad():
         args, flats, specs, nested = _diff_inputs(primals, tuple(range(len(primals))))
-        out = func(*args)
+        out = call_transformed(func, args, {})
         aux = None
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
@@ -226,7 +227,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                f"{tuple(t.shape)}")
     with enable_grad():
         args, flats, specs, nested = _diff_inputs(primals, tuple(range(len(primals))))
-        out = func(*args)
+        out = call_transformed(func, args, {})
         aux = None
         if has_aux:
             out, aux = out
@@ -234,7 +235,8 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         inputs = [t for flat in flats for t in flat]
         dummies = [O.zeros(o.shape, o.dtype, o.device).requires_grad_(True) for o in out_flat]
         # g(u) = J^T u is linear in u; its vjp with the tangents is J · tangents
-        gs = _grads_raw(out_flat, inputs, dummies)
+        with _tangent_pass():
+            gs = _grads_raw(out_flat, inputs, dummies)
         pairs = [(g, t) for g, t in zip(gs, tf) if g is not None and g.requires_grad]
         if pairs:
             res = _autograd_grad(tuple(g for g, _ in pairs), tuple(dummies),
@@ -272,7 +274,7 @@ def _call_for_jacobian(func, args, kwargs, nums, has_aux, fname):
     """Run ``func`` on differentiable stand-ins for ``args[nums]``: (flat outputs, their
     spec, aux, the flat inputs, their flats and specs, nested)."""
     args2, flats, specs, nested = _diff_inputs(args, nums)
-    out = func(*args2, **kwargs)
+    out = call_transformed(func, args2, kwargs)
     aux = None
     if has_aux:
         if not (isinstance(out, tuple) and len(out) == 2):
@@ -368,7 +370,8 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
             dummies = [O.zeros(o.shape, o.dtype, o.device).requires_grad_(True)
                        for o in out_flat]
             # g(u) = J^T u, linear in u: d g[e] / du is column e of J for every output
-            gs = _grads_raw(out_flat, inputs, dummies)
+            with _tangent_pass():
+                gs = _grads_raw(out_flat, inputs, dummies)
             per_out = [[] for _ in out_flat]
             for g, t in zip(gs, inputs):
                 cols = [[] for _ in out_flat]

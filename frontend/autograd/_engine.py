@@ -4,7 +4,9 @@ Every differentiable op run while grad mode is on, with an input that requires g
 records a :class:`Node` (``_record.py``) holding its vector–Jacobian product (the formula
 in the op's definition), the tensors that product needs (as :class:`SavedTensor`, which
 remembers the version it saw), and one edge per input: the input's own ``grad_fn``, an
-:class:`AccumulateGrad` for a leaf, or None. Every node has exactly one output tensor.
+:class:`AccumulateGrad` for a leaf, or None. A node has one output tensor, except a
+custom Function's (several outputs share its node: an :class:`OutputEdge` per output is
+the edge into it, and the gradient it carries is a :class:`Slot`).
 
 ``backward`` counts dependencies, then runs nodes in reverse topological order with a
 ready queue (no Python recursion), summing gradients per node and freeing saved tensors
@@ -215,7 +217,8 @@ class SavedTensor:
             # the tensor's place in the graph, for what unpack_hook gives back
             self.vc = t._vc
             if not is_output:
-                self.grad_fn = t.grad_fn
+                fn = t.grad_fn  # (an output of a multi-output node: the edge into it)
+                self.grad_fn = fn._output_edge(t) if fn is not None and fn._multi else fn
             self.data = None
         else:
             self.unpack_hook = None
@@ -286,6 +289,8 @@ class Node:
     """One recorded op (``tensor.grad_fn``). ``next_functions`` are its input edges."""
     __slots__ = ("_next", "_vjp", "_saved", "_ctx", "_freed", "_pre_hooks",
                  "_hooks", "_shapes", "_region", "__weakref__")
+    #: several output tensors share this node (their edges are ``OutputEdge``s)
+    _multi = False
 
     def __init__(self, vjp, next_functions, saved, ctx, shapes):
         # recorded inside an ember.compile region: its backward is captured too
@@ -324,11 +329,15 @@ class Node:
         PyTorch's op (see ``_EDGELESS``)."""
         rule = _EDGELESS.get(type(self).__name__)
         if rule is None or self._shapes is None or len(self._shapes) != len(self._next):
-            return tuple((n, 0) for n in self._next)
+            return tuple(_pair(n) for n in self._next)
         if rule == "condition":
-            return tuple((n, 0) for n in self._next[1:])
-        return tuple((n, 0) for n, m in zip(self._next, self._shapes)
+            return tuple(_pair(n) for n in self._next[1:])
+        return tuple(_pair(n) for n, m in zip(self._next, self._shapes)
                      if n is not None or m is not None)
+
+    def _output_nr(self, t) -> int:
+        """Which output of this node ``t`` is (``t.output_nr``)."""
+        return 0
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"
@@ -367,6 +376,31 @@ class Node:
     @property
     def metadata(self):
         return {}
+
+
+def _pair(n):
+    """A ``next_functions`` entry: ``(node, input_nr)``."""
+    if type(n) is OutputEdge:
+        return (n._next[0], n.nr)
+    return (n, 0)
+
+
+class OutputEdge(Node):
+    """The edge into output ``nr`` of a node with several outputs: passes the gradient on
+    as that output's :class:`Slot`. Tensor hooks of the output run here (in
+    ``next_functions`` it reads as ``(node, nr)``, as PyTorch's edges do)."""
+    __slots__ = ("nr",)
+
+    def __init__(self, node, nr, n):
+        super().__init__(lambda g, saved, ctx, shapes: (Slot(nr, n, g),), (node,), (), {},
+                         (None,))
+        self.nr = nr
+
+    def name(self) -> str:
+        return self._next[0].name()
+
+    def __repr__(self):
+        return f"<edge to output {self.nr} of {self._next[0]!r}>"
 
 
 class AccumulateGrad:
@@ -423,9 +457,11 @@ def node_type(op: str):
 
 # ---------------------------------------------------------------------------------------
 def _edge(t):
-    """The graph edge for input ``t``: its grad_fn, an AccumulateGrad, or None."""
-    if t.grad_fn is not None:
-        return t.grad_fn
+    """The graph edge for input ``t``: its grad_fn (the edge into its output of a node with
+    several), an AccumulateGrad, or None."""
+    fn = t.grad_fn
+    if fn is not None:
+        return fn._output_edge(t) if fn._multi else fn
     if t.requires_grad:
         acc = t._acc_ref() if t._acc_ref is not None else None
         if acc is None:
@@ -482,7 +518,7 @@ def _run_backward(roots, grads, retain_graph, create_graph, inputs, capture, all
         capture_ids = {}
         for i, t in enumerate(inputs):
             if t.grad_fn is not None:
-                capture_ids[id(t.grad_fn)] = i
+                capture_ids[id(_edge(t))] = i
             else:
                 capture_ids[("leaf", id(t))] = i
     # grad() / backward(inputs=...): only the nodes with an input below them run

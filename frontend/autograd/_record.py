@@ -186,7 +186,7 @@ def record_op(o, run, inputs, attrs, inplace=False):
             with below_autograd():
                 old = O.clone(self)
             old.requires_grad = self.requires_grad
-            old.grad_fn = self.grad_fn
+            old.grad_fn = _edge(self)   # (the edge into self's output of its node)
             before = (old,) + tuple(inputs[1:])
     prev = MODE.grad  # (below_autograd, inline: this runs for every recorded op)
     MODE.grad = False
@@ -228,7 +228,8 @@ def _add_edge(a, edges, metas):
     if isinstance(a, TensorBase):
         if a._base is not None and a._view_gen != a._base._view_gen:
             _refresh_view(a)
-        edges.append(a.grad_fn if a.grad_fn is not None else _edge(a))
+        fn = a.grad_fn
+        edges.append(fn if fn is not None and not fn._multi else _edge(a))
         metas.append((a.shape, a.dtype))
     else:
         edges.append(None)
@@ -278,7 +279,7 @@ def record_view(kind, fn, x, args, kwargs, name, ctx):
         ctx["distinct"] = V.non_overlapping(res)
     if x._base is not None and x._view_gen != x._base._view_gen:
         _refresh_view(x)
-    edge = x.grad_fn if x.grad_fn is not None else _edge(x)
+    edge = _edge(x)
     node = node_type(name)(_view_vjp(kind), (edge,), [], ctx, ((x.shape, x.dtype),))
     res.requires_grad = True
     res.grad_fn = node
@@ -339,7 +340,7 @@ def _propagate_to_base(v):
     if base is None or not MODE.grad or not (v.requires_grad or base.requires_grad):
         return v
     geom = _view_geometry(v, base)
-    node = node_type("CopySlices")(_copy_slices, (_edge_of(base), _edge_of(v)), [],
+    node = node_type("CopySlices")(_copy_slices, (_edge(base), _edge(v)), [],
                                    {"geom": geom}, ((base.shape, base.dtype),
                                                     (v.shape, v.dtype)))
     base.requires_grad = True
@@ -350,10 +351,6 @@ def _propagate_to_base(v):
     v.requires_grad = True
     v._view_gen = base._view_gen
     return v
-
-
-def _edge_of(t):
-    return t.grad_fn if t.grad_fn is not None else _edge(t)
 
 
 def _refresh_view(t):

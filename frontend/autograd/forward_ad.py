@@ -22,8 +22,9 @@ per-op forward mode:
   tangent: ``unpack_dual`` of a result that reaches no dual tensor then raises
   ``NotImplementedError`` if grad mode was switched off inside the level, instead of
   returning a tangent of None that may be wrong;
-- a custom ``autograd.Function`` contributes through its ``backward`` (which must be
-  differentiable, as for double backward), not its ``jvp``.
+- a custom ``autograd.Function``'s ``jvp`` runs when ``unpack_dual`` asks for a tangent
+  (in the second pass, as the transpose of its node's backward), not when the Function
+  is applied: a Function without ``jvp`` raises PyTorch's ``NotImplementedError`` there.
 
 One level at a time, as in PyTorch ("Nested forward mode AD is not supported").
 """
@@ -49,11 +50,13 @@ class UnpackedDualTensor(namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
 
 class _State:
-    """The open level: its number, its dual tensors (id -> (weak ref, tangent)), and
-    whether grad mode was turned off while it was open."""
+    """The open level: its number, its dual tensors (id -> (weak ref, tangent)), whether
+    grad mode was turned off while it was open, and whether the first pass of a tangent's
+    computation runs now (custom Functions then record their ``jvp``)."""
     level = None
     duals: dict = {}
     grad_was_off = False
+    tangent_pass = False
 
 
 _STATE = _State()
@@ -148,6 +151,21 @@ def make_dual(tensor, tangent, *, level=None):
     return dual
 
 
+class _tangent_pass:
+    """Context manager: the first pass of a double-vjp runs inside (the reverse pass
+    whose own gradient is the Jacobian-vector product): custom Functions record their
+    ``jvp`` there (``ember.func.jvp`` and ``jacfwd`` use it too)."""
+
+    def __enter__(self):
+        self.prev = _STATE.tangent_pass
+        _STATE.tangent_pass = True
+        return self
+
+    def __exit__(self, *exc):
+        _STATE.tangent_pass = self.prev
+        return False
+
+
 def _tangent_of(t):
     """``J @ tangents`` for ``t``, from the recorded graph (None: ``t`` reaches no dual)."""
     live = [(ref(), tan) for ref, tan in list(_STATE.duals.values()) if ref() is not None]
@@ -156,8 +174,9 @@ def _tangent_of(t):
     inputs = tuple(d for d, _ in live)
     with enable_grad():
         u = O.zeros(tuple(t.shape), t.dtype, t.device).requires_grad_(True)
-        gs = _grad((t,), inputs, (u,), create_graph=True, retain_graph=True,
-                   allow_unused=True)
+        with _tangent_pass():
+            gs = _grad((t,), inputs, (u,), create_graph=True, retain_graph=True,
+                       allow_unused=True)
         pairs = [(g, tan) for g, (_, tan) in zip(gs, live) if g is not None]
         if not pairs:
             return None

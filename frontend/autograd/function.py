@@ -1,64 +1,123 @@
 """``ember.autograd.Function``: user-defined ops with a hand-written backward.
 
->>> class Square(ember.autograd.Function):
-...     @staticmethod
-...     def forward(ctx, x):
-...         ctx.save_for_backward(x)
-...         return x * x
-...     @staticmethod
-...     def backward(ctx, g):
-...         (x,) = ctx.saved_tensors
-...         return 2 * x * g
->>> x = ember.tensor([1., 2., 3.], requires_grad=True)
->>> y = Square.apply(x)
->>> y.sum().backward()
->>> x.grad
-tensor([2., 4., 6.])
+Two ways to write one, as in PyTorch 2. With ``ctx`` in ``forward``::
+
+    >>> class Square(ember.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 2 * x * g
+    >>> x = ember.tensor([1., 2., 3.], requires_grad=True)
+    >>> Square.apply(x).sum().backward()
+    >>> x.grad
+    tensor([2., 4., 6.])
+
+or with a ``forward`` that takes only the inputs, and a ``setup_context(ctx, inputs,
+output)`` that fills ``ctx`` (saving tensors, marking outputs) after it ran.
+
+A Function with several outputs gives them one node (``grad_fn``) and numbers them with
+``output_nr``; its ``backward`` receives one gradient per output (zeros for the unused
+ones, or None after ``ctx.set_materialize_grads(False)``). Forward-mode AD
+(``ember.autograd.forward_ad``) goes through the Function's ``jvp``.
 """
 from __future__ import annotations
 
 import functools
+import inspect
+from weakref import ref as _weakref
 
 from ember.dispatcher import dtypes
 from ember.dispatcher import ops as O
 from ember.dispatcher.core import TensorBase
 
-from ._engine import _FREED, MODE, Node, SavedTensor, Slot, _edge, no_grad
+from . import forward_ad
+from ._engine import (_FREED, MODE, Node, OutputEdge, SavedTensor, _edge, enable_grad,
+                      no_grad)
+from ._record import _propagate_to_base
+from .._vmap import TRANSFORMS
 from .anomaly_mode import ANOMALY, forward_trace
+from ember.dispatcher.warn import warn as _warn
+
+__all__ = ["Function", "FunctionCtx", "InplaceFunction", "NestedIOFunction",
+           "once_differentiable"]
 
 
 class FunctionCtx:
-    """The ``ctx`` passed to ``forward`` and ``backward``."""
+    """The ``ctx`` passed to ``forward`` (or ``setup_context``), ``backward`` and ``jvp``:
+    what ``forward`` leaves for the derivatives (saved tensors, marked outputs, any
+    attribute set on it).
+
+    Example:
+        >>> class Double(ember.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.scale = 2
+        ...         return x * 2
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         return g * ctx.scale
+        >>> Double.apply(ember.ones(2, requires_grad=True)).sum().backward()
+    """
 
     def __init__(self):
         self._saved = ()
+        self._saved_forward = None
+        self._in_jvp = False
         self.needs_input_grad = ()
         self._non_differentiable = set()
+        self._dirty = ()
         self._node = None
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors):
+        """Keep ``tensors`` (or None) for ``backward``, which reads them back from
+        ``ctx.saved_tensors`` (an in-place change made to one in between raises there)."""
         self._saved = tuple(SavedTensor(t) if isinstance(t, TensorBase) else t
                             for t in tensors)
 
+    def save_for_forward(self, *tensors):
+        """Keep ``tensors`` for ``jvp``: inside ``jvp``, ``ctx.saved_tensors`` gives them."""
+        if not all(t is None or isinstance(t, TensorBase) for t in tensors):
+            # (PyTorch's check is an assert)
+            raise AssertionError("save_for_forward expects all arguments to be tensors; you "
+                                 "should save non-tensors as attributes on ctx.")
+        self._saved_forward = tuple(tensors)
+
     @property
     def saved_tensors(self):
+        """What ``save_for_backward`` kept (``save_for_forward``'s tensors inside ``jvp``);
+        raises after a backward pass freed them (without ``retain_graph=True``)."""
+        if self._in_jvp and self._saved_forward is not None:
+            return self._saved_forward
         if self._node is not None and self._node._freed:
             raise RuntimeError(_FREED)
         return tuple(s.unpack(self._node) if isinstance(s, SavedTensor) else s
                      for s in self._saved)
 
     def mark_non_differentiable(self, *tensors):
+        """These outputs get no gradient: they do not require grad, and ``backward``
+        receives zeros (or None) for them."""
         self._non_differentiable.update(id(t) for t in tensors)
 
     def mark_dirty(self, *tensors):
-        pass
+        """``forward`` changed these inputs in place (and returns them): they become
+        outputs of this Function, their history rebased onto its node."""
+        self._dirty = tuple(tensors)
 
     def set_materialize_grads(self, value: bool):
+        """With False, ``backward`` receives None (not zeros) for outputs that got no
+        gradient."""
         self.materialize_grads = bool(value)
 
 
 class _FunctionNode(Node):
+    """A custom Function's node; attributes it lacks are read from its ``ctx``
+    (``grad_fn.saved_tensors``, ``grad_fn.needs_input_grad``), as PyTorch's node is its
+    ctx."""
     __slots__ = ()
 
     def __repr__(self):
@@ -66,12 +125,103 @@ class _FunctionNode(Node):
         return (f"<{dtypes.module_name}.autograd.function.{type(self).__name__} object at "
                 f"{id(self):#x}>")
 
+    def __getattr__(self, attr):
+        if not attr.startswith("__"):
+            try:
+                fctx = Node._ctx.__get__(self).get("_function")
+            except AttributeError:
+                fctx = None
+            if fctx is not None and hasattr(fctx, attr):
+                return getattr(fctx, attr)
+        return Node.__getattr__(self, attr)
+
+    def _output_edge(self, t):
+        """The edge into the output ``t`` is (one node, several outputs)."""
+        return self._ctx["_edges"][self._output_nr(t)]
+
+    def _output_nr(self, t) -> int:
+        refs = self._ctx.get("_outputs")
+        if refs is None:
+            return 0
+        for i, r in enumerate(refs):
+            if r is not None and r() is t:
+                return i
+        # an alias of an output (a subclass view through as_subclass, a saved copy)
+        for i, r in enumerate(refs):
+            o = r() if r is not None else None
+            if o is not None and o._storage is t._storage and o._offset == t._offset \
+                    and o.shape == t.shape and o._stride == t._stride:
+                return i
+        raise RuntimeError(f"{type(self).__name__}: a tensor with this node as grad_fn is not "
+                           "one of the outputs of its custom Function (nor an alias of one), "
+                           "so ember cannot tell which output's gradient it carries")
+
+
+class _MultiOutputNode(_FunctionNode):
+    __slots__ = ()
+    _multi = True
+
+
+def _node_class(cls, multi: bool):
+    """The node class of Function ``cls`` (``<Name>Backward``), made once per class."""
+    key = "_ember_node_classes"
+    made = cls.__dict__.get(key)
+    if made is None:
+        name = f"{cls.__name__}Backward"
+        made = tuple(type(name, (base,), {"__slots__": (), "_forward_cls": cls})
+                     for base in (_FunctionNode, _MultiOutputNode))
+        setattr(cls, key, made)
+    return made[1 if multi else 0]
+
+
+def _overrides_setup_context(cls) -> bool:
+    return cls.setup_context is not Function.setup_context
+
+
+def _bind(cls, args, kwargs, with_setup):
+    """The inputs of a call: positional, with keyword arguments put in ``forward``'s order
+    (and, for the ``setup_context`` form, defaults filled in), as PyTorch does."""
+    if not kwargs and not with_setup:
+        return args, {}
+    sig = inspect.signature(cls.forward)
+    bound = sig.bind(*args, **kwargs) if with_setup else sig.bind(None, *args, **kwargs)
+    if with_setup:
+        bound.apply_defaults()
+        return tuple(bound.args), dict(bound.kwargs)
+    return tuple(bound.args[1:]), dict(bound.kwargs)
+
 
 class Function:
-    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``."""
+    """Subclass with static ``forward`` and ``backward`` (and optionally
+    ``setup_context``, ``jvp``, ``vmap``), and call ``.apply(*inputs)``; see the module
+    docstring.
+
+    Example:
+        >>> class Exp(ember.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(x):
+        ...         return x.exp()
+        ...     @staticmethod
+        ...     def setup_context(ctx, inputs, output):
+        ...         ctx.save_for_backward(output)
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         (y,) = ctx.saved_tensors
+        ...         return g * y
+        >>> x = ember.zeros(2, requires_grad=True)
+        >>> Exp.apply(x).sum().backward()
+        >>> x.grad
+        tensor([1., 1.])
+    """
+
+    #: with ``setup_context``: ``ember.func.vmap`` may run ``forward`` per sample
+    generate_vmap_rule = False
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("Function subclasses are used through .apply(), not instantiated")
+        _warn(f"{type(self)} should not be instantiated. Methods on autograd functions are "
+              "all static, so you should invoke them on the class itself. Instantiating an "
+              "autograd function will raise an error in a future version of PyTorch.",
+              DeprecationWarning)
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -79,60 +229,255 @@ class Function:
                                   "autograd.Function.")
 
     @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("You must implement either the backward or vjp method for "
                                   "your custom autograd.Function to use it with backward mode "
                                   "AD.")
 
+    vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("To use autograd.Function with vmap, you must either "
+                                  "override the vmap staticmethod or set "
+                                  "generate_vmap_rule=True.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
+        """Run ``forward`` on ``args`` without recording, then record one node whose
+        gradient is ``backward``."""
+        with_setup = _overrides_setup_context(cls)
+        if TRANSFORMS.active and not cls.__module__.startswith("ember."):
+            _check_transformable(cls, with_setup)
+        args, kwargs = _bind(cls, args, kwargs, with_setup)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, TensorBase) and a.requires_grad
                                      for a in args)
         with no_grad():
-            out = cls.forward(ctx, *args, **kwargs)
+            if with_setup:
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
         if not MODE.grad or not any(ctx.needs_input_grad):
             return out
-        outs = out if isinstance(out, tuple) else (out,)
-        edges = tuple(_edge(a) if isinstance(a, TensorBase) else None for a in args)
-        node_cls = type(f"{cls.__name__}Backward", (_FunctionNode,), {"__slots__": ()})
-        differentiable = [i for i, o in enumerate(outs)
-                          if isinstance(o, TensorBase) and id(o) not in ctx._non_differentiable
-                          and o.dtype._kind >= 2]
+        return _attach(cls, ctx, args, out)
 
-        def vjp(g, saved, c, shapes):
-            grads_out = g if isinstance(g, list) else [g]
-            if len(outs) > 1 or isinstance(g, list):
-                grads_out = [gi if gi is not None or not ctx.materialize_grads
-                             else _zeros_like(o) for gi, o in zip(grads_out, outs)]
-            grads = cls.backward(ctx, *grads_out)
-            if not isinstance(grads, tuple):
-                grads = (grads,)
-            if len(grads) > len(args) and all(g is None for g in grads[len(args):]):
-                grads = grads[:len(args)]   # (PyTorch drops trailing Nones past the inputs)
-            if len(grads) != len(args):
-                raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect "
-                                   f"number of gradients (expected {len(args)}, got "
-                                   f"{len(grads)})")
-            return grads
 
-        node = node_cls(vjp, edges, (), {"_function": ctx},
-                        tuple(getattr(a, "shape", None) for a in args))
-        ctx._node = node
-        if ANOMALY.enabled:
-            node._ctx["anomaly_trace"] = forward_trace()
-        if len(outs) == 1:
-            if differentiable:
-                outs[0].requires_grad = True
-                outs[0].grad_fn = node
-            return out
-        # several outputs: each gets a small node routing its gradient into a slot of
-        # the shared backward node, which calls backward() once with all of them
-        n = len(outs)
-        for i in differentiable:
-            outs[i].requires_grad = True
-            outs[i].grad_fn = _output_node(cls, node, i, n)
-        return out
+_TRANSFORMS_DOC = ("For more details, please see "
+                   "https://pytorch.org/docs/main/notes/extending.func.html")
+
+
+def _check_transformable(cls, with_setup):
+    """PyTorch's rules for a Function under ``ember.func`` transforms (ember's own
+    Functions, used inside its ops, are exempt). ember's ``vmap`` runs the Function once
+    per sample whichever rule is given."""
+    if not with_setup:
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms "
+                           "(vmap, grad, jvp, jacrev, ...), it must override the "
+                           f"setup_context staticmethod. {_TRANSFORMS_DOC}")
+    if TRANSFORMS.vmap:
+        has_rule = cls.vmap is not Function.vmap
+        if has_rule and cls.generate_vmap_rule:
+            raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it has both "
+                               "generate_vmap_rule=True and an overridden vmap staticmethod. "
+                               "Please set generate_vmap_rule=False or delete the overridden "
+                               f"vmap staticmethod to avoid ambiguity. {_TRANSFORMS_DOC}")
+        if not has_rule and not cls.generate_vmap_rule:
+            raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have "
+                               "vmap support. Please override and implement the vmap "
+                               "staticmethod or set generate_vmap_rule=True. "
+                               f"{_TRANSFORMS_DOC}")
+
+
+def _attach(cls, ctx, args, out):
+    """Make ``out`` (forward's result) the outputs of a new node of ``cls``."""
+    is_tuple = isinstance(out, tuple)
+    outs = list(out) if is_tuple else [out]
+    dirty = {id(t) for t in ctx._dirty}
+    for t in ctx._dirty:
+        if not any(o is t for o in outs):
+            raise RuntimeError("Some elements marked as dirty during the forward method were "
+                               "not returned as output. The inputs that are modified inplace "
+                               "must all be outputs of the Function.")
+        if t.requires_grad and t.grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                               "in-place operation.")
+        if t._base is not None and t._base.requires_grad and t._base.grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in "
+                               "an in-place operation.")
+        t._vc[0] += 1   # (the history changes too: PyTorch counts it as another write)
+    # (edges for the tensor inputs only, as PyTorch's next_functions)
+    edges = tuple(_edge(a) for a in args if isinstance(a, TensorBase))
+    differentiable = [i for i, o in enumerate(outs)
+                      if isinstance(o, TensorBase) and id(o) not in ctx._non_differentiable
+                      and o.dtype._kind >= 2]
+    # an input returned as it is (and not marked dirty) comes back as a new view of it,
+    # so the input keeps its own history (PyTorch's rule)
+    for i, o in enumerate(outs):
+        if isinstance(o, TensorBase) and id(o) not in dirty \
+                and any(o is a for a in args):
+            with no_grad():
+                outs[i] = o.view_as(o)
+    n = len(outs)
+    metas = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, TensorBase) else None
+                  for o in outs)
+    nargs = len(args)
+    tensor_args = tuple(isinstance(a, TensorBase) for a in args)
+
+    def vjp(g, saved, c, shapes):
+        grads_out = list(g) if isinstance(g, list) else [g]
+        if ctx.materialize_grads:
+            grads_out = [_zeros(m) if gi is None and m is not None else gi
+                         for gi, m in zip(grads_out, metas)]
+        if forward_ad._STATE.tangent_pass and MODE.grad:
+            # forward-mode AD's first pass: the transposed node differentiates as jvp
+            if cls.jvp is Function.jvp:
+                Function.jvp(ctx)
+            grads = _JvpTranspose.apply(cls, ctx, metas, tensor_args, *grads_out)
+            grads = grads if isinstance(grads, tuple) else (grads,)
+        else:
+            grads = _check_grads(cls, _backward_of(cls)(ctx, *grads_out), nargs, tensor_args)
+        return tuple(g for g, is_tensor in zip(grads, tensor_args) if is_tensor)
+
+    node_cls = _node_class(cls, n > 1)
+    node = node_cls(vjp, edges, (), {"_function": ctx},
+                    tuple(a.shape for a in args if isinstance(a, TensorBase)))
+    ctx._node = node
+    if ANOMALY.enabled:
+        node._ctx["anomaly_trace"] = forward_trace()
+    if n > 1:
+        node._ctx["_outputs"] = [_weakref(o) if isinstance(o, TensorBase) else None
+                                 for o in outs]
+        node._ctx["_edges"] = [OutputEdge(node, i, n) for i in range(n)]
+    for i in differentiable:
+        o = outs[i]
+        o.requires_grad = True
+        o.grad_fn = node
+        if id(o) in dirty and o._base is not None:
+            _propagate_to_base(o)   # (a view written in place: its base's history too)
+            if n > 1:
+                node._ctx["_outputs"][i] = None
+    if is_tuple:
+        return tuple(outs)
+    return outs[0]
+
+
+def _check_grads(cls, grads, nargs, tensor_args):
+    """``backward``'s result as one gradient per input, checked as PyTorch checks it."""
+    if not isinstance(grads, tuple):
+        grads = (grads,)
+    if len(grads) > nargs and all(g is None for g in grads[nargs:]):
+        grads = grads[:nargs]   # (PyTorch drops trailing Nones past the inputs)
+    if len(grads) != nargs:
+        raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of "
+                           f"gradients (expected {nargs}, got {len(grads)})")
+    for i, (g, is_tensor) in enumerate(zip(grads, tensor_args)):
+        if g is not None and not is_tensor:
+            raise RuntimeError(f"function {cls.__name__}Backward returned a gradient "
+                               f"different than None at position {i + 1}, but the "
+                               "corresponding forward input was not a Variable")
+    return grads
+
+
+def _backward_of(cls):
+    """The Function's ``backward``, or its ``vjp`` (PyTorch's other name for it)."""
+    has_backward = cls.backward is not Function.backward
+    has_vjp = cls.vjp is not Function.vjp
+    if has_backward and has_vjp:
+        raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is "
+                           "not allowed. You should only implement one of them.")
+    return cls.vjp if has_vjp else cls.backward
+
+
+def _zeros(meta):
+    shape, dtype, device = meta
+    return O.zeros(shape, dtype, device)
+
+
+class _JvpTranspose(Function):
+    """A custom Function's backward as forward-mode AD's first pass records it: its value
+    is ``backward``'s (the vector-Jacobian product), and its own gradient (the second
+    pass) is the Function's ``jvp`` — the transpose of a vector-Jacobian product is the
+    Jacobian-vector product, so forward-mode AD through the Function uses ``jvp``."""
+
+    @staticmethod
+    def forward(ctx, fn_cls, fn_ctx, metas, tensor_args, *grads_out):
+        ctx.fn = (fn_cls, fn_ctx, metas, tensor_args)
+        grads = _backward_of(fn_cls)(fn_ctx, *grads_out)
+        grads = _check_grads(fn_cls, grads, len(tensor_args), tensor_args)
+        return tuple(g.detach() if isinstance(g, TensorBase) else g for g in grads)
+
+    @staticmethod
+    def backward(ctx, *tangents):
+        fn_cls, fn_ctx, metas, tensor_args = ctx.fn
+        tangents = tuple(t if t is not None or not is_tensor else None
+                         for t, is_tensor in zip(tangents, tensor_args))
+        fn_ctx._in_jvp = True
+        try:
+            with enable_grad():
+                res = fn_cls.jvp(fn_ctx, *tangents)
+        finally:
+            fn_ctx._in_jvp = False
+        res = res if isinstance(res, tuple) else (res,)
+        if len(res) != len(metas):
+            raise RuntimeError(f"{fn_cls.__name__}.jvp returned {len(res)} tangents; expected "
+                               f"one per output of forward ({len(metas)})")
+        return (None, None, None, None) + tuple(
+            r if m is not None else None for r, m in zip(res, metas))
+
+
+class InplaceFunction(Function):
+    """A Function that may work in place: instances carry ``inplace`` (PyTorch's legacy
+    base class; the methods are static and used through ``apply`` as for
+    :class:`Function`).
+
+    Example:
+        >>> from ember.autograd.function import InplaceFunction
+        >>> issubclass(InplaceFunction, ember.autograd.Function)
+        True
+    """
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+
+class NestedIOFunction(Function):
+    """PyTorch's legacy base for Functions written as instance methods over nested
+    inputs (``forward_extended`` / ``backward_extended``). Those legacy instance Functions
+    are not supported (PyTorch's own cannot be called either): write a :class:`Function`
+    with static methods instead.
+
+    Example:
+        >>> from ember.autograd.function import NestedIOFunction
+        >>> issubclass(NestedIOFunction, ember.autograd.Function)
+        True
+    """
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError("NestedIOFunction (legacy Functions written as instance "
+                                  "methods, forward_extended/backward_extended) is not "
+                                  "supported by ember; write an autograd.Function with "
+                                  "static forward/backward instead")
+
+    def forward_extended(self, *input):
+        """The legacy instance forward (not supported)."""
+        raise NotImplementedError("NestedIOFunction.forward_extended is not supported")
+
+    def backward_extended(self, *grad_output):
+        """The legacy instance backward (not supported)."""
+        raise NotImplementedError("NestedIOFunction.backward_extended is not supported")
 
 
 class _DelayedError(Function):
@@ -185,14 +530,3 @@ def once_differentiable(fn):
                  and o.dtype.is_floating_point else o for o in outs]
         return _DelayedError.apply(*fakes)
     return wrapper
-
-
-def _zeros_like(o):
-    return O.zeros(o.shape, o.dtype, o.device) if isinstance(o, TensorBase) else None
-
-
-def _output_node(cls, hub, i, n):
-    def route(g, saved, c, shapes):
-        return (Slot(i, n, g),)
-    node_cls = type(f"{cls.__name__}Backward", (_FunctionNode,), {"__slots__": ()})
-    return node_cls(route, (hub,), (), {}, (None,))
