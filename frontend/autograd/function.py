@@ -32,6 +32,7 @@ from weakref import ref as _weakref
 
 from ember.dispatcher import dtypes
 from ember.dispatcher import ops as O
+from ember.dispatcher import views as V
 from ember.dispatcher.core import TensorBase
 
 from . import forward_ad
@@ -333,6 +334,7 @@ def _attach(cls, ctx, args, out):
                   for o in outs)
     nargs = len(args)
     tensor_args = tuple(isinstance(a, TensorBase) for a in args)
+    in_metas = tuple((tuple(a.shape), a.dtype) for a in args if isinstance(a, TensorBase))
 
     def vjp(g, saved, c, shapes):
         grads_out = list(g) if isinstance(g, list) else [g]
@@ -341,13 +343,17 @@ def _attach(cls, ctx, args, out):
                          for gi, m in zip(grads_out, metas)]
         if forward_ad._STATE.tangent_pass and MODE.grad:
             # forward-mode AD's first pass: the transposed node differentiates as jvp
-            if cls.jvp is Function.jvp:
-                Function.jvp(ctx)
-            grads = _JvpTranspose.apply(cls, ctx, metas, tensor_args, *grads_out)
-            grads = grads if isinstance(grads, tuple) else (grads,)
-        else:
-            grads = _check_grads(cls, _backward_of(cls)(ctx, *grads_out), nargs, tensor_args)
-        return tuple(g for g, is_tensor in zip(grads, tensor_args) if is_tensor)
+            if cls.jvp is not Function.jvp:
+                grads = _JvpTranspose.apply(cls, ctx, metas, tensor_args, *grads_out)
+                grads = grads if isinstance(grads, tuple) else (grads,)
+                return _fit_grads(cls, [g for g, is_tensor in zip(grads, tensor_args)
+                                        if is_tensor], in_metas)
+            if not cls.__module__.startswith("ember."):
+                Function.jvp(ctx)   # (raises PyTorch's error)
+            # ember's own Functions without jvp: their backward, differentiated twice
+        grads = _check_grads(cls, _backward_of(cls)(ctx, *grads_out), nargs, tensor_args)
+        return _fit_grads(cls, [g for g, is_tensor in zip(grads, tensor_args) if is_tensor],
+                          in_metas)
 
     node_cls = _node_class(cls, n > 1)
     node = node_cls(vjp, edges, (), {"_function": ctx},
@@ -387,6 +393,26 @@ def _check_grads(cls, grads, nargs, tensor_args):
                                f"different than None at position {i + 1}, but the "
                                "corresponding forward input was not a Variable")
     return grads
+
+
+def _fit_grads(cls, grads, in_metas):
+    """Each tensor input's gradient in its input's shape (summing dims it was broadcast
+    over) and dtype; a shape the input does not broadcast to raises, as in PyTorch."""
+    for i, (g, (shape, dtype)) in enumerate(zip(grads, in_metas)):
+        if not isinstance(g, TensorBase):
+            continue
+        if tuple(g.shape) != shape:
+            lead = len(g.shape) - len(shape)
+            if lead < 0 or any(n != 1 and n != g.shape[lead + k]
+                               for k, n in enumerate(shape)):
+                raise RuntimeError(f"Function {cls.__name__}Backward returned an invalid "
+                                   f"gradient at index {i} - got {list(g.shape)} but "
+                                   f"expected shape compatible with {list(shape)}")
+            g = V.sum_to(g, shape)
+        if g.dtype is not dtype and g.dtype._kind >= 2 and dtype._kind >= 2:
+            g = g.to(dtype)
+        grads[i] = g
+    return tuple(grads)
 
 
 def _backward_of(cls):

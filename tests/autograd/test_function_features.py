@@ -689,3 +689,33 @@ def test_transforms_need_setup_context(transform):
                 out.append(str(e))
         return out
     both(run)
+
+
+def test_backward_gradients_are_fitted_to_the_inputs():
+    """A gradient the input broadcasts to is summed back, another dtype is cast to the
+    input's; a shape the input does not broadcast to raises PyTorch's error."""
+    def run(lib):
+        class Wide(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return (g * 2).expand(3, 2).double()
+
+        class Bad(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.sum()
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        (g,) = lib.autograd.grad(Wide.apply(x).sum() * 1, x)
+        with pytest.raises(RuntimeError) as info:
+            Bad.apply(x).backward()
+        return L(g), str(g.dtype).split(".")[1], str(info.value)
+    both(run)
