@@ -3,7 +3,11 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+
+import ember
+import ember.nn as enn
 
 torch = pytest.importorskip("torch")
 
@@ -45,3 +49,28 @@ def test_spawned_children_import_the_same_torch(tmp_path):
     assert ran[0].returncode == 0, ran[0].stderr
     assert ran[1].returncode == 0, ran[1].stderr
     assert ran[1].stdout == ran[0].stdout == "0 True 4.0\n"
+
+
+def test_functional_data_parallel_needs_an_accelerator():
+    """pytorch/examples dcgan (its older form) calls ``nn.parallel.data_parallel(self.main,
+    input, None)``: PyTorch raises RuntimeError when no accelerator is present, while the
+    ``DataParallel`` module runs on the CPU; ember does the same."""
+    tm = torch.nn.Linear(3, 2)
+    em = enn.Linear(3, 2)
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    with ember.no_grad():
+        em.weight.copy_(ember.tensor(tm.weight.detach().numpy()))
+        em.bias.copy_(ember.tensor(tm.bias.detach().numpy()))
+    want = tm(torch.from_numpy(x)).detach().numpy()
+    # the module form runs wherever it is
+    got = enn.DataParallel(em)(ember.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(got, torch.nn.DataParallel(tm)(torch.from_numpy(x)).detach().numpy(),
+                               rtol=1e-6, atol=1e-6)
+    if not torch.cuda.is_available() and not ember.accelerator.is_available():
+        with pytest.raises(RuntimeError, match="device type could not be determined"):
+            torch.nn.parallel.data_parallel(tm, torch.from_numpy(x), None)
+        with pytest.raises(RuntimeError, match="device type could not be determined"):
+            enn.parallel.data_parallel(em, ember.tensor(x), None)
+    elif ember.accelerator.is_available():
+        got = enn.parallel.data_parallel(em, ember.tensor(x)).detach().cpu().numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
