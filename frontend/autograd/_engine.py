@@ -365,6 +365,7 @@ class Node:
         fctx = self._ctx.get("_function") if self._ctx else None
         if fctx is not None:
             fctx._saved = ()
+            fctx._freed = True
             self._freed = True
             return
         for s in self._saved:
@@ -585,7 +586,7 @@ def _run_backward(roots, grads, retain_graph, create_graph, inputs, capture, all
                                         for s in node._saved], node._ctx, node._shapes)
             if node._hooks:
                 for h in node._hooks:
-                    h(outs, (grad,))
+                    h(outs, tuple(grad) if type(grad) is list else (grad,))
             if not retain_graph:
                 node.release()
             for nxt, g in zip(node._next, outs):

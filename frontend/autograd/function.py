@@ -71,8 +71,14 @@ class FunctionCtx:
         self.needs_input_grad = ()
         self._non_differentiable = set()
         self._dirty = ()
-        self._node = None
+        self._node_ref = None
+        self._freed = False     # (set when a backward pass released the saved tensors)
         self.materialize_grads = True
+
+    @property
+    def _node(self):
+        # (a weak reference: the node holds its ctx, and no cycle keeps them alive)
+        return self._node_ref() if self._node_ref is not None else None
 
     def save_for_backward(self, *tensors):
         """Keep ``tensors`` (or None) for ``backward``, which reads them back from
@@ -94,9 +100,10 @@ class FunctionCtx:
         raises after a backward pass freed them (without ``retain_graph=True``)."""
         if self._in_jvp and self._saved_forward is not None:
             return self._saved_forward
-        if self._node is not None and self._node._freed:
+        if self._freed:
             raise RuntimeError(_FREED)
-        return tuple(s.unpack(self._node) if isinstance(s, SavedTensor) else s
+        node = self._node
+        return tuple(s.unpack(node) if isinstance(s, SavedTensor) else s
                      for s in self._saved)
 
     def mark_non_differentiable(self, *tensors):
@@ -137,8 +144,17 @@ class _FunctionNode(Node):
         return Node.__getattr__(self, attr)
 
     def _output_edge(self, t):
-        """The edge into the output ``t`` is (one node, several outputs)."""
-        return self._ctx["_edges"][self._output_nr(t)]
+        """The edge into the output ``t`` is (one node, several outputs): made when first
+        asked for, and kept while the graph (or a tensor) refers to it, not by this node
+        (no reference cycle); its tensor hooks live here, so a new edge finds them."""
+        i = self._output_nr(t)
+        edges = self._ctx["_edges"]
+        edge = edges[i]() if edges[i] is not None else None
+        if edge is None:
+            edge = OutputEdge(self, i, len(edges))
+            edge._pre_hooks = self._ctx["_hooks"][i]
+            edges[i] = _weakref(edge)
+        return edge
 
     def _output_nr(self, t) -> int:
         refs = self._ctx.get("_outputs")
@@ -358,13 +374,14 @@ def _attach(cls, ctx, args, out):
     node_cls = _node_class(cls, n > 1)
     node = node_cls(vjp, edges, (), {"_function": ctx},
                     tuple(a.shape for a in args if isinstance(a, TensorBase)))
-    ctx._node = node
+    ctx._node_ref = _weakref(node)
     if ANOMALY.enabled:
         node._ctx["anomaly_trace"] = forward_trace()
     if n > 1:
         node._ctx["_outputs"] = [_weakref(o) if isinstance(o, TensorBase) else None
                                  for o in outs]
-        node._ctx["_edges"] = [OutputEdge(node, i, n) for i in range(n)]
+        node._ctx["_edges"] = [None] * n
+        node._ctx["_hooks"] = [[] for _ in range(n)]
     for i in differentiable:
         o = outs[i]
         o.requires_grad = True

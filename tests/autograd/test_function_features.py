@@ -8,7 +8,9 @@ keyword arguments, freed saved tensors, double backward).
 Every Function is written once, in a factory taking the library, and run under ember and
 PyTorch side by side: PyTorch's values, gradients, numbering and errors are the spec.
 """
+import gc
 import warnings
+import weakref
 
 import pytest
 import torch
@@ -718,4 +720,29 @@ def test_backward_gradients_are_fitted_to_the_inputs():
         with pytest.raises(RuntimeError) as info:
             Bad.apply(x).backward()
         return L(g), str(g.dtype).split(".")[1], str(info.value)
+    both(run)
+
+
+def test_node_hooks_and_freeing_without_the_garbage_collector():
+    """A node hook of a two-output Function sees both output gradients; the node goes
+    with its last output by reference counting (no cycle through ctx or the edges)."""
+    def run(lib):
+        Split = make_split(lib, [])
+        x = lib.ones(2, requires_grad=True)
+        a, _k, c = Split.apply(x)
+        seen = []
+        a.grad_fn.register_hook(lambda gi, go: seen.append((len(gi), len(go))))
+        (a * c).sum().backward()
+        a, _k, c = Split.apply(x)
+        d = a * c
+        node = weakref.ref(a.grad_fn)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            del a, c, d
+            freed = node() is None
+        finally:
+            if enabled:
+                gc.enable()
+        return seen, freed
     both(run)
