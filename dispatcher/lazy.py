@@ -77,9 +77,10 @@ class _State:
 
 _S = _State()
 
-#: counters tests and the logs read: traces run, compiled, and cache hits
+#: counters tests and the logs read: traces run, compiled, and cache hits; "replays": graphs
+#: of straight-line functions run again without capture (ember.compile's fast path)
 STATS = {"flushes": 0, "compiles": 0, "hits": 0, "breaks": 0, "recomputable": 0,
-         "recomputed": 0}
+         "recomputed": 0, "replays": 0}
 
 
 class Trace:

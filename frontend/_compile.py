@@ -4,7 +4,9 @@ A compiled function runs its Python in full on every call, inside a capture regi
 (``ember.dispatcher.lazy``): the ops record a trace instead of running, and the trace runs
 compiled when a value is needed (a graph break) and when the function returns. Compiled
 traces are cached by their structure, so a second call with the same structure reuses the
-first one's compiled form.
+first one's compiled form. (A straight-line function, whose bytecode a scan shows has
+nothing but ember ops, replays its graph under guards without running its Python:
+``_straight_line.py``.)
 
 Compilers ("backends") are PyTorch's: a callable ``(gm, example_inputs) -> callable`` that
 gets the trace as an :class:`ember.fx.GraphModule`, or a name (``"eager"``: the recorded
@@ -31,6 +33,7 @@ from ember.dispatcher.grad_mode import MODE
 from ember.dispatcher.schema import OPS
 
 from . import fx
+from ._straight_line import Plans, forget_all
 from .nn.modules.module import Module
 
 __all__ = ["compile", "OptimizedModule", "register_backend", "list_backends",
@@ -441,8 +444,14 @@ class _Watch:
         kernels on host devices compute eager mode's bits, so the switch changes no
         result; on asynchronous devices a call's time is not its work, and they keep
         compiling.)"""
+        self.observe_run(any(getattr(r, "groups", 0) for r in region.runners), seconds,
+                         size)
+
+    def observe_run(self, fused, seconds, size=0) -> None:
+        """``observe`` for a call that ran graphs: ``fused``, whether one fused kernels
+        (a straight-line function's replay: no capture, see _straight_line.py)."""
         self.calls += 1
-        if any(getattr(r, "groups", 0) for r in region.runners):
+        if fused:
             self.fused = True
         if not self.fused and self.calls >= EAGER_AFTER:
             self.eager = True
@@ -540,6 +549,8 @@ def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
         return compiler(info, storages, values)
 
     replayer = _Replayer(fn, compile_graph, key, fullgraph, watch) if replay else None
+    # a straight-line function replays its graph without its Python (_straight_line.py)
+    plans = None if replay else Plans(fn)
     backward_key = (key, "backward")
 
     def backward_region():
@@ -568,17 +579,31 @@ def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
                 result = fn(*args, **kwargs)
                 watch.timed_eager(size, time.perf_counter() - t)
                 return result
+        if plans is not None and plans.plans:
+            t = time.perf_counter()
+            result = plans.call(args, kwargs)
+            if result is not Plans.MISS:
+                if adaptive:
+                    watch.observe_run(plans.fused, time.perf_counter() - t, size)
+                return result
+        keep = plans is not None and plans.active and not (
+            MODE.grad and any(isinstance(a, C.TensorBase) and a.requires_grad
+                              for a in args))
+        versions = Plans.versions(args, kwargs) if keep else None
         region = L.Region(compile_graph, key, fullgraph, _on_break, watch.on_compile,
-                          "recompiles" in _LOGS, backward=backward_region)
+                          "recompiles" in _LOGS, keep=keep, backward=backward_region)
         t = time.perf_counter()
         with L.capture(region):
             result = fn(*args, **kwargs)
         if adaptive:
             watch.observe(region, time.perf_counter() - t, size)
+        if keep:
+            plans.learn(region, args, kwargs, result, versions)
         return result
     compiled._ember_compiled = True
     compiled._ember_replayer = replayer     # (its plans: tests and debugging)
     compiled._ember_watch = watch           # (what it learnt about itself: the same)
+    compiled._ember_plans = plans           # (its straight-line replay plans: the same)
     compiled._torchdynamo_orig_callable = fn
     return compiled
 
@@ -889,5 +914,6 @@ def reset() -> None:
     """Forget every compiled graph and what compiled functions learnt about themselves
     (``torch._dynamo.reset``)."""
     L.clear_cache()
+    forget_all()
     for w in list(_WATCHES):
         w.reset()
