@@ -390,6 +390,13 @@ def _attach(cls, ctx, args, out):
             _propagate_to_base(o)   # (a view written in place: its base's history too)
             if n > 1:
                 node._ctx["_outputs"][i] = None
+    if ctx._saved:
+        # saved outputs are kept as outputs (a detached alias, re-attached when unpacked):
+        # the node holding its own output would be a reference cycle
+        mine = {id(o) for o in outs if isinstance(o, TensorBase) and o.grad_fn is node}
+        ctx._saved = tuple(SavedTensor(s.data, is_output=True)
+                           if type(s) is SavedTensor and s.data is not None
+                           and id(s.data) in mine else s for s in ctx._saved)
     if is_tuple:
         return tuple(outs)
     return outs[0]

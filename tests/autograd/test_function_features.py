@@ -746,3 +746,51 @@ def test_node_hooks_and_freeing_without_the_garbage_collector():
                 gc.enable()
         return seen, freed
     both(run)
+
+
+def test_saved_outputs_free_and_double_backward():
+    """A Function saving its own output: gradients and second derivatives as PyTorch's,
+    and the node still goes by reference counting; a saved dirty input is its output."""
+    def run(lib):
+        class Exp(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.exp()
+                ctx.save_for_backward(y)
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                (y,) = ctx.saved_tensors
+                return g * y
+
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                ctx.save_for_backward(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g * 2 + 0 * x
+
+        x = lib.tensor([0.0, 1.0], requires_grad=True)
+        (g,) = lib.autograd.grad(Exp.apply(x).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x)
+        y = Exp.apply(x)
+        node = weakref.ref(y.grad_fn)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            del y
+            freed = node() is None
+        finally:
+            if enabled:
+                gc.enable()
+        z = Double.apply(x * 1)
+        (gd,) = lib.autograd.grad(z.sum(), x)
+        return ([round(v, 5) for v in L(g)], [round(v, 5) for v in L(gg)], freed, L(gd))
+    both(run)
