@@ -16,8 +16,9 @@ The guards: the function's code and defaults; the identity of every global, clos
 and module attribute the code reads; the arguments' structure (container types, lengths,
 keyword names), each tensor's shape, strides, offset, dtype, device, type and aliasing,
 each other argument's value (only immutable ones are allowed); grad mode, the default
-dtype and device; no autocast region and no forward-AD level open. A plan is refused
-(the call keeps the ordinary capture path) when the call broke the graph, ran more than
+dtype and device; no autocast region, forward-AD level or TorchFunctionMode open (Tensor
+subclasses are not replayed either: ``__torch_function__`` must see the calls). A plan is
+refused (the call keeps the ordinary capture path) when the call broke the graph, ran more than
 one graph, drew random numbers, wrote to an argument, read a tensor that is not an
 argument (a global or a closure's tensor), returned a tensor the graph does not make or
 a view, or when a tensor argument requires grad with grad mode on.
@@ -39,7 +40,7 @@ from ember.dispatcher import lazy as L
 from ember.dispatcher.grad_mode import MODE
 from ember.dispatcher.schema import OPS
 
-from . import _defaults
+from . import _defaults, overrides
 from ._tensor import Tensor
 from .autograd import forward_ad
 from .nn.parameter import Parameter
@@ -287,8 +288,10 @@ def _state():
 
 
 def _quiet() -> bool:
-    """No autocast region and no forward-AD level: ops record what they always do."""
-    return autocast.ACTIVE[0] == 0 and forward_ad._STATE.level is None
+    """No autocast region, no forward-AD level and no ``TorchFunctionMode``: ops record
+    what they always do, and nothing outside the graph wants to see the calls."""
+    return autocast.ACTIVE[0] == 0 and forward_ad._STATE.level is None and \
+        not overrides._STATE.mode_on
 
 
 class _Plan:

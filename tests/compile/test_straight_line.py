@@ -337,3 +337,32 @@ def test_containers_the_function_could_change_are_not_replayed():
         out.append(x * 2)
         return x
     assert "append" in scan(grows)
+
+
+def test_torch_function_modes_and_subclasses_see_every_call():
+    from ember.overrides import TorchFunctionMode
+
+    class Count(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    class Sub(ember.Tensor):
+        pass
+
+    cf = ember.compile(lambda x: (x * 2).sin())
+    x = ember.randn(5)
+    for _ in range(3):
+        cf(x)
+    assert cf._ember_plans.plans
+    with Count() as mode:
+        same(cf(x), (x * 2).sin())
+    assert mode.calls >= 2          # the mode saw the multiply and the sine
+    s = ember.randn(5).as_subclass(Sub)
+    for _ in range(3):
+        out = cf(s)
+        assert type(out) is Sub
