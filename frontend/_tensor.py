@@ -66,11 +66,13 @@ class Tensor(TensorBase):
     >>> x.t().is_contiguous()
     False
     """
-    # (a dict: the values are the docstrings of the public fields' descriptors)
+    # (a dict: the values are the docstrings of the public fields' descriptors; "__dict__":
+    # a tensor takes attributes of the user's, as PyTorch's does: pyro marks a constrained
+    # parameter with ``value.unconstrained = weakref.ref(...)``. It is made on first use.)
     __slots__ = {"_grad": None,
                  "grad_fn": "The autograd node that made this tensor (its backward "
                             "function), or None for a leaf.",
-                 "_acc_ref": None, "_hooks": None, "_retains": None}
+                 "_acc_ref": None, "_hooks": None, "_retains": None, "__dict__": None}
     __array_priority__ = 1000
 
     def __new__(cls, *args, device=None):

@@ -50,6 +50,8 @@ __all__ = ["save", "load", "add_safe_globals", "safe_globals", "get_safe_globals
            "load_safetensors", "WeightsUnpickler", "DEFAULT_PROTOCOL"]
 
 MapLocation = Union[None, str, "ember.device", dict, Callable]
+# PyTorch's name of that type alias (pyro annotates with ``torch.serialization.MAP_LOCATION``)
+MAP_LOCATION = MapLocation
 
 
 def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int = 2,

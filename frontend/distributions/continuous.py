@@ -14,6 +14,8 @@ from ember import Size
 
 from . import constraints
 from .distribution import Distribution, ExponentialFamily
+from .transformed_distribution import TransformedDistribution
+from .transforms import ExpTransform
 from .utils import broadcast_all, eps_of, erfinv
 
 __all__ = ["Normal", "LogNormal", "Uniform", "Exponential", "Laplace"]
@@ -95,8 +97,10 @@ class Normal(ExponentialFamily):
         return -0.25 * x.pow(2) / y + 0.5 * ember.log(-math.pi / y)
 
 
-class LogNormal(Distribution):
-    """exp(X) for X ~ Normal(loc, scale).
+class LogNormal(TransformedDistribution):
+    """exp(X) for X ~ Normal(loc, scale): ``Normal(loc, scale)`` pushed through
+    ``ExpTransform``, a :class:`TransformedDistribution` as in PyTorch (pyro builds its own
+    ``LogNormal`` by calling ``TransformedDistribution.__init__`` on it).
 
     Example:
         >>> from ember.distributions import LogNormal
@@ -108,15 +112,12 @@ class LogNormal(Distribution):
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        self.base_dist = Normal(loc, scale, validate_args=validate_args)
-        super().__init__(self.base_dist.batch_shape, validate_args=validate_args)
+        base_dist = Normal(loc, scale, validate_args=validate_args)
+        super().__init__(base_dist, ExpTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(LogNormal, _instance)
-        new.base_dist = self.base_dist.expand(batch_shape)
-        super(LogNormal, new).__init__(Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return super().expand(batch_shape, _instance=new)
 
     @property
     def loc(self):
@@ -139,29 +140,8 @@ class LogNormal(Distribution):
         scale_sq = self.scale.pow(2)
         return ember.expm1(scale_sq) * (2 * self.loc + scale_sq).exp()
 
-    def rsample(self, sample_shape=Size()):
-        return ember.exp(self.base_dist.rsample(sample_shape))
-
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        log_value = ember.log(value)
-        return self.base_dist.log_prob(log_value) - log_value
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return self.base_dist.cdf(ember.log(value))
-
-    def icdf(self, value):
-        return ember.exp(self.base_dist.icdf(value))
-
     def entropy(self):
         return self.base_dist.entropy() + self.loc
-
-    def __repr__(self):
-        return (f"LogNormal(loc: {self.loc if self.loc.numel() == 1 else self.loc.size()}, "
-                f"scale: {self.scale if self.scale.numel() == 1 else self.scale.size()})")
 
 
 class Uniform(Distribution):

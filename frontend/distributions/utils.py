@@ -126,6 +126,17 @@ _sum_rightmost = sum_rightmost
 euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant, as torch.distributions.utils
 
 
+def _standard_normal(shape, dtype, device) -> Tensor:
+    """A tensor of ``shape`` drawn from the standard normal distribution (PyTorch's private
+    helper of the same name, which gpytorch imports).
+
+    Example:
+        >>> _standard_normal((2, 3), dtype=ember.float32, device="cpu").shape
+        ember.Size([2, 3])
+    """
+    return ember.empty(shape, dtype=dtype, device=device).normal_()
+
+
 # ---------------------------------------------------------------------------------------------
 # Special functions. ember has no lgamma/digamma kernels yet; these composites are accurate to
 # ~1e-14 for positive arguments: shift the argument up by 12 with the recurrence

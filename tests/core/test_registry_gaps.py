@@ -194,3 +194,72 @@ def test_distributions_utils_private_names():
     for dim in (0, 1, 2, 3):
         np.testing.assert_allclose(EU._sum_rightmost(ember.tensor(x), dim).numpy(),
                                    TU._sum_rightmost(torch.tensor(x), dim).numpy())
+
+
+def test_distributions_utils_standard_normal():
+    from torch.distributions import utils as TU
+
+    from ember.distributions import utils as EU
+    e = EU._standard_normal((2, 3), dtype=ember.float64, device="cpu")
+    t = TU._standard_normal((2, 3), dtype=torch.float64, device="cpu")
+    assert (tuple(e.shape), str(e.dtype).split(".")[1]) == (tuple(t.shape),
+                                                             str(t.dtype).split(".")[1])
+
+
+def test_serialization_map_location_alias():
+    import torch.serialization as TS
+
+    import ember.serialization as ES
+    assert hasattr(TS, "MAP_LOCATION") and ES.MAP_LOCATION is ES.MapLocation
+
+
+# ---- a tensor takes attributes (pyro: ``value.unconstrained = weakref.ref(param)``) ----
+
+def test_tensor_takes_attributes_as_torch():
+    import weakref
+
+    def probe(M):
+        p = M.ones(2, requires_grad=True)
+        c = p.exp()
+        c.unconstrained = weakref.ref(p)
+        leaf = M.zeros(3)
+        leaf.tag = "x"
+        param = M.nn.Parameter(M.ones(1))
+        param.note = 5
+        return (c.unconstrained() is p, leaf.tag, param.note, sorted(vars(leaf)),
+                hasattr(M.ones(1), "tag"))
+    e, t = both(probe)
+    assert e == t
+
+
+# ---- LogNormal is a TransformedDistribution (pyro's LogNormal calls its __init__) ----
+
+def test_lognormal_is_a_transformed_distribution():
+    E, T = ember.distributions, torch.distributions
+    assert issubclass(E.LogNormal, E.TransformedDistribution)
+    assert issubclass(T.LogNormal, T.TransformedDistribution)
+
+    def build(M):
+        D = M.distributions
+
+        class PyroStyle(D.LogNormal):
+            def __init__(self, loc, scale):
+                super(D.LogNormal, self).__init__(D.Normal(loc, scale), D.ExpTransform())
+
+            def expand(self, batch_shape, _instance=None):
+                new = self._get_checked_instance(PyroStyle, _instance)
+                return super(D.LogNormal, self).expand(batch_shape, _instance=new)
+
+        loc, scale = M.tensor([0.1, -0.4, 1.0]), M.tensor([0.5, 1.0, 2.0])
+        v = M.tensor([0.3, 1.2, 4.0])
+        out = []
+        for d in (D.LogNormal(loc, scale), PyroStyle(loc, scale)):
+            ex = d.expand((2, 3))
+            out.append([d.log_prob(v), d.cdf(v), d.icdf(M.tensor([0.1, 0.5, 0.9])), d.mean,
+                        d.variance, d.mode, d.entropy(), ex.log_prob(v)])
+        return out, repr(D.LogNormal(loc, scale)), type(D.LogNormal(loc, scale).expand((2, 3)))
+    (e, e_repr, e_type), (t, t_repr, t_type) = both(build)
+    assert e_repr == t_repr and e_type.__name__ == t_type.__name__ == "LogNormal"
+    for e_vals, t_vals in zip(e, t):
+        for a, b in zip(e_vals, t_vals):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)

@@ -593,6 +593,214 @@ def local_attention():
     record("local_attention", logits=logits, loss=loss,
            emb_grad=model.token_emb.weight.grad)
 
+
+@section
+def torch_dct():
+    rng = np.random.default_rng(301)  # own stream: a failing section shifts no other
+    import torch_dct as dct
+    x = t(rng.standard_normal((3, 8)))
+    img = t(rng.standard_normal((2, 6, 5)))
+    vol = t(rng.standard_normal((2, 4, 5, 3)))
+    record("torch_dct", dct=dct.dct(x), dct_ortho=dct.dct(x, norm="ortho"),
+           idct=dct.idct(dct.dct(x)), idct_ortho=dct.idct(x, norm="ortho"),
+           dct_2d=dct.dct_2d(img, norm="ortho"), idct_2d=dct.idct_2d(img),
+           dct_3d=dct.dct_3d(vol), idct_3d=dct.idct_3d(vol, norm="ortho"),
+           dct1=dct.dct1(x), idct1=dct.idct1(x))
+    layer = dct.LinearDCT(8, "dct", norm="ortho")
+    xg = x.clone().requires_grad_()
+    (grad,) = torch.autograd.grad(dct.apply_linear_2d(xg.reshape(3, 8, 1).expand(3, 8, 8)
+                                                      .contiguous(), layer).square().sum(), xg)
+    record("torch_dct", linear=layer(x), linear_grad=grad)
+
+
+@section
+def geomloss():
+    rng = np.random.default_rng(302)  # own stream: a failing section shifts no other
+    from geomloss import SamplesLoss
+    x0, y0 = rng.standard_normal((12, 2)), rng.standard_normal((15, 2)) + 0.5
+    a0 = rng.random(12) + 0.5
+    for name, kw in [("sinkhorn", dict(loss="sinkhorn", p=2, blur=0.1)),
+                     ("sinkhorn_p1", dict(loss="sinkhorn", p=1, blur=0.2, scaling=0.8)),
+                     ("sinkhorn_unbalanced", dict(loss="sinkhorn", p=2, blur=0.1, reach=1.0))]:
+        x = t(x0).requires_grad_()
+        loss = SamplesLoss(backend="tensorized", **kw)(x, t(y0))
+        (grad,) = torch.autograd.grad(loss, x)
+        record("geomloss", **{name: loss, f"{name}_grad": grad})
+    a = t(a0 / a0.sum())
+    b = t(np.full(15, 1 / 15))
+    record("geomloss", weighted=SamplesLoss("sinkhorn", blur=0.1, backend="tensorized")(
+        a, t(x0), b, t(y0)))
+
+
+@section
+def torchsde():
+    rng = np.random.default_rng(303)  # own stream: a failing section shifts no other
+    import torchsde
+
+    class GridBrownian(torchsde.BaseBrownian):
+        """A Brownian path NumPy draws on a fine grid, linear in between: the same path under
+        both frameworks (torchsde's own paths come from torch's generator)."""
+
+        def __init__(self, shape, seed, t0=0.0, t1=1.0, n=400):
+            r = np.random.default_rng(seed)
+            self.t0, self.h, self._shape = t0, (t1 - t0) / n, shape
+            steps = r.standard_normal((n,) + shape) * np.sqrt(self.h)
+            self.w = t(np.concatenate([np.zeros((1,) + shape), steps.cumsum(0)]))
+
+        def _at(self, s):
+            k = (float(s) - self.t0) / self.h
+            i = min(max(int(np.floor(k)), 0), len(self.w) - 2)
+            return self.w[i] + (self.w[i + 1] - self.w[i]) * (k - i)
+
+        def __call__(self, ta, tb=None, return_U=False, return_A=False):
+            return self._at(ta) if tb is None else self._at(tb) - self._at(ta)
+
+        def __repr__(self):
+            return "GridBrownian"
+
+        dtype, device = torch.float32, torch.device("cpu")
+        shape = property(lambda self: self._shape)
+        levy_area_approximation = "none"
+
+    class SDE(torch.nn.Module):
+        noise_type = "diagonal"
+
+        def __init__(self, sde_type):
+            super().__init__()
+            self.sde_type = sde_type
+            self.mu, self.sigma = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+            det_init(self, 70)
+
+        def f(self, s, y):
+            return torch.tanh(self.mu(y)) - 0.5 * y
+
+        def g(self, s, y):
+            return 0.3 * torch.sigmoid(self.sigma(y))
+
+    y0 = t(rng.standard_normal((4, 3)))
+    ts = t(np.linspace(0.0, 1.0, 5))
+    for sde_type, methods in [("ito", ("euler", "milstein")),
+                              ("stratonovich", ("heun", "midpoint", "milstein",
+                                                "reversible_heun"))]:
+        sde = SDE(sde_type)
+        for method in methods:
+            ys = torchsde.sdeint(sde, y0, ts, bm=GridBrownian((4, 3), 71), method=method,
+                                 dt=0.025)
+            record("torchsde", **{f"{sde_type}_{method}": ys})
+    sde = SDE("stratonovich")
+    y0g = y0.clone().requires_grad_()
+    ys = torchsde.sdeint(sde, y0g, ts, bm=GridBrownian((4, 3), 72), method="midpoint",
+                         dt=0.025)
+    ys.square().sum().backward()
+    record("torchsde", direct=ys, direct_y0_grad=y0g.grad, direct_w_grad=sde.mu.weight.grad)
+    sde.zero_grad()
+    y0a = y0.clone().requires_grad_()
+    ys = torchsde.sdeint_adjoint(sde, y0a, ts, bm=GridBrownian((4, 3), 72),
+                                 method="reversible_heun", adjoint_method="adjoint_reversible_heun",
+                                 dt=0.025)
+    ys.square().sum().backward()
+    record("torchsde", adjoint=ys, adjoint_y0_grad=y0a.grad, adjoint_w_grad=sde.mu.weight.grad)
+
+
+@section
+def gpytorch():
+    rng = np.random.default_rng(304)  # own stream: a failing section shifts no other
+    import gpytorch as gp
+
+    x = t(np.linspace(0, 1, 25))
+    y = torch.sin(6 * x) + t(rng.standard_normal(25) * 0.1)
+    xs = t(np.linspace(-0.1, 1.1, 9))
+
+    class ExactGP(gp.models.ExactGP):
+        def __init__(self, x, y, lik, kernel):
+            super().__init__(x, y, lik)
+            self.mean_module = gp.means.ConstantMean()
+            self.covar_module = gp.kernels.ScaleKernel(kernel)
+
+        def forward(self, x):
+            return gp.distributions.MultivariateNormal(self.mean_module(x),
+                                                       self.covar_module(x))
+
+    for name, kernel in [("rbf", lambda: gp.kernels.RBFKernel()),
+                         ("matern", lambda: gp.kernels.MaternKernel(nu=2.5)),
+                         ("periodic", lambda: gp.kernels.PeriodicKernel()),
+                         ("rq", lambda: gp.kernels.RQKernel())]:
+        lik = gp.likelihoods.GaussianLikelihood()
+        model = ExactGP(x, y, lik, kernel())
+        model.train()
+        lik.train()
+        opt = torch.optim.Adam(model.parameters(), lr=0.1)
+        mll = gp.mlls.ExactMarginalLogLikelihood(lik, model)
+        losses = []
+        for _ in range(5):
+            opt.zero_grad()
+            loss = -mll(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        model.eval()
+        lik.eval()
+        with torch.no_grad():
+            pred = lik(model(xs))
+            lower, upper = pred.confidence_region()
+        record("gpytorch", **{f"{name}_losses": losses, f"{name}_mean": pred.mean,
+                              f"{name}_var": pred.variance, f"{name}_lower": lower,
+                              f"{name}_noise": lik.noise})
+
+
+@section
+def pyro():
+    rng = np.random.default_rng(305)  # own stream: a failing section shifts no other
+    import pyro as pr
+    import pyro.distributions as dist
+    from pyro.infer import SVI, TraceEnum_ELBO, config_enumerate, infer_discrete
+    from pyro.infer.autoguide import AutoDelta
+    from pyro import poutine
+
+    data = t(np.concatenate([rng.normal(-2, 0.5, 10), rng.normal(2, 0.7, 12)]))
+
+    @config_enumerate
+    def model(data):
+        weights = pr.sample("weights", dist.Dirichlet(0.5 * torch.ones(2)))
+        scale = pr.sample("scale", dist.LogNormal(0.0, 2.0))
+        with pr.plate("components", 2):
+            locs = pr.sample("locs", dist.Normal(0.0, 10.0))
+        with pr.plate("data", len(data)):
+            assignment = pr.sample("assignment", dist.Categorical(weights))
+            pr.sample("obs", dist.Normal(locs[assignment], scale), obs=data)
+
+    init = {"weights": t([0.5, 0.5]), "scale": t(1.0), "locs": t([-1.0, 1.0])}
+    pr.clear_param_store()
+    guide = AutoDelta(poutine.block(model, expose=["weights", "locs", "scale"]),
+                      init_loc_fn=lambda site: init[site["name"]])
+    svi = SVI(model, guide, pr.optim.Adam({"lr": 0.1, "betas": [0.8, 0.99]}),
+              loss=TraceEnum_ELBO(max_plate_nesting=1))
+    losses = [svi.step(data) for _ in range(6)]
+    est = guide(data)
+    trained = poutine.condition(model, data=est)
+    map_trace = poutine.trace(infer_discrete(trained, first_available_dim=-2,
+                                             temperature=0)).get_trace(data)
+    record("pyro", losses=losses, weights=est["weights"], locs=est["locs"],
+           scale=est["scale"], assignment=map_trace.nodes["assignment"]["value"])
+    tr = poutine.trace(poutine.condition(model, data={"weights": t([0.3, 0.7]), "scale": t(0.8),
+                                                      "locs": t([-2.0, 2.0]),
+                                                      "assignment": (data > 0).long()})
+                       ).get_trace(data)
+    record("pyro", log_prob_sum=tr.log_prob_sum())
+    v = t(rng.random((4, 3)) + 0.1)
+    for name, d, x in [
+            ("beta", dist.Beta(t([0.5, 2.0, 3.0]), t([1.5, 0.7, 2.0])), v.clamp(max=0.95)),
+            ("gamma", dist.Gamma(t([0.5, 2.0, 3.0]), t([1.5, 0.7, 2.0])), v),
+            ("student", dist.StudentT(t([2.0, 5.0, 9.0]), 0.1, 2.0), v),
+            ("mvn", dist.MultivariateNormal(t(np.zeros(3)), scale_tril=t(
+                np.tril(rng.random((3, 3))) + np.eye(3))), v),
+            ("zinb", dist.ZeroInflatedNegativeBinomial(t([2.0, 3.0, 1.0]), probs=t(
+                [0.3, 0.5, 0.7]), gate=t([0.2, 0.1, 0.4])), (v * 5).floor()),
+            ("vonmises", dist.VonMises(t([0.1, 1.0, -1.0]), t([0.5, 2.0, 5.0])), v),
+            ("asym_laplace", dist.AsymmetricLaplace(t([0.1, 0.2, 0.3]), 1.0, 0.5), v),
+            ("poisson", dist.Poisson(t([1.0, 2.0, 3.0])), (v * 4).floor())]:
+        record("pyro", **{f"{name}_logp": d.log_prob(x)})
+
 np.savez(sys.argv[1], **RESULTS)
 '''
 
@@ -601,7 +809,7 @@ PACKAGES = ["torchmetrics", "torch_optimizer", "ema_pytorch", "rotary_embedding_
             "lion_pytorch", "torch_optimizer_ranger", "vector_quantize_pytorch", "kornia",
             "schedulefree", "prodigyopt", "dadaptation", "torch_ema", "entmax", "torchdiffeq",
             "zuko", "zuko_distributions", "zuko_transforms", "perceiver_pytorch",
-            "local_attention"]
+            "local_attention", "torch_dct", "geomloss", "torchsde", "gpytorch", "pyro"]
 # sections named <package>_<part> that exercise part of a package listed on its own
 _PARTS = ("torch_optimizer_", "zuko_")
 
