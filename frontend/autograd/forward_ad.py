@@ -24,7 +24,8 @@ per-op forward mode:
   returning a tangent of None that may be wrong;
 - a custom ``autograd.Function``'s ``jvp`` runs when ``unpack_dual`` asks for a tangent
   (in the second pass, as the transpose of its node's backward), not when the Function
-  is applied: a Function without ``jvp`` raises PyTorch's ``NotImplementedError`` there.
+  is applied (a Function without ``jvp`` applied to a tensor carrying a tangent raises
+  PyTorch's ``NotImplementedError``, as PyTorch's does).
 
 One level at a time, as in PyTorch ("Nested forward mode AD is not supported").
 """
@@ -164,6 +165,27 @@ class _tangent_pass:
     def __exit__(self, *exc):
         _STATE.tangent_pass = self.prev
         return False
+
+
+def carries_tangent(tensors) -> bool:
+    """Whether any of ``tensors`` is a dual tensor of the open level or computed from one
+    (a walk of the recorded graph down from them)."""
+    live = [ref() for ref, _ in list(_STATE.duals.values())]
+    edges = [_engine._edge(d) for d in live if d is not None]   # (held: ids stay theirs)
+    targets = {id(e) for e in edges}
+    if not targets:
+        return False
+    stack = [_engine._edge(t) for t in tensors if isinstance(t, TensorBase) and t.requires_grad]
+    seen = set()
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        if id(n) in targets:
+            return True
+        seen.add(id(n))
+        stack.extend(n._next)
+    return False
 
 
 def _tangent_of(t):

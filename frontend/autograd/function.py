@@ -34,10 +34,10 @@ from ember.dispatcher import dtypes
 from ember.dispatcher import ops as O
 from ember.dispatcher import views as V
 from ember.dispatcher.core import TensorBase
+from ember.dispatcher.grad_mode import below_autograd
 
 from . import forward_ad
-from ._engine import (_FREED, MODE, Node, OutputEdge, SavedTensor, _edge, enable_grad,
-                      no_grad)
+from ._engine import _FREED, MODE, Node, OutputEdge, SavedTensor, _edge, enable_grad
 from ._record import _propagate_to_base
 from .._vmap import TRANSFORMS
 from .anomaly_mode import ANOMALY, forward_trace
@@ -279,7 +279,7 @@ class Function:
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, TensorBase) and a.requires_grad
                                      for a in args)
-        with no_grad():
+        with below_autograd():   # (not a user switch: forward_ad ignores it)
             if with_setup:
                 out = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, out)
@@ -287,6 +287,10 @@ class Function:
                 out = cls.forward(ctx, *args, **kwargs)
         if not MODE.grad or not any(ctx.needs_input_grad):
             return out
+        if forward_ad._STATE.duals and cls.jvp is Function.jvp \
+                and not cls.__module__.startswith("ember.") \
+                and forward_ad.carries_tangent(args):
+            Function.jvp(ctx)   # (PyTorch's error: forward-mode AD needs jvp)
         return _attach(cls, ctx, args, out)
 
 
@@ -343,7 +347,7 @@ def _attach(cls, ctx, args, out):
     for i, o in enumerate(outs):
         if isinstance(o, TensorBase) and id(o) not in dirty \
                 and any(o is a for a in args):
-            with no_grad():
+            with below_autograd():
                 outs[i] = o.view_as(o)
     n = len(outs)
     metas = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, TensorBase) else None
@@ -569,7 +573,7 @@ def once_differentiable(fn):
     """
     @functools.wraps(fn)
     def wrapper(ctx, *args, **kwargs):
-        with no_grad():
+        with below_autograd():
             outputs = fn(ctx, *args, **kwargs)
         if not MODE.grad or not any(isinstance(a, TensorBase) and a.requires_grad
                                     for a in args):

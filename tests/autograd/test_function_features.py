@@ -400,8 +400,8 @@ def test_jvp_of_several_outputs_and_an_input_without_tangent():
 
 
 def test_forward_ad_without_jvp_raises():
-    """PyTorch's error for a Function without ``jvp`` (ember raises when the tangent is
-    asked for: its forward mode computes tangents from the graph on demand)."""
+    """PyTorch's error for a Function without ``jvp`` applied to a tensor that carries a
+    tangent (directly or through other ops); other inputs that require grad are fine."""
     def run(lib):
         class NoJvp(lib.autograd.Function):
             @staticmethod
@@ -416,8 +416,13 @@ def test_forward_ad_without_jvp_raises():
         with fw.dual_level():
             d = fw.make_dual(lib.tensor([0.0]), lib.tensor([1.0]))
             with pytest.raises(NotImplementedError) as info:
-                fw.unpack_dual(NoJvp.apply(d))
-        return str(info.value)
+                NoJvp.apply(d)
+            with pytest.raises(NotImplementedError):
+                NoJvp.apply((d * 2).sin())
+            w = lib.tensor([2.0], requires_grad=True)
+            out = NoJvp.apply(w * 3)
+            tangent = fw.unpack_dual(out).tangent
+        return str(info.value), L(out), tangent
     both(run)
 
 
