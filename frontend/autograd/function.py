@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from weakref import ref as _weakref
+from weakref import WeakKeyDictionary, ref as _weakref
 
 from ember.dispatcher import dtypes
 from ember.dispatcher import ops as O
@@ -195,12 +195,19 @@ def _overrides_setup_context(cls) -> bool:
     return cls.setup_context is not Function.setup_context
 
 
+#: forward -> its signature (inspect.signature costs more than a small op)
+_SIGNATURES: WeakKeyDictionary = WeakKeyDictionary()
+
+
 def _bind(cls, args, kwargs, with_setup):
     """The inputs of a call: positional, with keyword arguments put in ``forward``'s order
     (and, for the ``setup_context`` form, defaults filled in), as PyTorch does."""
     if not kwargs and not with_setup:
         return args, {}
-    sig = inspect.signature(cls.forward)
+    fwd = cls.forward
+    sig = _SIGNATURES.get(fwd)
+    if sig is None:
+        sig = _SIGNATURES[fwd] = inspect.signature(fwd)
     bound = sig.bind(*args, **kwargs) if with_setup else sig.bind(None, *args, **kwargs)
     if with_setup:
         bound.apply_defaults()
