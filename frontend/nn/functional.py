@@ -1959,6 +1959,14 @@ def _canonical_mask(mask, target_type):
     return mask
 
 
+def _warn_mismatched_masks(mask, mask_name, other, other_name):
+    """PyTorch's deprecation warning for a padding mask whose dtype differs from the attention
+    mask's (a bool one with a float one): both still work."""
+    if mask is not None and other is not None and mask.dtype != other.dtype:
+        _warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same "
+              "type for both instead.")
+
+
 def _mha_in_projection(query, key, value, packed, in_proj_weight, in_proj_bias,
                        q_proj_weight, k_proj_weight, v_proj_weight, separate):
     """q, k, v of multi-head attention in their inputs' layout (..., E)."""
@@ -2063,6 +2071,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
+    _warn_mismatched_masks(key_padding_mask, "key_padding_mask", attn_mask, "attn_mask")
     key_padding_mask = _canonical_mask(key_padding_mask, query.dtype)
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "

@@ -2,6 +2,7 @@
 ``python -m ember.as_torch``; each test checks ember against PyTorch run the same way."""
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -74,3 +75,70 @@ def test_functional_data_parallel_needs_an_accelerator():
     elif ember.accelerator.is_available():
         got = enn.parallel.data_parallel(em, ember.tensor(x)).detach().cpu().numpy()
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _warned(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+    return [str(w.message) for w in caught]
+
+
+def _transformer_warnings(lib):
+    lib.manual_seed(0)
+    nn = lib.nn
+    x = lib.randn(5, 3, 8)
+    fmask = lib.zeros(5, 5)
+    bpad = lib.zeros(3, 5, dtype=lib.bool)
+    mha = nn.MultiheadAttention(8, 2)
+    layer = nn.TransformerEncoderLayer(8, 2)
+    return {
+        "mha": _warned(lambda: mha(x, x, x, attn_mask=fmask, key_padding_mask=bpad)),
+        "mha_same": _warned(lambda: mha(x, x, x, attn_mask=fmask.bool(), key_padding_mask=bpad)),
+        "enc_layer": _warned(lambda: layer(x, src_mask=fmask, src_key_padding_mask=bpad)),
+        "enc": _warned(lambda: nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)(
+            x, mask=fmask, src_key_padding_mask=bpad)),
+        "dec_layer": _warned(lambda: nn.TransformerDecoderLayer(8, 2)(
+            x, x, tgt_mask=fmask, tgt_key_padding_mask=bpad)),
+        "nested_seq_first": _warned(lambda: nn.TransformerEncoder(layer, 1)),
+        "nested_batch_first": _warned(lambda: nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(8, 2, batch_first=True), 1)),
+        "nested_norm_first": _warned(lambda: nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(8, 2, batch_first=True, norm_first=True), 1)),
+        "nested_odd_heads": _warned(lambda: nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(9, 3, batch_first=True), 1)),
+        "nested_transformer": _warned(lambda: nn.Transformer(8, 2, 1, 1, 16)),
+    }
+
+
+def test_transformer_mask_and_nested_tensor_warnings():
+    """pytorch/examples language_translation and word_language_model: a bool padding mask
+    with a float attention mask draws PyTorch's deprecation warning, and a
+    TransformerEncoder whose layer rules out the nested-tensor path says why; ember warns
+    the same sentences in the same places (programs filter warnings by their text)."""
+    assert _transformer_warnings(ember) == _transformer_warnings(torch)
+
+
+def test_encoder_layer_with_mixed_masks_matches():
+    """The encoder layer turns both masks into additive float masks before attention, as
+    PyTorch's does: the outputs agree with PyTorch's for a bool padding mask and a float
+    causal mask."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 2, 8)).astype(np.float32)
+    pad = np.zeros((2, 6), dtype=bool)
+    pad[1, -2:] = True
+    shapes = {n: tuple(p.shape) for n, p in
+              torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16).named_parameters()}
+    weights = {n: (rng.standard_normal(s) * 0.3).astype(np.float32) for n, s in shapes.items()}
+    outs = []
+    for lib in (torch, ember):
+        layer = lib.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0)
+        with lib.no_grad():
+            for name, p in layer.named_parameters():
+                p.copy_(lib.tensor(weights[name]))
+        mask = lib.nn.Transformer.generate_square_subsequent_mask(6)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            outs.append(layer(lib.tensor(x), src_mask=mask,
+                              src_key_padding_mask=lib.tensor(pad)).detach().numpy())
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-5)

@@ -14,10 +14,11 @@ import copy
 
 import ember
 from ember import Tensor
+from ember.dispatcher.warn import warn as _warn
 
 from .. import functional as F
 from .. import init
-from .activation import MultiheadAttention
+from .activation import GELU, MultiheadAttention, ReLU
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -74,10 +75,22 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
+        # PyTorch's flag for its fused path (1: relu, 2: gelu, 0: other); read by
+        # TransformerEncoder's nested-tensor check
+        if activation is F.relu or isinstance(activation, ReLU):
+            self.activation_relu_or_gelu = 1
+        elif activation is F.gelu or isinstance(activation, GELU):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
         self.activation = activation
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
+        F._warn_mismatched_masks(src_key_padding_mask, "src_key_padding_mask", src_mask,
+                                 "src_mask")
+        src_key_padding_mask = F._canonical_mask(src_key_padding_mask, src.dtype)
+        src_mask = F._canonical_mask(src_mask, src.dtype)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -162,6 +175,30 @@ def _seq_len(src, batch_first):
     return src.shape[1 if batch_first else 0]
 
 
+def _why_not_nested(layer) -> str:
+    """Why PyTorch's TransformerEncoder would not take its nested-tensor (sparsity) fast path
+    with ``layer``; empty when it would."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return (f"{name}.self_attn.batch_first was not True(use batch_first for better "
+                "inference performance)")
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
+
+
 class TransformerEncoder(Module):
     """``num_layers`` deep copies of ``encoder_layer``, then the optional ``norm``."""
 
@@ -173,12 +210,20 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False      # no nested tensors here; outputs are identical
+        # PyTorch's flag (and its warning when a layer rules its sparsity fast path out);
+        # ember has no nested-tensor path, and outputs are the same either way
+        self.use_nested_tensor = enable_nested_tensor
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            _warn("enable_nested_tensor is True, but self.use_nested_tensor "
+                                       f"is False because {why_not}")
+            self.use_nested_tensor = False
         self.mask_check = mask_check
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:
+        F._warn_mismatched_masks(src_key_padding_mask, "src_key_padding_mask", mask, "mask")
         src_key_padding_mask = F._canonical_mask(src_key_padding_mask, src.dtype)
         mask = F._canonical_mask(mask, src.dtype)
         batch_first = self.layers[0].self_attn.batch_first
