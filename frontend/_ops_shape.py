@@ -2384,7 +2384,8 @@ def legacy_new(dtype, args, device, name="Tensor"):
             return a
         if isinstance(a, (numbers.Number, np.generic)) and not isinstance(a, (int, np.integer)):
             raise TypeError(f"new(): data must be a sequence (got {type(a).__name__})")
-        if isinstance(a, (list, tuple, np.ndarray)) and type(a).__name__ != "Size":
+        # any sequence but a Size is data (a range too: torch-pca's LongTensor(range(...)))
+        if isinstance(a, (list, tuple, builtins.range, np.ndarray)) and type(a).__name__ != "Size":
             return K.tensor(a, dtype=dtype, device=device)
     for i, s in enumerate(args if len(args) > 1 or not isinstance(args[0], tuple)
                           else args[0]):

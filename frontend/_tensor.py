@@ -1359,7 +1359,7 @@ def parse_to_args(args, kwargs):
             device, dtype = a.device, a.dtype
         elif isinstance(a, D.DType):
             dtype = a
-        elif isinstance(a, bool):
+        elif isinstance(a, bool) or a is None:  # (None: no device, as PyTorch's to(None))
             continue
         elif isinstance(a, (str, Device)):
             if isinstance(a, str) and a.replace("ember.", "") in D._BY_NAME:

@@ -31,6 +31,9 @@ ember traces with meta tensors and real ones, never FakeTensors: always ``False`
 with ``get_proxy_mode()``, the ``make_fx`` tracing mode in effect: ember has no
 ``make_fx``, so there is none, ``None``.
 
+:data:`prims_common` is ``torch._prims_common`` with its type alias ``DeviceLikeType``
+(``str | torch.device | int``), which torch-pca imports for annotations.
+
 :data:`pytree` is ``torch.utils._pytree``'s public-in-practice part (x-transformers,
 ema-pytorch and torch-einops-utils import it): ``tree_flatten``, ``tree_unflatten``,
 ``tree_map``, ``tree_map_only``, ``tree_leaves``, ``tree_structure``, ``tree_all``,
@@ -42,10 +45,14 @@ from __future__ import annotations
 
 import collections
 import types
+from typing import Union
+
+from ember.dispatcher.device import device as _device
 
 from . import overrides as _overrides
 
-__all__ = ["C", "pytree", "subclasses", "fake_tensor", "fx_experimental", "proxy_tensor"]
+__all__ = ["C", "pytree", "subclasses", "fake_tensor", "fx_experimental", "proxy_tensor",
+           "prims_common"]
 
 
 def _log_api_usage_once(event: str) -> None:
@@ -291,3 +298,5 @@ fake_tensor = _shim("torch._subclasses.fake_tensor", is_fake=is_fake)
 subclasses = _shim("torch._subclasses", package=True, fake_tensor=fake_tensor)
 proxy_tensor = _shim("torch.fx.experimental.proxy_tensor", get_proxy_mode=get_proxy_mode)
 fx_experimental = _shim("torch.fx.experimental", package=True, proxy_tensor=proxy_tensor)
+# torch._prims_common's type alias of what names a device (torch-pca annotates with it)
+prims_common = _shim("torch._prims_common", DeviceLikeType=Union[str, _device, int])

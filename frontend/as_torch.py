@@ -45,7 +45,8 @@ _PRIVATE = {"torch._C": _torch_c.C, "torch.utils._pytree": _torch_c.pytree,
             "torch._subclasses": _torch_c.subclasses,
             "torch._subclasses.fake_tensor": _torch_c.fake_tensor,
             "torch.fx.experimental": _torch_c.fx_experimental,
-            "torch.fx.experimental.proxy_tensor": _torch_c.proxy_tensor}
+            "torch.fx.experimental.proxy_tensor": _torch_c.proxy_tensor,
+            "torch._prims_common": _torch_c.prims_common}
 
 
 class _TorchModule(types.ModuleType):

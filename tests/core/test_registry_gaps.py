@@ -263,3 +263,35 @@ def test_lognormal_is_a_transformed_distribution():
     for e_vals, t_vals in zip(e, t):
         for a, b in zip(e_vals, t_vals):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---- Tensor.to(None), legacy constructors from a range, torch._prims_common ----
+
+def test_to_none_is_no_conversion():
+    def probe(M):
+        x = M.ones(2, dtype=M.float32)
+        a, b = x.to(None), x.to(None, M.float64)
+        m = M.nn.Linear(2, 2).to(None)
+        return a is x, str(b.dtype).split(".")[1], str(m.weight.dtype).split(".")[1]
+    assert both(probe)[0] == both(probe)[1]
+
+
+@pytest.mark.parametrize("name, r", [("LongTensor", range(3)), ("LongTensor", range(4, -1, -2)),
+                                     ("FloatTensor", range(2)), ("LongTensor", range(0))])
+def test_legacy_constructor_takes_a_range_as_data(name, r):
+    e, t = getattr(ember, name)(r), getattr(torch, name)(r)
+    assert str(e.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_prims_common_device_like_type_under_the_alias(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "p.py"
+    script.write_text("from torch._prims_common import DeviceLikeType\n"
+                      "import typing, torch\n"
+                      "print(sorted(a.__name__ for a in typing.get_args(DeviceLikeType)))\n")
+    outs = [subprocess.run([sys.executable, *pre, str(script)], capture_output=True, text=True,
+                           timeout=300) for pre in (["-m", "ember.as_torch"], [])]
+    assert all(r.returncode == 0 for r in outs), [r.stderr for r in outs]
+    assert outs[0].stdout == outs[1].stdout

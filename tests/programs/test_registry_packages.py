@@ -801,6 +801,193 @@ def pyro():
             ("poisson", dist.Poisson(t([1.0, 2.0, 3.0])), (v * 4).floor())]:
         record("pyro", **{f"{name}_logp": d.log_prob(x)})
 
+
+def optim_run(make, seed, steps=5, scheduler=None):
+    """Steps of ``make(params)`` on a small MLP from NumPy weights: losses and first-layer
+    weights (``scheduler(opt)`` gives a callable run after each step)."""
+    r = np.random.default_rng(seed)
+    x, y = t(r.standard_normal((16, 5))), t(r.standard_normal((16, 2)))
+    model = mlp(seed)
+    opt = make(model.parameters())
+    after = scheduler(opt) if scheduler else None
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        if after:
+            after()
+        losses.append(loss.item())
+    return losses, model[0].weight
+
+
+def record_optimizers(pkg, cases):
+    for name, make in cases:
+        losses, w = optim_run(make, 80)
+        record(pkg, **{f"{name}_losses": losses, f"{name}_w": w})
+
+
+@section
+def adan_pytorch():
+    from adan_pytorch import Adan
+    record_optimizers("adan_pytorch", [
+        ("adan", lambda p: Adan(p, lr=1e-2, betas=(0.02, 0.08, 0.01), weight_decay=0.02))])
+
+
+@section
+def came_pytorch():
+    from came_pytorch import CAME
+    record_optimizers("came_pytorch", [
+        ("came", lambda p: CAME(p, lr=1e-2, weight_decay=0.01))])
+
+
+@section
+def madgrad():
+    from madgrad import MADGRAD, MirrorMADGRAD
+    record_optimizers("madgrad", [
+        ("madgrad", lambda p: MADGRAD(p, lr=1e-2, momentum=0.9, weight_decay=1e-3)),
+        ("decoupled", lambda p: MADGRAD(p, lr=1e-2, weight_decay=1e-3, decouple_decay=True)),
+        ("mirror", lambda p: MirrorMADGRAD(p, lr=1e-2))])
+
+
+@section
+def adabelief_pytorch():
+    from adabelief_pytorch import AdaBelief
+    record_optimizers("adabelief_pytorch", [
+        ("rectified", lambda p: AdaBelief(p, lr=1e-2, eps=1e-16, betas=(0.9, 0.999),
+                                          weight_decouple=True, rectify=True,
+                                          print_change_log=False)),
+        ("amsgrad", lambda p: AdaBelief(p, lr=1e-2, amsgrad=True, weight_decouple=False,
+                                        rectify=False, weight_decay=1e-2,
+                                        print_change_log=False))])
+
+
+@section
+def pytorch_warmup():
+    import pytorch_warmup as warmup
+    for name, make in [("linear", lambda o: warmup.LinearWarmup(o, warmup_period=3)),
+                       ("exponential", lambda o: warmup.ExponentialWarmup(o, warmup_period=2)),
+                       ("untuned_linear", warmup.UntunedLinearWarmup),
+                       ("untuned_exponential", warmup.UntunedExponentialWarmup),
+                       ("radam", warmup.RAdamWarmup)]:
+        lrs = []
+
+        def scheduler(opt, make=make, lrs=lrs):
+            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=8)
+            w = make(opt)
+
+            def after():
+                with w.dampening():
+                    sched.step()
+                lrs.append(opt.param_groups[0]["lr"])
+            return after
+        losses, weight = optim_run(lambda p: torch.optim.AdamW(p, lr=1e-2), 81, steps=6,
+                                   scheduler=scheduler)
+        record("pytorch_warmup", **{f"{name}_losses": losses, f"{name}_w": weight,
+                                    f"{name}_lrs": lrs})
+
+
+@section
+def torch_pca():
+    rng = np.random.default_rng(401)  # own stream: a failing section shifts no other
+    from torch_pca import PCA
+    x = t(rng.standard_normal((30, 6)) @ rng.standard_normal((6, 6)))
+    for name, kw in [("full", dict(n_components=3, svd_solver="full")),
+                     ("eigh", dict(n_components=3, svd_solver="covariance_eigh")),
+                     ("whiten", dict(n_components=2, svd_solver="full", whiten=True)),
+                     ("ratio", dict(n_components=0.9, svd_solver="full"))]:
+        pca = PCA(**kw)
+        z = pca.fit_transform(x)
+        record("torch_pca", **{f"{name}_z": z, f"{name}_back": pca.inverse_transform(z),
+                               f"{name}_components": pca.components_,
+                               f"{name}_ratio": pca.explained_variance_ratio_,
+                               f"{name}_new": pca.transform(x[:5] + 1)})
+
+
+def record_model(pkg, model, inp, seed, wrt_input=True):
+    """A module's output on ``inp`` and its gradient (of the mean square) with respect to
+    the input, or to its first parameter, from NumPy weights (halved: deep stacks of
+    N(0, 0.09) weights saturate)."""
+    model = model.eval()
+    det_init(model, seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(0.5)
+    inp = inp.clone().requires_grad_()
+    out = model(inp)
+    (grad,) = torch.autograd.grad(out.square().mean(),
+                                  inp if wrt_input else next(model.parameters()))
+    record(pkg, out=out, grad=grad)
+
+
+@section
+def nystrom_attention():
+    rng = np.random.default_rng(402)  # own stream: a failing section shifts no other
+    from nystrom_attention import NystromAttention, Nystromformer
+    seq = t(rng.standard_normal((2, 16, 16)))
+    record_model("nystrom_attention", NystromAttention(
+        dim=16, dim_head=8, heads=2, num_landmarks=4, pinv_iterations=6, residual=True),
+        seq, 90)
+    former = Nystromformer(dim=16, dim_head=8, heads=2, depth=2, num_landmarks=4).eval()
+    det_init(former, 91)
+    record("nystrom_attention", former=former(seq * 0.5))
+
+
+@section
+def linformer():
+    rng = np.random.default_rng(403)  # own stream: a failing section shifts no other
+    from linformer import Linformer
+    record_model("linformer", Linformer(dim=16, seq_len=16, depth=2, k=4, heads=2),
+                 t(rng.standard_normal((2, 16, 16))), 92)
+
+
+@section
+def mlp_mixer_pytorch():
+    rng = np.random.default_rng(404)  # own stream: a failing section shifts no other
+    from mlp_mixer_pytorch import MLPMixer
+    record_model("mlp_mixer_pytorch", MLPMixer(image_size=8, channels=3, patch_size=4, dim=16,
+                                               depth=2, num_classes=5),
+                 t(rng.standard_normal((2, 3, 8, 8))), 93)
+
+
+@section
+def siren_pytorch():
+    rng = np.random.default_rng(405)  # own stream: a failing section shifts no other
+    from siren_pytorch import SirenNet
+    record_model("siren_pytorch", SirenNet(dim_in=2, dim_hidden=16, dim_out=3, num_layers=3,
+                                           w0_initial=30.0),
+                 t(rng.random((10, 2)) * 2 - 1), 94)
+
+
+@section
+def axial_positional_embedding():
+    rng = np.random.default_rng(406)  # own stream: a failing section shifts no other
+    from axial_positional_embedding import AxialPositionalEmbedding
+    # (it reads only the input's shape: the gradient is its weights')
+    record_model("axial_positional_embedding", AxialPositionalEmbedding(
+        dim=16, axial_shape=(4, 4)), t(rng.standard_normal((2, 16, 16))), 95, wrt_input=False)
+
+
+@section
+def performer_pytorch():
+    rng = np.random.default_rng(407)  # own stream: a failing section shifts no other
+    from performer_pytorch import PerformerLM, SelfAttention
+    tokens = torch.tensor(rng.integers(0, 20, (2, 16)))
+    for i, kw in enumerate([dict(causal=False), dict(causal=True),
+                            dict(causal=False, generalized_attention=True),
+                            dict(causal=False, local_attn_heads=1, local_window_size=4)]):
+        model = PerformerLM(num_tokens=20, max_seq_len=16, dim=16, depth=1, heads=2,
+                            dim_head=8, nb_features=8, **kw).eval()
+        det_init(model, 100 + i)
+        logits = model(tokens)
+        logits.square().mean().backward()
+        record("performer_pytorch", **{f"logits{i}": logits,
+                                       f"emb_grad{i}": model.token_emb.weight.grad})
+    attn = SelfAttention(dim=16, heads=2, dim_head=8, nb_features=8, causal=False).eval()
+    det_init(attn, 110)
+    record("performer_pytorch", self_attn=attn(t(rng.standard_normal((2, 10, 16)))))
+
 np.savez(sys.argv[1], **RESULTS)
 '''
 
@@ -809,7 +996,10 @@ PACKAGES = ["torchmetrics", "torch_optimizer", "ema_pytorch", "rotary_embedding_
             "lion_pytorch", "torch_optimizer_ranger", "vector_quantize_pytorch", "kornia",
             "schedulefree", "prodigyopt", "dadaptation", "torch_ema", "entmax", "torchdiffeq",
             "zuko", "zuko_distributions", "zuko_transforms", "perceiver_pytorch",
-            "local_attention", "torch_dct", "geomloss", "torchsde", "gpytorch", "pyro"]
+            "local_attention", "torch_dct", "geomloss", "torchsde", "gpytorch", "pyro",
+            "adan_pytorch", "came_pytorch", "madgrad", "adabelief_pytorch", "pytorch_warmup",
+            "torch_pca", "nystrom_attention", "linformer", "mlp_mixer_pytorch", "siren_pytorch",
+            "axial_positional_embedding", "performer_pytorch"]
 # sections named <package>_<part> that exercise part of a package listed on its own
 _PARTS = ("torch_optimizer_", "zuko_")
 
