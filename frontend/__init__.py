@@ -39,6 +39,7 @@ from . import distributions, fft, linalg, return_types, sparse, special
 from ._device_ns import cpu, cuda, opencl, xpu, mps, DeviceNamespace as _DeviceNamespace
 from ember.dispatcher.plugins import BACKENDS as _BACKENDS, ensure_loaded as _ensure_loaded
 from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
+from .amp import GradScaler
 from . import _dynamo, _inductor, _logging
 from . import overrides
 from ._torch_c import C as _C   # (torch._C's switches: _C.DisableTorchFunctionSubclass)

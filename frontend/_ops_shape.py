@@ -1709,7 +1709,9 @@ for _name, _fn in (("alias_copy", _alias), ("expand_copy", _expand),
                    ("diagonal_copy", VW.diagonal), ("narrow_copy", VW.narrow),
                    ("unfold_copy", VW.unfold), ("as_strided_copy", _as_strided),
                    ("detach_copy", lambda x: C.view_of(x, x.shape, x._stride, x._offset)),
-                   ("unsafe_chunk_copy", VW.chunk)):
+                   ("unsafe_chunk_copy", VW.chunk),
+                   ("view_as_real_copy", view_as_real),
+                   ("view_as_complex_copy", view_as_complex)):
     _f = _copy_of(_fn, (f"New tensors with the values of the views ``{_name[:-5]}`` "
                         f"returns (PyTorch's ``torch.{_name}``): the same results, but none "
                         f"aliases ``input``." if _name in _TUPLE_COPIES else
@@ -1722,6 +1724,53 @@ for _name, _fn in (("alias_copy", _alias), ("expand_copy", _expand),
         _export(_name)
 del _name, _fn, _f
 TENSOR_METHODS["narrow_copy"] = globals()["narrow_copy"]
+
+
+def as_strided_(input, size, stride, storage_offset=None):
+    """In-place :func:`as_strided`: ``input`` itself takes the sizes, strides and storage
+    offset (PyTorch's ``torch.as_strided_``); returns ``input``. Views made from it before
+    keep theirs.
+
+    Example:
+        >>> a = ember.arange(6.)
+        >>> a.as_strided_((2, 2), (1, 2), 1)
+        tensor([[1., 3.],
+                [2., 4.]])
+    """
+    x = _t(input, "as_strided_")
+    if x.requires_grad and MODE.grad:
+        if x.grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        raise NotImplementedError("as_strided_ on a tensor with autograd history is not "
+                                  "supported by ember (PyTorch records AsStridedBackward); "
+                                  "use as_strided, which returns a view")
+    v = VW.as_strided(x, size, stride, storage_offset)      # (its checks: sizes, bounds)
+    x.shape, x._stride, x._offset = v.shape, v._stride, v._offset
+    C.bump(x)
+    return x
+
+
+_export("as_strided_")
+TENSOR_METHODS["as_strided_"] = as_strided_
+
+
+def storage_type(self):
+    """The legacy storage class of this tensor's dtype (``ember.FloatStorage`` for
+    float32, as PyTorch's ``Tensor.storage_type()``).
+
+    Example:
+        >>> ember.ones(2).storage_type().__name__
+        'FloatStorage'
+    """
+    cls = ST.LEGACY_BY_DTYPE.get(self.dtype)
+    if cls is None:
+        raise RuntimeError(f"storage_type: ember has no legacy storage class for "
+                           f"{self.dtype.name}")
+    return cls
+
+
+TENSOR_METHODS["storage_type"] = storage_type
 
 
 # ---- view(dtype): the same bytes as another dtype -------------------------------------------

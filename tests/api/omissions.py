@@ -78,7 +78,7 @@ OMITTED = {
         "name": "named tensors are a prototype API PyTorch marks unstable",
         **{n: _ATEN_INTERNAL for n in (
             "resize_as_sparse_", "sparse_resize_", "sparse_resize_and_clear_", "smm",
-            "sspaddmm", "hash_tensor", "slice_inverse", "storage_type",
+            "sspaddmm", "hash_tensor", "slice_inverse",
             "grad_dtype", "to_padded_tensor")},
     },
     "utils.data": {n: _DATAPIPES for n in (
