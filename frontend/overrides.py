@@ -30,7 +30,7 @@ armed, so a program made only of duck types arms them with
 ...         return super().__torch_function__(func, types, args, kwargs)
 >>> x = ember.ones(2).as_subclass(Logged)
 >>> type(ember.sin(x) + 1).__name__, Logged.calls
-('Logged', ['sin', '__add__'])
+('Logged', ['sin', 'add'])
 """
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ import os
 import sys
 import threading
 import types
+import warnings
 
 from ember.dispatcher.core import TensorBase
 
@@ -58,21 +59,33 @@ class _State(threading.local):
         self.subclass_off = False   # DisableTorchFunctionSubclass (or DisableTorchFunction)
         self.all_off = False        # DisableTorchFunction: modes are skipped too
         self.mode_on = False        # modes and not all_off: every call goes to the mode
+        self.check = 1              # what a call does: 0 run, 1 look at the args, 2 dispatch
 
 
 _STATE = _State()
 
 
-def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
+class _DisabledTorchFunctionImpl:
     """The ``__torch_function__`` of types that opt out of the protocol (``nn.Parameter``):
-    a type whose ``__torch_function__`` is this function is never dispatched to, so ops on
-    it return what they return for a plain tensor.
+    a type whose ``__torch_function__`` is this object is never dispatched to, so ops on
+    it return what they return for a plain tensor. (An object, not a function, so that it
+    does not bind to an instance: ``p.__torch_function__(func, types, args)`` runs
+    ``func``, as PyTorch's.)
 
-    >>> ember.nn.Parameter(ember.ones(2)).__torch_function__ is _disabled_torch_function_impl
+    >>> p = ember.nn.Parameter(ember.ones(2))
+    >>> p.__torch_function__ is ember.overrides._disabled_torch_function_impl
     True
     """
-    with DisableTorchFunctionSubclass():
-        return func(*args, **(kwargs or {}))
+
+    def __call__(self, func, types, args=(), kwargs=None):
+        with DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {}))
+
+    def __repr__(self):
+        return "<ember.overrides._disabled_torch_function_impl>"
+
+
+_disabled_torch_function_impl = _DisabledTorchFunctionImpl()
 
 
 #: type -> whether its instances take part in dispatch (filled as types are met)
@@ -85,6 +98,8 @@ def _overrides(t) -> bool:
     is not the opt-out. (``ember.Tensor`` itself is entered as False when it is made.)"""
     hit = _OVERRIDES.get(t)
     if hit is None:
+        if t is list or t is tuple:     # (containers are looked into, never entered here)
+            return False
         tf = getattr(t, "__torch_function__", None)
         hit = tf is not None and getattr(tf, "__func__", tf) is not \
             _disabled_torch_function_impl
@@ -97,14 +112,11 @@ def _any_overrides(args, kwargs) -> bool:
     table = _OVERRIDES
     for a in args:
         t = type(a)
-        hit = table.get(t)
-        if hit is False:
-            continue
         if t is list or t is tuple:
             for b in a:
                 if table.get(type(b)) is not False and _overrides(type(b)):
                     return True
-        elif hit or _overrides(t):
+        elif table.get(t) is not False and _overrides(t):
             return True
     if kwargs:
         return _any_overrides(tuple(kwargs.values()), None)
@@ -145,6 +157,7 @@ def _flatten(args, kwargs) -> list:
 def _recompute():
     st = _STATE
     st.mode_on = bool(st.modes) and not st.all_off
+    st.check = 2 if st.mode_on else 0 if st.subclass_off else 1
 
 
 class _PoppedMode:
@@ -218,7 +231,8 @@ def has_torch_function(relevant_args) -> bool:
     ``__torch_function__`` (a plain ``ember.Tensor`` or a ``Parameter`` does not).
 
     >>> class M(ember.Tensor): pass
-    >>> has_torch_function((ember.ones(1),)), has_torch_function((ember.ones(1).as_subclass(M),))
+    >>> has = ember.overrides.has_torch_function
+    >>> has((ember.ones(1),)), has((ember.ones(1).as_subclass(M),))
     (False, True)
     """
     st = _STATE
@@ -232,7 +246,7 @@ def has_torch_function(relevant_args) -> bool:
 def has_torch_function_unary(obj) -> bool:
     """:func:`has_torch_function` of the one argument ``obj``.
 
-    >>> has_torch_function_unary(ember.ones(1))
+    >>> ember.overrides.has_torch_function_unary(ember.ones(1))
     False
     """
     return has_torch_function((obj,))
@@ -241,7 +255,7 @@ def has_torch_function_unary(obj) -> bool:
 def has_torch_function_variadic(*args) -> bool:
     """:func:`has_torch_function` of the arguments themselves.
 
-    >>> has_torch_function_variadic(ember.ones(1), 2.0)
+    >>> ember.overrides.has_torch_function_variadic(ember.ones(1), 2.0)
     False
     """
     return has_torch_function(args)
@@ -256,8 +270,8 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
         TypeError: every override returned ``NotImplemented``.
 
     >>> def double(x):
-    ...     if has_torch_function_unary(x):
-    ...         return handle_torch_function(double, (x,), x)
+    ...     if ember.overrides.has_torch_function_unary(x):
+    ...         return ember.overrides.handle_torch_function(double, (x,), x)
     ...     return x * 2
     >>> double(ember.ones(1))
     tensor([2.])
@@ -271,7 +285,7 @@ def is_tensor_like(inp) -> bool:
     """Whether ``inp`` is a tensor or acts as one: an ``ember.Tensor`` or anything whose
     type defines ``__torch_function__``.
 
-    >>> is_tensor_like(ember.ones(1)), is_tensor_like(1.0)
+    >>> ember.overrides.is_tensor_like(ember.ones(1)), ember.overrides.is_tensor_like(1.0)
     (True, False)
     """
     return type(inp) is _TENSOR[0] or hasattr(inp, "__torch_function__")
@@ -281,21 +295,21 @@ def is_tensor_method_or_property(func) -> bool:
     """Whether ``func`` is a method of ``ember.Tensor`` or the getter of one of its
     properties (the ``func`` handed to ``__torch_function__`` for ``x.T``).
 
-    >>> is_tensor_method_or_property(ember.Tensor.add), is_tensor_method_or_property(ember.add)
+    >>> is_method = ember.overrides.is_tensor_method_or_property
+    >>> is_method(ember.Tensor.add), is_method(ember.add)
     (True, False)
     """
     if getattr(func, "__name__", None) == "__get__":
         return True
     tensor = _TENSOR[0]
-    return any(value is func or getattr(value, "__wrapped__", None) is func
-               for value in vars(tensor).values())
+    return any(value is func for value in vars(tensor).values())
 
 
 def get_default_nowrap_functions() -> set:
     """The functions whose results ``Tensor.__torch_function__`` leaves as they are (the
     ``.grad`` getter: a subclass's gradient is not converted).
 
-    >>> get_default_nowrap_functions() == {ember.Tensor.grad.__get__}
+    >>> ember.overrides.get_default_nowrap_functions() == {ember.Tensor.grad.__get__}
     True
     """
     return {_TENSOR[0].grad.__get__}
@@ -378,68 +392,97 @@ _TENSOR_IGNORED = frozenset((
 _TENSOR: list = [None]      # ember.Tensor, set by _tensor.py when the class is made
 _ARMED = [False]            # the hooks are in place
 _PENDING = [False]          # asked for while ember was still importing
-#: (owner, name, original, wrapper): the namespace functions and Tensor members put in place
-_WRAPPED: list = []
+#: (owner, name, public): the functions and Tensor members that dispatch once armed
+_ARMED_FUNCTIONS: list = []
+#: extra namespaces with only some functions taking part (PyTorch's Python-level checks)
+_PARTIAL = {"ember.autograd": frozenset(("backward", "grad"))}
 
 
 def _namespaces() -> list:
-    return [(name, sys.modules[name]) for name in NAMESPACES if name in sys.modules]
+    return [(name, sys.modules[name]) for name in (*NAMESPACES, *_PARTIAL)
+            if name in sys.modules]
 
 
-def _wrap_function(fn, where, public=None):
-    """The dispatching form of ``fn`` (``where`` names it in errors): plain arguments call
-    straight through. ``__torch_function__`` is handed the wrapper itself, or ``public``
-    (an operator's method)."""
-    @functools.wraps(fn)
-    def dispatching(*args, **kwargs):
-        st = _STATE
-        if st.mode_on or (not st.subclass_off and _any_overrides(args, kwargs)):
-            return _dispatch(target, fn, args, kwargs)
-        return fn(*args, **kwargs)
-    target = dispatching if public is None else public
-    dispatching.__torch_function_wrapper__ = True
-    dispatching.__torch_function_name__ = where
-    return dispatching
+# ---- arming: the public functions' code is swapped for a dispatching trampoline -------------
+# The function objects stay the same (``from ember import cat`` taken before a subclass
+# existed dispatches too, and a ``{ember.mean: ...}`` table keeps working); their code
+# becomes a trampoline that hands ``(public, inner, args, kwargs)`` to ``_call``, ``inner``
+# being a twin of the function with the original code. Until armed, nothing changes.
+_TEMPLATES: dict = {}       # number of free variables -> trampoline code
 
 
-def _wrap_mode_only(fn, where):
-    """The form of an ignored function that a mode sees (no argument is looked at)."""
-    @functools.wraps(fn)
-    def mode_only(*args, **kwargs):
-        if _STATE.mode_on:
-            return _run(mode_only, [], args, kwargs)
-        return fn(*args, **kwargs)
-    mode_only.__torch_function_wrapper__ = True
-    mode_only.__torch_function_name__ = where
-    return mode_only
+def _template(nfree: int):
+    """A trampoline with ``nfree`` free variables (a function's code may only be replaced by
+    code with as many as its closure has); its constants are filled per function."""
+    code = _TEMPLATES.get(nfree)
+    if code is None:
+        names = [f"_v{i}" for i in range(nfree)]
+        src = ["def _factory():"]
+        if names:
+            src.append(f"    {' = '.join(names)} = None")
+        src.append("    def trampoline(*args, **kwargs):")
+        if names:   # (referenced in dead code: free variables, never read)
+            src += ["        if 0:", f"            ({', '.join(names)},)"]
+        src += ["        return '__call__'('__public__', '__inner__', args, kwargs)",
+                "    return trampoline"]
+        env: dict = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)   # (a constant called: filled)
+            exec(compile("\n".join(src), "<ember.overrides>", "exec"), env)  # noqa: S102
+        code = _TEMPLATES[nfree] = env["_factory"]().__code__
+    return code
 
 
-def _wrap_property(prop, where):
-    """A property whose getter dispatches (``func`` is the new property's ``__get__``)."""
-    fget = prop.fget
+def _swap(fn, call, public) -> None:
+    """Make ``fn`` call ``call(public, twin, args, kwargs)``, ``twin`` being ``fn`` as it
+    was; its signature, name and source location stay what they were."""
+    old = fn.__code__
+    twin = types.FunctionType(old, fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+    twin.__kwdefaults__ = fn.__kwdefaults__
+    twin.__qualname__ = fn.__qualname__
+    try:
+        fn.__signature__ = inspect.signature(fn)
+    except (TypeError, ValueError):
+        pass
+    template = _template(len(old.co_freevars))
+    fill = {"__call__": call, "__public__": public, "__inner__": twin}
+    consts = tuple(fill.get(c, c) if type(c) is str else c for c in template.co_consts)
+    fn.__code__ = template.replace(co_consts=consts, co_name=old.co_name,
+                                   co_qualname=old.co_qualname, co_filename=old.co_filename,
+                                   co_firstlineno=old.co_firstlineno)
+    fn.__torch_function_twin__ = twin
 
-    @functools.wraps(fget)
-    def getter(self):
-        st = _STATE
-        if st.mode_on or (not st.subclass_off and _overrides(type(self))):
-            return _run_getter(self)
-        return fget(self)
 
-    new = property(getter, prop.fset, prop.fdel, prop.__doc__)
+def _call(public, inner, args, kwargs):
+    """What an armed function runs: plain arguments call straight through."""
+    check = _STATE.check
+    if check == 1:
+        table = _OVERRIDES
+        for a in args:
+            if table.get(type(a)) is not False:     # (a new type, a list, an override)
+                if _any_overrides(args, kwargs):
+                    return _dispatch(public, inner, args, kwargs)
+                break
+        else:
+            if kwargs and _any_overrides((), kwargs):
+                return _dispatch(public, inner, args, kwargs)
+        return inner(*args, **kwargs)
+    if check:
+        return _dispatch(public, inner, args, kwargs)
+    return inner(*args, **kwargs)
 
-    def _run_getter(self):
-        overloaded = [] if _STATE.subclass_off else _overloaded_args((self,))
-        if not overloaded and not _STATE.mode_on:
-            return fget(self)
-        return _run(new.__get__, overloaded, (self,), {})
-    getter.__torch_function_wrapper__ = True
-    getter.__torch_function_name__ = where
-    return new
+
+def _call_mode_only(public, inner, args, kwargs):
+    """What an armed ignored function a mode still sees runs (no argument is looked at)."""
+    if _STATE.mode_on:
+        return _run(public, [], args, kwargs)
+    return inner(*args, **kwargs)
 
 
 def _arm() -> None:
-    """Put the dispatching wrappers in place (once); before ember finished importing, when
-    it finishes."""
+    """Make the public functions and Tensor members dispatch (once); before ember finished
+    importing, when it finishes."""
     if _ARMED[0]:
         return
     ember = sys.modules.get("ember")
@@ -447,26 +490,46 @@ def _arm() -> None:
         _PENDING[0] = True
         return
     _ARMED[0] = True
-    tensor = _TENSOR[0]
+    done = set()    # ids of the functions swapped (aliases, and a function in two places)
+
+    def arm(owner, name, fn, call=_call, public=None):
+        if id(fn) in done or not isinstance(fn, types.FunctionType) or \
+                hasattr(fn, "__torch_function_twin__"):
+            return
+        done.add(id(fn))
+        fn.__torch_function_name__ = f"{getattr(owner, '__name__', owner)}.{name}" \
+            if owner is not _TENSOR[0] else f"ember.Tensor.{name}"
+        _swap(fn, call, fn if public is None else public)
+        if call is _call:
+            _ARMED_FUNCTIONS.append((owner, name, fn if public is None else public))
+
     for ns_name, ns in _namespaces():
         ignored = _IGNORED.get(ns_name, frozenset())
-        made: dict = {}     # id(original) -> wrapper: aliases in one namespace share it
+        only = _PARTIAL.get(ns_name)
         for name, value in list(vars(ns).items()):
-            if name.startswith("_") or not isinstance(value, types.FunctionType) or \
-                    getattr(value, "__torch_function_wrapper__", False):
+            if name.startswith("_") or (only is not None and name not in only):
                 continue
             if name in ignored:
-                if ns_name != "ember" or name not in _MODE_ONLY:
-                    continue
-                wrapper = _wrap_mode_only(value, f"{ns_name}.{name}")
-                setattr(ns, name, wrapper)
+                if ns_name == "ember" and name in _MODE_ONLY:
+                    arm(ns, name, value, _call_mode_only)
                 continue
-            wrapper = made.get(id(value))
-            if wrapper is None:
-                wrapper = made[id(value)] = _wrap_function(value, f"{ns_name}.{name}")
-            setattr(ns, name, wrapper)
-            _WRAPPED.append((ns, name, value, wrapper))
-    made = {}
+            arm(ns, name, value)
+    tensor = _TENSOR[0]
+    # a function that is both ember.<name> and a Tensor method gets a twin of its own as
+    # the method (PyTorch's Tensor.add is not torch.add)
+    namespace_ids = set(done)
+    for name, value in list(vars(tensor).items()):
+        if id(value) in namespace_ids and name not in _TENSOR_IGNORED:
+            twin = value.__torch_function_twin__
+            method = types.FunctionType(twin.__code__, twin.__globals__, twin.__name__,
+                                        twin.__defaults__, twin.__closure__)
+            method.__kwdefaults__ = twin.__kwdefaults__
+            method.__dict__.update({k: v for k, v in vars(value).items()
+                                    if not k.startswith("__torch_function")})
+            # (found by pickle where it lives now)
+            method.__doc__, method.__qualname__ = value.__doc__, f"Tensor.{name}"
+            method.__module__ = tensor.__module__
+            setattr(tensor, name, method)
     operators = []
     for klass in tensor.__mro__[:-1]:          # Tensor, then TensorBase (not object)
         for name, value in list(vars(klass).items()):
@@ -474,34 +537,17 @@ def _arm() -> None:
                                            (name.startswith("__") and name.endswith("__"))):
                 continue
             if klass is not tensor and name in vars(tensor):
-                continue                        # (overridden in Tensor: done above)
+                continue                        # (overridden in Tensor)
             if name in _OPERATOR_METHODS:
                 operators.append((name, value))
-                continue
-            if isinstance(value, property) and value.fget is not None:
-                if getattr(value.fget, "__torch_function_wrapper__", False):
-                    continue
-                wrapper = _wrap_property(value, f"ember.Tensor.{name}")
-            elif isinstance(value, types.FunctionType):
-                if getattr(value, "__torch_function_wrapper__", False):
-                    continue
-                wrapper = made.get(id(value))
-                if wrapper is None:
-                    wrapper = made[id(value)] = _wrap_function(value,
-                                                               f"ember.Tensor.{name}")
+            elif isinstance(value, property) and value.fget is not None:
+                arm(tensor, name, value.fget, public=value.__get__)
             else:
-                continue
-            setattr(tensor, name, wrapper)
-            _WRAPPED.append((tensor, name, value, wrapper))
+                arm(tensor, name, value)
     for name, value in operators:               # (x + y is handed over as Tensor.add)
-        if not isinstance(value, types.FunctionType) or \
-                getattr(value, "__torch_function_wrapper__", False):
-            continue
-        method = vars(tensor).get(_OPERATOR_METHODS[name])
-        wrapper = _wrap_function(value, f"ember.Tensor.{name}",
-                                 method if isinstance(method, types.FunctionType) else None)
-        setattr(tensor, name, wrapper)
-        _WRAPPED.append((tensor, name, value, wrapper))
+        method = getattr(tensor, _OPERATOR_METHODS[name], None)
+        arm(tensor, name, value, public=method if isinstance(method, types.FunctionType)
+            else None)
 
 
 def _ember_imported() -> None:
@@ -521,7 +567,7 @@ def get_ignored_functions() -> set:
     """The public functions and Tensor members that never dispatch (factories, global state
     queries, the object's own construction).
 
-    >>> ember.ones in get_ignored_functions()
+    >>> ember.ones in ember.overrides.get_ignored_functions()
     True
     """
     out = set()
@@ -540,18 +586,17 @@ def get_ignored_functions() -> set:
 
 def get_overridable_functions() -> dict:
     """``{namespace: [functions]}`` for every function and Tensor method that dispatches
-    (arming the hooks, so these are the objects ``__torch_function__`` will be handed).
+    (arming the hooks).
 
-    >>> ember.add in get_overridable_functions()[ember]
+    >>> ember.add in ember.overrides.get_overridable_functions()[ember]
     True
     """
     _arm()
     out: dict = {}
-    for owner, name, _, wrapper in _WRAPPED:
-        func = wrapper.__get__ if isinstance(wrapper, property) else wrapper
-        out.setdefault(owner, [])
-        if func not in out[owner]:
-            out[owner].append(func)
+    for owner, _, public in _ARMED_FUNCTIONS:
+        funcs = out.setdefault(owner, [])
+        if not any(f is public for f in funcs):
+            funcs.append(public)
     return out
 
 
@@ -559,7 +604,7 @@ def get_testing_overrides() -> dict:
     """``{function: dummy}`` for every overridable function: a dummy with the function's
     signature that returns -1, for testing a ``__torch_function__``.
 
-    >>> get_testing_overrides()[ember.add](ember.ones(1), 1)
+    >>> ember.overrides.get_testing_overrides()[ember.add](ember.ones(1), 1)
     -1
     """
     out = {}
@@ -580,7 +625,7 @@ def wrap_torch_function(dispatcher):
     """Decorator: the function dispatches on the arguments ``dispatcher(*args, **kwargs)``
     returns (a tuple), as ember's own functions do.
 
-    >>> @wrap_torch_function(lambda x: (x,))
+    >>> @ember.overrides.wrap_torch_function(lambda x: (x,))
     ... def twice(x):
     ...     return x * 2
     >>> twice(ember.ones(1))
@@ -604,7 +649,7 @@ class TorchFunctionMode:
     (with the mode taken off, so calling ``func`` inside runs it). Modes nest; the innermost
     goes first.
 
-    >>> class Count(TorchFunctionMode):
+    >>> class Count(ember.overrides.TorchFunctionMode):
     ...     def __init__(self):
     ...         self.n = 0
     ...     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -612,8 +657,8 @@ class TorchFunctionMode:
     ...         return func(*args, **(kwargs or {}))
     >>> with Count() as c:
     ...     _ = ember.ones(2).sin()
-    >>> c.n
-    1
+    >>> c.n    # (ember.ones and Tensor.sin)
+    2
     """
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -646,7 +691,7 @@ class DisableTorchFunctionSubclass:
     context ``Tensor.__torch_function__`` runs the function in.
 
     >>> class M(ember.Tensor): pass
-    >>> with DisableTorchFunctionSubclass():
+    >>> with ember.overrides.DisableTorchFunctionSubclass():
     ...     type(ember.ones(1).as_subclass(M) + 1) is ember.Tensor
     True
     """
@@ -654,18 +699,20 @@ class DisableTorchFunctionSubclass:
     def __enter__(self):
         self._saved = _STATE.subclass_off
         _STATE.subclass_off = True
+        _recompute()
         return self
 
     def __exit__(self, *exc):
         _STATE.subclass_off = self._saved
+        _recompute()
         return False
 
 
 class DisableTorchFunction:
     """Within it, no ``__torch_function__`` runs, neither the arguments' nor the modes'.
 
-    >>> with DisableTorchFunction():
-    ...     has_torch_function(())
+    >>> with ember.overrides.DisableTorchFunction():
+    ...     ember.overrides.has_torch_function(())
     False
     """
 

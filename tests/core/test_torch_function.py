@@ -191,6 +191,8 @@ def make_counting_mode(lib):
     lambda lib, x: [r for r in x],
     lambda lib, x: lib.where(x > 2, x, lib.zeros(())),
     lambda lib, x: lib.ones(2, 3) - x,
+    # (an index made of lists, then a list of tensors: both are looked into)
+    lambda lib, x: (x[[0, 1], [1, 2]], lib.cat([x, x])),
 ])
 def test_plain_subclass_keeps_its_type(op):
     def run(lib):
