@@ -1320,9 +1320,21 @@ class Tensor(TensorBase):
 
     # ---- pickling (plain data, no code) -------------------------------------------------
     def __deepcopy__(self, memo):
+        if self.grad_fn is not None:  # (PyTorch's rule: graph leaves only)
+            raise RuntimeError("deepcopy() of a tensor that is not a graph leaf (it was "
+                               f"computed by {type(self.grad_fn).__name__}) is not supported, "
+                               "as in PyTorch: detach() it first, or copy the leaves it "
+                               "was computed from")
         fn, args = self.__reduce_ex__(4)
         if type(self) is Tensor:
-            return fn(*copy.deepcopy(args, memo))
+            # its gradient and its attributes come along, as PyTorch's
+            out = memo[id(self)] = _rebuild(*copy.deepcopy(args[0] if fn is _rebuild_state
+                                                          else args, memo))
+            if self._grad is not None:
+                out.grad = copy.deepcopy(self._grad, memo)
+            if fn is _rebuild_state:
+                out.__dict__.update(copy.deepcopy(args[1], memo))
+            return out
         cls, data, state = args
         # a subclass: a leaf stays a leaf (pickling, as PyTorch's, gives a view)
         with _overrides.DisableTorchFunctionSubclass():
@@ -1341,6 +1353,8 @@ class Tensor(TensorBase):
                 self.requires_grad)
         if type(self) is not Tensor:  # a subclass: its type and attributes come back too
             return (_rebuild_subclass, (type(self), args, getattr(self, "__dict__", None)))
+        if self.__dict__:  # attributes set on it come back too, as PyTorch's
+            return (_rebuild_state, (args, self.__dict__))
         return (_rebuild, args)
 
 
@@ -1428,6 +1442,12 @@ def _rebuild(arr, dtype, device, requires_grad):
     t = K.tensor(arr, dtype=D.to_dtype(dtype), device=device)
     if requires_grad:
         t.requires_grad_(True)
+    return t
+
+
+def _rebuild_state(args, state):
+    t = _rebuild(*args)
+    t.__dict__.update(state)
     return t
 
 

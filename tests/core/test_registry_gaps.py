@@ -295,3 +295,40 @@ def test_prims_common_device_like_type_under_the_alias(tmp_path):
                            timeout=300) for pre in (["-m", "ember.as_torch"], [])]
     assert all(r.returncode == 0 for r in outs), [r.stderr for r in outs]
     assert outs[0].stdout == outs[1].stdout
+
+
+# ---- deepcopy and pickling keep a tensor's attributes and gradient; non-leaves refuse ----
+
+def test_deepcopy_keeps_grad_and_attributes_as_torch():
+    import copy
+
+    def probe(M):
+        x = M.ones(2, requires_grad=True)
+        (x * 3).sum().backward()
+        x.tag = ["a"]
+        y = copy.deepcopy(x)
+        plain = M.arange(3.0)
+        pair = copy.deepcopy([plain, plain])
+        return (y.grad.tolist(), y.tag, y.tag is x.tag, y.is_leaf, y.requires_grad,
+                pair[0] is pair[1], hasattr(copy.deepcopy(plain), "tag"))
+    assert both(probe)[0] == both(probe)[1]
+
+
+def test_pickle_keeps_attributes_as_torch():
+    import pickle
+
+    def probe(M):
+        x = M.tensor([1.0, 2.0], requires_grad=True)
+        x.tag = {"k": 1}
+        y = pickle.loads(pickle.dumps(x))
+        return y.tag, y.tolist(), y.requires_grad, y.is_leaf, y.grad is None
+    assert both(probe)[0] == both(probe)[1]
+
+
+def test_deepcopy_of_a_non_leaf_raises_as_torch():
+    import copy
+    for M in (torch, ember):
+        x = M.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf|leaves"):
+            copy.deepcopy(x * 2)
+        assert copy.deepcopy((x * 2).detach()).tolist() == [2.0, 2.0]
