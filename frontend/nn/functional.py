@@ -1586,6 +1586,9 @@ def _feature_dropout(input, p, training, inplace, batched):
     if p == 1:
         return _inplace(input, lambda x: x * 0.0, inplace)
     lead = 2 if batched else 1
+    if input.dim() < lead:
+        # PyTorch's feature dropout draws one draw per (sample, channel) or per channel
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = input.shape[:lead] + (1,) * (input.dim() - lead)
     mask = _nn.dropout_mask(input, p, shape)
     return _inplace(input, lambda x: x * mask, inplace)
@@ -1619,7 +1622,9 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               "in a future release to interpret the input as one without a batch "
               "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
               "behavior, please switch to using dropout1d instead.")
-    return _feature_dropout(input, p, training, inplace, input.dim() >= 3)
+    # as PyTorch's: one draw per entry of the first two dimensions whatever the rank (so a
+    # 2-D input is dropped element by element, like ``dropout``)
+    return _feature_dropout(input, p, training, inplace, True)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
@@ -1636,14 +1641,21 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
         inplace (bool): write the result into ``input``. Default: False.
 
     Note:
-        PyTorch warns for inputs that are not 4-D or 5-D; ember does not (any input that is
-        not 5-D is treated as unbatched).
+        Inputs that are not 4-D or 5-D draw PyTorch's deprecation warning; any input that
+        is not 5-D is treated as unbatched (one draw per entry of its first dimension).
 
     Example:
         >>> import ember.nn.functional as F
         >>> F.dropout3d(ember.ones(2, 3, 2, 2, 2), 0.5, training=False).shape
         ember.Size([2, 3, 2, 2, 2])
     """
+    if input.dim() not in (4, 5):
+        _warn(f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is "
+              "deprecated and will result in an error in a future release. To retain "
+              "the behavior and silence this warning, please use dropout instead. Note "
+              "that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+              "spatial dimensions, a channel dimension, and an optional batch dimension "
+              "(i.e. 4D or 5D inputs).")
     return _feature_dropout(input, p, training, inplace, input.dim() == 5)
 
 

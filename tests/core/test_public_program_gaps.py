@@ -142,3 +142,37 @@ def test_encoder_layer_with_mixed_masks_matches():
             outs.append(layer(lib.tensor(x), src_mask=mask,
                               src_key_padding_mask=lib.tensor(pad)).detach().numpy())
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-5)
+
+
+def _dropout_behaviour(lib):
+    """The warnings, errors and mask granularity of feature dropout for ranks 0 to 6."""
+    F = lib.nn.functional
+    lib.manual_seed(0)
+    seen = {}
+    for name, fn, shape in [("d2", F.dropout2d, (64, 50)), ("d2", F.dropout2d, (7,)),
+                            ("d2", F.dropout2d, ()), ("d2", F.dropout2d, (6, 4, 3, 2, 2)),
+                            ("d2", F.dropout2d, (6, 4, 3)), ("d3", F.dropout3d, (40, 30)),
+                            ("d3", F.dropout3d, (40, 3, 2)), ("d3", F.dropout3d, (40,)),
+                            ("d3", F.dropout3d, (40, 3, 2, 2, 1, 2)),
+                            ("d3", F.dropout3d, (6, 4, 2, 2, 2))]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                y = fn(lib.ones(shape), 0.5).numpy()
+                keep = (y != 0)
+                # which axes the keep-mask is constant along
+                const = tuple(ax for ax in range(y.ndim) if y.shape[ax] > 1 and
+                              (keep == keep.take([0], axis=ax)).all())
+                outcome = ("ok", const, bool(keep.any()), bool((~keep).any()))
+            except RuntimeError as err:
+                outcome = ("RuntimeError", str(err))
+        seen[(name, shape)] = (outcome, [str(w.message) for w in caught])
+    return seen
+
+
+def test_feature_dropout_ranks_match_pytorch():
+    """pytorch/examples mnist_rnn applies Dropout2d to (batch, features): PyTorch then drops
+    single elements (one draw per entry of the first two dimensions), where ember dropped
+    whole samples. Also: fewer than two dimensions is an error while training, and
+    dropout3d warns for inputs that are not 4-D or 5-D, as in PyTorch."""
+    assert _dropout_behaviour(ember) == _dropout_behaviour(torch)
