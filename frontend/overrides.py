@@ -454,6 +454,18 @@ def _swap(fn, call, public) -> None:
     fn.__torch_function_twin__ = twin
 
 
+def _clone(fn, qualname, module):
+    """A new function object running ``fn``'s original code (named ``module.qualname``)."""
+    src = getattr(fn, "__torch_function_twin__", fn)
+    out = types.FunctionType(src.__code__, src.__globals__, src.__name__, src.__defaults__,
+                             src.__closure__)
+    out.__kwdefaults__ = src.__kwdefaults__
+    out.__dict__.update({k: v for k, v in vars(fn).items()
+                         if not k.startswith("__torch_function")})
+    out.__doc__, out.__qualname__, out.__module__ = fn.__doc__, qualname, module
+    return out
+
+
 def _call(public, inner, args, kwargs):
     """What an armed function runs: plain arguments call straight through."""
     check = _STATE.check
@@ -507,8 +519,17 @@ def _arm() -> None:
         ignored = _IGNORED.get(ns_name, frozenset())
         only = _PARTIAL.get(ns_name)
         for name, value in list(vars(ns).items()):
-            if name.startswith("_") or (only is not None and name not in only):
+            if name.startswith("_") or (only is not None and name not in only) or \
+                    not isinstance(value, types.FunctionType):
                 continue
+            if (value.__module__ or "").startswith("ember.dispatcher"):
+                # the dispatcher's own functions (ember.t is its view function): the
+                # namespace gets a twin, so the dispatcher's calls of them stay direct
+                # (and helpers a module imported, linalg's E, take no part)
+                if ns_name != "ember":
+                    continue
+                value = _clone(value, value.__name__, ns.__name__)
+                setattr(ns, name, value)
             if name in ignored:
                 if ns_name == "ember" and name in _MODE_ONLY:
                     arm(ns, name, value, _call_mode_only)
@@ -520,16 +541,8 @@ def _arm() -> None:
     namespace_ids = set(done)
     for name, value in list(vars(tensor).items()):
         if id(value) in namespace_ids and name not in _TENSOR_IGNORED:
-            twin = value.__torch_function_twin__
-            method = types.FunctionType(twin.__code__, twin.__globals__, twin.__name__,
-                                        twin.__defaults__, twin.__closure__)
-            method.__kwdefaults__ = twin.__kwdefaults__
-            method.__dict__.update({k: v for k, v in vars(value).items()
-                                    if not k.startswith("__torch_function")})
-            # (found by pickle where it lives now)
-            method.__doc__, method.__qualname__ = value.__doc__, f"Tensor.{name}"
-            method.__module__ = tensor.__module__
-            setattr(tensor, name, method)
+            # (named where it lives now, where pickle finds it)
+            setattr(tensor, name, _clone(value, f"Tensor.{name}", tensor.__module__))
     operators = []
     for klass in tensor.__mro__[:-1]:          # Tensor, then TensorBase (not object)
         for name, value in list(vars(klass).items()):
