@@ -7,6 +7,8 @@ class name) and values must agree.
 import copy
 import functools
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -106,8 +108,6 @@ def make_tagged(lib):
 def make_scalar_tensor(lib):
     """PyTorch's documentation example: a tensor-like type that is no Tensor, with a table
     of the functions it implements."""
-    # (ember hands duck types the functions it has armed: ask for them first)
-    lib.overrides.get_overridable_functions()
     handled = {}
 
     class ScalarTensor:
@@ -148,6 +148,9 @@ def make_scalar_tensor(lib):
             return ScalarTensor(input._N, input._value + other._value)
         return lib.add(ensure_tensor(input), ensure_tensor(other))
 
+    # (ember dispatches to a type that is no Tensor subclass once its hooks are armed:
+    # a Tensor subclass or a mode does it, or this; the table above stays valid)
+    lib.overrides.get_overridable_functions()
     return ScalarTensor
 
 
@@ -465,3 +468,67 @@ def test_torch_dispatch_is_refused_with_a_sentence():
             @classmethod
             def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
                 return func(*args, **(kwargs or {}))
+
+
+# ---- plain programs pay nothing; references taken early dispatch once armed -------------------
+_EARLY = """
+import sys
+lib = __import__(sys.argv[1])
+armed = getattr(getattr(lib, "overrides", None), "_ARMED", [None])
+before = armed[0]
+from_import_cat = lib.cat
+from_import_relu = lib.nn.functional.relu
+handled = {lib.mean: lambda d: 42.0}
+
+
+class Duck:
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return handled[func](*args) if func in handled else NotImplemented
+
+
+class M(lib.Tensor):
+    pass
+
+
+x = lib.ones(2).as_subclass(M)
+print(before, armed[0], type(from_import_cat([x, x])).__name__,
+      type(from_import_relu(x)).__name__, lib.mean(Duck()))
+"""
+
+
+def test_references_taken_before_a_subclass_dispatch_and_nothing_is_armed_before():
+    def run(name):
+        out = subprocess.run([sys.executable, "-c", _EARLY, name], capture_output=True,
+                             text=True, check=True)
+        return out.stdout.split()
+    got, want = run("ember"), run("torch")
+    # ember: not armed by `import ember` (plain programs run ember's functions unwrapped),
+    # armed by the subclass; torch has no such state
+    assert got[:2] == ["False", "True"]
+    assert got[2:] == want[2:] == ["M", "M", "42.0"]
+
+
+def test_autograd_functions_and_modules_hand_over_subclasses():
+    def run(lib):
+        M = make_plain(lib)
+        m = lib.arange(3.).as_subclass(M).requires_grad_()
+        g, = lib.autograd.grad((m * m).sum(), m, create_graph=True)
+        g.sum().backward()
+        Logged = make_logging(lib)
+        w = lib.ones(2).as_subclass(Logged).requires_grad_()
+        loss = (w * 3).sum()
+        Logged.log.clear()
+        lib.autograd.backward(loss)
+        logs = [list(Logged.log)]
+        Logged.log.clear()
+        lib.autograd.grad((w * 2).sum(), [w])
+        logs.append(list(Logged.log))
+        lib.manual_seed(0)
+        lin = lib.nn.Linear(2, 2)
+        Logged.log.clear()
+        out = lin(w)
+        logs.append(list(Logged.log))
+        return (_kind(g), g.requires_grad, _kind(m.grad), _np(m.grad).tolist(), logs,
+                _kind(w.grad), _kind(out))
+    assert run(ember) == run(torch)
