@@ -176,3 +176,23 @@ def test_feature_dropout_ranks_match_pytorch():
     whole samples. Also: fewer than two dimensions is an error while training, and
     dropout3d warns for inputs that are not 4-D or 5-D, as in PyTorch."""
     assert _dropout_behaviour(ember) == _dropout_behaviour(torch)
+
+
+def _iterator_names(lib):
+    ds = lib.utils.data.TensorDataset(lib.arange(8.0))
+    names = []
+    for workers in (0, 2):
+        it = iter(lib.utils.data.DataLoader(ds, batch_size=4, num_workers=workers))
+        names.append((type(it).__name__,
+                      isinstance(it, lib.utils.data.dataloader._BaseDataLoaderIter),
+                      isinstance(it, lib.utils.data.dataloader._SingleProcessDataLoaderIter),
+                      isinstance(it, lib.utils.data.dataloader._MultiProcessingDataLoaderIter),
+                      [b[0].tolist() for b in it]))
+    return names
+
+
+def test_dataloader_iterator_class_names():
+    """yunjey/pytorch-tutorial's pytorch_basics calls the removed ``data_iter.next()``: the
+    AttributeError names the iterator class, which is PyTorch's (``isinstance`` checks in
+    libraries use the same names)."""
+    assert _iterator_names(ember) == _iterator_names(torch)

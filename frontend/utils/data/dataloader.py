@@ -167,13 +167,13 @@ class DataLoader:
     def _index_sampler(self):
         return self.batch_sampler if self._auto_collation else self.sampler
 
-    def __iter__(self) -> _SingleProcessIter | _MultiProcessIter:
+    def __iter__(self) -> _SingleProcessDataLoaderIter | _MultiProcessingDataLoaderIter:
         if self.num_workers == 0:
-            return _SingleProcessIter(self)
+            return _SingleProcessDataLoaderIter(self)
         if not self.persistent_workers:
-            return _MultiProcessIter(self)
+            return _MultiProcessingDataLoaderIter(self)
         if self._iterator is None or self._iterator._shutdown:  # first, or after a failure
-            self._iterator = _MultiProcessIter(self)
+            self._iterator = _MultiProcessingDataLoaderIter(self)
         else:
             self._iterator._reset(self)
         return self._iterator
@@ -342,7 +342,15 @@ def _warn_pin_memory():
     _warn(msg)
 
 
-class _SingleProcessIter:
+class _BaseDataLoaderIter:
+    """The base of a DataLoader's two iterators. They carry PyTorch's class names, which
+    libraries test with ``isinstance`` and which error messages print."""
+
+    def __iter__(self):
+        return self
+
+
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     """One pass over a DataLoader, fetching and collating in the calling process."""
 
     def __init__(self, loader: DataLoader) -> None:
@@ -390,7 +398,7 @@ def _death_message(dead) -> str:
             "exit code comes from the dataset code calling sys.exit() or os._exit().")
 
 
-class _MultiProcessIter:
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     """One pass (or, with persistent workers, every pass) over a DataLoader whose batches
     are loaded by worker processes.
 
