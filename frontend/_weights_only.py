@@ -105,9 +105,9 @@ def _py2_name(module: str, name: str) -> tuple:
 def _unsupported_global(full: str) -> pickle.UnpicklingError:
     return pickle.UnpicklingError(
         f"Unsupported global: GLOBAL {full} was not an allowed global by default. Please use "
-        f"`ember.serialization.add_safe_globals([{full}])` or the "
-        f"`ember.serialization.safe_globals([{full}])` context manager to allowlist this "
-        "global if you trust this class/function.")
+        f"`{D.module_name}.serialization.add_safe_globals([{full}])` or the "
+        f"`{D.module_name}.serialization.safe_globals([{full}])` context manager to allowlist "
+        "this global if you trust this class/function.")
 
 
 _SAFE_TYPES = (dict, collections.OrderedDict, collections.Counter)

@@ -273,9 +273,9 @@ def _load_archive(f, src: str, map_location, weights_only: bool, mmap: bool,
             raise pickle.UnpicklingError(
                 "Weights only load failed. This file can still be loaded, to do so you have "
                 "two options, do those steps only if you trust the source of the checkpoint. "
-                "\n\t(1) Re-running `ember.load` with `weights_only` set to `False` will likely "
-                "succeed, but it can result in arbitrary code execution. Do it only if you got "
-                "the file from a trusted source.\n\t(2) Alternatively, to load with "
+                f"\n\t(1) Re-running `{D.module_name}.load` with `weights_only` set to `False` "
+                "will likely succeed, but it can result in arbitrary code execution. Do it only "
+                "if you got the file from a trusted source.\n\t(2) Alternatively, to load with "
                 "`weights_only=True` please check the recommended steps in the following error "
                 f"message.\n\tWeightsUnpickler error: {err}") from None
         except (TypeError, ValueError, KeyError, IndexError, AttributeError,

@@ -196,3 +196,29 @@ def test_dataloader_iterator_class_names():
     AttributeError names the iterator class, which is PyTorch's (``isinstance`` checks in
     libraries use the same names)."""
     assert _iterator_names(ember) == _iterator_names(torch)
+
+
+_WEIGHTS_ONLY = """
+import io, pickle
+import numpy as np
+import torch
+buf = io.BytesIO(); torch.save(np.arange(3.0), buf); buf.seek(0)
+try:
+    torch.load(buf)
+except pickle.UnpicklingError as err:
+    text = str(err)
+    print("`torch.load`" in text, "`torch.serialization.add_safe_globals(" in text,
+          "ember" in text)
+"""
+
+
+def test_weights_only_error_names_the_library_the_program_imported(tmp_path):
+    """pytorch/examples time_sequence_prediction loads a pickled NumPy array with the default
+    ``weights_only=True``: under the alias the refusal tells the user to call
+    ``torch.load`` / ``torch.serialization.add_safe_globals``, as PyTorch's does."""
+    script = tmp_path / "wo.py"
+    script.write_text(_WEIGHTS_ONLY)
+    ran = [subprocess.run([sys.executable, *pre, str(script)], capture_output=True, text=True,
+                          timeout=300) for pre in ((), ("-m", "ember.as_torch"))]
+    assert ran[1].returncode == 0, ran[1].stderr
+    assert ran[1].stdout == ran[0].stdout == "True True False\n"
