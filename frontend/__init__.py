@@ -38,8 +38,9 @@ from . import autograd, backends, nn, optim, utils
 from . import distributions, fft, linalg, return_types, sparse, special
 from ._device_ns import cpu, cuda, opencl, xpu, mps, DeviceNamespace as _DeviceNamespace
 from ember.dispatcher.plugins import BACKENDS as _BACKENDS, ensure_loaded as _ensure_loaded
-from . import accelerator, amp, compiler, func, fx, hub, jit, profiler
+from . import accelerator, amp, compiler, func, futures, fx, hub, jit, profiler
 from .amp import GradScaler
+from .futures import Future
 from . import _dynamo, _inductor, _logging
 from . import overrides
 from ._torch_c import C as _C   # (torch._C's switches: _C.DisableTorchFunctionSubclass)
@@ -95,7 +96,7 @@ _numpy_aliases.install((_sys.modules[__name__], linalg, special, fft), Tensor)
 
 
 #: submodules imported on first use of ``ember.<name>``
-_ON_DEMAND = ("testing", "__future__")
+_ON_DEMAND = ("testing", "__future__", "__config__")
 
 
 def __getattr__(name):

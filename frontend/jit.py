@@ -19,8 +19,9 @@ import builtins
 import contextlib
 import typing
 import warnings
-from concurrent.futures import Future as _ConcurrentFuture
 from ember.dispatcher import dtypes
+
+from .futures import Future  # (torch.jit.Future is torch.futures.Future)
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "Final",
            "annotations", "annotate", "is_scripting", "is_tracing", "fork", "wait", "save",
@@ -237,19 +238,6 @@ def isinstance(obj, target_type):  # noqa: A001 (PyTorch's name)
     if target_type is typing.Any:
         return True
     return builtins.isinstance(obj, origin)
-
-
-class Future(_ConcurrentFuture):
-    """What ``fork`` returns; ``wait`` (or ``.wait()``) gives the value."""
-
-    def wait(self):
-        return self.result()
-
-    def value(self):
-        return self.result()
-
-    def done(self):
-        return super().done()
 
 
 def fork(func, *args, **kwargs) -> Future:

@@ -27,6 +27,8 @@ NAMESPACES = [
     ("ember.nn.utils.rnn", "Packed and padded sequences for recurrent layers."),
     ("ember.nn.utils.parametrize", "Parametrizations of module tensors."),
     ("ember.nn.parallel", "Data parallelism."),
+    ("ember.nn.parallel.scatter_gather", "Splitting inputs across devices and joining "
+                                         "outputs (scatter, gather)."),
     ("ember.optim", "Optimizers."),
     ("ember.optim.lr_scheduler", "Learning-rate schedules."),
     ("ember.optim.swa_utils", "Stochastic weight averaging."),
@@ -49,6 +51,8 @@ NAMESPACES = [
     ("ember.onnx", "Export to ONNX."),
     ("ember.export", "Models as self-contained graph programs (``torch.export``)."),
     ("ember.jit", "TorchScript's names (ember runs the code eagerly)."),
+    ("ember.futures", "Futures: results of work that finishes later, with callbacks."),
+    ("ember.__config__", "How this ember was built (``show``, ``parallel_info``)."),
     ("ember.__future__", "Switches for how module conversions and load_state_dict replace "
                          "parameters (swap_tensors)."),
     ("ember.utils.data", "Datasets, samplers and the DataLoader."),

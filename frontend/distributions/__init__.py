@@ -11,9 +11,14 @@ Sampling with ``rsample`` is reparameterised (gradients flow to the parameters) 
 >>> loc.grad.tolist()
 [4.0, 4.0, 4.0]
 """
+import sys as _sys
+import types as _types
+
 from . import constraints, transforms
 from .constraint_registry import biject_to, transform_to
 from .constraints import Constraint
+from .continuous_more import ExpRelaxedCategorical as _ExpRelaxedCategorical
+from .continuous_more import LogitRelaxedBernoulli as _LogitRelaxedBernoulli
 from .continuous import Exponential, Laplace, LogNormal, Normal, Uniform
 from .continuous_more import (Cauchy, Chi2, ContinuousBernoulli, FisherSnedecor,
                               GeneralizedPareto, Gumbel, HalfCauchy, HalfNormal, InverseGamma,
@@ -53,3 +58,43 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to",
            "constraints", "identity_transform", "kl_divergence", "register_kl",
            "transform_to", "transforms"]
+
+
+# PyTorch's one-module-per-distribution import paths (``from torch.distributions.categorical
+# import Categorical``, as captum writes): each is a module holding the names PyTorch's
+# module of that name exports. (``gamma``, ``multivariate_normal``, ``kl``, ``utils`` and
+# the others that are files here already are left as they are.)
+def _submodule_aliases():
+    found = dict(globals(), LogitRelaxedBernoulli=_LogitRelaxedBernoulli,
+                 ExpRelaxedCategorical=_ExpRelaxedCategorical)
+    for mod, names in {
+            "bernoulli": ("Bernoulli",), "beta": ("Beta",), "binomial": ("Binomial",),
+            "categorical": ("Categorical",), "cauchy": ("Cauchy",), "chi2": ("Chi2",),
+            "continuous_bernoulli": ("ContinuousBernoulli",), "dirichlet": ("Dirichlet",),
+            "exp_family": ("ExponentialFamily",), "exponential": ("Exponential",),
+            "fishersnedecor": ("FisherSnedecor",), "generalized_pareto": ("GeneralizedPareto",),
+            "geometric": ("Geometric",), "gumbel": ("Gumbel",), "half_cauchy": ("HalfCauchy",),
+            "half_normal": ("HalfNormal",), "independent": ("Independent",),
+            "inverse_gamma": ("InverseGamma",), "kumaraswamy": ("Kumaraswamy",),
+            "laplace": ("Laplace",), "lkj_cholesky": ("LKJCholesky",),
+            "log_normal": ("LogNormal",), "logistic_normal": ("LogisticNormal",),
+            "lowrank_multivariate_normal": ("LowRankMultivariateNormal",),
+            "mixture_same_family": ("MixtureSameFamily",), "multinomial": ("Multinomial",),
+            "negative_binomial": ("NegativeBinomial",), "normal": ("Normal",),
+            "one_hot_categorical": ("OneHotCategorical", "OneHotCategoricalStraightThrough"),
+            "pareto": ("Pareto",), "poisson": ("Poisson",),
+            "relaxed_bernoulli": ("LogitRelaxedBernoulli", "RelaxedBernoulli"),
+            "relaxed_categorical": ("ExpRelaxedCategorical", "RelaxedOneHotCategorical"),
+            "studentT": ("StudentT",), "uniform": ("Uniform",), "von_mises": ("VonMises",),
+            "weibull": ("Weibull",), "wishart": ("Wishart",)}.items():
+        m = _types.ModuleType(f"{__name__}.{mod}",
+                              f"``torch.distributions.{mod}`` on ember: {', '.join(names)} "
+                              "(the classes of ember.distributions).")
+        m.__all__ = list(names)
+        for n in names:
+            setattr(m, n, found[n])
+        _sys.modules[m.__name__] = m
+        globals()[mod] = m
+
+
+_submodule_aliases()

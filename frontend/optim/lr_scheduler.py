@@ -225,6 +225,17 @@ class _LambdaStateMixin:
                 self.lr_lambdas[idx].__dict__.update(fn)
 
 
+class _LRScheduler(LRScheduler):
+    """The older name of :class:`LRScheduler`, kept by PyTorch for schedulers that
+    subclass it (skorch imports it); it adds nothing.
+
+    Example:
+        >>> from ember.optim.lr_scheduler import _LRScheduler, LRScheduler
+        >>> issubclass(_LRScheduler, LRScheduler)
+        True
+    """
+
+
 class LambdaLR(_LambdaStateMixin, LRScheduler):
     """``lr = initial_lr * lr_lambda(epoch)``; one function, or one per param group.
 

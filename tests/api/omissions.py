@@ -28,7 +28,7 @@ OMITTED = {
             "CompilationUnit", "CompleteArgumentSpec", "ComplexType", "ConcreteModuleType",
             "ConcreteModuleTypeBuilder", "DeepCopyMemoTable", "DeviceObjType", "DictType",
             "EnumType", "ErrorReport", "ExecutionPlan", "FileCheck", "FloatType",
-            "FunctionSchema", "Future", "FutureType", "Gradient", "Graph",
+            "FunctionSchema", "FutureType", "Gradient", "Graph",
             "GraphExecutorState", "IODescriptor", "InferredType", "IntType", "InterfaceType",
             "ListType", "LiteScriptModule", "LockingLogger", "ModuleDict", "Node", "NoneType",
             "NoopLogger", "NumberType", "OperatorInfo", "OptionalType", "ParameterDict",

@@ -332,3 +332,93 @@ def test_deepcopy_of_a_non_leaf_raises_as_torch():
         with pytest.raises(RuntimeError, match="leaf|leaves"):
             copy.deepcopy(x * 2)
         assert copy.deepcopy((x * 2).detach()).tolist() == [2.0, 2.0]
+
+
+# ---- torch.futures / torch.Future (captum), torch.__config__ (torch_geometric) ----
+
+def test_futures_as_torch():
+    def probe(M):
+        f = M.futures.Future()
+        g = f.then(lambda fut: fut.value() + 1)
+        before = (f.done(), g.done())
+        f.set_result(3)
+        bad = M.futures.Future()
+        bad.set_exception(ValueError("boom"))
+        chained = bad.then(lambda fut: fut.value())
+        try:
+            chained.wait()
+            err = None
+        except Exception as e:  # (a RuntimeError naming the callback's error)
+            err = (type(e).__name__, "ValueError" in str(e) and "boom" in str(e))
+        try:
+            bad.wait()
+        except Exception as e:
+            err = (err, type(e).__name__, str(e))
+        both_done = M.futures.collect_all([f, g]).wait()
+        return (before, f.wait(), g.value(), err, [x.value() for x in both_done],
+                M.futures.wait_all([f, g]), issubclass(M.futures.Future, M.Future),
+                M.jit.Future is M.futures.Future, isinstance(M.jit.fork(lambda: 1), M.Future))
+    assert both(probe)[0] == both(probe)[1]
+
+
+def test_config_show_and_parallel_info():
+    for M in (ember, torch):
+        text = M.__config__.show()
+        assert isinstance(text, str) and "USE_MKL=" in text
+        assert isinstance(M.__config__.parallel_info(), str)
+    assert ("USE_MKLDNN=ON" in ember.__config__.show()) == ember.backends.mkldnn.is_available()
+
+
+# ---- torch.distributions' one-module-per-distribution paths (captum) ----
+
+def test_distribution_submodules_as_torch():
+    import importlib
+    import pkgutil
+
+    import torch.distributions as TD
+    for info in pkgutil.iter_modules(TD.__path__):
+        t_mod = importlib.import_module(f"torch.distributions.{info.name}")
+        e_mod = importlib.import_module(f"ember.distributions.{info.name}")
+        names = [n for n in getattr(t_mod, "__all__", []) if n[0].isupper()]
+        for n in names:
+            assert getattr(e_mod, n).__name__ == getattr(t_mod, n).__name__, (info.name, n)
+
+
+def test_old_lr_scheduler_name():
+    from torch.optim import lr_scheduler as TL
+
+    from ember.optim import lr_scheduler as EL
+    assert issubclass(TL._LRScheduler, TL.LRScheduler)
+    assert issubclass(EL._LRScheduler, EL.LRScheduler)
+
+    def run(M, L):
+        opt = M.optim.SGD([M.nn.Parameter(M.ones(1))], lr=0.5)
+
+        class Half(L._LRScheduler):
+            def get_lr(self):
+                return [g["lr"] * 0.5 for g in self.optimizer.param_groups]
+        sched = Half(opt)
+        lrs = [opt.param_groups[0]["lr"]]
+        for _ in range(2):
+            opt.step()
+            sched.step()
+            lrs.append(opt.param_groups[0]["lr"])
+        return lrs
+    assert run(ember, EL) == run(torch, TL)
+
+
+# ---- torch.nn.parallel.scatter_gather (captum imports scatter) ----
+
+def test_scatter_gather_on_the_cpu_as_torch():
+    from torch.nn.parallel import scatter_gather as TS
+
+    from ember.nn.parallel import scatter_gather as ES
+    assert ES.scatter_kwargs((), {}, []) == TS.scatter_kwargs((), {}, [])
+    assert ES.scatter(3, []) == TS.scatter(3, [])
+    with pytest.raises(AssertionError):
+        TS.gather([torch.ones(1), torch.zeros(1)], -1)
+    with pytest.raises(AssertionError):
+        ES.gather([ember.ones(1), ember.zeros(1)], -1)
+    if not ember.accelerator.is_available():
+        with pytest.raises(RuntimeError, match="accelerator"):
+            ES.scatter(ember.arange(4.0), [0, 1])

@@ -988,6 +988,100 @@ def performer_pytorch():
     det_init(attn, 110)
     record("performer_pytorch", self_attn=attn(t(rng.standard_normal((2, 10, 16)))))
 
+
+@section
+def torchinfo():
+    from torchinfo import summary
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
+                                torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                                torch.nn.Linear(8 * 4 * 4, 10))
+    s = summary(model, input_size=(2, 3, 8, 8), verbose=0,
+                col_names=("input_size", "output_size", "num_params", "mult_adds"))
+    lstm = summary(torch.nn.LSTM(4, 6, num_layers=2, batch_first=True), input_size=(3, 5, 4),
+                   verbose=0)
+    record("torchinfo", total=s.total_params, trainable=s.trainable_params,
+           mult_adds=s.total_mult_adds, output_bytes=s.total_output_bytes,
+           param_bytes=s.total_param_bytes, layers=len(s.summary_list),
+           shapes=[x for layer in s.summary_list for x in (layer.output_size or [])],
+           lstm_params=lstm.total_params, lstm_mult_adds=lstm.total_mult_adds)
+
+
+@section
+def thop():
+    rng = np.random.default_rng(503)  # own stream: a failing section shifts no other
+    from thop import clever_format, profile
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
+                                torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(2),
+                                torch.nn.Flatten(), torch.nn.Linear(32, 10),
+                                torch.nn.Softmax(dim=1))
+    macs, params = profile(model, inputs=(t(rng.standard_normal((2, 3, 8, 8))),), verbose=False)
+    clever_format([macs, params], "%.3f")
+    record("thop", macs=macs, params=params)
+
+
+@section
+def skorch():
+    rng = np.random.default_rng(501)  # own stream: a failing section shifts no other
+    from skorch import NeuralNetClassifier, NeuralNetRegressor
+    x = rng.standard_normal((40, 5)).astype(np.float32)
+    y_reg = (x @ rng.standard_normal((5, 1))).astype(np.float32)
+    y_cls = (x[:, 0] + x[:, 1] > 0).astype(np.int64)
+
+    class Net(torch.nn.Module):
+        def __init__(self, out=1, softmax=False):
+            super().__init__()
+            self.body = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(),
+                                            torch.nn.Linear(8, out))
+            self.softmax = softmax
+
+        def forward(self, X):
+            out = self.body(X)
+            return out.softmax(-1) if self.softmax else out
+
+    for name, net, y in [
+            ("reg", NeuralNetRegressor(Net, max_epochs=4, lr=0.05, batch_size=10,
+                                       train_split=None, iterator_train__shuffle=False,
+                                       verbose=0), y_reg),
+            ("cls", NeuralNetClassifier(Net, module__out=2, module__softmax=True, max_epochs=4,
+                                        lr=0.1, batch_size=16, train_split=None,
+                                        optimizer=torch.optim.Adam,
+                                        iterator_train__shuffle=False, verbose=0), y_cls)]:
+        net.initialize()
+        det_init(net.module_, 120)
+        net.partial_fit(x, y)
+        record("skorch", **{f"{name}_loss": net.history[:, "train_loss"],
+                            f"{name}_pred": net.predict(x[:8]).astype(np.float64)})
+        if name == "cls":
+            record("skorch", cls_proba=net.predict_proba(x[:8]))
+
+
+@section
+def captum():
+    rng = np.random.default_rng(502)  # own stream: a failing section shifts no other
+    from captum.attr import (DeepLift, DeepLiftShap, FeatureAblation, GuidedBackprop,
+                             InputXGradient, IntegratedGradients, LayerConductance,
+                             LayerGradCam, Occlusion, Saliency)
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 4 * 4, 8), torch.nn.ReLU(),
+                                torch.nn.Linear(8, 3)).eval()
+    det_init(model, 130)
+    x = t(rng.standard_normal((2, 1, 6, 6)))
+    base = t(rng.standard_normal((3, 1, 6, 6)) * 0.1)
+    ig = IntegratedGradients(model)
+    attr, delta = ig.attribute(x, target=1, n_steps=16, return_convergence_delta=True)
+    record("captum", ig=attr, ig_delta=delta,
+           ig_riemann=ig.attribute(x, target=2, n_steps=8, method="riemann_trapezoid"),
+           saliency=Saliency(model).attribute(x, target=0),
+           input_x_grad=InputXGradient(model).attribute(x, target=0),
+           deeplift=DeepLift(model).attribute(x, target=1),
+           deeplift_shap=DeepLiftShap(model).attribute(x, baselines=base, target=1),
+           guided=GuidedBackprop(model).attribute(x, target=2),
+           ablation=FeatureAblation(model).attribute(x, target=1),
+           occlusion=Occlusion(model).attribute(x, sliding_window_shapes=(1, 3, 3),
+                                                strides=(1, 2, 2), target=0),
+           conductance=LayerConductance(model, model[3]).attribute(x, target=1, n_steps=8),
+           gradcam=LayerGradCam(model, model[0]).attribute(x, target=2))
+
 np.savez(sys.argv[1], **RESULTS)
 '''
 
@@ -999,7 +1093,8 @@ PACKAGES = ["torchmetrics", "torch_optimizer", "ema_pytorch", "rotary_embedding_
             "local_attention", "torch_dct", "geomloss", "torchsde", "gpytorch", "pyro",
             "adan_pytorch", "came_pytorch", "madgrad", "adabelief_pytorch", "pytorch_warmup",
             "torch_pca", "nystrom_attention", "linformer", "mlp_mixer_pytorch", "siren_pytorch",
-            "axial_positional_embedding", "performer_pytorch"]
+            "axial_positional_embedding", "performer_pytorch", "torchinfo", "thop", "skorch",
+            "captum"]
 # sections named <package>_<part> that exercise part of a package listed on its own
 _PARTS = ("torch_optimizer_", "zuko_")
 
