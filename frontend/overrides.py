@@ -11,15 +11,16 @@ its type through every op. ``nn.Parameter`` opts out (``_disabled_torch_function
 ops on it return plain tensors. A :class:`TorchFunctionMode` entered with ``with`` sees
 every call.
 
-Cost. Plain tensors pay nothing: the hooks are put in place ("armed") the first time a
+Cost. Plain programs pay nothing: the hooks are put in place ("armed") the first time a
 Tensor subclass that does not opt out is defined, a :class:`TorchFunctionMode` is entered,
-or :func:`get_overridable_functions` / :func:`handle_torch_function` is called. Until then
-the public functions are ember's own, unwrapped. Once armed, each public function and
-Tensor method is a thin wrapper that checks its arguments' types and calls through. A
-duck type (a non-Tensor with ``__torch_function__``) is dispatched once the hooks are
-armed, so a program made only of duck types arms them with
-:func:`get_overridable_functions` (which is also how it gets the function objects that its
-``__torch_function__`` will be handed) before it looks up the functions it handles.
+or :func:`get_overridable_functions` / :func:`handle_torch_function` is called (or at
+import with ``EMBER_TORCH_FUNCTION=1``). Until then the public functions run ember's own
+code. Arming swaps each public function's code for a trampoline that looks at the
+arguments' types and calls the original code when none overrides (a few hundred
+nanoseconds); the function objects stay the same, so ``from ember import cat`` taken
+earlier, or a table keyed by ``ember.mean``, dispatches too. A duck type (no Tensor
+subclass) is dispatched once the hooks are armed: a program whose only overriding type
+is one calls :func:`get_overridable_functions` first.
 
 >>> import ember
 >>> class Logged(ember.Tensor):
