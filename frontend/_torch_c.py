@@ -33,6 +33,16 @@ with ``get_proxy_mode()``, the ``make_fx`` tracing mode in effect: ember has no
 
 :data:`prims_common` is ``torch._prims_common`` with its type alias ``DeviceLikeType``
 (``str | torch.device | int``), which torch-pca imports for annotations.
+:data:`data_utils_collate` is ``torch.utils.data._utils.collate`` (in :data:`data_utils`):
+ember's collate functions under PyTorch's names (``default_collate``,
+``default_collate_fn_map``, ``collate_tensor_fn``, ``np_str_obj_array_pattern``, ...), which
+monai imports.
+:data:`dtensor_experimental` is ``torch.distributed._tensor.experimental`` (in
+:data:`dtensor_private`) with ``implicit_replication()``, a context manager that lets DTensor
+ops take plain tensors: ember has no DTensors, so it does nothing (opacus imports it).
+:data:`composable_fsdp` is ``torch.distributed._composable.fsdp`` (in :data:`composable`):
+the names of :mod:`ember.distributed.fsdp` (``FSDPModule``, ``fully_shard``,
+``MixedPrecisionPolicy``).
 
 :data:`pytree` is ``torch.utils._pytree``'s public-in-practice part (x-transformers,
 ema-pytorch and torch-einops-utils import it): ``tree_flatten``, ``tree_unflatten``,
@@ -44,15 +54,19 @@ ema-pytorch and torch-einops-utils import it): ``tree_flatten``, ``tree_unflatte
 from __future__ import annotations
 
 import collections
+import contextlib
 import types
 from typing import Union
 
 from ember.dispatcher.device import device as _device
 
 from . import overrides as _overrides
+from .distributed import fsdp as _fsdp
+from .utils.data import _collate
 
 __all__ = ["C", "pytree", "subclasses", "fake_tensor", "fx_experimental", "proxy_tensor",
-           "prims_common"]
+           "prims_common", "data_utils", "data_utils_collate", "dtensor_private",
+           "dtensor_experimental", "composable", "composable_fsdp"]
 
 
 def _log_api_usage_once(event: str) -> None:
@@ -300,3 +314,32 @@ proxy_tensor = _shim("torch.fx.experimental.proxy_tensor", get_proxy_mode=get_pr
 fx_experimental = _shim("torch.fx.experimental", package=True, proxy_tensor=proxy_tensor)
 # torch._prims_common's type alias of what names a device (torch-pca annotates with it)
 prims_common = _shim("torch._prims_common", DeviceLikeType=Union[str, _device, int])
+# torch.utils.data._utils.collate: the collate functions under PyTorch's names (monai)
+data_utils_collate = _shim(
+    "torch.utils.data._utils.collate", collate=_collate.collate,
+    default_collate=_collate.default_collate, default_convert=_collate.default_convert,
+    default_collate_fn_map=_collate.default_collate_fn_map,
+    collate_tensor_fn=_collate._collate_tensor, collate_numpy_array_fn=_collate._collate_ndarray,
+    collate_numpy_scalar_fn=_collate._collate_np_scalar,
+    collate_float_fn=_collate._collate_float, collate_int_fn=_collate._collate_int,
+    collate_str_fn=_collate._collate_str, np_str_obj_array_pattern=_collate._NP_STR_OBJ,
+    default_collate_err_msg_format=_collate._ERR)
+data_utils = _shim("torch.utils.data._utils", package=True, collate=data_utils_collate)
+
+
+@contextlib.contextmanager
+def implicit_replication():
+    """``torch.distributed._tensor.experimental.implicit_replication``: lets DTensor ops take
+    plain tensors as replicated. ember has no DTensors, so there is nothing to replicate."""
+    yield
+
+
+dtensor_experimental = _shim("torch.distributed._tensor.experimental",
+                             implicit_replication=implicit_replication)
+dtensor_private = _shim("torch.distributed._tensor", package=True,
+                        experimental=dtensor_experimental)
+# torch.distributed._composable.fsdp: FSDP2's old home, the names of ember.distributed.fsdp
+composable_fsdp = _shim("torch.distributed._composable.fsdp", FSDPModule=_fsdp.FSDPModule,
+                        fully_shard=_fsdp.fully_shard,
+                        MixedPrecisionPolicy=_fsdp.MixedPrecisionPolicy)
+composable = _shim("torch.distributed._composable", package=True, fsdp=composable_fsdp)

@@ -46,7 +46,13 @@ _PRIVATE = {"torch._C": _torch_c.C, "torch.utils._pytree": _torch_c.pytree,
             "torch._subclasses.fake_tensor": _torch_c.fake_tensor,
             "torch.fx.experimental": _torch_c.fx_experimental,
             "torch.fx.experimental.proxy_tensor": _torch_c.proxy_tensor,
-            "torch._prims_common": _torch_c.prims_common}
+            "torch._prims_common": _torch_c.prims_common,
+            "torch.utils.data._utils": _torch_c.data_utils,
+            "torch.utils.data._utils.collate": _torch_c.data_utils_collate,
+            "torch.distributed._tensor": _torch_c.dtensor_private,
+            "torch.distributed._tensor.experimental": _torch_c.dtensor_experimental,
+            "torch.distributed._composable": _torch_c.composable,
+            "torch.distributed._composable.fsdp": _torch_c.composable_fsdp}
 
 
 class _TorchModule(types.ModuleType):

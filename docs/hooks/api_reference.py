@@ -59,11 +59,14 @@ NAMESPACES = [
     ("ember.utils.checkpoint", "Activation checkpointing."),
     ("ember.utils.offload", "Activation offload to host memory (vDNN)."),
     ("ember.utils.dlpack", "DLPack interchange."),
+    ("ember.utils.model_zoo", "``load_url`` (ember.hub.load_state_dict_from_url)."),
     ("ember.utils.benchmark", "Timing statements: Timer, Measurement, Compare."),
     ("ember.return_types", "The named tuples of ops with several results."),
     ("ember.distributed", "Multi-process communication (MPI)."),
     ("ember.distributed.nn", "Collectives that autograd differentiates (also as "
                              "``ember.distributed.nn.functional``)."),
+    ("ember.distributed.tensor", "The name DTensor (ember has no distributed tensors)."),
+    ("ember.distributed.fsdp", "The names of fully sharded data parallelism (not in ember)."),
     ("ember.distributed.optim", "ZeroRedundancyOptimizer: optimizer state sharded across "
                                 "ranks."),
     ("ember.multiprocessing", "Multiprocessing with tensors in shared memory."),

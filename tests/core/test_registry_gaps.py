@@ -422,3 +422,43 @@ def test_scatter_gather_on_the_cpu_as_torch():
     if not ember.accelerator.is_available():
         with pytest.raises(RuntimeError, match="accelerator"):
             ES.scatter(ember.arange(4.0), [0, 1])
+
+
+# ---- names opacus and monai import: private data/FSDP/DTensor paths, model_zoo ----
+
+def test_alias_resolves_more_private_paths(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "p.py"
+    script.write_text(
+        "import torch\n"
+        "from torch.utils.data._utils.collate import (default_collate, default_collate_fn_map,\n"
+        "    collate_tensor_fn, np_str_obj_array_pattern, default_convert)\n"
+        "from torch.utils.data.dataloader import _collate_fn_t, _worker_init_fn_t\n"
+        "from torch.distributed._tensor.experimental import implicit_replication\n"
+        "from torch.distributed._composable.fsdp import FSDPModule\n"
+        "from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard\n"
+        "from torch.distributed.tensor import DTensor\n"
+        "from torch.utils import model_zoo\n"
+        "b = default_collate([{'a': torch.ones(2)}, {'a': torch.zeros(2)}])\n"
+        "print(b['a'].tolist(), bool(np_str_obj_array_pattern.search('U')))\n"
+        "print(isinstance(torch.nn.Linear(1, 1), FSDPModule), type(torch.ones(1)) is DTensor,\n"
+        "      issubclass(DTensor, torch.Tensor), MixedPrecisionPolicy().cast_forward_inputs)\n"
+        "with implicit_replication():\n"
+        "    print((torch.ones(1) + 1).tolist())\n"
+        "print(callable(model_zoo.load_url), callable(collate_tensor_fn))\n")
+    outs = [subprocess.run([sys.executable, *pre, str(script)], capture_output=True, text=True,
+                           timeout=300) for pre in (["-m", "ember.as_torch"], [])]
+    assert all(r.returncode == 0 for r in outs), [r.stderr[-2000:] for r in outs]
+    assert outs[0].stdout == outs[1].stdout
+
+
+def test_fsdp_and_dtensor_raise_not_implemented():
+    from ember.distributed.fsdp import fully_shard
+    from ember.distributed.tensor import DTensor
+    with pytest.raises(NotImplementedError, match="fully_shard"):
+        fully_shard(ember.nn.Linear(2, 2))
+    with pytest.raises(NotImplementedError, match="DTensor"):
+        DTensor()
+    # defining DTensor armed no __torch_function__ dispatch
+    assert not ember.overrides._overrides(DTensor)

@@ -1082,6 +1082,130 @@ def captum():
            conductance=LayerConductance(model, model[3]).attribute(x, target=1, n_steps=8),
            gradcam=LayerGradCam(model, model[0]).attribute(x, target=2))
 
+
+@section
+def pytorch_msssim():
+    rng = np.random.default_rng(601)  # own stream: a failing section shifts no other
+    from pytorch_msssim import MS_SSIM, SSIM, ms_ssim, ssim
+    x = t(rng.random((2, 3, 48, 48)))
+    y = (x + t(rng.standard_normal((2, 3, 48, 48)) * 0.1)).clamp(0, 1)
+    xg = x.clone().requires_grad_()
+    loss = 1 - ssim(xg, y, data_range=1.0, size_average=True)
+    loss.backward()
+    record("pytorch_msssim", ssim=ssim(x, y, data_range=1.0, size_average=False),
+           ssim_nonneg=ssim(x, y, data_range=1.0, nonnegative_ssim=True, win_size=7),
+           ms_ssim=ms_ssim(x, y, data_range=1.0, win_size=3),
+           module=SSIM(data_range=1.0, channel=3)(x, y),
+           ms_module=MS_SSIM(data_range=1.0, channel=3, win_size=3,
+                             weights=[0.3, 0.3, 0.4])(x, y),
+           grad=xg.grad)
+
+
+@section
+def tensorly():
+    rng = np.random.default_rng(602)  # own stream: a failing section shifts no other
+    import tensorly as tl
+    from tensorly.decomposition import non_negative_parafac, parafac, tucker
+    tl.set_backend("pytorch")
+    try:
+        a, b, c = rng.random((5, 2)), rng.random((4, 2)), rng.random((3, 2))
+        x = t(np.einsum("ir,jr,kr->ijk", a, b, c) + rng.random((5, 4, 3)) * 0.01)
+        cp = parafac(x, rank=2, init="svd", n_iter_max=30, tol=0)
+        nn_cp = non_negative_parafac(x, rank=2, init="svd", n_iter_max=30, tol=0)
+        core, factors = tucker(x, rank=[2, 2, 2], init="svd", n_iter_max=20, tol=0)
+        record("tensorly", cp=tl.cp_to_tensor(cp), nn_cp=tl.cp_to_tensor(nn_cp),
+               tucker=tl.tucker_to_tensor((core, factors)),
+               unfold=tl.unfold(x, 1), fold=tl.fold(tl.unfold(x, 2), 2, x.shape),
+               khatri_rao=tl.tenalg.khatri_rao([t(a), t(b)]),
+               mode_dot=tl.tenalg.mode_dot(x, t(rng.random((2, 4))), 1),
+               norm=tl.norm(x, 2))
+    finally:
+        tl.set_backend("numpy")
+
+
+@section
+def opacus():
+    rng = np.random.default_rng(603)  # own stream: a failing section shifts no other
+    from opacus import GradSampleModule, PrivacyEngine
+    from opacus.accountants.utils import get_noise_multiplier
+    x = t(rng.standard_normal((12, 1, 6, 6)))
+    y = torch.tensor(rng.integers(0, 3, 12))
+
+    def net():
+        m = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.GroupNorm(1, 2),
+                                torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(32, 3))
+        det_init(m, 140)
+        return m
+    gsm = GradSampleModule(net())
+    torch.nn.functional.cross_entropy(gsm(x), y).backward()
+    record("opacus", **{f"grad_sample_{i}": p.grad_sample
+                        for i, p in enumerate(gsm.parameters())})
+    model = net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=4)
+    engine = PrivacyEngine(accountant="rdp")
+    model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
+                                             noise_multiplier=0.0, max_grad_norm=0.5,
+                                             poisson_sampling=False)
+    losses = []
+    for xb, yb in loader:
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(xb), yb)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    record("opacus", losses=losses, weight=model._module[4].weight,
+           sigma=get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=0.1,
+                                      epochs=2, accountant="rdp"))
+
+
+@section
+def monai():
+    rng = np.random.default_rng(604)  # own stream: a failing section shifts no other
+    from monai.losses import DiceCELoss, DiceLoss, FocalLoss, TverskyLoss
+    from monai.metrics import DiceMetric, MeanIoU
+    from monai.networks.nets import UNet
+    logits = t(rng.standard_normal((2, 3, 8, 8)))
+    label = torch.tensor(rng.integers(0, 3, (2, 1, 8, 8)))
+    onehot = torch.nn.functional.one_hot(label[:, 0], 3).permute(0, 3, 1, 2).float()
+    record("monai", dice=DiceLoss(softmax=True, to_onehot_y=True)(logits, label),
+           dice_ce=DiceCELoss(softmax=True, to_onehot_y=True)(logits, label),
+           focal=FocalLoss(to_onehot_y=True, gamma=2.0)(logits, label),
+           tversky=TverskyLoss(sigmoid=True, alpha=0.3, beta=0.7)(logits, onehot))
+    pred = torch.nn.functional.one_hot(logits.argmax(1), 3).permute(0, 3, 1, 2).float()
+    dm, iou = DiceMetric(include_background=True, reduction="mean"), MeanIoU()
+    dm(pred, onehot)
+    iou(pred, onehot)
+    net = UNet(spatial_dims=2, in_channels=1, out_channels=2, channels=(4, 8, 16),
+               strides=(2, 2), num_res_units=1).eval()
+    det_init(net, 150)
+    img = t(rng.standard_normal((1, 1, 16, 16)))
+    record("monai", dice_metric=dm.aggregate(), iou=iou.aggregate(), unet=net(img))
+
+
+@section
+def botorch():
+    rng = np.random.default_rng(605)  # own stream: a failing section shifts no other
+    from botorch.acquisition import (ExpectedImprovement, LogExpectedImprovement,
+                                     ProbabilityOfImprovement, UpperConfidenceBound)
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models import SingleTaskGP
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+    x = t(rng.random((12, 2)), torch.float64)
+    y = (torch.sin(3 * x[:, :1]) + x[:, 1:] ** 2).to(torch.float64)
+    model = SingleTaskGP(x, y)
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    fit_gpytorch_mll(mll)
+    xs = t(rng.random((5, 1, 2)), torch.float64)
+    post = model.posterior(xs[:, 0])
+    best = y.max()
+    record("botorch", mean=post.mean, var=post.variance,
+           noise=model.likelihood.noise,
+           ei=ExpectedImprovement(model, best_f=best)(xs),
+           log_ei=LogExpectedImprovement(model, best_f=best)(xs),
+           pi=ProbabilityOfImprovement(model, best_f=best)(xs),
+           ucb=UpperConfidenceBound(model, beta=0.5)(xs))
+
 np.savez(sys.argv[1], **RESULTS)
 '''
 
@@ -1094,13 +1218,16 @@ PACKAGES = ["torchmetrics", "torch_optimizer", "ema_pytorch", "rotary_embedding_
             "adan_pytorch", "came_pytorch", "madgrad", "adabelief_pytorch", "pytorch_warmup",
             "torch_pca", "nystrom_attention", "linformer", "mlp_mixer_pytorch", "siren_pytorch",
             "axial_positional_embedding", "performer_pytorch", "torchinfo", "thop", "skorch",
-            "captum"]
+            "captum", "pytorch_msssim", "tensorly", "opacus", "monai"]
 # sections named <package>_<part> that exercise part of a package listed on its own
 _PARTS = ("torch_optimizer_", "zuko_")
 
 # sections that fail on ember for a public PyTorch name or behaviour ember lacks, with the
 # text the failure must name. When one starts passing, move it to PACKAGES.
 BLOCKED = {
+    # SobolEngine: PyTorch's Sobol sequences come from the Joe-Kuo direction-number table
+    # (21201 dimensions), which ember does not ship
+    "botorch": "torch.quasirandom",
 }
 
 

@@ -17,6 +17,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 from multiprocessing import util as mp_util
 
 import numpy.random  # noqa: F401  (workers seed it: imported once, not in each fork)
@@ -34,6 +35,10 @@ from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 from ember.dispatcher.warn import warn as _warn
 
 __all__ = ["DataLoader", "get_worker_info"]
+
+# PyTorch's type aliases of the two callbacks (opacus annotates with _collate_fn_t)
+_collate_fn_t = Callable[[list], Any]
+_worker_init_fn_t = Callable[[int], None]
 
 # how often (seconds) the main process, waiting for a batch, checks that its workers live
 _STATUS_INTERVAL = 0.1
