@@ -5,6 +5,7 @@ which is :func:`ember.hub.load_state_dict_from_url` under that name (monai impor
 >>> ember.utils.model_zoo.load_url is ember.hub.load_state_dict_from_url
 True
 """
+from .. import hub as _hub
 from ..hub import load_state_dict_from_url as load_url
 
 __all__ = ["load_url"]
@@ -13,6 +14,5 @@ __all__ = ["load_url"]
 def __getattr__(name):
     """``tqdm``, as ``ember.hub.tqdm`` (resolved there on first use)."""
     if name == "tqdm":
-        from .. import hub
-        return hub.tqdm
+        return _hub.tqdm
     raise AttributeError(f"module 'ember.utils.model_zoo' has no attribute {name!r}")
