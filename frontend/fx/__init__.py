@@ -13,7 +13,7 @@ Example::
             node.target = ember.sigmoid
     gm.recompile()
 """
-from . import passes, subgraph_rewriter
+from . import node, passes, subgraph_rewriter
 from ._symbolic_trace import PH, Tracer, is_fx_tracing, symbolic_trace, wrap
 from .graph import Graph, Node, map_aggregate, map_arg
 from .graph_module import GraphModule
@@ -24,4 +24,4 @@ from .subgraph_rewriter import replace_pattern
 __all__ = ["Graph", "Node", "GraphModule", "Interpreter", "Transformer", "Proxy",
            "Attribute", "ParameterProxy", "TraceError", "Tracer", "symbolic_trace", "wrap",
            "PH", "is_fx_tracing", "map_arg", "map_aggregate", "replace_pattern", "passes",
-           "subgraph_rewriter"]
+           "subgraph_rewriter", "node"]

@@ -28,6 +28,7 @@ from ..nn.parameter import Parameter
 from . import _call_forms
 from .graph import Graph, map_aggregate
 from .graph_module import GraphModule
+from . import proxy as _proxy_module
 from .proxy import ParameterProxy, Proxy, Scope, TracerBase
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH", "is_fx_tracing"]
@@ -167,6 +168,26 @@ def _create_wrapped_func(orig):
 
 
 _WRAPPERS: dict = {}          # (namespace, name, id(original)) -> wrapper
+
+
+def _record_call(func, args, kwargs):
+    """A call of one of ember's public functions (or a Tensor method) on proxies, recorded
+    as a trace records it: what ``Proxy.__torch_function__`` does outside a trace."""
+    name = getattr(func, "__name__", "")
+    if ember.overrides.is_tensor_method_or_property(func):
+        tracer = _find_proxy(args, kwargs).tracer
+        return tracer.create_proxy("call_method", _TENSOR_DUNDERS.get(name, name), args, kwargs)
+    namespace = next((ns for ns in _NAMESPACES
+                      if getattr(_module(ns) if ns != "ember" else ember, name, None) is func),
+                     "ember")
+    key = (namespace, name, id(func))
+    wrapper = _WRAPPERS.get(key)
+    if wrapper is None:
+        wrapper = _WRAPPERS[key] = _function_wrapper(func, f"{namespace}.{name}", namespace)
+    return wrapper(*args, **kwargs)
+
+
+_proxy_module._HOOKS.update(record=_record_call, tracing=lambda: _is_fx_tracing_flag[0])
 
 
 def _namespace_patches() -> list:

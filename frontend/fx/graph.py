@@ -19,6 +19,7 @@ import operator
 import re
 
 import ember  # (read at call time: ember's namespace names the functions in the code)
+from ember.dispatcher import dtypes as _dtypes
 
 try:                                   # (optional, as for PyTorch: print_tabular needs it)
     from tabulate import tabulate as _tabulate
@@ -276,18 +277,24 @@ def _pretty_target(fn) -> str:
     return _qualified(fn)
 
 
+def _lib() -> str:
+    """The library name the printed graph and the code write: ``ember``, or ``torch`` while
+    ``ember.as_torch`` is installed (as every printed text then reads)."""
+    return _dtypes.module_name
+
+
 def _qualified(fn) -> str:
     """How the printed graph and the generated code name a function: ``ember.add``,
     ``operator.mul``, or its module path."""
     name = getattr(fn, "__name__", None)
     if name is not None and getattr(ember, name, None) is fn:
-        return f"ember.{name}"
+        return f"{_lib()}.{name}"
     if name is not None and getattr(operator, name, None) is fn:
         return f"operator.{name}"
     if name is not None and getattr(builtins, name, None) is fn:
         return name
     module = getattr(fn, "__module__", None) or ""
-    module = re.sub(r"^frontend\b", "ember", module)
+    module = re.sub(r"^(frontend|ember)\b", _lib(), module)
     return f"{module}.{getattr(fn, '__qualname__', name)}" if module else repr(fn)
 
 
@@ -297,7 +304,7 @@ def _type_repr(t) -> str:
         if t.__module__ == "builtins":
             return t.__qualname__
         if getattr(ember, t.__name__, None) is t:
-            return f"ember.{t.__name__}"
+            return f"{_lib()}.{t.__name__}"
         return f"{t.__module__}.{t.__qualname__}"
     if t is ...:
         return "..."
@@ -630,7 +637,7 @@ class _Codegen:
             return name
         if name.startswith("operator."):       # (PyTorch: ``_operator_abs``)
             return self.add_global("_" + name, fn)
-        if name.startswith("ember.") and _resolve(name) is fn:
+        if name.startswith(_lib() + ".") and _resolve(name) is fn:
             return name
         return self.add_global(name, fn)
 
@@ -775,7 +782,7 @@ def _wrap_fn():
 def _resolve(dotted: str):
     """The object a dotted path names (``ember.nn.functional.relu``), or None."""
     head, *rest = dotted.split(".")
-    obj = {"ember": ember, "operator": operator, "math": math}.get(head)
+    obj = {"ember": ember, "torch": ember, "operator": operator, "math": math}.get(head)
     for part in rest:
         obj = getattr(obj, part, None)
     return obj

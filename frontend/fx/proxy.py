@@ -28,6 +28,22 @@ _BASE_TYPES = (str, int, float, bool, complex, ember.dtype, ember.device, ember.
                ember.memory_format, type(None), type(...), range, enum.Enum)
 
 
+#: filled by ``_symbolic_trace`` (which imports this module): ``record(func, args, kwargs)``
+#: records a call of one of ember's public functions on proxies as a trace does, and
+#: ``tracing()`` says whether a symbolic trace is running
+_HOOKS: dict = {}
+_ARMED = [False]
+
+
+def _arm_outside_trace() -> None:
+    """A Proxy used outside a symbolic trace (made from a bare Node, or by an
+    ``fx.Transformer``) reaches ember's functions through ``__torch_function__``, which
+    needs ember's dispatching hooks: put them in place, once."""
+    if not _ARMED[0] and not _HOOKS["tracing"]():
+        _ARMED[0] = True
+        ember.overrides.get_overridable_functions()
+
+
 class TraceError(ValueError):
     """A traced program did something symbolic tracing cannot record (branching on a
     traced value, iterating it, ...)."""
@@ -167,6 +183,25 @@ class Proxy:
             tracer = GraphAppendingTracer(node.graph)
         self.tracer = tracer
         self.node = node
+        if not _ARMED[0]:
+            _arm_outside_trace()
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """Outside a symbolic trace, ``ember.relu(proxy)`` or a module called on a Proxy
+        adds nodes to the proxy's graph, as PyTorch's ``Proxy.__torch_function__`` does
+        (inside one, the trace's own wrappers record the calls)."""
+        tracers = set()
+
+        def find(a):
+            if isinstance(a, cls):
+                tracers.add(a.tracer)
+            return a
+        map_aggregate((args, kwargs or {}), find)
+        if len(tracers) > 1:
+            raise RuntimeError(f"Found multiple different tracers {list(tracers)} while "
+                               f"trying to trace operations {func}")
+        return _HOOKS["record"](func, tuple(args), dict(kwargs or {}))
 
     def __repr__(self):
         return f"Proxy({self.node.name})"

@@ -12,8 +12,9 @@ __all__ = ["Match", "replace_pattern"]
 
 
 class Match(NamedTuple):
-    """One replaced occurrence: ``anchor`` (the graph node that matched the pattern's
-    output) and ``nodes_map`` (pattern node -> graph node)."""
+    """One replaced occurrence: ``anchor`` (the pattern's node the match was searched from,
+    its first returned node, as in PyTorch) and ``nodes_map`` (pattern node -> graph
+    node; ``nodes_map[anchor]`` is where it matched)."""
 
     anchor: Node
     nodes_map: dict
@@ -119,7 +120,7 @@ def replace_pattern(gm, pattern, replacement) -> list:
         if any(u not in inner for n in inner - returned for u in n.users):
             continue
         taken |= inner
-        matches.append(Match(anchor=node, nodes_map=nodes_map))
+        matches.append(Match(anchor=matcher.returns[0], nodes_map=nodes_map))
 
     rep_inputs = [n for n in replacement_graph.nodes if n.op == "placeholder"]
     changed: dict = {}      # a replaced returned node -> its replacement

@@ -222,3 +222,87 @@ def test_weights_only_error_names_the_library_the_program_imported(tmp_path):
                           timeout=300) for pre in ((), ("-m", "ember.as_torch"))]
     assert ran[1].returncode == 0, ran[1].stderr
     assert ran[1].stdout == ran[0].stdout == "True True False\n"
+
+
+def _fx_outside_trace(lib):
+    """pytorch/examples fx/inline_function.py and wrap_output_dynamically.py: a module and a
+    traced GraphModule called on Proxies made from a graph's nodes, outside any trace."""
+    from_node = lib.fx.node.map_arg
+
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.relu = lib.nn.ReLU()
+
+        def forward(self, x):
+            return self.relu(x) + 1.0
+
+    m = lib.fx.symbolic_trace(M())
+    for node in list(m.graph.nodes):
+        if (node.op, node.target) == ("call_module", "relu"):
+            with m.graph.inserting_before(node):
+                out = m.relu(*from_node(node.args, lib.fx.Proxy))
+                node.replace_all_uses_with(out.node)
+                m.graph.erase_node(node)
+    m.recompile()
+    leaky = lib.fx.symbolic_trace(lib.nn.LeakyReLU(0.1))
+    g = lib.fx.Graph()
+    x = lib.fx.Proxy(g.placeholder("x"))
+    g.output(leaky(lib.sigmoid(x) * 2).node)
+    gm = lib.fx.GraphModule(lib.nn.Module(), g)
+    v = lib.tensor([-1.0, 0.5, 3.0])
+    return ([(n.op, n.name) for n in m.graph.nodes], m(v).tolist(),
+            [(n.op, n.name, n.kwargs) for n in g.nodes], gm(v).tolist())
+
+
+def test_fx_proxy_calls_outside_a_trace_match_pytorch():
+    """``torch.fx.node`` exists, and ember's functions called on a Proxy outside a
+    symbolic trace add nodes (PyTorch's ``Proxy.__torch_function__``)."""
+    got, want = _fx_outside_trace(ember), _fx_outside_trace(torch)
+    assert got[0] == want[0] and got[2] == want[2]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+    np.testing.assert_allclose(got[3], want[3], rtol=1e-6)
+
+
+def _rewrite_anchors(lib):
+    class M(lib.nn.Module):
+        def forward(self, x, w1, w2):
+            m1 = lib.cat([lib.neg(w1), w2]).sum()
+            m2 = lib.cat([lib.neg(w1), w2]).sum()
+            return x + lib.max(m1) + lib.max(m2)
+
+    def pattern(a1, a2):
+        return lib.cat([lib.neg(a1), a2]).sum()
+
+    def replacement(w1, w2):
+        return lib.stack([w1, w2])
+
+    traced = lib.fx.symbolic_trace(M())
+    matches = lib.fx.replace_pattern(traced, pattern, replacement)
+    return [(m.anchor.name, m.nodes_map[m.anchor].name) for m in matches]
+
+
+def test_replace_pattern_match_anchor_is_the_pattern_node():
+    """pytorch/examples fx/subgraph_rewriter_basic_use.py prints the matches: each
+    ``Match.anchor`` is the pattern's node the match was found from, as in PyTorch."""
+    assert _rewrite_anchors(ember) == _rewrite_anchors(torch)
+
+
+_FX_CODE = """
+import torch
+gm = torch.fx.symbolic_trace(lambda x: torch.nn.functional.relu(torch.exp(x)) + x.sum())
+print(gm.code.strip())
+print(gm(torch.ones(2)).tolist())
+"""
+
+
+def test_fx_code_names_the_library_the_program_imported(tmp_path):
+    """pytorch/examples fx/invert.py and replace_op.py print ``GraphModule.code``: under the
+    alias it reads ``torch.exp``, ``torch.nn.functional.relu``, as PyTorch's, and runs."""
+    script = tmp_path / "code.py"
+    script.write_text(_FX_CODE)
+    ran = [subprocess.run([sys.executable, *pre, str(script)], capture_output=True, text=True,
+                          timeout=300) for pre in ((), ("-m", "ember.as_torch"))]
+    assert ran[1].returncode == 0, ran[1].stderr
+    assert ran[1].stdout == ran[0].stdout
+    assert "torch.nn.functional.relu" in ran[1].stdout
