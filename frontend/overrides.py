@@ -49,7 +49,8 @@ __all__ = ["has_torch_function", "has_torch_function_unary", "has_torch_function
            "handle_torch_function", "is_tensor_like", "is_tensor_method_or_property",
            "get_ignored_functions", "get_overridable_functions", "get_testing_overrides",
            "get_default_nowrap_functions", "TorchFunctionMode", "DisableTorchFunction",
-           "DisableTorchFunctionSubclass", "wrap_torch_function"]
+           "DisableTorchFunctionSubclass", "wrap_torch_function", "resolve_name",
+           "BaseTorchFunctionMode"]
 
 
 class _State(threading.local):
@@ -304,6 +305,22 @@ def is_tensor_method_or_property(func) -> bool:
         return True
     tensor = _TENSOR[0]
     return any(value is func for value in vars(tensor).values())
+
+
+def resolve_name(f):
+    """The dotted name of a function that dispatches (``"ember.add"``,
+    ``"ember.Tensor.add"``, ``"ember.Tensor.T.__get__"``), or None for anything else. It
+    arms the hooks (the names are given as they are put in place).
+
+    >>> ember.overrides.resolve_name(ember.Tensor.add)
+    'ember.Tensor.add'
+    """
+    _arm()
+    owner = getattr(f, "__self__", None)
+    if isinstance(owner, property) and owner.fget is not None:
+        name = getattr(owner.fget, "__torch_function_name__", None)
+        return f"{name}.__get__" if name else None
+    return getattr(f, "__torch_function_name__", None)
 
 
 def get_default_nowrap_functions() -> set:
@@ -698,6 +715,35 @@ class TorchFunctionMode:
     def push(cls, *args, **kwargs):
         """Make the mode and enter it (PyTorch's deprecated form of ``with cls(...)``)."""
         return cls(*args, **kwargs).__enter__()
+
+
+class BaseTorchFunctionMode(TorchFunctionMode):
+    """A mode that runs every function as called: a base for modes that override only
+    some of its steps.
+
+    >>> with ember.overrides.BaseTorchFunctionMode():
+    ...     ember.ones(2).sum()
+    tensor(2.)
+    """
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def _get_current_function_mode():
+    """The innermost entered mode, or None."""
+    modes = _STATE.modes
+    return modes[-1] if modes else None
+
+
+def _get_current_function_mode_stack() -> list:
+    """The entered modes, innermost last."""
+    return list(_STATE.modes)
+
+
+def _is_torch_function_mode_enabled() -> bool:
+    """Whether a mode will see the next call."""
+    return _STATE.mode_on
 
 
 class DisableTorchFunctionSubclass:

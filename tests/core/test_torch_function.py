@@ -532,3 +532,14 @@ def test_autograd_functions_and_modules_hand_over_subclasses():
         return (_kind(g), g.requires_grad, _kind(m.grad), _np(m.grad).tolist(), logs,
                 _kind(w.grad), _kind(out))
     assert run(ember) == run(torch)
+
+
+def test_resolve_name_and_base_mode():
+    def run(lib):
+        o = lib.overrides
+        names = [o.resolve_name(f) for f in (lib.add, lib.Tensor.add, lib.nn.functional.relu,
+                                             lib.Tensor.T.__get__, lib.linalg.norm)]
+        with o.BaseTorchFunctionMode():
+            total = lib.ones(2).sum()
+        return [n.replace(lib.__name__, "LIB", 1) for n in names], _kind(total), total.item()
+    assert run(ember) == run(torch)
