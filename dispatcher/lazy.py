@@ -304,6 +304,7 @@ def _for_host(storage, what, write=True):
     named it more precisely with ``reading``)."""
     if _READING[0] is not None:
         what, _READING[0] = _READING[0], None
+    _S.region.host_reads += 1
     tr = _S.trace
     if storage.__class__ is LazyStorage:
         if storage.real is None:
@@ -993,6 +994,9 @@ class Region:
         self.on_break = on_break
         self.on_compile = on_compile
         self.breaks: list = []
+        #: host accesses of tensor memory the capture saw (reads of an argument's values
+        #: into Python do not break the graph, but a replay would not repeat them)
+        self.host_reads = 0
         #: an export (``ember.export``, ``ember.onnx.export``): the graph is kept, not run
         #: for its values; ops whose eager checks read values skip them (as PyTorch's
         #: traced forms do)

@@ -65,17 +65,23 @@ _TENSOR_DENY = frozenset({
     "popitem", "add", "discard", "send", "write"})
 
 #: ember functions that change or read global state
-_STATEFUL = ("set_", "get_rng", "manual_seed", "seed", "initial_seed", "use_",
+_STATEFUL = ("set_", "get_", "are_", "manual_seed", "seed", "initial_seed", "use_",
              "save", "load", "compile", "enable_grad", "no_grad", "inference_mode",
              "set_grad_enabled", "autocast", "profiler", "print", "cuda", "device")
 
 #: the modules whose public functions are ops (the others: autograd, distributed, optim,
 #: profiler, utils, ... have effects beyond their results)
-_PURE_MODULES = ("ember._", "ember.nn.functional", "ember.nn._", "ember.special",
-                 "ember.linalg", "ember.fft", "ember.dispatcher")
+_PURE_MODULES = ("ember._functions", "ember._ops_", "ember._creation", "ember._views",
+                 "ember._spectral", "ember._tensor", "ember._numpy_aliases",
+                 "ember._deprecated_overloads", "ember.nn.functional", "ember.special",
+                 "ember.linalg", "ember.fft", "ember.dispatcher.views",
+                 "ember.dispatcher.ops")
 
 _IMMUTABLE = (int, float, bool, str, complex, type(None), D.DType, Device,
               type(C.as_size(())))
+
+#: the types of the argument values a plan guards by value
+_EXACT = frozenset((int, bool, str, type(None), D.DType, Device, type(C.as_size(()))))
 
 #: bumped by ``forget_all`` (``ember.compiler.reset()``): plans made before are dropped
 _GENERATION = [0]
@@ -117,6 +123,7 @@ def _scan(code):
     local = {name: (_DYN,) for name in code.co_varnames[:nargs]}
     stack: list = []
     reads: list = []
+    methods: set = set()    # attribute names read from runtime values (Tensor's are guarded)
     v311 = sys.version_info[:2] == (3, 11)
 
     def pop(n=1):
@@ -163,9 +170,9 @@ def _scan(code):
                 used(obj, "base")
                 attr = (_ENV, obj[1] + (name,))
             elif obj[0] == _DYN:
-                if name in _TENSOR_DENY or name.startswith("_") and not (
-                        name.startswith("__") and name.endswith("__")):
-                    raise _Refuse(f"it uses the tensor attribute {name!r}")
+                if name in _TENSOR_DENY or name.startswith("_"):
+                    raise _Refuse(f"it uses the attribute {name!r} of a runtime value")
+                methods.add(name)
                 attr = (_DYN,)
             else:
                 raise _Refuse(f"it reads attribute {name!r} of a constant")
@@ -207,11 +214,15 @@ def _scan(code):
         else:
             raise _Refuse(f"it has {op} (control flow, a store outside locals, an import "
                           f"or another form the scan does not follow)")
+    # a tensor method the code calls, replaced on the class later, must be seen
+    reads += [((("tensor", name),), "method") for name in sorted(methods)]
     return reads
 
 
 def _resolve(fn, chain):
     root = chain[0]
+    if root[0] == "tensor":
+        return getattr(Tensor, root[1], None)
     if root[0] == "cell":
         obj = fn.__closure__[root[1]].cell_contents
     else:
@@ -235,6 +246,8 @@ def _is_ember_module(m) -> bool:
 
 def _check(obj, use, chain):
     label = ".".join(c[-1] if type(c) is tuple else c for c in chain)
+    if use == "method":
+        return
     if use == "base":
         if type(obj) is not types.ModuleType:
             raise _Refuse(f"it reads attributes of {label}, which is not a module")
@@ -248,7 +261,8 @@ def _check(obj, use, chain):
             return
         if (mod == "ember" or mod.startswith(_PURE_MODULES)) and callable(obj) and \
                 not isinstance(obj, type) and not name.endswith("_") and \
-                not name.startswith(_STATEFUL) and not name.startswith("_"):
+                not name.startswith(_STATEFUL) and not name.startswith("_") and \
+                not (name.startswith("is_") and name.endswith("_enabled")):
             return
         raise _Refuse(f"it calls {label}, which is not one of ember's pure functions")
     if isinstance(obj, _IMMUTABLE) or type(obj) is types.ModuleType and \
@@ -277,7 +291,11 @@ def _spec(obj, spec, leaves):
     if t is float:
         spec.append((float, obj, math.copysign(1.0, obj)))
         return True
-    if isinstance(obj, _IMMUTABLE):
+    if t is complex:
+        spec.append((complex, obj, math.copysign(1.0, obj.real),
+                     math.copysign(1.0, obj.imag)))
+        return True
+    if t in _EXACT:     # (exact types: a subclass may carry attributes the code reads)
         spec.append((t, obj))
         return True
     return False
@@ -314,6 +332,20 @@ class _Plan:
         self.lock = threading.Lock()
 
 
+def _defaults_spec(kwdefaults):
+    """Keyword-only defaults by value (their dict can be changed in place)."""
+    if not kwdefaults:
+        return ()
+    spec: list = [tuple(kwdefaults)]
+    if not _spec(tuple(kwdefaults.values()), spec, []):
+        raise _Refuse("a keyword-only default is not an immutable value")
+    return spec
+
+
+def _state_of(x):
+    return (x._vc[0], x._storage, x.shape, x._stride, x._offset, x.dtype, x.requires_grad)
+
+
 def _meta(leaves):
     first: dict = {}
     return [(x.shape, x._stride, x._offset, x.dtype, x.device, x.requires_grad,
@@ -327,6 +359,8 @@ class Plans:
 
     def __init__(self, fn):
         self.fn = fn
+        self.code = getattr(fn, "__code__", None)
+        self.kwdefaults = None
         self.reads = scan(fn)
         self.refused = self.reads if isinstance(self.reads, str) else None
         self.env = None
@@ -343,15 +377,16 @@ class Plans:
 
     def _env(self):
         fn = self.fn
-        return [fn.__code__, fn.__defaults__, fn.__kwdefaults__] + \
+        return [fn.__code__, fn.__defaults__] + \
             [_resolve(fn, chain) for chain, _ in self.reads]
 
     def _env_holds(self) -> bool:
         try:
             now = self._env()
+            kw = _defaults_spec(self.fn.__kwdefaults__)
         except Exception:
             return False
-        return all(a is b for a, b in zip(now, self.env))
+        return kw == self.kwdefaults and all(a is b for a, b in zip(now, self.env))
 
     def call(self, args, kwargs):
         """The result of replaying a plan whose guards hold for this call, or MISS."""
@@ -390,8 +425,8 @@ class Plans:
         out = []
         for item in plan.out:
             if item[0] == "t":
-                _, j, shape, stride, offset, dtype, device = item
-                out.append(make(reals[j], shape, stride, offset, dtype, device, [0]))
+                _, j, shape, stride, offset, dtype, device, version = item
+                out.append(make(reals[j], shape, stride, offset, dtype, device, [version]))
             else:
                 out.append(item[1])
         kind = plan.shape_of
@@ -401,10 +436,11 @@ class Plans:
 
     @staticmethod
     def versions(args, kwargs) -> list:
-        """The version counters of a call's tensor arguments, before it runs."""
+        """The version counters and geometry of a call's tensor arguments, before it runs
+        (an in-place op bumps the one; ``unsqueeze_``, ``t_``, ``set_`` change the other)."""
         leaves: list = []
         _spec((args, tuple(kwargs.values())), [], leaves)
-        return [x._vc[0] for x in leaves]
+        return [_state_of(x) for x in leaves]
 
     def learn(self, region, args, kwargs, result, versions) -> None:
         """Make a plan from a call captured by ``region`` (``keep=True``), if it can be
@@ -415,26 +451,33 @@ class Plans:
             self.refused_call = why
 
     def _plan(self, region, args, kwargs, result, versions):
+        if self.fn.__code__ is not self.code:    # (replaced: what it reads is new)
+            self.code = self.fn.__code__
+            self.reads = scan(self.fn)
+            if isinstance(self.reads, str):
+                self.refused = self.reads
+                return self.refused
         try:
             env = []
             for chain, use in self.reads:
                 obj = _resolve(self.fn, chain)
                 _check(obj, use, chain)
                 env.append(obj)
-            for d in (self.fn.__defaults__ or ()) + tuple(
-                    (self.fn.__kwdefaults__ or {}).values()):
-                if not isinstance(d, _IMMUTABLE):
-                    raise _Refuse("a default argument is not an immutable value")
+            if not _spec(tuple(self.fn.__defaults__ or ()), [], []):
+                raise _Refuse("a default argument is not an immutable value")
+            kw = _defaults_spec(self.fn.__kwdefaults__)
         except _Refuse as e:
             self.refused = str(e)
             return self.refused
         except Exception as e:     # a closure cell not filled yet, a missing attribute
             self.refused = f"its environment could not be read ({e})"
             return self.refused
-        env = [self.fn.__code__, self.fn.__defaults__, self.fn.__kwdefaults__] + env
-        if self.env is None or any(a is not b for a, b in zip(env, self.env)):
+        env = [self.fn.__code__, self.fn.__defaults__] + env
+        if self.env is None or kw != self.kwdefaults or \
+                any(a is not b for a, b in zip(env, self.env)):
             self.plans.clear()      # (what the function reads changed: older plans
             self.env = env          # can never match again)
+            self.kwdefaults = kw
         if not _quiet():
             return "an autocast region or a forward-AD level is open"
         if region.breaks:
@@ -473,8 +516,10 @@ class Plans:
         # what writes to an argument: an in-place op or out= bumps its version counter
         # (shared by its views); a kernel writing its first argument (``out``) is checked
         # as well
-        if any(x._vc[0] != v for x, v in zip(leaves, versions)):
-            return "the call wrote to an argument"
+        if any(_state_of(x) != v for x, v in zip(leaves, versions)):
+            return "the call wrote to an argument or changed its shape"
+        if region.host_reads:
+            return "the call read tensor values into Python (a replay would not)"
         for node in kept.key[0]:
             enc = node[2]
             if enc and enc[0][0] == "t" and enc[0][1] in inputs and \
@@ -495,7 +540,8 @@ class Plans:
                 if j in seen or x._base is not None or x.requires_grad:
                     return "it returns a view, or a tensor that requires grad"
                 seen.add(j)
-                out.append(("t", j, x.shape, x._stride, x._offset, x.dtype, x.device))
+                out.append(("t", j, x.shape, x._stride, x._offset, x.dtype, x.device,
+                            x._vc[0]))
             elif isinstance(x, _IMMUTABLE):
                 out.append(("c", x))
             else:
