@@ -22,13 +22,16 @@ from ember.dispatcher.warn import warn as _warn
 class ReduceOp:
     """The reductions collectives apply (``op=`` of ``all_reduce``, ``reduce``,
     ``reduce_scatter``): ``SUM``, ``AVG`` (floating point only), ``PRODUCT``, ``MIN``,
-    ``MAX``.
+    ``MAX``, and the bitwise ``BAND``, ``BOR``, ``BXOR`` (integer and bool tensors only).
     """
     SUM = "sum"
     AVG = "avg"
     PRODUCT = "product"
     MIN = "min"
     MAX = "max"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
 
 
 _NUMPY_OK = {"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
@@ -327,15 +330,27 @@ def _unpack_rows(rows, tensors):
             t.copy_(ember.from_numpy(rows[r]).view(t.shape))
 
 
-def _mpi_op(op):
+def _mpi_op(op, tensor=None):
     MPI = _mpi()
+    if tensor is not None and tensor.dtype is ember.bool and op in _BITWISE:
+        # (MPI defines the bitwise reductions on integers only; on bools they are logical)
+        return {ReduceOp.BAND: MPI.LAND, ReduceOp.BOR: MPI.LOR, ReduceOp.BXOR: MPI.LXOR}[op]
     return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
-            ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX}[op]
+            ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND,
+            ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[op]
 
 
-def _check_op(op):
-    if op not in (ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX):
+_BITWISE = (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR)
+
+
+def _check_op(op, tensor=None):
+    if op not in (ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX,
+                  *_BITWISE):
         raise ValueError(f"unknown reduce op {op!r}; use ember.distributed.ReduceOp")
+    if op in _BITWISE and tensor is not None and (tensor.dtype.is_floating_point
+                                                  or tensor.dtype.is_complex):
+        raise RuntimeError(f"ReduceOp.{op.upper()} is a bitwise reduction: it needs an integer "
+                           f"or bool tensor, got {tensor.dtype}")
 
 
 def _wait(req, what, group, status=None, timeout=None):
@@ -499,10 +514,10 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     if _outside(group, "all_reduce"):
         return None
     g = _group(group)
-    _check_op(op)
+    _check_op(op, tensor)
     _agree(g, "all_reduce", _sig(tensor) + [zlib.crc32(op.encode())])
     b = _Buf(tensor, "all_reduce", True)
-    req = g.comm.Iallreduce(_mpi().IN_PLACE, b.array, _mpi_op(op))
+    req = g.comm.Iallreduce(_mpi().IN_PLACE, b.array, _mpi_op(op, tensor))
 
     def finish():
         if op == ReduceOp.AVG:
@@ -530,13 +545,13 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     if _outside(group, "reduce"):
         return None
     g = _group(group)
-    _check_op(op)
+    _check_op(op, tensor)
     _agree(g, "reduce", _sig(tensor) + [dst])
     b = _Buf(tensor, "reduce", True)
     MPI = _mpi()
     root = g.rank() == dst
     req = g.comm.Ireduce(MPI.IN_PLACE if root else b.array, b.array if root else None,
-                         _mpi_op(op), root=dst)
+                         _mpi_op(op, tensor), root=dst)
 
     def finish():
         if root:
@@ -655,7 +670,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     if _outside(group, "reduce_scatter"):
         return None
     g = _group(group)
-    _check_op(op)
+    _check_op(op, output)
     if len(input_list) != g.size():
         raise ValueError(f"reduce_scatter(): input_list has {len(input_list)} tensors for a "
                          f"group of {g.size()} ranks")
@@ -673,7 +688,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     if _outside(group, "reduce_scatter_tensor"):
         return None
     g = _group(group)
-    _check_op(op)
+    _check_op(op, output)
     if input.numel() != output.numel() * g.size():
         raise ValueError(f"reduce_scatter_tensor(): input has {input.numel()} elements, "
                          f"expected {output.numel() * g.size()}")
@@ -684,7 +699,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 
 def _reduce_scatter_block(g, send, output, op, async_op, what):
     dst = _Buf(output, what, True)
-    req = g.comm.Ireduce_scatter_block(send, dst.array, _mpi_op(op))
+    req = g.comm.Ireduce_scatter_block(send, dst.array, _mpi_op(op, output))
 
     def finish():
         if op == ReduceOp.AVG:

@@ -462,3 +462,45 @@ def test_fsdp_and_dtensor_raise_not_implemented():
         DTensor()
     # defining DTensor armed no __torch_function__ dispatch
     assert not ember.overrides._overrides(DTensor)
+
+
+# ---- bitwise ReduceOps (ignite maps its "AND"/"OR" reductions to them at import) ----
+
+def test_bitwise_reduce_ops_over_two_ranks(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import ember.distributed as dist
+    from torch import distributed as tdist
+    if not dist.is_available():
+        pytest.skip("mpi4py not installed")
+    for name in ("BAND", "BOR", "BXOR"):
+        assert dist.supports_complex(getattr(dist.ReduceOp, name)) is \
+            tdist.supports_complex(getattr(tdist.ReduceOp, name))
+    script = tmp_path / "w.py"
+    script.write_text(
+        "import numpy as np, ember, ember.distributed as dist\n"
+        "dist.init_process_group('mpi')\n"
+        "r = dist.get_rank()\n"
+        "vals = [np.array([12, 10, 7, 0]), np.array([10, 6, 1, 5])]\n"
+        "out = []\n"
+        "for op in (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR):\n"
+        "    t = ember.tensor(vals[r])\n"
+        "    dist.all_reduce(t, op=op)\n"
+        "    out.append(t.tolist())\n"
+        "b = ember.tensor([r == 0, True, False])\n"
+        "dist.all_reduce(b, op=dist.ReduceOp.BOR)\n"
+        "try:\n"
+        "    dist.all_reduce(ember.ones(2), op=dist.ReduceOp.BAND)\n"
+        "    err = None\n"
+        "except RuntimeError as e:\n"
+        "    err = 'bitwise' in str(e)\n"
+        "print('rank', r, out, b.tolist(), err)\n")
+    r = subprocess.run([sys.executable, "-m", "ember.distributed.run", "-n", "2", "--timeout",
+                        "120", str(script)], capture_output=True, text=True, timeout=200,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stdout + r.stderr
+    a, b = np.array([12, 10, 7, 0]), np.array([10, 6, 1, 5])
+    want = f"{[(a & b).tolist(), (a | b).tolist(), (a ^ b).tolist()]} [True, True, False] True"
+    for rank in (0, 1):
+        assert f"rank {rank} {want}" in r.stdout, r.stdout + r.stderr
