@@ -62,6 +62,7 @@ NAMESPACES = [
     ("ember.utils.model_zoo", "``load_url`` (ember.hub.load_state_dict_from_url)."),
     ("ember.utils.benchmark", "Timing statements: Timer, Measurement, Compare."),
     ("ember.return_types", "The named tuples of ops with several results."),
+    ("ember.types", "Type aliases of annotations: Number, Device, FileLike, Storage."),
     ("ember.distributed", "Multi-process communication (MPI)."),
     ("ember.distributed.nn", "Collectives that autograd differentiates (also as "
                              "``ember.distributed.nn.functional``)."),

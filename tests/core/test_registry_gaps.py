@@ -504,3 +504,23 @@ def test_bitwise_reduce_ops_over_two_ranks(tmp_path):
     want = f"{[(a & b).tolist(), (a | b).tolist(), (a ^ b).tolist()]} [True, True, False] True"
     for rank in (0, 1):
         assert f"rank {rank} {want}" in r.stdout, r.stdout + r.stderr
+
+
+# ---- torch.types (ignite imports Number from it) ----
+
+def test_types_module_as_torch():
+    import typing
+
+    import torch.types as TT
+
+    import ember.types as ET
+    assert ET.__all__ == TT.__all__
+    for name in ("Number", "_Number", "_int", "_float", "_bool", "_complex", "_str", "_bytes"):
+        e, t = getattr(ET, name), getattr(TT, name)
+        if isinstance(t, tuple):
+            assert e == t
+        elif isinstance(t, type):
+            assert e is t
+        else:
+            assert set(typing.get_args(e)) == set(typing.get_args(t)), name
+    assert len(typing.get_args(ET.Device)) == len(typing.get_args(TT.Device))

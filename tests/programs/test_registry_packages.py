@@ -1206,6 +1206,93 @@ def botorch():
            pi=ProbabilityOfImprovement(model, best_f=best)(xs),
            ucb=UpperConfidenceBound(model, beta=0.5)(xs))
 
+
+@section
+def ignite():
+    rng = np.random.default_rng(701)  # own stream: a failing section shifts no other
+    from ignite.engine import Events, create_supervised_evaluator, create_supervised_trainer
+    from ignite.metrics import Accuracy, Loss, Precision, Recall, RunningAverage
+    x = t(rng.standard_normal((24, 4)))
+    y = torch.tensor((rng.standard_normal(24) > 0).astype(np.int64))
+    data = [(x[i:i + 8], y[i:i + 8]) for i in range(0, 24, 8)]
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    det_init(model, 160)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    trainer = create_supervised_trainer(model, opt, loss_fn)
+    RunningAverage(output_transform=lambda out: out).attach(trainer, "avg")
+    losses, avgs = [], []
+    trainer.add_event_handler(Events.ITERATION_COMPLETED,
+                              lambda e: (losses.append(e.state.output),
+                                         avgs.append(e.state.metrics["avg"])))
+    trainer.run(data, max_epochs=3)
+    evaluator = create_supervised_evaluator(model, metrics={
+        "acc": Accuracy(), "loss": Loss(loss_fn), "prec": Precision(average=True),
+        "rec": Recall(average=False)})
+    m = evaluator.run(data).metrics
+    record("ignite", losses=losses, running=avgs, acc=m["acc"], loss=m["loss"],
+           prec=m["prec"], rec=m["rec"], weight=model[0].weight)
+
+
+@section
+def torchcde():
+    rng = np.random.default_rng(702)  # own stream: a failing section shifts no other
+    import torchcde as cde
+    ts = t(np.linspace(0, 1, 6))
+    path = torch.cat([ts.expand(2, 6).unsqueeze(-1), t(rng.standard_normal((2, 6, 2)))], -1)
+
+    class F(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4 * 3)
+            det_init(self, 170)
+
+        def forward(self, s, z):
+            return torch.tanh(self.lin(z)).view(*z.shape[:-1], 4, 3)
+
+    func = F()
+    for name, coeffs_fn, interp in [
+            ("cubic", cde.hermite_cubic_coefficients_with_backward_differences,
+             cde.CubicSpline),
+            ("natural", cde.natural_cubic_coeffs, cde.CubicSpline),
+            ("linear", cde.linear_interpolation_coeffs, cde.LinearInterpolation)]:
+        coeffs = coeffs_fn(path, ts)
+        X = interp(coeffs, ts)
+        z0 = X.evaluate(X.interval[0]) @ t(np.ones((3, 4)) * 0.1)
+        # (fixed steps: an adaptive solver's step choices amplify float32 round-off)
+        zt = cde.cdeint(X=X, func=func, z0=z0, t=X.interval, method="rk4",
+                        options=dict(step_size=0.05))
+        record("torchcde", **{f"{name}_coeffs": coeffs, f"{name}_z": zt,
+                              f"{name}_deriv": X.derivative(t(0.35)),
+                              f"{name}_eval": X.evaluate(t(0.55))})
+    zt.square().sum().backward()
+    record("torchcde", grad=func.lin.weight.grad)
+
+
+@section
+def pytorch_tabnet():
+    rng = np.random.default_rng(703)  # own stream: a failing section shifts no other
+    from pytorch_tabnet.tab_network import TabNet
+    # features 0 and 1 attended as one group, the others alone (what
+    # pytorch_tabnet.utils.create_group_matrix([[0, 1]], 6) makes; that module needs pandas)
+    groups = t(np.vstack([[0.5, 0.5, 0, 0, 0, 0], np.eye(6)[2:]]))
+    net = TabNet(input_dim=6, output_dim=3, n_d=4, n_a=4, n_steps=2, gamma=1.3,
+                 n_independent=1, n_shared=1, virtual_batch_size=8, mask_type="sparsemax",
+                 group_attention_matrix=groups)
+    net.eval()
+    param_init(net, 180)  # (parameters only: batch-norm running stats stay valid)
+    x = t(rng.standard_normal((8, 6)))
+    out, m_loss = net(x)
+    explain, masks = net.forward_masks(x)
+    net2 = TabNet(input_dim=6, output_dim=2, n_d=4, n_a=4, n_steps=2, mask_type="entmax",
+                  virtual_batch_size=8, group_attention_matrix=groups).train()
+    param_init(net2, 181)
+    out2, m_loss2 = net2(x)
+    (out2.square().mean() + m_loss2).backward()
+    record("pytorch_tabnet", out=out, m_loss=m_loss, explain=explain, mask0=masks[0],
+           out_train=out2, grad=net2.tabnet.encoder.initial_splitter.shared.glu_layers[0]
+           .fc.weight.grad)
+
 np.savez(sys.argv[1], **RESULTS)
 '''
 
@@ -1218,7 +1305,8 @@ PACKAGES = ["torchmetrics", "torch_optimizer", "ema_pytorch", "rotary_embedding_
             "adan_pytorch", "came_pytorch", "madgrad", "adabelief_pytorch", "pytorch_warmup",
             "torch_pca", "nystrom_attention", "linformer", "mlp_mixer_pytorch", "siren_pytorch",
             "axial_positional_embedding", "performer_pytorch", "torchinfo", "thop", "skorch",
-            "captum", "pytorch_msssim", "tensorly", "opacus", "monai"]
+            "captum", "pytorch_msssim", "tensorly", "opacus", "monai", "ignite", "torchcde",
+            "pytorch_tabnet"]
 # sections named <package>_<part> that exercise part of a package listed on its own
 _PARTS = ("torch_optimizer_", "zuko_")
 
