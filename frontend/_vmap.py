@@ -31,6 +31,10 @@ class _Transforms:
     ``generate_vmap_rule``)."""
     active = 0
     vmap = 0
+    # vmap calls the function once per batch element where PyTorch's differentiates once,
+    # batched: while ``retain`` is set (every call but the last), ``autograd.grad`` and
+    # ``backward`` inside keep the graph they walk, so the next element can walk it too
+    retain = 0
 
 
 TRANSFORMS = _Transforms()
@@ -194,7 +198,12 @@ def _vmap_call(func, in_dims, out_dims, randomness, args, kwargs):
                 g.set_state(s)
         sliced = [leaf if d is None else leaf.select(d, i) for leaf, d in zip(leaves, norm)]
         call_args = tree_unflatten(sliced, spec)
-        results.append(call_transformed(func, call_args, kwargs, is_vmap=True))
+        keep = i < size - 1
+        TRANSFORMS.retain += keep
+        try:
+            results.append(call_transformed(func, call_args, kwargs, is_vmap=True))
+        finally:
+            TRANSFORMS.retain -= keep
         if randomness == "error" and any(g.get_state() != s for g, s in zip(gens, start)):
             raise RuntimeError("vmap: called random operation while in randomness error mode. "
                                "Please either use the 'same' or 'different' randomness flags "

@@ -31,6 +31,7 @@ from ember.dispatcher.dtypes import torch_name
 from ember.dispatcher.schema import Unsaved
 
 from .._hooks import RemovableHandle
+from .._vmap import TRANSFORMS
 from .anomaly_mode import ANOMALY, warn_forward_trace
 from ember.dispatcher.warn import warn as _warn
 
@@ -877,6 +878,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     grad_tensors = _as_tuple(grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
+    retain_graph = retain_graph or TRANSFORMS.retain > 0  # (vmap: see ember._vmap)
     inputs = _as_tuple(inputs)
     # PyTorch's order of checks: the inputs list, the outputs, then each input
     if inputs is not None and not inputs:
@@ -911,6 +913,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grad_outputs = _as_tuple(grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
+    retain_graph = retain_graph or TRANSFORMS.retain > 0  # (vmap: see ember._vmap)
     # PyTorch's order of checks: the inputs list, the outputs, then each input
     if not inputs:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")

@@ -524,3 +524,22 @@ def test_types_module_as_torch():
         else:
             assert set(typing.get_args(e)) == set(typing.get_args(t)), name
     assert len(typing.get_args(ET.Device)) == len(typing.get_args(TT.Device))
+
+
+# ---- vmap over autograd.grad (torchjd's Jacobians: one vjp per row, batched by vmap) ----
+
+def test_vmap_of_autograd_grad_as_torch():
+    def run(M):
+        x = M.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = M.stack([x.prod(), (x * x).sum()])
+
+        def vjp(v):
+            return M.autograd.grad(y, x, v, retain_graph=False)[0]
+        jac = M.vmap(vjp)(M.eye(2))
+        try:
+            M.autograd.grad(y, x, M.ones(2))
+            freed = False
+        except RuntimeError:
+            freed = True  # the batched call freed the graph, as one grad() does
+        return jac.tolist(), freed
+    assert run(ember) == run(torch)
