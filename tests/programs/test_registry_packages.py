@@ -1293,6 +1293,88 @@ def pytorch_tabnet():
            out_train=out2, grad=net2.tabnet.encoder.initial_splitter.shared.glu_layers[0]
            .fc.weight.grad)
 
+
+@section
+def adam_atan2_pytorch():
+    from adam_atan2_pytorch import AdamAtan2, AdamAtan2ClipGrok, AdoptAtan2, MuonAdamAtan2
+    record_optimizers("adam_atan2_pytorch", [
+        ("adam_atan2", lambda p: AdamAtan2(p, lr=1e-2, weight_decay=0.01)),
+        ("cautious", lambda p: AdamAtan2(p, lr=1e-2, cautious_factor=0.0, regen_reg_rate=1e-3)),
+        ("clip_grok", lambda p: AdamAtan2ClipGrok(p, lr=1e-2)),
+        ("adopt", lambda p: AdoptAtan2(p, lr=1e-2))])
+    model = mlp(82)
+    r = np.random.default_rng(82)
+    x, y = t(r.standard_normal((16, 5))), t(r.standard_normal((16, 2)))
+    mats = [p for p in model.parameters() if p.ndim == 2]
+    rest = [p for p in model.parameters() if p.ndim != 2]
+    opt = MuonAdamAtan2(mats, rest, lr=1e-2)
+    losses = []
+    for _ in range(4):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    record("adam_atan2_pytorch", muon_losses=losses, muon_w=model[0].weight)
+
+
+@section
+def grokfast_pytorch():
+    from grokfast_pytorch import GrokFastAdamW
+    record_optimizers("grokfast_pytorch", [
+        ("grokfast", lambda p: GrokFastAdamW(p, lr=1e-2, weight_decay=0.01)),
+        ("grokfast_no_amp", lambda p: GrokFastAdamW(p, lr=1e-2, grokfast_alpha=0.9,
+                                                    grokfast_lamb=1.5))])
+
+
+@section
+def soft_moe_pytorch():
+    rng = np.random.default_rng(801)  # own stream: a failing section shifts no other
+    from soft_moe_pytorch import SoftMoE
+    moe = SoftMoE(dim=8, seq_len=12, num_experts=4, expert_mult=2).eval()
+    det_init(moe, 190)
+    x = t(rng.standard_normal((2, 12, 8))).requires_grad_()
+    out = moe(x)
+    (grad,) = torch.autograd.grad(out.square().mean(), x)
+    record("soft_moe_pytorch", out=out, grad=grad)
+
+
+@section
+def torchjd():
+    rng = np.random.default_rng(802)  # own stream: a failing section shifts no other
+    # (UPGrad and DualProj project with quadprog, a compiled extra: not used here)
+    from torchjd.aggregation import IMTLG, MGDA, AlignedMTL, Mean, PCGrad, Sum
+    from torchjd.autojac import backward, jac_to_grad, mtl_backward
+    x = t(rng.standard_normal((8, 5)))
+    y1, y2 = t(rng.standard_normal((8, 1))), t(rng.standard_normal((8, 1)))
+    for name, agg in [("mgda", MGDA()), ("imtlg", IMTLG()), ("aligned", AlignedMTL()),
+                      ("mean", Mean()), ("sum", Sum())]:
+        shared = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.ReLU())
+        h1, h2 = torch.nn.Linear(4, 1), torch.nn.Linear(4, 1)
+        for i, m in enumerate((shared, h1, h2)):
+            det_init(m, 200 + i)
+        params = [*shared.parameters(), *h1.parameters(), *h2.parameters()]
+        opt = torch.optim.SGD(params, lr=0.1)
+        losses = []
+        for _ in range(3):
+            feats = shared(x)
+            l1 = ((h1(feats) - y1) ** 2).mean()
+            l2 = ((h2(feats) - y2) ** 2).mean()
+            opt.zero_grad()
+            mtl_backward([l1, l2], features=feats)
+            jac_to_grad(shared.parameters(), agg)
+            opt.step()
+            losses.append([l1.item(), l2.item()])
+        record("torchjd", **{f"{name}_losses": losses, f"{name}_w": shared[0].weight})
+    # the plain Jacobian descent path on two losses of one model
+    model = torch.nn.Linear(5, 2)
+    det_init(model, 210)
+    out = model(x)
+    l1, l2 = out[:, 0].square().mean(), (out[:, 1] - 1).abs().mean()
+    backward([l1, l2])
+    jac_to_grad(model.parameters(), PCGrad())
+    record("torchjd", jd_grad=model.weight.grad)
+
 np.savez(sys.argv[1], **RESULTS)
 '''
 
@@ -1306,7 +1388,8 @@ PACKAGES = ["torchmetrics", "torch_optimizer", "ema_pytorch", "rotary_embedding_
             "torch_pca", "nystrom_attention", "linformer", "mlp_mixer_pytorch", "siren_pytorch",
             "axial_positional_embedding", "performer_pytorch", "torchinfo", "thop", "skorch",
             "captum", "pytorch_msssim", "tensorly", "opacus", "monai", "ignite", "torchcde",
-            "pytorch_tabnet"]
+            "pytorch_tabnet", "adam_atan2_pytorch", "grokfast_pytorch", "soft_moe_pytorch",
+            "torchjd"]
 # sections named <package>_<part> that exercise part of a package listed on its own
 _PARTS = ("torch_optimizer_", "zuko_")
 
