@@ -1375,6 +1375,24 @@ def torchjd():
     jac_to_grad(model.parameters(), PCGrad())
     record("torchjd", jd_grad=model.weight.grad)
 
+
+@section
+def fast_pytorch_kmeans():
+    rng = np.random.default_rng(901)  # own stream: a failing section shifts no other
+    from fast_pytorch_kmeans import KMeans
+    pts = np.concatenate([rng.normal(c, 0.3, (15, 2)) for c in ((0, 0), (3, 0), (0, 3))])
+    x = t(pts)
+    init = t(pts[[0, 15, 30]] + 0.5)
+    for mode in ("euclidean", "cosine"):
+        km = KMeans(n_clusters=3, mode=mode, max_iter=20)
+        labels = km.fit_predict(x, centroids=init.clone())
+        record("fast_pytorch_kmeans", **{f"{mode}_labels": labels,
+                                         f"{mode}_centroids": km.centroids,
+                                         f"{mode}_predict": km.predict(x[:6] * 0.9)})
+    mini = KMeans(n_clusters=3, max_iter=5, minibatch=None)
+    mini.fit(x, centroids=init.clone())
+    record("fast_pytorch_kmeans", fit_centroids=mini.centroids)
+
 np.savez(sys.argv[1], **RESULTS)
 '''
 
@@ -1389,7 +1407,7 @@ PACKAGES = ["torchmetrics", "torch_optimizer", "ema_pytorch", "rotary_embedding_
             "axial_positional_embedding", "performer_pytorch", "torchinfo", "thop", "skorch",
             "captum", "pytorch_msssim", "tensorly", "opacus", "monai", "ignite", "torchcde",
             "pytorch_tabnet", "adam_atan2_pytorch", "grokfast_pytorch", "soft_moe_pytorch",
-            "torchjd"]
+            "torchjd", "fast_pytorch_kmeans"]
 # sections named <package>_<part> that exercise part of a package listed on its own
 _PARTS = ("torch_optimizer_", "zuko_")
 
