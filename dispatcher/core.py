@@ -93,6 +93,11 @@ class Size(tuple):
             items.append(v)
         return tuple.__new__(cls, items)
 
+    def __getitem__(self, index):
+        item = tuple.__getitem__(self, index)
+        # a slice is a Size, as torch.Size's (botorch calls .numel() on shape[:-2])
+        return tuple.__new__(Size, item) if type(index) is slice else item
+
     def __add__(self, other):
         if not isinstance(other, tuple):
             return NotImplemented

@@ -2525,13 +2525,14 @@ def broadcast_shapes(*shapes):
     """Returns the shape that tensors of the given shapes broadcast to.
 
     Each argument is a shape (sequence of ints) or a single int; incompatible shapes raise.
-    ember returns a plain tuple where PyTorch returns a ``torch.Size``.
+    The result is an ``ember.Size``, as PyTorch's is a ``torch.Size``.
 
     Example:
         >>> ember.broadcast_shapes((2, 1), (3,))
-        (2, 3)
+        ember.Size([2, 3])
     """
-    return C.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,) for s in shapes])
+    return C.as_size(C.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,)
+                                          for s in shapes]))
 
 
 def is_tensor(obj):

@@ -596,9 +596,10 @@ class Tensor(TensorBase):
     def numpy(self, *, force=False):
         """A NumPy array sharing memory with this CPU tensor.
 
-        Raises if the tensor requires grad (use ``detach().numpy()``) or is not on the CPU,
-        unless ``force=True``, which detaches and copies to the CPU as needed. A bfloat16
-        tensor gives an ``ml_dtypes.bfloat16`` array.
+        Raises if the tensor requires grad while grad mode is on (use ``detach().numpy()``;
+        under ``no_grad`` it is allowed, as in PyTorch) or is not on the CPU, unless
+        ``force=True``, which detaches and copies to the CPU as needed. A bfloat16 tensor
+        gives an ``ml_dtypes.bfloat16`` array.
 
         Args:
             force (bool): allow tensors that require grad or live on another device (then the
@@ -608,7 +609,7 @@ class Tensor(TensorBase):
             >>> ember.tensor([1., 2.]).numpy()
             array([1., 2.], dtype=float32)
         """
-        if self.requires_grad and not force:
+        if self.requires_grad and not force and MODE.grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         _reading("Tensor.numpy()")

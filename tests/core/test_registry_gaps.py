@@ -543,3 +543,25 @@ def test_vmap_of_autograd_grad_as_torch():
             freed = True  # the batched call freed the graph, as one grad() does
         return jac.tolist(), freed
     assert run(ember) == run(torch)
+
+
+# ---- Size slices and broadcast_shapes are Sizes; numpy() under no_grad (botorch) ----
+
+def test_size_slices_and_broadcast_shapes_are_sizes_as_torch():
+    def probe(M):
+        s = M.ones(2, 3, 4).shape
+        return [(type(v).__name__, tuple(v), v.numel()) for v in
+                (s[:-1], s[1:], s[::2], s[5:], M.broadcast_shapes((2, 1), (3,)),
+                 M.broadcast_shapes(3, (2, 1)))] + [type(s[0]).__name__, s[-1]]
+    assert both(probe)[0] == both(probe)[1]
+
+
+def test_numpy_of_a_tensor_requiring_grad_under_no_grad_as_torch():
+    for M in (ember, torch):
+        p = M.nn.Parameter(M.ones(3))
+        with M.no_grad():
+            assert p.view(-1).numpy().tolist() == [1.0, 1.0, 1.0]
+        with M.inference_mode():
+            assert p.numpy().tolist() == [1.0, 1.0, 1.0]
+        with pytest.raises(RuntimeError, match="requires grad"):
+            p.numpy()
