@@ -383,10 +383,10 @@ def is_contiguous(t) -> bool:
     shape, stride = t.shape, t._stride
     if 0 in shape:  # an empty tensor is contiguous whatever its strides (PyTorch)
         return True
-    for i in range(len(shape) - 1, -1, -1):
-        n = shape[i]
+    # (zipped, not indexed: Size's __getitem__ is Python, and this path is hot)
+    for n, st in zip(reversed(shape), reversed(stride)):
         if n != 1:
-            if stride[i] != expected:
+            if st != expected:
                 return False
             expected *= n
     return True

@@ -460,8 +460,8 @@ class Tensor(TensorBase):
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require "
                                "gradient")
-        if self.grad_fn is not None:
-            return self.grad_fn.register_prehook(hook)
+        if self.grad_fn is not None:   # (on the edge into this output of its node)
+            return autograd._engine._edge(self).register_prehook(hook)
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(hook)
@@ -501,7 +501,7 @@ class Tensor(TensorBase):
             t = ref()
             if t is not None:
                 t.grad = grad.detach() if t.grad is None else t.grad + grad.detach()
-        self.grad_fn.register_prehook(keep)
+        autograd._engine._edge(self).register_prehook(keep)
 
     def share_memory_(self):
         """Move the storage into shared memory, in place and once (every view of it moves
@@ -1242,7 +1242,8 @@ class Tensor(TensorBase):
 
     def __matmul__(self, other):
         if (type(other) is Tensor and len(self.shape) == 2 and len(other.shape) == 2
-                and self.dtype is other.dtype and self.shape[1] == other.shape[0]):
+                and self.dtype is other.dtype and tuple.__getitem__(self.shape, 1) ==
+                tuple.__getitem__(other.shape, 0)):
             return _mm(self, other)  # (matmul of two matrices is mm; checks passed)
         if not isinstance(other, TensorBase):
             return NotImplemented

@@ -70,7 +70,10 @@ def mm_check(a, b):
     if len(a.shape) != 2 or len(b.shape) != 2:
         raise RuntimeError(f"mm(): self must be a matrix (got {len(a.shape)}D) and mat2 must be"
                            f" a matrix (got {len(b.shape)}D)")
-    if a.shape[1] != b.shape[0]:
+    # (shapes unpacked, not indexed: Size's __getitem__ is Python, and this path is hot)
+    _, ak = a.shape
+    bk, _ = b.shape
+    if ak != bk:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
                            f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
     _same_dtype("mm", a, b)
@@ -88,9 +91,11 @@ def _mm_kernel(a, b, dev):
     """``a @ b`` by the device's mm kernel, or None where it has none for them (checked
     operands of one dtype on ``dev``)."""
     k = _MM.kernels.get(dev.type)
-    if k is None or a.dtype is D.bool_ or a.shape[1] == 0:
+    n, inner = a.shape
+    if k is None or a.dtype is D.bool_ or inner == 0:
         return None
-    out = C.empty((a.shape[0], b.shape[1]), a.dtype, dev)
+    _, m = b.shape
+    out = C.empty((n, m), a.dtype, dev)
     try:
         k(out, a, b)
     except Exception as e:
@@ -146,7 +151,8 @@ def _mm_unchecked(a, b):
 
 def _t(x):
     """``V.t`` of a matrix outside autograd, as one view."""
-    r = C.view_of(x, (x.shape[1], x.shape[0]), (x._stride[1], x._stride[0]), x._offset)
+    rows, cols = x.shape
+    r = C.view_of(x, (cols, rows), (x._stride[1], x._stride[0]), x._offset)
     r._base = x if x._base is None else x._base
     return r
 
