@@ -45,6 +45,8 @@ from . import _dynamo, _inductor, _logging
 from . import overrides
 from ._torch_c import C as _C   # (torch._C's switches: _C.DisableTorchFunctionSubclass)
 from . import onnx
+from . import library
+from ._ops_namespace import ops
 from . import export
 from . import _autocast_entries, _docstrings, _numpy_aliases
 import importlib as _importlib

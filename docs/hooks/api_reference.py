@@ -42,6 +42,8 @@ NAMESPACES = [
     ("ember.fft", "Discrete Fourier transforms."),
     ("ember.overrides", "The ``__torch_function__`` protocol: Tensor subclasses and "
                         "tensor-like types that take over ember's functions, and modes."),
+    ("ember.library", "Custom operators written in Python (``custom_op``, their kernels, "
+                      "gradients and shape functions) and ``ember.ops``."),
     ("ember.sparse", "Sparse tensors."),
     ("ember.distributions", "Probability distributions."),
     ("ember.amp", "Automatic mixed precision: autocast and GradScaler."),
