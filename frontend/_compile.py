@@ -589,7 +589,7 @@ def _region_fn(fn, compiled_by, fullgraph, name, replay=False):
         keep = plans is not None and plans.active and not (
             MODE.grad and any(isinstance(a, C.TensorBase) and a.requires_grad
                               for a in args))
-        versions = Plans.versions(args, kwargs) if keep else None
+        versions = plans.versions(args, kwargs) if keep else None
         region = L.Region(compile_graph, key, fullgraph, _on_break, watch.on_compile,
                           "recompiles" in _LOGS, keep=keep, backward=backward_region)
         t = time.perf_counter()

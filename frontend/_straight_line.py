@@ -19,9 +19,11 @@ each other argument's value (only immutable ones are allowed); grad mode, the de
 dtype and device; no autocast region, forward-AD level or TorchFunctionMode open (Tensor
 subclasses are not replayed either: ``__torch_function__`` must see the calls). A plan is
 refused (the call keeps the ordinary capture path) when the call broke the graph, ran more than
-one graph, drew random numbers, wrote to an argument, read a tensor that is not an
-argument (a global or a closure's tensor), returned a tensor the graph does not make or
-a view, or when a tensor argument requires grad with grad mode on.
+one graph, drew random numbers, wrote to an argument, read a tensor that is neither an
+argument nor one its code names (globals, closures and module attributes holding tensors
+are guarded by identity and geometry; their values are read afresh), returned a tensor
+the graph does not make or a view, or when a tensor argument requires grad with grad mode
+on.
 """
 from __future__ import annotations
 
@@ -239,6 +241,37 @@ def _resolve(fn, chain):
     return obj
 
 
+def _normalize(fn, reads) -> list:
+    """``reads`` with every chain that passes through a tensor (a global or closure
+    tensor, ``W``, ``W.T``, ``W.t()``) cut at the tensor: the tensor is guarded by identity
+    and geometry (its values may change: a replay reads its memory), the attribute after it
+    as a Tensor method."""
+    out: list = []
+    for chain, use in reads:
+        if chain[0][0] == "tensor":
+            out.append((chain, use))
+            continue
+        obj = _resolve(fn, chain[:1])
+        for i in range(1, len(chain) + 1):
+            if type(obj) in (Tensor, Parameter):
+                out.append((chain[:i], "tensor"))
+                if i < len(chain):
+                    out.append(((("tensor", chain[i]),), "method"))
+                break
+            if i == len(chain):
+                out.append((chain, use))
+                break
+            obj = getattr(obj, chain[i])
+    seen: set = set()
+    return [r for r in out if not (r in seen or seen.add(r))]
+
+
+def _geometry(t):
+    """What a tensor read from the environment must keep for a plan to hold (not its
+    version: its values may change)."""
+    return (t._storage, t.shape, t._stride, t._offset, t.dtype, t.device, t.requires_grad)
+
+
 def _is_ember_module(m) -> bool:
     name = getattr(m, "__name__", "")
     return name == "ember" or name.startswith("ember.") or m is math
@@ -247,6 +280,10 @@ def _is_ember_module(m) -> bool:
 def _check(obj, use, chain):
     label = ".".join(c[-1] if type(c) is tuple else c for c in chain)
     if use == "method":
+        return
+    if use == "tensor":
+        if type(obj) not in (Tensor, Parameter):
+            raise _Refuse(f"it reads {label}, which is no longer a tensor")
         return
     if use == "base":
         if type(obj) is not types.ModuleType:
@@ -314,7 +351,7 @@ def _quiet() -> bool:
 
 class _Plan:
     __slots__ = ("spec", "meta", "state", "storages", "arg_slots", "values", "run", "out",
-                 "shape_of", "lock", "fused")
+                 "shape_of", "lock", "fused", "env_slots")
 
     def __init__(self, spec, meta, state, storages, arg_slots, values, run, out):
         self.spec = spec
@@ -326,6 +363,7 @@ class _Plan:
         self.run = run
         self.out = out
         self.shape_of = None
+        self.env_slots: list = []   # (slot, index of the environment tensor it reads)
         self.fused = bool(getattr(run, "groups", 0))     # (whether it runs a fused kernel)
         # one replay at a time: a host runner points shared tensor objects at the run's
         # memory (lazy._bound_call)
@@ -364,6 +402,10 @@ class Plans:
         self.reads = scan(fn)
         self.refused = self.reads if isinstance(self.reads, str) else None
         self.env = None
+        self.guards = None          # the reads as guarded (``_normalize``)
+        self.env_tensors: list = []  # tensors the function reads from its environment
+        self.env_geometry: list = []
+        self.env_storages: set = set()
         self.plans: list = []
         self.failures = 0
         self.refused_call = None    # why the last call captured made no plan (debugging)
@@ -378,7 +420,7 @@ class Plans:
     def _env(self):
         fn = self.fn
         return [fn.__code__, fn.__defaults__] + \
-            [_resolve(fn, chain) for chain, _ in self.reads]
+            [_resolve(fn, chain) for chain, _ in self.guards]
 
     def _env_holds(self) -> bool:
         try:
@@ -386,7 +428,8 @@ class Plans:
             kw = _defaults_spec(self.fn.__kwdefaults__)
         except Exception:
             return False
-        return kw == self.kwdefaults and all(a is b for a, b in zip(now, self.env))
+        return kw == self.kwdefaults and all(a is b for a, b in zip(now, self.env)) and \
+            all(_geometry(t) == g for t, g in zip(self.env_tensors, self.env_geometry))
 
     def call(self, args, kwargs):
         """The result of replaying a plan whose guards hold for this call, or MISS."""
@@ -402,6 +445,8 @@ class Plans:
         leaves: list = []
         if not _spec(args, spec, leaves) or not _spec(tuple(kwargs.values()), spec, leaves):
             return Plans.MISS
+        if self.env_storages and any(x._storage in self.env_storages for x in leaves):
+            return Plans.MISS       # (an argument sharing memory with a tensor it reads)
         state = _state()
         meta = None
         for plan in self.plans:
@@ -417,6 +462,8 @@ class Plans:
         storages = list(plan.storages)
         for slot, pos in plan.arg_slots:
             storages[slot] = leaves[pos]._storage
+        for slot, k in plan.env_slots:
+            storages[slot] = self.env_tensors[k]._storage
         with plan.lock:
             reals = plan.run(storages, plan.values)
         L.STATS["replays"] += 1
@@ -434,13 +481,21 @@ class Plans:
             return out[0]
         return kind(out)
 
-    @staticmethod
-    def versions(args, kwargs) -> list:
+    def versions(self, args, kwargs) -> tuple:
         """The version counters and geometry of a call's tensor arguments, before it runs
-        (an in-place op bumps the one; ``unsqueeze_``, ``t_``, ``set_`` change the other)."""
+        (an in-place op bumps the one; ``unsqueeze_``, ``t_``, ``set_`` change the other),
+        and the versions of the tensors its code reads from globals and closures."""
         leaves: list = []
         _spec((args, tuple(kwargs.values())), [], leaves)
-        return [_state_of(x) for x in leaves]
+        env = {}
+        try:
+            for chain, use in _normalize(self.fn, self.reads):
+                if use == "tensor":
+                    obj = _resolve(self.fn, chain)
+                    env[id(obj)] = obj._vc[0]
+        except Exception:   # (a cell not filled yet, a missing attribute: _plan says why)
+            pass
+        return [_state_of(x) for x in leaves], env
 
     def learn(self, region, args, kwargs, result, versions) -> None:
         """Make a plan from a call captured by ``region`` (``keep=True``), if it can be
@@ -458,8 +513,9 @@ class Plans:
                 self.refused = self.reads
                 return self.refused
         try:
+            guards = _normalize(self.fn, self.reads)
             env = []
-            for chain, use in self.reads:
+            for chain, use in guards:
                 obj = _resolve(self.fn, chain)
                 _check(obj, use, chain)
                 env.append(obj)
@@ -472,12 +528,23 @@ class Plans:
         except Exception as e:     # a closure cell not filled yet, a missing attribute
             self.refused = f"its environment could not be read ({e})"
             return self.refused
+        tensors = [obj for (_, use), obj in zip(guards, env) if use == "tensor"]
+        geometry = [_geometry(t) for t in tensors]
         env = [self.fn.__code__, self.fn.__defaults__] + env
-        if self.env is None or kw != self.kwdefaults or \
-                any(a is not b for a, b in zip(env, self.env)):
+        if self.env is None or kw != self.kwdefaults or len(env) != len(self.env) or \
+                any(a is not b for a, b in zip(env, self.env)) or \
+                geometry != self.env_geometry:
             self.plans.clear()      # (what the function reads changed: older plans
             self.env = env          # can never match again)
             self.kwdefaults = kw
+            self.guards = guards
+            self.env_tensors, self.env_geometry = tensors, geometry
+            self.env_storages = {t._storage for t in tensors}
+        if MODE.grad and any(t.requires_grad for t in tensors):
+            return "a tensor the function reads from outside requires grad"
+        arg_versions, env_versions = versions
+        if any(t._vc[0] != env_versions.get(id(t), t._vc[0]) for t in tensors):
+            return "the call wrote to a tensor the function reads from outside"
         if not _quiet():
             return "an autocast region or a forward-AD level is open"
         if region.breaks:
@@ -502,21 +569,28 @@ class Plans:
         # tensors (core.scalar_like): the plan keeps those storages
         constants = {id(t._storage) for t in list(C._SCALARS.values())}
         inputs = set()
+        env_index = {id(t._storage): k for k, t in enumerate(tensors)}
+        env_slots = []
         for slot, st in enumerate(kept.storages):
             if st.__class__ is L.LazyStorage:
                 continue
             inputs.add(slot)
             pos = where.get(id(st))
             if pos is not None:
+                if id(st) in env_index:
+                    return "an argument shares memory with a tensor the function reads"
                 arg_slots.append((slot, pos))
+            elif id(st) in env_index:
+                env_slots.append((slot, env_index[id(st)]))
             elif id(st) in constants:
                 storages[slot] = st
             else:
-                return "the graph reads a tensor that is not an argument"
+                return "the graph reads a tensor that is neither an argument nor read " \
+                       "by the function's code"
         # what writes to an argument: an in-place op or out= bumps its version counter
         # (shared by its views); a kernel writing its first argument (``out``) is checked
         # as well
-        if any(_state_of(x) != v for x, v in zip(leaves, versions)):
+        if any(_state_of(x) != v for x, v in zip(leaves, arg_versions)):
             return "the call wrote to an argument or changed its shape"
         if region.host_reads:
             return "the call read tensor values into Python (a replay would not)"
@@ -548,6 +622,7 @@ class Plans:
                 return "it returns a value that is not a tensor or an immutable value"
         plan = _Plan(spec, _meta(leaves), _state(), storages, arg_slots, list(kept.values),
                      kept.runner, out)
+        plan.env_slots = env_slots
         plan.shape_of = None if single else type(items)
         self.plans.insert(0, plan)
         return plan

@@ -486,3 +486,81 @@ def test_replaced_tensor_methods_and_output_versions():
     cb = ember.compile(bumped)
     for _ in range(3):
         assert cb(x)._version == bumped(x)._version == 1
+
+
+# ---- tensors read from globals and closures ---------------------------------------------
+
+W_GLOBAL = ember.randn(4, 3)
+B_GLOBAL = ember.randn(3)
+
+
+def _affine(x):
+    return (x @ W_GLOBAL + B_GLOBAL).tanh()
+
+
+def _affine_t(x):
+    return (x @ W_GLOBAL.t() * W_GLOBAL.T.sum()).sin()
+
+
+def test_global_tensors_replay_and_their_values_are_read_on_every_call():
+    global W_GLOBAL
+    cf = ember.compile(_affine)
+    x = ember.randn(2, 4)
+    for _ in range(2):
+        same(cf(x), _affine(x))
+    assert cf._ember_plans.plans
+    before = replays()
+    W_GLOBAL.mul_(2)                       # an in-place change: the replay reads it
+    same(cf(x), _affine(x))
+    assert replays() == before + 1
+    saved = W_GLOBAL
+    try:
+        W_GLOBAL = ember.randn(4, 3)       # rebinding: a guard miss, captured again
+        for _ in range(2):
+            same(cf(x), _affine(x))
+        W_GLOBAL.set_(ember.randn(4, 3))   # new memory under the same tensor
+        same(cf(x), _affine(x))
+        assert cf._ember_plans.plans
+    finally:
+        W_GLOBAL = saved
+
+
+def test_tensor_methods_of_global_tensors_replay():
+    cf = ember.compile(_affine_t)
+    x = ember.randn(2, 3)
+    for _ in range(3):
+        same(cf(x), _affine_t(x))
+    assert cf._ember_plans.plans
+    W_GLOBAL.add_(1)
+    same(cf(x), _affine_t(x))
+
+
+def test_global_tensors_that_require_grad_or_alias_an_argument():
+    w = ember.randn(3, 3)
+
+    def f(x):
+        return (x @ w).exp()
+    cf = ember.compile(f)
+    x = ember.randn(3, 3)
+    for _ in range(2):
+        same(cf(x), f(x))
+    same(cf(w), f(w))                      # the argument is the tensor it reads
+    w.requires_grad_()
+    y = cf(x)
+    assert y.requires_grad
+    (g,) = ember.autograd.grad(y.sum(), w)
+    (want,) = ember.autograd.grad(f(x).sum(), w)
+    np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_a_write_to_a_global_tensor_happens_on_every_call():
+    acc = ember.zeros(3)
+
+    def f(x):
+        ember.add(x, acc, out=acc)
+        return acc * 2
+    cf = ember.compile(f)
+    for _ in range(4):
+        cf(ember.ones(3))
+    np.testing.assert_array_equal(acc.numpy(), np.full(3, 4.0, np.float32))
+    assert not cf._ember_plans.plans
