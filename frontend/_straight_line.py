@@ -256,7 +256,11 @@ def _normalize(fn, reads) -> list:
             if type(obj) in (Tensor, Parameter):
                 out.append((chain[:i], "tensor"))
                 if i < len(chain):
-                    out.append(((("tensor", chain[i]),), "method"))
+                    name = chain[i]
+                    if name in _TENSOR_DENY or name.startswith("_"):
+                        raise _Refuse(f"it uses the attribute {name!r} of a tensor it "
+                                      f"reads from outside")
+                    out.append(((("tensor", name),), "method"))
                 break
             if i == len(chain):
                 out.append((chain, use))

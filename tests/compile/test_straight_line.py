@@ -564,3 +564,16 @@ def test_a_write_to_a_global_tensor_happens_on_every_call():
         cf(ember.ones(3))
     np.testing.assert_array_equal(acc.numpy(), np.full(3, 4.0, np.float32))
     assert not cf._ember_plans.plans
+
+
+def test_state_of_a_global_tensor_read_into_python_is_not_replayed():
+    w = ember.ones(2)
+
+    def f(x):
+        return x * float(w._version) + x * w.data_ptr() * 0
+    cf = ember.compile(f)
+    for _ in range(3):
+        cf(ember.ones(2))
+    w.add_(1)
+    same(cf(ember.ones(2)), f(ember.ones(2)))
+    assert not cf._ember_plans.plans
