@@ -149,6 +149,11 @@ def make_dual(tensor, tangent, *, level=None):
     key = id(dual)
     _STATE.duals[key] = (weakref.ref(dual, lambda _r, k=key: _STATE.duals.pop(k, None)),
                          tangent)
+    if dual.grad_fn is not None and isinstance(dual.grad_fn._ctx, dict):
+        # a view of a primal that requires grad: what is computed from it holds its node,
+        # not it, so the node keeps it (and its tangent) alive while that graph lives
+        # (``unpack_dual(f(make_dual(p, t)))`` with the dual never bound to a name)
+        dual.grad_fn._ctx["_dual"] = dual
     return dual
 
 

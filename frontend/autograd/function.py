@@ -371,7 +371,8 @@ def _attach(cls, ctx, args, out):
         if forward_ad._STATE.tangent_pass and MODE.grad:
             # forward-mode AD's first pass: the transposed node differentiates as jvp
             if cls.jvp is not Function.jvp:
-                grads = _JvpTranspose.apply(cls, ctx, metas, tensor_args, *grads_out)
+                grads = _JvpTranspose.apply(cls, ctx, metas, (tensor_args, in_metas),
+                                            *grads_out)
                 grads = grads if isinstance(grads, tuple) else (grads,)
                 return _fit_grads(cls, [g for g, is_tensor in zip(grads, tensor_args)
                                         if is_tensor], in_metas)
@@ -472,8 +473,16 @@ class _JvpTranspose(Function):
     Jacobian-vector product, so forward-mode AD through the Function uses ``jvp``."""
 
     @staticmethod
-    def forward(ctx, fn_cls, fn_ctx, metas, tensor_args, *grads_out):
+    def forward(ctx, fn_cls, fn_ctx, metas, args_info, *grads_out):
+        tensor_args, in_metas = args_info
         ctx.fn = (fn_cls, fn_ctx, metas, tensor_args)
+        if fn_cls.backward is Function.backward and fn_cls.vjp is Function.vjp:
+            # a Function with jvp alone: forward-mode AD differentiates this value with
+            # respect to the cotangent only, so any value serves (zeros, of the inputs'
+            # shapes); the gradient, the Function's jvp, is what carries the tangent
+            shapes = iter(in_metas)
+            return tuple(O.zeros(*next(shapes), grads_out[0].device) if is_tensor else None
+                         for is_tensor in tensor_args)
         grads = _backward_of(fn_cls)(fn_ctx, *grads_out)
         grads = _check_grads(fn_cls, grads, len(tensor_args), tensor_args)
         return tuple(g.detach() if isinstance(g, TensorBase) else g for g in grads)

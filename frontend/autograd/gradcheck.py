@@ -7,6 +7,7 @@ import numpy as np
 from ember.dispatcher.core import TensorBase
 
 from .. import _creation as K
+from . import forward_ad as _fwad
 from ._engine import grad as autograd_grad
 from ember.dispatcher.warn import warn as _warn
 
@@ -61,9 +62,38 @@ def _analytical_jacobian(fn, inputs, i):
     return rows
 
 
+def _forward_jacobian(fn, inputs, i):
+    """d out / d inputs[i] by forward-mode AD (one unit tangent per input element)."""
+    x = inputs[i]
+    flat = np.zeros(x.numel())
+    rows = []
+    for k in range(x.numel()):
+        flat[:] = 0.0
+        flat[k] = 1.0
+        tangent = K.from_numpy(flat.reshape(x.shape).astype(x.dtype.to_numpy())).to(x.device)
+        with _fwad.dual_level():
+            args = list(inputs)
+            args[i] = _fwad.make_dual(x, tangent)
+            outs = _flat_outputs(fn(*args))
+            row = []
+            for o in outs:
+                t = _fwad.unpack_dual(o).tangent
+                row.append(np.zeros(o.numel()) if t is None
+                           else t.detach().cpu().numpy().reshape(-1))
+        rows.append(np.concatenate(row) if row else np.zeros(0))
+    return np.stack(rows) if rows else np.zeros((0, 0))
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-              **_ignored) -> bool:
-    """Compare analytical and numerical Jacobians; inputs should be float64."""
+              check_backward_ad=True, check_forward_ad=False, **_ignored) -> bool:
+    """Compare analytical Jacobians (reverse mode with ``check_backward_ad``, forward
+    mode with ``check_forward_ad``) with numerical ones; inputs should be float64.
+
+    Example:
+        >>> x = ember.randn(3, dtype=ember.float64, requires_grad=True)
+        >>> ember.autograd.gradcheck(ember.sin, (x,), check_forward_ad=True)
+        True
+    """
     inputs = _inputs(inputs)
     for i, x in enumerate(inputs):
         if not (isinstance(x, TensorBase) and x.requires_grad):
@@ -72,12 +102,17 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             _warn(f"Input #{i} requires gradient and is not a double precision "
                   "floating point. gradcheck is only reliable for float64.")
         num = _numerical_jacobian(func, inputs, i, eps)
-        ana = _analytical_jacobian(func, inputs, i)
-        if num.shape != ana.shape or not np.allclose(ana, num, rtol=rtol, atol=atol):
-            if raise_exception:
-                raise GradcheckError(f"Jacobian mismatch for output 0 with respect to input {i},"
-                                     f"\nnumerical:{num}\nanalytical:{ana}\n")
-            return False
+        checks = []
+        if check_backward_ad:
+            checks.append(("", _analytical_jacobian(func, inputs, i)))
+        if check_forward_ad:
+            checks.append(("(forward mode) ", _forward_jacobian(func, inputs, i)))
+        for mode, ana in checks:
+            if num.shape != ana.shape or not np.allclose(ana, num, rtol=rtol, atol=atol):
+                if raise_exception:
+                    raise GradcheckError(f"Jacobian {mode}mismatch for output 0 with respect "
+                                         f"to input {i},\nnumerical:{num}\nanalytical:{ana}\n")
+                return False
     return True
 
 
