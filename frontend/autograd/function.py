@@ -164,8 +164,8 @@ class _FunctionNode(Node):
             if r is not None and r() is t:
                 return i
         # an alias of an output (a subclass view through as_subclass, a saved copy)
-        for i, r in enumerate(refs):
-            o = r() if r is not None else None
+        pairs = [(r() if r is not None else None, i) for i, r in enumerate(refs)]
+        for o, i in pairs + self._ctx.get("_saved_outputs", []):
             if o is not None and o._storage is t._storage and o._offset == t._offset \
                     and o.shape == t.shape and o._stride == t._stride:
                 return i
@@ -403,12 +403,21 @@ def _attach(cls, ctx, args, out):
             if n > 1:
                 node._ctx["_outputs"][i] = None
     if ctx._saved:
+        saved_in = [s.data if type(s) is SavedTensor else None for s in ctx._saved]
         # saved outputs are kept as outputs (a detached alias, re-attached when unpacked):
         # the node holding its own output would be a reference cycle
-        mine = {id(o) for o in outs if isinstance(o, TensorBase) and o.grad_fn is node}
+        mine = {id(o): i for i, o in enumerate(outs)
+                if isinstance(o, TensorBase) and o.grad_fn is node}
         ctx._saved = tuple(SavedTensor(s.data, is_output=True)
                            if type(s) is SavedTensor and s.data is not None
                            and id(s.data) in mine else s for s in ctx._saved)
+        if n > 1:
+            # which output each saved one is, for when the outputs themselves are gone
+            # (``f(x)[0]`` keeps output 0 only; backward unpacks the others)
+            node._ctx["_saved_outputs"] = [
+                (s.data, mine[id(o)]) for s, o in zip(ctx._saved, saved_in)
+                if type(s) is SavedTensor and s.is_output and s.data is not None
+                and id(o) in mine]
     if is_tuple:
         return tuple(outs)
     return outs[0]

@@ -98,3 +98,40 @@ def test_unbound_dual_of_a_primal_requiring_grad_keeps_its_tangent():
             out = fwad.make_dual(p, lib.tensor([1.0, 0.5, -1.0])).sin() * 2
             got.append(fwad.unpack_dual(out).tangent.detach().numpy())
     np.testing.assert_allclose(got[1], got[0], rtol=1e-6)
+
+
+def _sinh_fn(lib):
+    """The double-backward tutorial's Sinh: three outputs, two of them saved."""
+
+    class Sinh(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            expx = lib.exp(x)
+            expnegx = lib.exp(-x)
+            ctx.save_for_backward(expx, expnegx)
+            return (expx - expnegx) / 2, expx, expnegx
+
+        @staticmethod
+        def backward(ctx, grad_out, grad_exp, grad_negexp):
+            expx, expnegx = ctx.saved_tensors
+            grad_input = grad_out * (expx + expnegx) / 2
+            grad_input += grad_exp * expx
+            grad_input -= grad_negexp * expnegx
+            return grad_input
+
+    return Sinh
+
+
+def test_saved_outputs_of_a_multi_output_function_whose_outputs_are_dropped():
+    x = np.random.default_rng(2).random((3, 3))
+    got = []
+    for lib in (torch, ember):
+        t = lib.tensor(x, requires_grad=True)
+        out = _sinh_fn(lib).apply(t)[0]      # the other two outputs are gone at once
+        (g1,) = lib.autograd.grad(out.sum(), t, create_graph=True)
+        (g2,) = lib.autograd.grad(g1.sum(), t)
+        got.append((g1.detach().numpy(), g2.numpy()))
+        assert lib.autograd.gradgradcheck(lambda a: _sinh_fn(lib).apply(a)[0], (t,))
+    np.testing.assert_allclose(got[1][0], got[0][0], rtol=1e-12)
+    np.testing.assert_allclose(got[1][1], got[0][1], rtol=1e-12)
+    np.testing.assert_allclose(got[1][1], np.sinh(x), rtol=1e-12)
