@@ -432,7 +432,7 @@ def _run_check(o, test, bound):
         before = _clone_args(values)
         fresh = _clone_args(values)
         with autograd.no_grad():
-            o._init_fn(*fresh)
+            o._kernel(fresh)(*fresh)   # (the kernel for the arguments' device type)
         for name, b, a in zip(names, before, fresh):
             if name not in o._mutates and not _same(a, b):
                 raise RuntimeError(f"Argument {name} is not defined as mutable but was "

@@ -135,3 +135,20 @@ def test_saved_outputs_of_a_multi_output_function_whose_outputs_are_dropped():
     np.testing.assert_allclose(got[1][0], got[0][0], rtol=1e-12)
     np.testing.assert_allclose(got[1][1], got[0][1], rtol=1e-12)
     np.testing.assert_allclose(got[1][1], np.sinh(x), rtol=1e-12)
+
+
+def test_opcheck_of_a_mutating_op_with_device_types():
+    results = []
+    for lib, ns in ((torch, "gaps_two_t"), (ember, "gaps_two_e")):
+        @lib.library.custom_op(f"{ns}::numpy_sin", mutates_args={"output"},
+                               device_types="cpu")
+        def numpy_sin(input: lib.Tensor, output: lib.Tensor) -> None:
+            np.sin(input.numpy(), out=output.numpy())
+
+        x = lib.tensor([0.5, 1.0, 2.0])
+        out = lib.empty(3)
+        numpy_sin(x, out)
+        np.testing.assert_allclose(out.numpy(), np.sin(x.numpy()), rtol=1e-6)
+        results.append(lib.library.opcheck(numpy_sin, [x, lib.empty(3)],
+                                           test_utils="test_schema"))
+    assert results[0] == results[1] == {"test_schema": "SUCCESS"}
