@@ -25,7 +25,7 @@ from .grad_mode import HOOKS, MODE
 
 def _view_op(kind: str, name=None, perm=None):
     """Record ``fn`` for autograd when its input requires grad; mark its result's base.
-    ``name``: the node's name (default: the function's), or ``name(*args)`` choosing it;
+    ``name``: the node's name (default: the function's), or ``name(x, *args)`` choosing it;
     ``perm(x, *args)`` gives the permutation of ``permute``-kind views."""
     def deco(fn):
         node = name or fn.__name__
@@ -36,7 +36,7 @@ def _view_op(kind: str, name=None, perm=None):
             if x.requires_grad and MODE.grad and HOOKS.view is not None:
                 ctx = {"perm": perm(x, *args, **kwargs)} if perm is not None else {}
                 return HOOKS.view(kind, fn, x, args, kwargs,
-                                  node(*args) if callable(node) else node, ctx)
+                                  node(x, *args) if callable(node) else node, ctx)
             res = fn(x, *args, **kwargs)
             if res is not None and res._storage is x._storage:
                 res._base = x if x._base is None else x._base
@@ -698,8 +698,34 @@ def _too_many_indices(key, nd: int) -> str:
     return f"too many indices for tensor of dimension {nd}"
 
 
-@_view_op("as_view", lambda key: "select" if isinstance(key, int) and not isinstance(
-    key, bool) else "slice")
+def _index_node(x, key) -> str:
+    """The node name of ``x[key]``, as PyTorch's: its last step, applied one index at a
+    time (an int selects, None unsqueezes, a slice that keeps the whole dimension is no
+    step, except a bare one: ``x[:]`` slices), and ``alias`` when no step is taken
+    (``x[...]``, ``x[:, :]``)."""
+    if isinstance(key, slice):
+        return "slice"
+    name, d = "alias", 0
+    for k in key if isinstance(key, tuple) else (key,):
+        if k is None:
+            name = "unsqueeze"
+        elif k is Ellipsis:
+            d = len(x.shape) - sum(1 for j in (key if isinstance(key, tuple) else ())
+                                   if j is not None and j is not Ellipsis) + d
+            continue
+        elif isinstance(k, slice):
+            whole = k.start in (None, 0) and k.step in (None, 1) and (
+                k.stop is None or d < len(x.shape) and k.stop >= x.shape[d])
+            if not whole:
+                name = "slice"
+            d += 1
+        else:
+            name = "select"
+            d += 1
+    return name
+
+
+@_view_op("as_view", _index_node)
 def basic_index(x, key):
     """ints, slices (with steps), None and Ellipsis → a view; returns None if ``key``
     holds anything else (advanced indexing)."""

@@ -152,3 +152,19 @@ def test_opcheck_of_a_mutating_op_with_device_types():
         results.append(lib.library.opcheck(numpy_sin, [x, lib.empty(3)],
                                            test_utils="test_schema"))
     assert results[0] == results[1] == {"test_schema": "SUCCESS"}
+
+
+_KEYS = [0, (0, 1), (slice(None), 0), slice(1, 3), (Ellipsis, 2), slice(None), slice(0, 100),
+         Ellipsis, None, (0, None), (None, 0), (0, slice(1, 3)), (slice(1, 3), 0),
+         (0, slice(None)), (slice(-100, None),), (Ellipsis, slice(0, 6)),
+         (Ellipsis, slice(0, 5)), (1, None, slice(None)), slice(None, None, 2)]
+
+
+@pytest.mark.parametrize("key", _KEYS, ids=[repr(k) for k in _KEYS])
+def test_basic_index_node_names(key):
+    # (printed tensors show them: ``cnn.weight[0, 1]`` is ``grad_fn=<SelectBackward0>``)
+    names = []
+    for lib in (torch, ember):
+        x = lib.ones(4, 5, 6, requires_grad=True) * 1
+        names.append(type(x[key].grad_fn).__name__)
+    assert names[1] == names[0]
