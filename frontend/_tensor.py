@@ -698,6 +698,8 @@ class Tensor(TensorBase):
         text = tensor_repr(self, _read_only_numpy)
         if type(self) is not Tensor and _overrides._overrides(type(self)):
             text = _subclass_repr(text, type(self).__name__)
+            if getattr(self, "_is_param", False):   # nn.Parameter of a subclass instance
+                text = f"Parameter({text})"
         return text
 
     __str__ = __repr__

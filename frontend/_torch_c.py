@@ -293,6 +293,9 @@ for _f in (_log_api_usage_once, _get_tracing_state, _are_functorch_transforms_ac
 C.DisableTorchFunctionSubclass = _overrides.DisableTorchFunctionSubclass
 C.DisableTorchFunction = _overrides.DisableTorchFunction
 C._disabled_torch_function_impl = _overrides._disabled_torch_function_impl
+for _f in (_overrides._is_torch_function_enabled, _overrides._is_torch_function_mode_enabled,
+           _overrides._is_torch_function_all_disabled):
+    setattr(C, _f.__name__, _f)
 C.__getattr__ = _c_getattr
 del _f
 

@@ -190,6 +190,19 @@ def _func_name(func) -> str:
     return f"{module}.{name}" if module else name
 
 
+_PLAIN_CHECKED: set = set()     # types whose __torch_function__ kind was looked at
+
+
+def _warn_plain_method(t) -> None:
+    """Warn (once per type) when ``t.__torch_function__`` is a plain method, deprecated in
+    PyTorch in favour of a classmethod."""
+    _PLAIN_CHECKED.add(t)
+    if isinstance(inspect.getattr_static(t, "__torch_function__", None), types.FunctionType):
+        warnings.warn(f"{t.__name__} defines __torch_function__ as a plain method; that is "
+                      "deprecated (and will become an error): make it a classmethod",
+                      UserWarning, stacklevel=4)
+
+
 def _run(public_api, overloaded, args, kwargs):
     """Hand ``public_api(*args, **kwargs)`` to the current mode, then to each of the
     ``overloaded`` arguments' ``__torch_function__``, until one does not decline."""
@@ -201,6 +214,8 @@ def _run(public_api, overloaded, args, kwargs):
         if result is not NotImplemented:
             return result
     for arg in overloaded:
+        if type(arg) not in _PLAIN_CHECKED:
+            _warn_plain_method(type(arg))
         result = arg.__torch_function__(public_api, types_, args, kwargs)
         if result is not NotImplemented:
             return result
@@ -393,6 +408,8 @@ _OPERATOR_METHODS = {
     "__lt__": "lt", "__ne__": "ne", "__rand__": "bitwise_and", "__ror__": "bitwise_or",
     "__rxor__": "bitwise_xor"}
 
+_UNARY_OPERATORS = frozenset(("__neg__", "__pos__", "__abs__"))
+
 #: Tensor members PyTorch never dispatches, and those ember keeps out of dispatch because
 #: they build the tensor object itself or are the protocol (pickling and copying keep the
 #: subclass type by themselves, see ``Tensor.__reduce_ex__``)
@@ -403,9 +420,15 @@ _TENSOR_IGNORED = frozenset((
     "__deepcopy__", "__copy__", "__class_getitem__", "__subclasshook__", "__sizeof__",
     "__getattr__", "__array_priority__", "__weakref__", "__dict__", "__slots__",
     "__module__", "__doc__", "__qualname__",
-    "_make_subclass", "as_subclass", "new", "new_empty", "new_empty_strided", "new_full",
-    "new_ones", "new_tensor", "new_zeros", "stride", "unflatten", "to_sparse_coo",
-    "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc", "to_padded_tensor"))
+    "_make_subclass", "as_subclass"))
+
+#: Tensor methods PyTorch lists among its ignored functions (no testing override) although
+#: a call on a subclass still reaches its ``__torch_function__`` (``x.new_zeros(2)`` keeps
+#: the subclass type)
+_TENSOR_LISTED_IGNORED = frozenset((
+    "new", "new_empty", "new_empty_strided", "new_full", "new_ones", "new_tensor",
+    "new_zeros", "stride", "unflatten", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc",
+    "to_sparse_bsr", "to_sparse_bsc", "to_padded_tensor"))
 
 _TENSOR: list = [None]      # ember.Tensor, set by _tensor.py when the class is made
 _ARMED = [False]            # the hooks are in place
@@ -503,6 +526,29 @@ def _call(public, inner, args, kwargs):
     return inner(*args, **kwargs)
 
 
+def _call_operator(public, inner, args, kwargs):
+    """What an armed binary operator (``Tensor.__add__``) runs: as :func:`_call`, but a
+    ``TypeError`` raised while dispatching becomes ``NotImplemented``, so Python tries the
+    other operand's reflected method (``__radd__``), as PyTorch's operators do."""
+    check = _STATE.check
+    if check == 1:
+        table = _OVERRIDES
+        for a in args:
+            if table.get(type(a)) is not False:
+                break
+        else:
+            if not kwargs:
+                return inner(*args)
+        if not _any_overrides(args, kwargs):
+            return inner(*args, **kwargs)
+    elif not check:
+        return inner(*args, **kwargs)
+    try:
+        return _dispatch(public, inner, args, kwargs)
+    except TypeError:
+        return NotImplemented
+
+
 def _call_mode_only(public, inner, args, kwargs):
     """What an armed ignored function a mode still sees runs (no argument is looked at)."""
     if _STATE.mode_on:
@@ -530,7 +576,7 @@ def _arm() -> None:
         fn.__torch_function_name__ = f"{getattr(owner, '__name__', owner)}.{name}" \
             if owner is not _TENSOR[0] else f"ember.Tensor.{name}"
         _swap(fn, call, fn if public is None else public)
-        if call is _call:
+        if call is not _call_mode_only:
             _ARMED_FUNCTIONS.append((owner, name, fn if public is None else public))
 
     for ns_name, ns in _namespaces():
@@ -572,13 +618,17 @@ def _arm() -> None:
             if name in _OPERATOR_METHODS:
                 operators.append((name, value))
             elif isinstance(value, property) and value.fget is not None:
+                if id(value.fget) in namespace_ids:     # (Tensor.real is ember.real)
+                    value = property(_clone(value.fget, f"Tensor.{name}", tensor.__module__),
+                                     value.fset, value.fdel, value.__doc__)
+                    setattr(tensor, name, value)
                 arm(tensor, name, value.fget, public=value.__get__)
             else:
                 arm(tensor, name, value)
     for name, value in operators:               # (x + y is handed over as Tensor.add)
         method = getattr(tensor, _OPERATOR_METHODS[name], None)
-        arm(tensor, name, value, public=method if isinstance(method, types.FunctionType)
-            else None)
+        arm(tensor, name, value, _call if name in _UNARY_OPERATORS else _call_operator,
+            public=method if isinstance(method, types.FunctionType) else None)
 
 
 def _ember_imported() -> None:
@@ -608,7 +658,7 @@ def get_ignored_functions() -> set:
             if callable(value):
                 out.add(value)
     tensor = _TENSOR[0]
-    for name in _TENSOR_IGNORED:
+    for name in (*_TENSOR_IGNORED, *_TENSOR_LISTED_IGNORED):
         value = vars(tensor).get(name)
         if isinstance(value, types.FunctionType):
             out.add(value)
@@ -624,7 +674,9 @@ def get_overridable_functions() -> dict:
     """
     _arm()
     out: dict = {}
-    for owner, _, public in _ARMED_FUNCTIONS:
+    for owner, name, public in _ARMED_FUNCTIONS:
+        if owner is _TENSOR[0] and name in _TENSOR_LISTED_IGNORED:
+            continue
         funcs = out.setdefault(owner, [])
         if not any(f is public for f in funcs):
             funcs.append(public)
@@ -739,6 +791,17 @@ def _get_current_function_mode():
 def _get_current_function_mode_stack() -> list:
     """The entered modes, innermost last."""
     return list(_STATE.modes)
+
+
+def _is_torch_function_enabled() -> bool:
+    """Whether arguments' ``__torch_function__`` are called (``torch._C``'s query: False
+    within :class:`DisableTorchFunctionSubclass` or :class:`DisableTorchFunction`)."""
+    return not _STATE.subclass_off
+
+
+def _is_torch_function_all_disabled() -> bool:
+    """Whether :class:`DisableTorchFunction` is on (modes skipped too)."""
+    return _STATE.all_off
 
 
 def _is_torch_function_mode_enabled() -> bool:

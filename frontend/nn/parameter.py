@@ -18,11 +18,22 @@ __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer
            "UninitializedTensorMixin", "is_lazy"]
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    # a Parameter made from a Tensor subclass's instance keeps that type (marked
+    # ``_is_param``), and ``isinstance(p, Parameter)`` is still true, as PyTorch's
+    def __instancecheck__(cls, instance):
+        if type.__instancecheck__(cls, instance):
+            return True
+        return cls is Parameter and isinstance(instance, Tensor) and \
+            getattr(instance, "_is_param", False)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A Tensor that is a module parameter (``torch.nn.Parameter``).
 
     It shares storage with ``data`` (no copy) and requires grad by default. Operations on
-    a Parameter return plain Tensors.
+    a Parameter return plain Tensors. Made from an instance of a Tensor subclass, it is
+    that subclass's instance marked as a parameter (``isinstance(p, Parameter)`` holds).
     """
     # no new slots: a tensor's class can be switched to Parameter in place
     __slots__ = ()
@@ -35,6 +46,15 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not "
                             f"{type(data).__name__}")
+        if cls is Parameter and type(data) is not Tensor and \
+                not type.__instancecheck__(Parameter, data):
+            t = data.detach().requires_grad_(requires_grad)
+            if type(t) is not type(data):
+                raise RuntimeError(f"Parameter(): data.detach() of a {type(data).__name__} "
+                                   f"returned a {type(t).__name__}; a subclass's detach "
+                                   "must keep its type")
+            t._is_param = True
+            return t
         t = data.detach()
         t.__class__ = cls
         t.grad = None
