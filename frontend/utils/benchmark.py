@@ -341,11 +341,17 @@ class Compare:
         for label, ms in labels.items():
             unit, scale = select_unit(min(m.median for m in ms))
             columns = list(dict.fromkeys(m.description for m in ms))
-            rows = list(dict.fromkeys((m.num_threads, m.as_row_name) for m in ms))
-            cell = {(m.num_threads, m.as_row_name, m.description): m for m in ms}
+            # rows by thread count, then environment (statement order kept within)
+            rows = sorted(dict.fromkeys((m.num_threads, m.env, m.as_row_name) for m in ms),
+                          key=lambda r: (r[0], r[1] or ""))
+            cell = {(m.num_threads, m.env, m.as_row_name, m.description): m for m in ms}
             # trimmed, a row's values keep the fewest figures any of them supports
             row_figures = {r: min(m.significant_figures for m in ms
-                                  if (m.num_threads, m.as_row_name) == r) for r in rows}
+                                  if (m.num_threads, m.env, m.as_row_name) == r)
+                           for r in rows}
+            # environments are named (on each group's first row) when a table has several
+            envs = {m.env for m in ms}
+            env_width = max(len(e or "") for e in envs) + 4 if len(envs) > 1 else 4
 
             def fmt(m, r):
                 if m is None:
@@ -357,22 +363,24 @@ class Compare:
                 v = trim_sigfig(v, figures)
                 digits = max(0, figures - math.ceil(math.log10(abs(v)))) if v else 0
                 return f"{v:.{digits}f}"
-            body = [[fmt(cell.get((r[0], r[1], c)), r) for c in columns] for r in rows]
-            names = max(len(r[1]) for r in rows)
+            body = [[fmt(cell.get((*r, c)), r) for c in columns] for r in rows]
+            names = max(len(r[2]) for r in rows)
             widths = [max([len(c or "")] + [len(b[i]) for b in body])
                       for i, c in enumerate(columns)]
-            head = " " * (6 + names) + "".join(
+            head = " " * (2 + env_width + names) + "".join(
                 "  |  " + (c or "").center(w) for c, w in zip(columns, widths))
             width = len(head)
             out.append("[" + f" {label or ''} ".center(width - 2, "-") + "]")
             out.append(head)
-            threads = None
+            threads = env = None
             for r, cells in zip(rows, body):
                 if r[0] != threads:
-                    threads = r[0]
+                    threads, env = r[0], None
                     tag = f"{threads} threads: "
                     out.append(tag + "-" * max(width - len(tag), 0))
-                out.append(" " * 6 + r[1].ljust(names) + "".join(
+                shown = f"({r[1]})" if len(envs) > 1 and r[1] != env else ""
+                env = r[1]
+                out.append("  " + shown.ljust(env_width) + r[2].ljust(names) + "".join(
                     "  |  " + v.rjust(w) for v, w in zip(cells, widths)))
             out += ["", f"Times are in {unit_to_english(unit)}s ({unit}).", ""]
         return out

@@ -168,3 +168,28 @@ def test_basic_index_node_names(key):
         x = lib.ones(4, 5, 6, requires_grad=True) * 1
         names.append(type(x[key].grad_fn).__name__)
     assert names[1] == names[0]
+
+
+def _compare_tables(lib):
+    bench = lib.utils.benchmark
+
+    def m(env, sub, desc, threads, t, label="L"):
+        spec = bench.TaskSpec(stmt="x*x", setup="pass", global_setup="", label=label,
+                              sub_label=sub, description=desc, env=env,
+                              num_threads=threads)
+        return bench.Measurement(number_per_run=1, raw_times=[t, t, t], task_spec=spec)
+
+    with_envs = [m("a", "[1]", "mul", 1, 1e-6), m("bbbb", "[1]", "mul", 1, 2e-6),
+                 m("a", "[64]", "mul", 1, 3e-6), m("bbbb", "[64]", "bmm", 1, 4e-6),
+                 m("a", "[1]", "mul", 2, 5e-6), m("a", None, "mul", 2, 6e-6, label="M"),
+                 m("a", "s", "bmm", 2, 6e-6, label="M")]
+    threads_out_of_order = [m(None, "[1]", "mul", 2, 1e-6), m(None, "[64]", "mul", 1, 3e-6),
+                            m(None, "[1]", "bmm", 1, 2e-6)]
+    return str(bench.Compare(with_envs)), str(bench.Compare(threads_out_of_order))
+
+
+def test_benchmark_compare_shows_environments_and_orders_rows_by_threads():
+    # (the benchmark recipe's A/B comparison across two environments)
+    import torch.utils.benchmark  # noqa: F401
+    import ember.utils.benchmark  # noqa: F401
+    assert _compare_tables(ember) == _compare_tables(torch)
