@@ -489,10 +489,18 @@ class profile:
         self._events: list = []
         self._step_ranges: list = []
         self._step_ev = None        # the open "ProfilerStep#N" range (after a step() call)
+        self._cycles = 0            # recording sessions started
 
     # recording on and off
     def _start_session(self):
         if self._session is None:
+            if self._cycles and not self.acc_events and not _CYCLE_WARNED:
+                # a later cycle of a schedule starts (once per process, as PyTorch)
+                _CYCLE_WARNED.append(True)
+                _warn("Warning: Profiler clears events at the end of each cycle. Only "
+                      "events from the current cycle will be reported. To keep events "
+                      "across cycles, set acc_events=True.")
+            self._cycles += 1
             self._session = P.start(self.record_shapes, self.profile_memory,
                                     self.with_stack)
             if self._t0 is None:
@@ -591,6 +599,9 @@ class profile:
     @property
     def profiler(self):
         return self
+
+
+_CYCLE_WARNED: list = []     # (the later-cycle warning was given)
 
 
 class record_function:

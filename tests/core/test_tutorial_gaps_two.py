@@ -1,6 +1,8 @@
 """Gaps found by running more pytorch/tutorials programs (recipes, intermediate and
 advanced tutorials) under ``python -m ember.as_torch``; each test checks ember against
 PyTorch run the same way."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -193,3 +195,29 @@ def test_benchmark_compare_shows_environments_and_orders_rows_by_threads():
     import torch.utils.benchmark  # noqa: F401
     import ember.utils.benchmark  # noqa: F401
     assert _compare_tables(ember) == _compare_tables(torch)
+
+
+def _cycle_warnings(lib, acc_events):
+    prof = lib.profiler
+    sched = prof.schedule(wait=1, warmup=1, active=2)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with prof.profile(activities=[prof.ProfilerActivity.CPU], schedule=sched,
+                          on_trace_ready=lambda p: None, acc_events=acc_events) as p:
+            for _ in range(8):
+                lib.ones(3).sum()
+                p.step()
+    return [str(w.message) for w in seen if "cycle" in str(w.message)]
+
+
+@pytest.mark.parametrize("acc_events", [False, True])
+def test_profiler_warns_when_a_second_cycle_clears_events(acc_events):
+    # (the profiler recipe's schedule with on_trace_ready)
+    import torch.profiler.profiler as torch_profiler_impl
+    got = []
+    for lib in (torch, ember):
+        torch_profiler_impl._WARNINGS_SHOWN.clear()
+        ember.profiler._CYCLE_WARNED.clear()
+        got.append(_cycle_warnings(lib, acc_events))
+    assert got[1] == got[0]
+    assert len(got[0]) == (0 if acc_events else 1)
