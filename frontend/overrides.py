@@ -238,7 +238,31 @@ def _dispatch(public_api, fn, args, kwargs):
     overloaded = [] if _STATE.subclass_off else _overloaded_args(_flatten(args, kwargs))
     if not overloaded and not _STATE.mode_on:
         return fn(*args, **kwargs)
+    sig = getattr(public_api, "__torch_function_bind__", None)
+    if sig is not None:
+        args, kwargs = _normalized(sig, args, kwargs)
     return _run(public_api, overloaded, args, kwargs)
+
+
+def _normalized(sig, args, kwargs):
+    """``(args, kwargs)`` as PyTorch's Python-level ``nn.functional`` functions hand them to
+    ``__torch_function__``: the parameters without a default positionally, every other one
+    by keyword, defaults filled in. (As given when they do not bind: the call raises.)"""
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return args, kwargs
+    bound.apply_defaults()
+    positional, keywords = [], {}
+    for name, value in bound.arguments.items():
+        param = sig.parameters[name]
+        if param.kind is param.VAR_POSITIONAL or param.kind is param.VAR_KEYWORD:
+            return args, kwargs
+        if param.default is param.empty and param.kind is not param.KEYWORD_ONLY:
+            positional.append(value)
+        else:
+            keywords[name] = value
+    return tuple(positional), keywords
 
 
 # ---- the public helpers ----------------------------------------------------------------
@@ -382,9 +406,40 @@ _IGNORED = {
     "ember.nn.functional": frozenset((
         "assert_int_or_pair", "boolean_dispatch", "grouped_mm", "handle_torch_function",
         "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
-        "hardsigmoid", "hardswish", "scaled_grouped_mm", "scaled_mm", "sigmoid", "tanh",
-        "upsample", "upsample_bilinear", "upsample_nearest")),
+        "scaled_grouped_mm", "scaled_mm", "sigmoid", "tanh", "upsample",
+        "upsample_bilinear", "upsample_nearest")),
 }
+
+#: functions PyTorch lists among its ignored ones although they dispatch (its
+#: ``F.hardsigmoid`` calls ``handle_torch_function``): they dispatch here too
+_LISTED_IGNORED = {"ember.nn.functional": frozenset(("hardsigmoid", "hardswish"))}
+
+#: ``nn.functional`` functions written in Python in PyTorch: they hand ``__torch_function__``
+#: the parameters without a default positionally and the others by keyword, whatever the
+#: call (``F.relu(input=x)`` arrives as ``args=(x,), kwargs={"inplace": False}``)
+_NORMALIZED = frozenset((
+    "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices", "affine_grid", "alpha_dropout", "batch_norm",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu",
+    "cosine_embedding_loss", "cross_entropy", "ctc_loss", "dropout", "dropout1d",
+    "dropout2d", "dropout3d", "elu", "embedding", "embedding_bag",
+    "feature_alpha_dropout", "fold", "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices", "gaussian_nll_loss", "glu", "grid_sample",
+    "group_norm", "gumbel_softmax", "hardsigmoid", "hardswish", "hardtanh",
+    "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate", "kl_div",
+    "l1_loss", "layer_norm", "leaky_relu", "linear_cross_entropy",
+    "local_response_norm", "log_softmax", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+    "margin_ranking_loss", "max_pool1d", "max_pool1d_with_indices", "max_pool2d",
+    "max_pool2d_with_indices", "max_pool3d", "max_pool3d_with_indices", "max_unpool1d",
+    "max_unpool2d", "max_unpool3d", "mish", "mse_loss", "multi_head_attention_forward",
+    "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
+    "nll_loss", "normalize", "pad", "poisson_nll_loss", "relu", "relu6", "rms_norm",
+    "rrelu", "selu", "silu", "smooth_l1_loss", "soft_margin_loss", "softmax", "softmin",
+    "softsign", "tanhshrink", "threshold", "triplet_margin_loss",
+    "triplet_margin_with_distance_loss", "unfold"))
 
 #: ignored functions that a mode still sees (PyTorch's factories and dtype queries go
 #: through its argument parser, which asks the mode even when no tensor is passed)
@@ -599,6 +654,11 @@ def _arm() -> None:
                     arm(ns, name, value, _call_mode_only)
                 continue
             arm(ns, name, value)
+            if ns_name == "ember.nn.functional" and name in _NORMALIZED:
+                try:
+                    value.__torch_function_bind__ = inspect.signature(value)
+                except (TypeError, ValueError):
+                    pass
     tensor = _TENSOR[0]
     # a function that is both ember.<name> and a Tensor method gets a twin of its own as
     # the method (PyTorch's Tensor.add is not torch.add)
@@ -653,7 +713,7 @@ def get_ignored_functions() -> set:
     """
     out = set()
     for ns_name, ns in _namespaces():
-        for name in _IGNORED.get(ns_name, ()):
+        for name in (*_IGNORED.get(ns_name, ()), *_LISTED_IGNORED.get(ns_name, ())):
             value = getattr(ns, name, None)
             if callable(value):
                 out.add(value)
@@ -675,7 +735,8 @@ def get_overridable_functions() -> dict:
     _arm()
     out: dict = {}
     for owner, name, public in _ARMED_FUNCTIONS:
-        if owner is _TENSOR[0] and name in _TENSOR_LISTED_IGNORED:
+        if name in (_TENSOR_LISTED_IGNORED if owner is _TENSOR[0] else
+                    _LISTED_IGNORED.get(getattr(owner, "__name__", None), ())):
             continue
         funcs = out.setdefault(owner, [])
         if not any(f is public for f in funcs):

@@ -234,3 +234,30 @@ def test_torch_c_switch_queries():
                 out.append(c._is_torch_function_mode_enabled())
         return out
     _both(case)
+
+
+def test_functional_python_level_arguments_are_normalized():
+    # PyTorch's Python-level nn.functional functions hand __torch_function__ the
+    # parameters without a default positionally and the rest (defaults filled) by keyword
+    def case(lib):
+        log = []
+
+        class A(lib.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                log.append((func.__name__, len(args), sorted(kwargs or {})))
+                return super().__torch_function__(func, types, args, kwargs)
+        a = lib.ones(1, 2, 4, 4).as_subclass(A)
+        F = lib.nn.functional
+        F.relu(input=a)
+        F.softmax(a, dim=1)
+        F.dropout(a, 0.0)
+        F.layer_norm(a, (4,))
+        F.mse_loss(a, target=a)
+        F.max_pool2d(a, 2)
+        F.adaptive_max_pool2d(a, 2)
+        F.interpolate(a, scale_factor=2)
+        F.hardsigmoid(a)
+        F.hardswish(a)
+        return log, F.hardsigmoid in lib.overrides.get_ignored_functions()
+    _both(case)
