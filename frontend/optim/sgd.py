@@ -118,7 +118,7 @@ class SGD(Optimizer):
                 buf = state.get("momentum_buffer")
                 first = buf is None
                 if first:
-                    buf = state["momentum_buffer"] = K.empty_like(p)  # (contiguous)
+                    buf = state["momentum_buffer"] = K.empty_like(p.grad)  # (contiguous)
             else:
                 first = False
             for lst, t in zip(calls[first], (p, p.grad, buf)):

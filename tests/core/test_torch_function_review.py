@@ -211,8 +211,14 @@ def test_subclass_training_step():
             opt.zero_grad()
             (p * p).sum().backward()
             opt.step()
+        q = lib.ones(2).as_subclass(A).requires_grad_()
+        sgd = lib.optim.SGD([q], lr=0.1, momentum=0.9)
+        for _ in range(2):
+            (q * q).sum().backward()
+            sgd.step()
         return (type(t.grad).__name__, t.is_leaf, type(p).__name__, type(p.grad).__name__,
-                np.round(_values(p), 5).tolist())
+                np.round(_values(p), 5).tolist(), type(q).__name__,
+                type(sgd.state[q]["momentum_buffer"]).__name__, np.round(_values(q), 5).tolist())
     _both(case)
 
 
