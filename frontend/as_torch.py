@@ -10,9 +10,10 @@ PyTorch: ``torch`` and every ``torch.<sub>`` module resolve to ``ember`` and
 ``ember.<sub>``. ``torch.__version__`` reads ``"<API level>+ember.<ember's version>"``: the
 PyTorch release whose public API ember follows, with ember's own version as the local label,
 so version checks in libraries see the API they are written against and the label says
-what is really running. ``torch._C`` and ``torch.utils._pytree`` are the small shims in
-``ember._torch_c`` (only the private names registry packages need, each documented there;
-any other ``torch._C`` name raises ``AttributeError`` naming it). Any other module ember
+what is really running. ``import functorch`` gives ``ember.functorch``. ``torch._C`` and
+``torch.utils._pytree`` are the small shims in ``ember._torch_c`` (only the private names
+registry packages need, each documented there; any other ``torch._C`` name raises
+``AttributeError`` naming it). Any other module ember
 does not have (``torch._export``, ``torch._functorch``, ...) raises ``ModuleNotFoundError``
 naming it. A real PyTorch imported before ``install()`` is left alone: installing then
 raises, since two libraries would answer to one name. While installed, ember's printed
@@ -85,7 +86,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self._specs = {}
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "torch" and not fullname.startswith("torch."):
+        if fullname != "torch" and not fullname.startswith("torch.") \
+                and fullname != "functorch":
             return None
         is_pkg = fullname == "torch" or hasattr(self._target(fullname), "__path__")
         return importlib.machinery.ModuleSpec(fullname, self, is_package=is_pkg)
@@ -94,6 +96,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def _target(fullname):
         if fullname == "torch":
             return ember
+        if fullname == "functorch":     # (PyTorch's older package of function transforms)
+            return importlib.import_module("ember.functorch")
         if fullname in _PRIVATE:
             return _PRIVATE[fullname]
         name = "ember" + fullname[len("torch"):]
@@ -179,7 +183,8 @@ def uninstall() -> None:
     if multiprocessing.spawn.get_preparation_data is _preparation_data:
         multiprocessing.spawn.get_preparation_data = _parent_preparation_data
     _dtypes.set_module_name("ember")
-    for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+    for name in [n for n in sys.modules
+                 if n in ("torch", "functorch") or n.startswith("torch.")]:
         mod = sys.modules[name]
         if (isinstance(mod, _TorchModule) or name in _PRIVATE
                 or getattr(mod, "__name__", "").startswith("ember")):

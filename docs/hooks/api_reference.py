@@ -37,6 +37,8 @@ NAMESPACES = [
     ("ember.autograd.functional", "Jacobians, Hessians and their products."),
     ("ember.autograd.forward_ad", "Forward-mode automatic differentiation: dual tensors."),
     ("ember.func", "Function transforms: grad, vmap, jacrev, functional_call."),
+    ("ember.functorch", "PyTorch's older ``functorch`` package (deprecated): the "
+                        "transforms and ``make_functional``."),
     ("ember.linalg", "Linear algebra."),
     ("ember.special", "Special functions."),
     ("ember.fft", "Discrete Fourier transforms."),

@@ -1,6 +1,8 @@
 """Gaps found by running more pytorch/tutorials programs (recipes, intermediate and
 advanced tutorials) under ``python -m ember.as_torch``; each test checks ember against
 PyTorch run the same way."""
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -221,3 +223,71 @@ def test_profiler_warns_when_a_second_cycle_clears_events(acc_events):
         got.append(_cycle_warnings(lib, acc_events))
     assert got[1] == got[0]
     assert len(got[0]) == (0 if acc_events else 1)
+
+
+def _functorch_run(lib, ft):
+    rng = np.random.default_rng(4)
+    x = lib.tensor(rng.standard_normal((6, 3)).astype(np.float32))
+    models = []
+    for _ in range(3):
+        m = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.BatchNorm1d(4), lib.nn.Linear(4, 2))
+        with lib.no_grad():
+            for p in m.parameters():
+                p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32)))
+        models.append(m.eval())
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        fmodel, params, buffers = ft.make_functional_with_buffers(models[0])
+        out = fmodel(params, buffers, x)
+        grads = ft.grad(lambda p: fmodel(p, buffers, x).square().sum())(params)
+        lin, lin_params = ft.make_functional(lib.nn.Linear(3, 2))
+        efmodel, eparams, ebuffers = ft.combine_state_for_ensemble(models)
+        ens = ft.vmap(efmodel, in_dims=(0, 0, None))(eparams, ebuffers, x)
+    return {
+        "out": out.detach().numpy(), "grads": [g.detach().numpy() for g in grads],
+        "ens": ens.detach().numpy(),
+        "kinds": (type(fmodel).__name__, type(lin).__name__, type(params).__name__,
+                  [type(p).__name__ for p in params], params[0].requires_grad,
+                  params[0] is models[0][0].weight, eparams[0].requires_grad,
+                  tuple(eparams[0].shape), len(ebuffers), len(lin_params),
+                  fmodel.stateless_model[0].weight.device.type),
+        "warnings": [(w.category, str(w.message)) for w in seen],
+    }
+
+
+def test_functorch_package():
+    # (forward_ad_usage's functorch cell; older per-sample-gradient and ensembling code)
+    import functorch
+    import ember.functorch
+    want, got = _functorch_run(torch, functorch), _functorch_run(ember, ember.functorch)
+    assert got["kinds"] == want["kinds"]
+    assert got["warnings"] == want["warnings"]
+    np.testing.assert_allclose(got["out"], want["out"], rtol=1e-5, atol=1e-6)
+    for g, w in zip(got["grads"], want["grads"]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got["ens"], want["ens"], rtol=1e-5, atol=1e-6)
+
+
+def test_make_functional_refuses_a_model_with_buffers():
+    import functorch
+    import ember.functorch
+    messages = []
+    for lib, ft in ((torch, functorch), (ember, ember.functorch)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(RuntimeError) as info:
+                ft.make_functional(lib.nn.BatchNorm1d(2))
+        messages.append(str(info.value))
+    assert messages[1] == messages[0]
+
+
+def test_as_torch_import_functorch(tmp_path):
+    script = tmp_path / "ft.py"
+    script.write_text("import warnings\nwarnings.simplefilter('ignore')\n"
+                      "import torch, functorch\n"
+                      "f, p = functorch.make_functional(torch.nn.Linear(2, 1))\n"
+                      "print(type(f).__module__.split('.')[0], f(p, torch.ones(1, 2)).shape)\n")
+    out = subprocess.run([sys.executable, "-m", "ember.as_torch", str(script)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ember torch.Size([1, 1])"
