@@ -152,6 +152,10 @@ for _n, _sig, _k, _meta in _KERNEL_OPS:
 del _n, _sig, _k, _meta
 
 # the differentiable ops: composites over the kernels, each with its gradient formula
+# PyTorch records these through their ``_ex`` forms (``grad_fn`` prints the ``Ex`` name)
+_EX_NODES = {"linalg_solve": "LinalgSolveExBackward0", "linalg_inv": "LinalgInvExBackward0",
+             "linalg_cholesky": "LinalgCholeskyExBackward0"}
+
 for _n, _sig, _inputs in [
     ("linalg_det", "linalg_det(Tensor A) -> Tensor", ("A",)),
     ("linalg_slogdet_packed", "linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)",
@@ -176,7 +180,8 @@ for _n, _sig, _inputs in [
     ("linalg_lstsq_solution", "linalg_lstsq(Tensor A, Tensor B) -> Tensor", ("A", "B")),
     ("linalg_matrix_exp", "linalg_matrix_exp(Tensor self) -> Tensor", ("A",)),
 ]:
-    defop(_n, "matmul", _sig, "(composite only)", inputs=_inputs, promotion="none")
+    defop(_n, "matmul", _sig, "(composite only)", inputs=_inputs, promotion="none",
+          node=_EX_NODES.get(_n))
 del _n, _sig, _inputs
 
 

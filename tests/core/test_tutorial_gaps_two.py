@@ -291,3 +291,17 @@ def test_as_torch_import_functorch(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ember torch.Size([1, 1])"
+
+
+@pytest.mark.parametrize("op", ["solve", "inv", "cholesky", "inverse"])
+def test_linalg_ex_node_names(op):
+    # (the parametrizations tutorial prints a Cayley-map weight: grad_fn=<LinalgSolveExBackward0>)
+    names = []
+    for lib in (torch, ember):
+        a = lib.tensor([[2.0, 0.5, 0.0], [0.5, 3.0, 0.2], [0.0, 0.2, 1.5]], requires_grad=True)
+        b = lib.ones(3, 2, requires_grad=True)
+        out = {"solve": lambda: lib.linalg.solve(a, b), "inv": lambda: lib.linalg.inv(a),
+               "cholesky": lambda: lib.linalg.cholesky(a), "inverse": lambda: lib.inverse(a)}[op]()
+        names.append(type(out.grad_fn).__name__)
+        out.sum().backward()
+    assert names[1] == names[0]
