@@ -136,8 +136,19 @@ def _(g, x1, x2, result, p=2.0):
 
 
 @composite("dist")
-def dist(x, other, p=2):
-    return norm(E("sub", x, other), p)
+@O.recorded("dist")
+def dist(self, other, p=2):
+    return norm(E("sub", self, other), p)
+
+
+@gradient("dist")
+def _(g, self, other, result, p=2):
+    """The norm's gradient at ``self - other``, summed back to each input's shape (one node,
+    ``DistBackward0``, as PyTorch records it)."""
+    (gd,) = _norm_backward(g, E("sub", self, other), result, p)
+    if gd is None:
+        return None, None
+    return V.sum_to(gd, tuple(self.shape)), V.sum_to(E("neg", gd), tuple(other.shape))
 
 
 @composite("diff")

@@ -305,3 +305,26 @@ def test_linalg_ex_node_names(op):
         names.append(type(out.grad_fn).__name__)
         out.sum().backward()
     assert names[1] == names[0]
+
+
+@pytest.mark.parametrize("p", [2, 1, 3, 0.5, float("inf")])
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((3, 4), (4,)), ((1, 4), (3, 1))])
+def test_dist_is_one_node_with_pytorchs_gradients(p, shapes):
+    # (the parametrizations tutorial prints torch.dist(...): grad_fn=<DistBackward0>)
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
+    got = []
+    for lib in (torch, ember):
+        x, y = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+        d = lib.dist(x, y, p)
+        gx, gy = lib.autograd.grad(d, (x, y), create_graph=True)
+        (hy,) = lib.autograd.grad(gx.sum(), y, allow_unused=True)
+        got.append((type(d.grad_fn).__name__, d.item(), gx.detach().numpy(),
+                    gy.detach().numpy(), None if hy is None else hy.numpy()))
+    assert got[1][0] == got[0][0]
+    np.testing.assert_allclose(got[1][1], got[0][1], rtol=1e-12)
+    for u, v in zip(got[1][2:], got[0][2:]):
+        if v is None or u is None:
+            assert u is None or not np.any(u), u
+            continue
+        np.testing.assert_allclose(u, v, rtol=1e-10, atol=1e-12)
