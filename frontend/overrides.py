@@ -182,7 +182,7 @@ def _func_name(func) -> str:
     where = getattr(func, "__torch_function_name__", None)
     if where is not None:
         return where
-    owner = getattr(func, "__self__", None)                     # a property's __get__
+    owner = getattr(func, "__self__", None)             # a property's __get__ / __set__
     if isinstance(owner, property) and owner.fget is not None:
         return getattr(owner.fget, "__torch_function_name__", owner.fget.__name__)
     module = getattr(func, "__module__", None)
@@ -358,7 +358,7 @@ def resolve_name(f):
     owner = getattr(f, "__self__", None)
     if isinstance(owner, property) and owner.fget is not None:
         name = getattr(owner.fget, "__torch_function_name__", None)
-        return f"{name}.__get__" if name else None
+        return f"{name}.{f.__name__}" if name else None
     return getattr(f, "__torch_function_name__", None)
 
 
@@ -683,6 +683,8 @@ def _arm() -> None:
                                      value.fset, value.fdel, value.__doc__)
                     setattr(tensor, name, value)
                 arm(tensor, name, value.fget, public=value.__get__)
+                if value.fset is not None:              # (x.grad = g: Tensor.grad.__set__)
+                    arm(tensor, name, value.fset, public=value.__set__)
             else:
                 arm(tensor, name, value)
     for name, value in operators:               # (x + y is handed over as Tensor.add)

@@ -267,3 +267,15 @@ def test_functional_python_level_arguments_are_normalized():
         F.hardswish(a)
         return log, F.hardsigmoid in lib.overrides.get_ignored_functions()
     _both(case)
+
+
+def test_property_setters_dispatch():
+    def case(lib):
+        log = []
+        a = lib.ones(2).as_subclass(_logging(lib, log))
+        a.grad = lib.zeros(2)
+        a.data = lib.full((2,), 3.0)
+        g = a.grad
+        return (log, type(g).__name__, _values(a).tolist(),
+                lib.overrides.is_tensor_method_or_property(lib.Tensor.grad.__set__))
+    assert _both(case)[0][:2] == ["Tensor.grad.__set__", "Tensor.data.__set__"]
