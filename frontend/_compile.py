@@ -33,7 +33,7 @@ from ember.dispatcher.grad_mode import MODE
 from ember.dispatcher.schema import OPS
 
 from . import fx
-from ._straight_line import Plans, forget_all
+from ._straight_line import Plans, forget_all, guard_of as _guard_of
 from .nn.modules.module import Module
 
 __all__ = ["compile", "OptimizedModule", "register_backend", "list_backends",
@@ -625,19 +625,6 @@ def _flatten(obj, out):
     else:
         out.append(obj)
     return out
-
-
-def _guard_of(leaves):
-    g = []
-    first = {}
-    for i, x in enumerate(leaves):
-        if isinstance(x, C.TensorBase):
-            sid = first.setdefault(id(x._storage), i)
-            g.append(("t", x.shape, x._stride, x._offset, x.dtype, x.device,
-                      x.requires_grad, sid))
-        else:
-            g.append(("v", x))
-    return g
 
 
 class _ReplayPlan:

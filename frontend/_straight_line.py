@@ -47,7 +47,7 @@ from ._tensor import Tensor
 from .autograd import forward_ad
 from .nn.parameter import Parameter
 
-__all__ = ["scan", "Plans", "forget_all"]
+__all__ = ["scan", "Plans", "forget_all", "guard_of"]
 
 #: builtins whose calls have no effect beyond their result
 _PURE_BUILTINS = frozenset(id(f) for f in (
@@ -83,7 +83,7 @@ _IMMUTABLE = (int, float, bool, str, complex, type(None), D.DType, Device,
               type(C.as_size(())))
 
 #: the types of the argument values a plan guards by value
-_EXACT = frozenset((int, bool, str, type(None), D.DType, Device, type(C.as_size(()))))
+_EXACT = frozenset(_IMMUTABLE) - {float, complex}  # (those two: with their signed zeros)
 
 #: bumped by ``forget_all`` (``ember.compiler.reset()``): plans made before are dropped
 _GENERATION = [0]
@@ -385,13 +385,22 @@ def _defaults_spec(kwdefaults):
 
 
 def _state_of(x):
-    return (x._vc[0], x._storage, x.shape, x._stride, x._offset, x.dtype, x.requires_grad)
+    return x._vc[0], _geometry(x)
 
 
-def _meta(leaves):
+def guard_of(leaves) -> list:
+    """What a replay is keyed on for a call's leaves: each tensor's shape, strides,
+    offset, dtype, device, requires_grad and the first leaf sharing its storage
+    (aliasing); each other value itself (``mode="reduce-overhead"``'s plans and these)."""
+    g = []
     first: dict = {}
-    return [(x.shape, x._stride, x._offset, x.dtype, x.device, x.requires_grad,
-             first.setdefault(id(x._storage), i)) for i, x in enumerate(leaves)]
+    for i, x in enumerate(leaves):
+        if isinstance(x, C.TensorBase):
+            g.append(("t", x.shape, x._stride, x._offset, x.dtype, x.device,
+                      x.requires_grad, first.setdefault(id(x._storage), i)))
+        else:
+            g.append(("v", x))
+    return g
 
 
 class Plans:
@@ -457,7 +466,7 @@ class Plans:
             if plan.spec != spec or plan.state != state:
                 continue
             if meta is None:
-                meta = _meta(leaves)
+                meta = guard_of(leaves)
             if plan.meta == meta:
                 return self._replay(plan, leaves)
         return Plans.MISS
@@ -624,7 +633,7 @@ class Plans:
                 out.append(("c", x))
             else:
                 return "it returns a value that is not a tensor or an immutable value"
-        plan = _Plan(spec, _meta(leaves), _state(), storages, arg_slots, list(kept.values),
+        plan = _Plan(spec, guard_of(leaves), _state(), storages, arg_slots, list(kept.values),
                      kept.runner, out)
         plan.env_slots = env_slots
         plan.shape_of = None if single else type(items)

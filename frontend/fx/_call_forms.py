@@ -9,6 +9,8 @@ by keyword (with their values, defaults included), written
 intercept (creation, RNG and global-state functions: they see a Proxy as a plain
 object).
 """
+from .. import overrides
+
 
 F_FORMS = {
     '_threshold': 'input threshold value | inplace',
@@ -121,28 +123,9 @@ F_FORMS = {
     'unfold': 'input kernel_size | dilation padding stride',
 }
 
-NOT_TRACED = frozenset({
-    'arange', 'are_deterministic_algorithms_enabled', 'as_strided', 'as_tensor', 'asarray',
-    'bartlett_window', 'blackman_window', 'broadcast_shapes', 'can_cast',
-    'clear_autocast_cache', 'compile', 'cond', 'device', 'dtype', 'empty', 'empty_permuted',
-    'empty_strided', 'enable_grad', 'eye', 'fill', 'finfo', 'from_file', 'from_numpy',
-    'frombuffer', 'full', 'get_autocast_cpu_dtype', 'get_autocast_dtype',
-    'get_autocast_gpu_dtype', 'get_default_device', 'get_default_dtype',
-    'get_deterministic_debug_mode', 'get_device_module', 'get_float32_matmul_precision',
-    'get_num_interop_threads', 'get_num_threads', 'get_rng_state', 'hamming_window',
-    'hann_window', 'iinfo', 'inference_mode', 'init_num_threads', 'initial_seed',
-    'is_anomaly_check_nan_enabled', 'is_anomaly_enabled', 'is_autocast_cache_enabled',
-    'is_autocast_cpu_enabled', 'is_autocast_enabled',
-    'is_deterministic_algorithms_warn_only_enabled', 'is_grad_enabled',
-    'is_inference_mode_enabled', 'is_tensor', 'is_warn_always_enabled', 'kaiser_window',
-    'layout', 'linspace', 'load', 'logspace', 'manual_seed', 'memory_format', 'no_grad',
-    'normal', 'ones', 'promote_types', 'rand', 'rand_like', 'randint', 'randint_like',
-    'randn', 'randn_like', 'randperm', 'range', 'result_type', 'save', 'scalar_tensor',
-    'seed', 'set_anomaly_enabled', 'set_autocast_cache_enabled', 'set_autocast_cpu_dtype',
-    'set_autocast_cpu_enabled', 'set_autocast_dtype', 'set_autocast_enabled',
-    'set_autocast_gpu_dtype', 'set_default_device', 'set_default_tensor_type',
-    'set_deterministic_debug_mode', 'set_float32_matmul_precision', 'set_flush_denormal',
-    'set_grad_enabled', 'set_num_interop_threads', 'set_num_threads', 'set_printoptions',
-    'set_rng_state', 'set_warn_always', 'sparse_coo_tensor', 'tensor', 'tril_indices',
-    'triu_indices', 'typename', 'use_deterministic_algorithms', 'vander', 'vmap', 'zeros',
-})
+#: ember functions a trace does not record on proxies: the ones PyTorch's
+#: ``__torch_function__`` never dispatches (ember.overrides keeps that list), and the
+#: classes and grad-mode switches of the namespace
+NOT_TRACED = (overrides._IGNORED["ember"] - {"from_dlpack", "is_storage", "set_default_dtype"}
+              ) | {"device", "dtype", "enable_grad", "finfo", "iinfo", "inference_mode",
+                   "layout", "memory_format", "no_grad", "set_grad_enabled"}
