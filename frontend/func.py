@@ -424,18 +424,24 @@ def linearize(func, *primals):
     return _detach_tree(value, False), jvp_fn
 
 
+def _check_ensemble(name, models) -> None:
+    """PyTorch's checks of models to be stacked for an ensemble: at least one, one
+    training mode, one class (``name`` is the caller, for the message)."""
+    if len(models) == 0:
+        raise RuntimeError(f"{name}: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError(f"{name}: Expected all models to have the same training/eval "
+                           f"mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError(f"{name}: Expected all models to be of the same class.")
+
+
 def stack_module_state(models) -> tuple:
     """``(params, buffers)``: each parameter and buffer of the (same-class) ``models``
     stacked along a new first dim, for ``vmap`` over ``functional_call`` (model
     ensembling). The stacked parameters are new leaves."""
     models = list(models)
-    if len(models) == 0:
-        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
-    if not (all(m.training for m in models) or all(not m.training for m in models)):
-        raise RuntimeError("stack_module_state: Expected all models to have the same "
-                           "training/eval mode.")
-    if not all(type(m) is type(models[0]) for m in models):
-        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    _check_ensemble("stack_module_state", models)
     all_params = [dict(m.named_parameters()) for m in models]
     params = {}
     for k in all_params[0]:

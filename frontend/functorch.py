@@ -172,14 +172,7 @@ def combine_state_for_ensemble(models):
         ember.Size([3, 1, 2])
     """
     _warn_deprecated("combine_state_for_ensemble", "torch.func.stack_module_state")
-    if len(models) == 0:
-        raise RuntimeError("combine_state_for_ensemble: Expected at least one model, got 0.")
-    if not (all(m.training for m in models) or all(not m.training for m in models)):
-        raise RuntimeError("combine_state_for_ensemble: Expected all models to have the "
-                           "same training/eval mode.")
-    if not all(type(m) is type(models[0]) for m in models):
-        raise RuntimeError("combine_state_for_ensemble: Expected all models to be of the "
-                           "same class.")
+    _func._check_ensemble("combine_state_for_ensemble", models)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         fmodel, _, _ = make_functional_with_buffers(models[0])
